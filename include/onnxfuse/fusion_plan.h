@@ -1,0 +1,68 @@
+// FusionPlan: what every fuser produces and every writer consumes. Plain data.
+//
+// A plan partitions the graph's nodes into groups (singletons included) and
+// records, for every place that did not fuse, the reason (MLIR's
+// notifyMatchFailure idea): those reasons are the report's "why not fused".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "onnxfuse/graph.h"
+#include "onnxfuse/op_pattern_kind.h"
+
+namespace onnxfuse {
+
+/// Limits shared by the fusers.
+struct FuserOptions {
+  int max_group_size = 256;  ///< most nodes in one group (TVM's max_fuse_depth)
+  int max_group_args = 0;    ///< most distinct external inputs of one group; 0 = no limit (TVM's max_function_args)
+  /// Greedy fuser: an op whose output has at least this many times more or fewer
+  /// elements than its input ends the chain ("significant shape change").
+  double greedy_shape_ratio = 4.0;
+};
+
+struct FusedGroup {
+  int id = 0;                     ///< index in FusionPlan::groups
+  std::vector<NodeId> nodes;      ///< members in topological order
+  OpPatternKind pattern = OpPatternKind::kOpaque;  ///< combined (max) kind of the members
+  NodeId anchor = kNoNode;        ///< the member of kind kOutEWiseFusable, if any (TVM's anchor_ref)
+  std::string rule;               ///< what fused it, e.g. "postdom.phase0"; "" for a single node
+};
+
+/// One place where fusion did not happen.
+struct Rejection {
+  NodeId node = kNoNode;          ///< the node that was not fused further
+  NodeId target = kNoNode;        ///< where it would have gone (post-dominator, successor), if any
+  std::string reason;             ///< stable code: "opaque", "fork", "join", "graph_output", ...
+  std::string detail;             ///< one human sentence naming the nodes involved
+};
+
+struct FusionPlan {
+  std::string strategy;                 ///< "postdom" or "greedy"
+  std::vector<FusedGroup> groups;       ///< ordered by their first member
+  std::vector<Rejection> rejections;
+  std::vector<int> group_of;            ///< node id -> group id
+};
+
+/// Builds a plan from a node -> group-label map (labels are any ints; equal labels
+/// are one group) and a rule per label. Sets ids, member order, pattern and anchor.
+/// `kinds` is the classifier's kind of every node.
+FusionPlan MakeFusionPlan(const Graph& graph, const std::vector<OpPatternKind>& kinds,
+                          const std::vector<int>& label_of_node, const std::vector<std::string>& rule_of_label,
+                          std::string strategy);
+
+/// Checks the plan's invariants: every node in exactly one group, and groups are
+/// convex (no path leaves a group and comes back, so replacing each group by one
+/// node keeps the graph acyclic). Throws Error(kInternal) naming the group otherwise.
+void ValidateFusionPlan(const Graph& graph, const FusionPlan& plan);
+
+/// Values a group produces that are read outside it or are graph outputs, in production order.
+std::vector<ValueId> GroupOutputs(const Graph& graph, const FusionPlan& plan, const FusedGroup& group);
+/// Values a group reads that it does not produce (activations and constants), in first-use order.
+std::vector<ValueId> GroupInputs(const Graph& graph, const FusedGroup& group);
+
+/// Classifier kinds of all nodes (ClassifyNode for each), indexed by NodeId.
+std::vector<OpPatternKind> ClassifyAll(const Graph& graph);
+
+}  // namespace onnxfuse

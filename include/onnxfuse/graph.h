@@ -1,0 +1,124 @@
+// The graph IR: the forward dataflow graph of one ONNX model.
+//
+// Nodes and values are owned by the Graph in plain vectors and referred to by
+// index (`NodeId`, `ValueId`); analyses (pattern kinds, post-dominator tree,
+// groups) are side tables keyed by those ids. Nodes are stored in a topological
+// order (the loader sorts them), so iterating `nodes()` visits every producer
+// before its consumers: the "post-DFS order" of TVM's IndexedForwardGraph.
+//
+// The Graph also keeps the loaded `onnx::ModelProto` (with shape-inferred
+// value_info and nodes in the sorted order) so writers can copy metadata,
+// initializers and the original NodeProtos unchanged.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+namespace onnxfuse {
+
+using NodeId = std::uint32_t;
+using ValueId = std::uint32_t;
+inline constexpr NodeId kNoNode = std::numeric_limits<NodeId>::max();
+inline constexpr ValueId kNoValue = std::numeric_limits<ValueId>::max();
+
+/// Element type and shape of a tensor value, as far as shape inference knows it.
+struct TensorType {
+  std::int32_t elem_type = 0;            ///< onnx::TensorProto::DataType; 0 = unknown
+  bool has_shape = false;                ///< false: rank unknown
+  std::vector<std::int64_t> dims;        ///< -1 where the dim is unknown or symbolic
+  std::vector<std::string> dim_params;   ///< symbol (e.g. "N") where dims[i] == -1, else ""
+
+  /// Number of elements, or nullopt when the shape is unknown or symbolic.
+  std::optional<std::int64_t> NumElements() const;
+  /// Size in bytes of a dense tensor of this type, or nullopt when unknown.
+  std::optional<std::int64_t> SizeInBytes() const;
+  /// "[1,64,56,56]", with symbols by name and "?" for unknown dims; "[?]" for unknown rank.
+  std::string ShapeString() const;
+  /// True when both shapes are fully known and equal (element types are not compared).
+  bool SameKnownShape(const TensorType& other) const;
+};
+
+/// One tensor edge of the dataflow graph (SSA: at most one producer).
+struct Value {
+  std::string name;
+  TensorType type;
+  NodeId producer = kNoNode;       ///< kNoNode for graph inputs and initializers
+  std::vector<NodeId> consumers;   ///< one entry per (node, input slot) use, in node order
+  bool is_graph_input = false;     ///< listed in graph.input (may also be an initializer)
+  bool is_graph_output = false;    ///< listed in graph.output
+  int initializer = -1;            ///< index into graph.initializer, or -1
+};
+
+/// One operator application. `proto` is the original NodeProto (attributes, names).
+struct Node {
+  std::string name;                ///< node name; the loader names unnamed nodes "<op_type>_<index>"
+  std::string op_type;
+  std::string domain;              ///< "" for the default ONNX domain ("ai.onnx" is normalised to "")
+  std::vector<ValueId> inputs;     ///< explicit inputs (kNoValue for an omitted optional input),
+                                   ///< then values captured by subgraphs (If/Loop/Scan bodies)
+  std::size_t num_explicit_inputs = 0;
+  std::vector<ValueId> outputs;    ///< kNoValue for an omitted optional output
+  onnx::NodeProto proto;
+};
+
+class Graph {
+ public:
+  /// Takes ownership of a model whose graph is already topologically sorted and
+  /// shape-inferred, and builds nodes, values and use-lists from it.
+  /// Throws Error(kInvalidModel) for a value produced twice or used before it is defined.
+  Graph(onnx::ModelProto model, std::string source_path);
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Value>& values() const { return values_; }
+  const Node& node(NodeId id) const { return nodes_.at(id); }
+  const Value& value(ValueId id) const { return values_.at(id); }
+  std::size_t num_nodes() const { return nodes_.size(); }
+
+  const std::vector<ValueId>& inputs() const { return inputs_; }    ///< graph inputs that are not initializers
+  const std::vector<ValueId>& outputs() const { return outputs_; }  ///< graph outputs, in order
+  std::optional<ValueId> FindValue(const std::string& name) const;
+
+  /// Initializer or `Constant`-node output: its value is known when the model is loaded.
+  bool IsConstant(ValueId id) const;
+  /// The tensor of an initializer or of a Constant node's `value` attribute; nullptr otherwise.
+  const onnx::TensorProto* ConstantTensor(ValueId id) const;
+
+  /// Distinct nodes consuming any output of `id` (each consumer listed once, in node order).
+  std::vector<NodeId> Consumers(NodeId id) const;
+
+  const onnx::ModelProto& model() const { return model_; }
+  const std::string& source_path() const { return source_path_; }
+  /// Version of the default ("" / "ai.onnx") operator set the model imports.
+  std::int64_t opset() const { return opset_; }
+
+ private:
+  ValueId InternValue(const std::string& name);
+
+  onnx::ModelProto model_;
+  std::string source_path_;
+  std::int64_t opset_ = 0;
+  std::vector<Node> nodes_;
+  std::vector<Value> values_;
+  std::vector<ValueId> inputs_;
+  std::vector<ValueId> outputs_;
+  std::unordered_map<std::string, ValueId> value_by_name_;
+};
+
+/// TensorType from an ONNX TypeProto (non-tensor types give elem_type 0, no shape).
+TensorType TensorTypeFromProto(const onnx::TypeProto& type);
+
+}  // namespace onnxfuse
+
+namespace onnxfuse {
+
+/// Names a node's subgraph attributes (If/Loop/Scan bodies) read from the
+/// enclosing scope: implicit inputs that order and liveness must respect.
+std::vector<std::string> CapturedNames(const onnx::NodeProto& node);
+
+}  // namespace onnxfuse

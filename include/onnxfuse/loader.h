@@ -1,0 +1,41 @@
+// Loading an ONNX model file into the graph IR.
+//
+// Accepts IR versions 3-8 and default-domain opsets 7-17 (what libonnx 1.12
+// knows); other domains load and are opaque to the fusers. Initializers stored
+// as external data (ONNX external-data spec: location/offset/length keys,
+// paths relative to the model's folder) are read in. Nodes are sorted
+// topologically, then ONNX shape inference fills in value shapes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "onnxfuse/graph.h"
+
+namespace onnxfuse {
+
+struct LoadOptions {
+  /// Graph input name -> full shape, from `--input-shape NAME=1x3x224x224`. A symbolic
+  /// dim pinned this way (e.g. "N") takes the same value everywhere it appears.
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;
+};
+
+/// Reads and validates `path`. Throws Error with a one-line message naming the
+/// file (and node, where there is one): kIo when unreadable; kInvalidModel for
+/// bytes that are not a ModelProto, a cycle (naming its nodes), a value without
+/// producer, a value defined twice, a graph input without a type, a node that
+/// does not match its operator schema; kUnsupported for IR/opset versions
+/// outside the ranges above.
+Graph LoadModel(const std::string& path, const LoadOptions& options = {});
+
+/// The same checks and preparation for a model already in memory; `source_name`
+/// stands for the file in messages, `base_dir` resolves external data ("" = none allowed).
+Graph LoadModelProto(onnx::ModelProto model, const std::string& source_name, const LoadOptions& options = {},
+                     const std::string& base_dir = "");
+
+/// Parses "1x3x224x224" (dims separated by 'x' or ','). Throws Error(kUsage).
+std::vector<std::int64_t> ParseShape(const std::string& text);
+
+}  // namespace onnxfuse

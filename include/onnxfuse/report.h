@@ -1,0 +1,23 @@
+// The fusion report (JSON). Schema documented in README.md "Fusion report".
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "onnxfuse/fusion_plan.h"
+#include "onnxfuse/graph.h"
+#include "onnxfuse/onnx_writer.h"
+
+namespace onnxfuse {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+/// Wall time of each pipeline stage, in milliseconds.
+struct StageTimes {
+  double load_ms = 0, classify_ms = 0, fuse_ms = 0, write_ms = 0;
+};
+
+/// Builds the report: model summary, groups, rejections, totals, stage times.
+nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>& kinds, const FusionPlan& plan,
+                           const std::vector<std::string>& function_of_group, const StageTimes& times);
+
+}  // namespace onnxfuse

@@ -1,0 +1,249 @@
+#include "onnxfuse/graph.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "onnxfuse/error.h"
+
+namespace onnxfuse {
+
+namespace {
+
+std::int64_t ElementSize(std::int32_t elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: case onnx::TensorProto::UINT32:
+      return 4;
+    case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::COMPLEX64:
+      return 8;
+    case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      return 2;
+    case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: case onnx::TensorProto::BOOL:
+      return 1;
+    case onnx::TensorProto::COMPLEX128:
+      return 16;
+    default:
+      return 0;  // strings and unknown types have no fixed size
+  }
+}
+
+// Collects names a graph reads but does not define, recursing into nested subgraphs.
+void CollectCaptured(const onnx::GraphProto& graph, std::set<std::string>& defined_outside,
+                     std::vector<std::string>& captured) {
+  std::set<std::string> defined;
+  for (const auto& v : graph.input()) defined.insert(v.name());
+  for (const auto& t : graph.initializer()) defined.insert(t.name());
+  for (const auto& n : graph.node())
+    for (const auto& o : n.output()) defined.insert(o);
+  auto use = [&](const std::string& name) {
+    if (name.empty() || defined.count(name) || defined_outside.count(name)) return;
+    defined_outside.insert(name);  // report each captured name once
+    captured.push_back(name);
+  };
+  for (const auto& n : graph.node()) {
+    for (const auto& i : n.input()) use(i);
+    for (const auto& attr : n.attribute()) {
+      std::vector<const onnx::GraphProto*> bodies;
+      if (attr.has_g()) bodies.push_back(&attr.g());
+      for (const auto& g : attr.graphs()) bodies.push_back(&g);
+      for (const auto* body : bodies) {
+        std::vector<std::string> inner;
+        std::set<std::string> seen = defined;  // names this scope defines are not captures
+        CollectCaptured(*body, seen, inner);
+        for (const auto& name : inner) use(name);
+      }
+    }
+  }
+  for (const auto& o : graph.output()) use(o.name());
+}
+
+}  // namespace
+
+std::optional<std::int64_t> TensorType::NumElements() const {
+  if (!has_shape) return std::nullopt;
+  std::int64_t n = 1;
+  for (auto d : dims) {
+    if (d < 0) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+std::optional<std::int64_t> TensorType::SizeInBytes() const {
+  auto n = NumElements();
+  auto size = ElementSize(elem_type);
+  if (!n || size == 0) return std::nullopt;
+  return *n * size;
+}
+
+std::string TensorType::ShapeString() const {
+  if (!has_shape) return "[?]";
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (i) out << ',';
+    if (dims[i] >= 0) out << dims[i];
+    else out << (i < dim_params.size() && !dim_params[i].empty() ? dim_params[i] : "?");
+  }
+  out << ']';
+  return out.str();
+}
+
+bool TensorType::SameKnownShape(const TensorType& other) const {
+  if (!has_shape || !other.has_shape || dims != other.dims) return false;
+  return std::all_of(dims.begin(), dims.end(), [](std::int64_t d) { return d >= 0; });
+}
+
+TensorType TensorTypeFromProto(const onnx::TypeProto& type) {
+  TensorType t;
+  if (!type.has_tensor_type()) return t;
+  t.elem_type = type.tensor_type().elem_type();
+  if (!type.tensor_type().has_shape()) return t;
+  t.has_shape = true;
+  for (const auto& dim : type.tensor_type().shape().dim()) {
+    t.dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    t.dim_params.push_back(dim.has_dim_param() ? dim.dim_param() : "");
+  }
+  return t;
+}
+
+std::vector<std::string> CapturedNames(const onnx::NodeProto& node) {
+  std::vector<std::string> captured;
+  std::set<std::string> seen;
+  for (const auto& attr : node.attribute()) {
+    std::vector<const onnx::GraphProto*> bodies;
+    if (attr.has_g()) bodies.push_back(&attr.g());
+    for (const auto& g : attr.graphs()) bodies.push_back(&g);
+    for (const auto* body : bodies) CollectCaptured(*body, seen, captured);
+  }
+  return captured;
+}
+
+ValueId Graph::InternValue(const std::string& name) {
+  auto [it, inserted] = value_by_name_.emplace(name, static_cast<ValueId>(values_.size()));
+  if (inserted) values_.push_back(Value{name, {}, kNoNode, {}, false, false, -1});
+  return it->second;
+}
+
+Graph::Graph(onnx::ModelProto model, std::string source_path)
+    : model_(std::move(model)), source_path_(std::move(source_path)) {
+  for (const auto& opset : model_.opset_import())
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
+
+  const auto& g = model_.graph();
+  auto where = [&](const std::string& what) { return source_path_ + ": " + what; };
+
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    ValueId v = InternValue(g.initializer(i).name());
+    values_[v].initializer = i;
+    auto& type = values_[v].type;
+    type.elem_type = g.initializer(i).data_type();
+    type.has_shape = true;
+    type.dims.assign(g.initializer(i).dims().begin(), g.initializer(i).dims().end());
+    type.dim_params.assign(type.dims.size(), "");
+  }
+  for (const auto& input : g.input()) {
+    ValueId v = InternValue(input.name());
+    values_[v].is_graph_input = true;
+    if (values_[v].initializer < 0) {
+      values_[v].type = TensorTypeFromProto(input.type());
+      inputs_.push_back(v);
+    }
+  }
+
+  // value_info holds the shapes inferred before construction.
+  std::unordered_map<std::string, const onnx::TypeProto*> inferred;
+  for (const auto& vi : g.value_info()) inferred[vi.name()] = &vi.type();
+  for (const auto& vi : g.output()) inferred[vi.name()] = &vi.type();
+
+  nodes_.reserve(static_cast<std::size_t>(g.node_size()));
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& proto = g.node(i);
+    NodeId id = static_cast<NodeId>(nodes_.size());
+    Node node;
+    node.op_type = proto.op_type();
+    node.domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
+    node.name = proto.name().empty() ? proto.op_type() + "_" + std::to_string(i) : proto.name();
+    auto use = [&](const std::string& name) {
+      if (name.empty()) return kNoValue;
+      auto found = value_by_name_.find(name);
+      if (found == value_by_name_.end() ||
+          (values_[found->second].producer == kNoNode && !values_[found->second].is_graph_input &&
+           values_[found->second].initializer < 0))
+        throw Error(ErrorKind::kInvalidModel,
+                    where("node '" + node.name + "' (" + node.op_type + ") reads '" + name +
+                          "', which no node, graph input or initializer defines"));
+      values_[found->second].consumers.push_back(id);
+      return found->second;
+    };
+    for (const auto& name : proto.input()) node.inputs.push_back(use(name));
+    node.num_explicit_inputs = node.inputs.size();
+    for (const auto& name : CapturedNames(proto)) node.inputs.push_back(use(name));
+    for (const auto& name : proto.output()) {
+      if (name.empty()) {
+        node.outputs.push_back(kNoValue);
+        continue;
+      }
+      ValueId v = InternValue(name);
+      Value& value = values_[v];
+      if (value.producer != kNoNode || value.is_graph_input || value.initializer >= 0)
+        throw Error(ErrorKind::kInvalidModel,
+                    where("node '" + node.name + "' (" + node.op_type + ") writes '" + name +
+                          "', which is already defined" +
+                          (value.producer != kNoNode ? " by node '" + nodes_[value.producer].name + "'"
+                                                     : " as a graph input or initializer")));
+      value.producer = id;
+      if (auto it = inferred.find(name); it != inferred.end()) value.type = TensorTypeFromProto(*it->second);
+      node.outputs.push_back(v);
+    }
+    node.proto = proto;
+    nodes_.push_back(std::move(node));
+  }
+
+  for (const auto& output : g.output()) {
+    auto found = value_by_name_.find(output.name());
+    if (found == value_by_name_.end())
+      throw Error(ErrorKind::kInvalidModel, where("graph output '" + output.name() + "' is never defined"));
+    values_[found->second].is_graph_output = true;
+    outputs_.push_back(found->second);
+  }
+}
+
+std::optional<ValueId> Graph::FindValue(const std::string& name) const {
+  auto it = value_by_name_.find(name);
+  if (it == value_by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool Graph::IsConstant(ValueId id) const {
+  const Value& v = values_.at(id);
+  // An initializer also listed as a graph input could in principle be overridden at run
+  // time, but IR < 4 requires every initializer to be listed so; like ORT's fusions we
+  // treat all initializers as constants.
+  if (v.initializer >= 0) return true;
+  return v.producer != kNoNode && nodes_[v.producer].op_type == "Constant" && nodes_[v.producer].domain.empty();
+}
+
+const onnx::TensorProto* Graph::ConstantTensor(ValueId id) const {
+  if (!IsConstant(id)) return nullptr;
+  const Value& v = values_[id];
+  if (v.initializer >= 0) return &model_.graph().initializer(v.initializer);
+  for (const auto& attr : nodes_[v.producer].proto.attribute())
+    if (attr.name() == "value" && attr.has_t()) return &attr.t();
+  return nullptr;
+}
+
+std::vector<NodeId> Graph::Consumers(NodeId id) const {
+  std::vector<NodeId> result;
+  for (ValueId out : nodes_.at(id).outputs) {
+    if (out == kNoValue) continue;
+    for (NodeId c : values_[out].consumers)
+      if (std::find(result.begin(), result.end(), c) == result.end()) result.push_back(c);
+  }
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+}  // namespace onnxfuse

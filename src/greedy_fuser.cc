@@ -1,0 +1,1 @@
+#include "onnxfuse/greedy_fuser.h"

@@ -1,0 +1,296 @@
+#include "onnxfuse/loader.h"
+
+#include <climits>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "onnxfuse/error.h"
+
+namespace onnxfuse {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kMinIrVersion = 3, kMaxIrVersion = 8;
+constexpr std::int64_t kMinOpset = 7, kMaxOpset = 17;
+
+[[noreturn]] void Fail(ErrorKind kind, const std::string& source, const std::string& what) {
+  throw Error(kind, source + ": " + what);
+}
+
+std::string NodeLabel(const onnx::NodeProto& node, int index) {
+  std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
+  return "node '" + name + "' (" + node.op_type() + ")";
+}
+
+void CheckVersions(const onnx::ModelProto& model, const std::string& source) {
+  if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion)
+    Fail(ErrorKind::kUnsupported, source,
+         "IR version " + std::to_string(model.ir_version()) + " is outside the supported range " +
+             std::to_string(kMinIrVersion) + "-" + std::to_string(kMaxIrVersion));
+  bool has_default = false;
+  for (const auto& opset : model.opset_import()) {
+    if (!opset.domain().empty() && opset.domain() != "ai.onnx") continue;
+    has_default = true;
+    if (opset.version() < kMinOpset || opset.version() > kMaxOpset)
+      Fail(ErrorKind::kUnsupported, source,
+           "default-domain opset " + std::to_string(opset.version()) + " is outside the supported range " +
+               std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset));
+  }
+  if (!has_default) Fail(ErrorKind::kInvalidModel, source, "the model imports no default-domain opset");
+}
+
+// Reads initializers stored outside the model file into raw_data (ONNX
+// external-data spec, onnx/onnx docs/ExternalData.md). Paths must stay inside
+// the model's folder.
+void ReadExternalData(onnx::ModelProto& model, const std::string& source, const std::string& base_dir) {
+  for (auto& tensor : *model.mutable_graph()->mutable_initializer()) {
+    if (tensor.data_location() != onnx::TensorProto::EXTERNAL) continue;
+    std::string location;
+    std::int64_t offset = 0, length = -1;
+    for (const auto& entry : tensor.external_data()) {
+      if (entry.key() == "location") location = entry.value();
+      else if (entry.key() == "offset") offset = std::stoll(entry.value());
+      else if (entry.key() == "length") length = std::stoll(entry.value());
+    }
+    const std::string what = "initializer '" + tensor.name() + "' external data '" + location + "'";
+    if (base_dir.empty() || location.empty() || fs::path(location).is_absolute())
+      Fail(ErrorKind::kInvalidModel, source, what + " must be a path relative to the model's folder");
+    fs::path base = fs::weakly_canonical(base_dir);
+    fs::path file = fs::weakly_canonical(base / location);
+    auto rel = file.lexically_relative(base);
+    if (rel.empty() || *rel.begin() == "..")
+      Fail(ErrorKind::kInvalidModel, source, what + " points outside the model's folder");
+    std::ifstream in(file, std::ios::binary);
+    if (!in) Fail(ErrorKind::kIo, source, what + ": cannot open " + file.string());
+    in.seekg(0, std::ios::end);
+    std::int64_t size = in.tellg();
+    if (length < 0) length = size - offset;
+    if (offset < 0 || offset + length > size)
+      Fail(ErrorKind::kInvalidModel, source, what + ": offset/length run past the end of the file");
+    std::string bytes(static_cast<std::size_t>(length), '\0');
+    in.seekg(offset);
+    in.read(bytes.data(), length);
+    if (!in) Fail(ErrorKind::kIo, source, what + ": read failed");
+    tensor.set_raw_data(std::move(bytes));
+    tensor.clear_external_data();
+    tensor.set_data_location(onnx::TensorProto::DEFAULT);
+  }
+}
+
+// Pins graph input shapes from --input-shape; symbols pinned this way are
+// replaced everywhere in the graph's declared types, so outputs agree.
+void PinInputShapes(onnx::ModelProto& model, const LoadOptions& options, const std::string& source) {
+  std::map<std::string, std::int64_t> symbols;
+  std::set<std::string> found;
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    auto it = options.input_shapes.find(input.name());
+    if (it == options.input_shapes.end()) continue;
+    found.insert(input.name());
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() != 0 && shape->dim_size() != static_cast<int>(it->second.size()))
+      Fail(ErrorKind::kUsage, source,
+           "--input-shape " + input.name() + " has rank " + std::to_string(it->second.size()) +
+               " but the model declares rank " + std::to_string(shape->dim_size()));
+    for (std::size_t i = 0; i < it->second.size(); ++i) {
+      auto* dim = i < static_cast<std::size_t>(shape->dim_size()) ? shape->mutable_dim(static_cast<int>(i))
+                                                                  : shape->add_dim();
+      if (dim->has_dim_value() && dim->dim_value() != it->second[i])
+        Fail(ErrorKind::kUsage, source,
+             "--input-shape " + input.name() + " dim " + std::to_string(i) + " is " +
+                 std::to_string(it->second[i]) + " but the model fixes it to " + std::to_string(dim->dim_value()));
+      if (dim->has_dim_param()) symbols[dim->dim_param()] = it->second[i];
+      dim->set_dim_value(it->second[i]);
+    }
+  }
+  for (const auto& [name, shape] : options.input_shapes)
+    if (!found.count(name)) Fail(ErrorKind::kUsage, source, "--input-shape names '" + name + "', which is not a graph input");
+  if (symbols.empty()) return;
+  auto substitute = [&](onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    for (auto& dim : *vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+      if (dim.has_dim_param() && symbols.count(dim.dim_param())) dim.set_dim_value(symbols[dim.dim_param()]);
+  };
+  for (auto& vi : *model.mutable_graph()->mutable_input()) substitute(vi);
+  for (auto& vi : *model.mutable_graph()->mutable_output()) substitute(vi);
+  for (auto& vi : *model.mutable_graph()->mutable_value_info()) substitute(vi);
+}
+
+void CheckGraphInputs(const onnx::GraphProto& graph, const std::string& source) {
+  std::set<std::string> initializers;
+  for (const auto& t : graph.initializer()) initializers.insert(t.name());
+  std::set<std::string> seen;
+  for (const auto& input : graph.input()) {
+    if (input.name().empty()) Fail(ErrorKind::kInvalidModel, source, "a graph input has no name");
+    if (!seen.insert(input.name()).second)
+      Fail(ErrorKind::kInvalidModel, source, "graph input '" + input.name() + "' is listed twice");
+    if (!input.has_type() && !initializers.count(input.name()))
+      Fail(ErrorKind::kInvalidModel, source, "graph input '" + input.name() + "' has no type");
+  }
+}
+
+// Kahn's algorithm, keeping the file's order among ready nodes so an already
+// sorted model is left as it is. Reports missing producers, duplicate
+// definitions and cycles by node name.
+void SortTopologically(onnx::GraphProto& graph, const std::string& source) {
+  const int n = graph.node_size();
+  std::unordered_map<std::string, int> producer;
+  std::set<std::string> outside;  // defined by graph inputs and initializers
+  for (const auto& v : graph.input()) outside.insert(v.name());
+  for (const auto& t : graph.initializer()) outside.insert(t.name());
+  for (int i = 0; i < n; ++i) {
+    for (const auto& out : graph.node(i).output()) {
+      if (out.empty()) continue;
+      if (outside.count(out))
+        Fail(ErrorKind::kInvalidModel, source,
+             NodeLabel(graph.node(i), i) + " writes '" + out + "', which is a graph input or initializer");
+      auto [it, inserted] = producer.emplace(out, i);
+      if (!inserted)
+        Fail(ErrorKind::kInvalidModel, source,
+             NodeLabel(graph.node(i), i) + " writes '" + out + "', which " + NodeLabel(graph.node(it->second), it->second) +
+                 " also writes");
+    }
+  }
+  std::vector<std::vector<int>> consumers(static_cast<std::size_t>(n));
+  std::vector<int> pending(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    std::vector<std::string> reads(graph.node(i).input().begin(), graph.node(i).input().end());
+    for (auto& captured : CapturedNames(graph.node(i))) reads.push_back(captured);
+    std::set<int> deps;
+    for (const auto& name : reads) {
+      if (name.empty() || outside.count(name)) continue;
+      auto it = producer.find(name);
+      if (it == producer.end())
+        Fail(ErrorKind::kInvalidModel, source,
+             NodeLabel(graph.node(i), i) + " reads '" + name + "', which no node, graph input or initializer defines");
+      if (it->second != i) deps.insert(it->second);
+      else Fail(ErrorKind::kInvalidModel, source, NodeLabel(graph.node(i), i) + " reads its own output '" + name + "'");
+    }
+    for (int d : deps) consumers[static_cast<std::size_t>(d)].push_back(i);
+    pending[static_cast<std::size_t>(i)] = static_cast<int>(deps.size());
+  }
+  std::set<int> ready;  // ordered: smallest original index first
+  for (int i = 0; i < n; ++i)
+    if (pending[static_cast<std::size_t>(i)] == 0) ready.insert(i);
+  std::vector<int> order;
+  order.reserve(static_cast<std::size_t>(n));
+  while (!ready.empty()) {
+    int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int c : consumers[static_cast<std::size_t>(i)])
+      if (--pending[static_cast<std::size_t>(c)] == 0) ready.insert(c);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    std::string names;
+    int listed = 0;
+    for (int i = 0; i < n && listed < 8; ++i)
+      if (pending[static_cast<std::size_t>(i)] > 0) {
+        names += (listed++ ? ", " : "") + NodeLabel(graph.node(i), i);
+      }
+    Fail(ErrorKind::kInvalidModel, source, "the graph has a cycle through " + names);
+  }
+  bool sorted = true;
+  for (int i = 0; i < n; ++i) sorted = sorted && order[static_cast<std::size_t>(i)] == i;
+  if (sorted) return;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (int i : order) *nodes.Add() = graph.node(i);
+  graph.mutable_node()->Swap(&nodes);
+}
+
+// Checks each default-domain node against its operator schema (input/output
+// counts, attribute types), as onnx::checker would, but naming the node.
+void VerifyNodes(const onnx::ModelProto& model, const std::string& source) {
+  std::int64_t opset = 0;
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  const auto& graph = model.graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
+    if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+    const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset), "");
+    if (!schema)
+      Fail(ErrorKind::kInvalidModel, source,
+           NodeLabel(node, i) + ": no operator " + node.op_type() + " exists in opset " + std::to_string(opset));
+    try {
+      schema->Verify(node);
+    } catch (const onnx::checker::ValidationError& e) {
+      std::string message = e.what();
+      if (auto cut = message.find("\n"); cut != std::string::npos) message.resize(cut);
+      Fail(ErrorKind::kInvalidModel, source, NodeLabel(node, i) + ": " + message);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::int64_t> ParseShape(const std::string& text) {
+  std::vector<std::int64_t> dims;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find_first_of("x,", start);
+    std::string part = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::size_t used = 0;
+    long long value = -1;
+    try {
+      value = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || value < 0)
+      throw Error(ErrorKind::kUsage, "shape '" + text + "' is not a list of dims like 1x3x224x224");
+    dims.push_back(value);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return dims;
+}
+
+Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const LoadOptions& options,
+                     const std::string& base_dir) {
+  CheckVersions(model, source);
+  ReadExternalData(model, source, base_dir);
+  CheckGraphInputs(model.graph(), source);
+  PinInputShapes(model, options, source);
+  SortTopologically(*model.mutable_graph(), source);
+  VerifyNodes(model, source);
+  try {
+    // Data propagation lets Reshape targets computed by Shape->Gather->Concat resolve.
+    onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    if (auto cut = message.find("\n"); cut != std::string::npos) message.resize(cut);
+    Fail(ErrorKind::kInvalidModel, source, "shape inference failed: " + message);
+  }
+  return Graph(std::move(model), source);
+}
+
+Graph LoadModel(const std::string& path, const LoadOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, path + ": cannot open for reading");
+  google::protobuf::io::IstreamInputStream stream(&in);
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);  // protobuf's hard ceiling; larger models use external data
+  onnx::ModelProto model;
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    throw Error(ErrorKind::kInvalidModel, path + ": not an ONNX model (the protobuf does not parse; truncated or another format?)");
+  if (in.bad()) throw Error(ErrorKind::kIo, path + ": read failed");
+  if (!model.has_graph())
+    throw Error(ErrorKind::kInvalidModel, path + ": not an ONNX model (no graph)");
+  std::string base_dir = fs::path(path).parent_path().string();
+  if (base_dir.empty()) base_dir = ".";
+  return LoadModelProto(std::move(model), path, options, base_dir);
+}
+
+}  // namespace onnxfuse

@@ -1,0 +1,1 @@
+#include "onnxfuse/onnx_writer.h"

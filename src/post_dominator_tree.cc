@@ -1,0 +1,1 @@
+#include "onnxfuse/post_dominator_tree.h"

@@ -1,0 +1,1 @@
+#include "onnxfuse/postdom_fuser.h"

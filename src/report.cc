@@ -1,0 +1,1 @@
+#include "onnxfuse/report.h"
