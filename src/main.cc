@@ -1,1 +1,82 @@
-int main() { return 0; }
+// onnx-fuse: fuse an ONNX model's operators and write the fused model and a report.
+// Exit codes (README "Exit codes"): 0 ok, 2 usage, 3 invalid model, 4 unsupported
+// construct, 5 I/O failure, 70 internal error.
+#include <iostream>
+#include <map>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "onnxfuse/error.h"
+#include "onnxfuse/loader.h"
+#include "onnxfuse/pipeline.h"
+
+namespace {
+
+// Messages go to stderr so `--report -` can own stdout.
+void SetUpLogging(bool verbose, bool quiet) {
+  auto logger = spdlog::stderr_color_mt("onnx-fuse");
+  logger->set_pattern("%^%l%$: %v");
+  logger->set_level(verbose ? spdlog::level::debug : quiet ? spdlog::level::err : spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+std::map<std::string, std::vector<std::int64_t>> ParseInputShapes(const std::vector<std::string>& specs) {
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+  for (const auto& spec : specs) {
+    auto eq = spec.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      throw onnxfuse::Error(onnxfuse::ErrorKind::kUsage, "--input-shape '" + spec + "' is not NAME=1x3x224x224");
+    shapes[spec.substr(0, eq)] = onnxfuse::ParseShape(spec.substr(eq + 1));
+  }
+  return shapes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"onnx-fuse: fuse the operators of an ONNX model for faster CPU inference", "onnx-fuse"};
+  onnxfuse::FuseJob job;
+  std::vector<std::string> input_shapes;
+  bool verbose = false, quiet = false, no_check = false;
+  app.add_option("input", job.input_path, "ONNX model to fuse")->required();
+  app.add_option("-o,--output", job.output_path, "write the fused model here (never the input path)");
+  app.add_option("--report", job.report_path, "write the fusion report (JSON) here; '-' for stdout");
+  app.add_option("--strategy", job.strategy, "fuser: postdom (TVM post-dominator) or greedy (residual-aware chains)")
+      ->check(CLI::IsMember(onnxfuse::StrategyNames()))
+      ->capture_default_str();
+  app.add_option("--input-shape", input_shapes, "pin a graph input's shape, e.g. input=1x3x224x224 (repeatable)");
+  app.add_option("--max-group-size", job.fuser.max_group_size, "most ops in one fused group")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-group-args", job.fuser.max_group_args, "most inputs of one fused group (0: no limit)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_flag("--no-check", no_check, "skip onnx::checker on the written model");
+  auto* v = app.add_flag("-v,--verbose", verbose, "debug messages");
+  app.add_flag("-q,--quiet", quiet, "errors only")->excludes(v);
+  app.set_version_flag("--version", std::string("onnx-fuse ") + ONNXFUSE_VERSION);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : static_cast<int>(onnxfuse::ErrorKind::kUsage);
+  }
+  SetUpLogging(verbose, quiet);
+  try {
+    job.check = !no_check;
+    job.load.input_shapes = ParseInputShapes(input_shapes);
+    if (job.output_path.empty() && job.report_path.empty())
+      spdlog::warn("neither -o nor --report given: fusing without writing anything");
+    onnxfuse::RunFuseJob(job);
+    return 0;
+  } catch (const onnxfuse::Error& e) {
+    spdlog::error("{}", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return static_cast<int>(onnxfuse::ErrorKind::kInternal);
+  }
+}
