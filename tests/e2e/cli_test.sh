@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The command line's contract: exit codes, messages naming the file, nothing
+# written on failure, the input never overwritten.   cli_test.sh ONNX_FUSE WORK_DIR
+set -uo pipefail
+onnx_fuse=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+failures=0 passed=0
+
+expect() {  # expect NAME EXIT_CODE STDERR_SUBSTRING -- ARGS...
+  local name=$1 code=$2 needle=$3
+  shift 4
+  "$onnx_fuse" "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  if [[ $got -ne $code ]] || ! grep -qF -- "$needle" "$work/err" "$work/out"; then
+    echo "FAIL $name: exit $got (want $code), output:"; cat "$work/err" "$work/out"
+    failures=$((failures + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+# A valid model: two nodes, Conv+Relu.
+/usr/bin/python3 - "$work/model.onnx" <<'PY'
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+graph = helper.make_graph(
+    [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])],
+    "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PY
+cp "$work/model.onnx" "$work/model.orig"
+printf 'not a model' >"$work/text.onnx"
+head -c 100 "$work/model.onnx" >"$work/cut.onnx"
+
+expect version 0 "onnx-fuse" -- --version
+expect ok 0 "2 nodes -> 1 kernels" -- "$work/model.onnx" -o "$work/fused.onnx"
+[[ -s "$work/fused.onnx" ]] || { echo "FAIL ok: no fused.onnx"; failures=$((failures + 1)); }
+expect report_stdout 0 '"schema_version": 1' -- "$work/model.onnx" --report - -q
+expect missing_file 5 "nowhere.onnx" -- "$work/nowhere.onnx" -o "$work/a.onnx"
+expect not_a_model 3 "text.onnx" -- "$work/text.onnx" -o "$work/b.onnx"
+expect truncated 3 "cut.onnx" -- "$work/cut.onnx" -o "$work/c.onnx"
+expect overwrite_input 2 "refusing to overwrite" -- "$work/model.onnx" -o "$work/model.onnx"
+expect overwrite_input_by_other_path 2 "refusing to overwrite" -- "$work/model.onnx" -o "$work/../$(basename "$work")/model.onnx"
+expect bad_strategy 2 "strategy" -- "$work/model.onnx" --strategy nope
+expect bad_shape 2 "input-shape" -- "$work/model.onnx" --input-shape x=1xAx3
+expect unknown_input_shape 2 "'nope'" -- "$work/model.onnx" --input-shape nope=1x3x8x8
+expect unwritable_output 5 "no_such_dir" -- "$work/model.onnx" -o "$work/no_such_dir/out.onnx"
+
+for f in a.onnx b.onnx c.onnx; do
+  [[ -e "$work/$f" ]] && { echo "FAIL: $f written although the run failed"; failures=$((failures + 1)); }
+done
+cmp -s "$work/model.onnx" "$work/model.orig" || { echo "FAIL: the input model changed"; failures=$((failures + 1)); }
+ls "$work" | grep -q '\.tmp' && { echo "FAIL: temporary files left behind"; failures=$((failures + 1)); }
+
+echo "$passed passed, $failures failed"
+[[ $failures -eq 0 ]]
