@@ -29,7 +29,7 @@ fi
 
 # ONNX Runtime as a peer: its postinstall would download GPU files, which this
 # network refuses (npm then rolls back), so skip it; the CPU library ships in the tarball.
-if [[ ! -d scripts/ort/node_modules/onnxruntime-node ]]; then
+if [[ ! -d scripts/ort/node_modules/onnxruntime-node || ! -d scripts/ort/node_modules/onnx-proto ]]; then
   echo "setup: installing onnxruntime-node into scripts/ort" >&2
   (cd scripts/ort && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --silent)
 fi
