@@ -239,10 +239,11 @@ std::vector<NodeId> Graph::Consumers(NodeId id) const {
   std::vector<NodeId> result;
   for (ValueId out : nodes_.at(id).outputs) {
     if (out == kNoValue) continue;
-    for (NodeId c : values_[out].consumers)
-      if (std::find(result.begin(), result.end(), c) == result.end()) result.push_back(c);
+    result.insert(result.end(), values_[out].consumers.begin(), values_[out].consumers.end());
   }
+  // Sort then unique: linear-time dedup per consumer, not quadratic on wide fan-outs.
   std::sort(result.begin(), result.end());
+  result.erase(std::unique(result.begin(), result.end()), result.end());
   return result;
 }
 

@@ -121,8 +121,19 @@ nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>&
   }
 
   const std::int64_t fused_groups = static_cast<std::int64_t>(groups.size());
-  const std::int64_t kernels_after = static_cast<std::int64_t>(plan.groups.size());
+  // Constant nodes are data, not work: a group made only of them launches no kernel.
+  std::int64_t kernels_after = 0, constant_nodes = 0;
+  for (const auto& group : plan.groups) {
+    bool all_constant = true;
+    for (NodeId id : group.nodes) {
+      bool constant = graph.node(id).op_type == "Constant" && graph.node(id).domain.empty();
+      constant_nodes += constant;
+      all_constant = all_constant && constant;
+    }
+    kernels_after += !all_constant;
+  }
   json totals = {{"nodes_before", graph.num_nodes()},
+                 {"constant_nodes", constant_nodes},
                  {"kernels_after", kernels_after},
                  {"fused_groups", fused_groups},
                  {"nodes_in_fused_groups", fused_nodes},
