@@ -1,7 +1,4 @@
-// SaveModelAtomically: write to a unique temporary file next to the target,
-// fsync, then rename(2) over the target, which POSIX makes atomic within one
-// file system. Any failure removes the temporary file and leaves the target as
-// it was.
+// Atomic file writes (see include/onnxfuse/atomic_file.h) and SaveModelAtomically on top.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +11,7 @@
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
+#include "onnxfuse/atomic_file.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/onnx_writer.h"
 
@@ -44,14 +42,7 @@ void SyncDirectory(const std::string& dir) {
 
 }  // namespace
 
-void SaveModelAtomically(const onnx::ModelProto& model, const std::string& path) {
-  const std::size_t size = model.ByteSizeLong();
-  if (size > static_cast<std::size_t>(INT_MAX))
-    throw Error(ErrorKind::kUnsupported,
-                path + ": the model is " + std::to_string(size) +
-                    " bytes, over protobuf's 2 GB limit for one message; writing weights as external data "
-                    "is not supported yet");
-
+void WriteFileAtomically(const std::string& path, const std::function<int(int fd)>& write) {
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   std::vector<char> temp(path.begin(), path.end());
@@ -68,14 +59,7 @@ void SaveModelAtomically(const onnx::ModelProto& model, const std::string& path)
     error = errno;
     step = "cannot set the file mode";
   }
-  if (step.empty()) {
-    google::protobuf::io::FileOutputStream stream(fd);
-    const bool written = model.SerializeToZeroCopyStream(&stream) && stream.Flush();
-    if (!written) {
-      error = stream.GetErrno();
-      step = "cannot write " + temp_path;
-    }
-  }
+  if (step.empty() && (error = write(fd)) != 0) step = "cannot write " + temp_path;
   if (step.empty() && ::fsync(fd) != 0) {
     error = errno;
     step = "cannot sync " + temp_path;
@@ -93,6 +77,35 @@ void SaveModelAtomically(const onnx::ModelProto& model, const std::string& path)
     Fail(path, step, error);
   }
   SyncDirectory(dir);
+}
+
+void WriteTextAtomically(const std::string& path, const std::string& text) {
+  WriteFileAtomically(path, [&text](int fd) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    return 0;
+  });
+}
+
+void SaveModelAtomically(const onnx::ModelProto& model, const std::string& path) {
+  const std::size_t size = model.ByteSizeLong();
+  if (size > static_cast<std::size_t>(INT_MAX))
+    throw Error(ErrorKind::kUnsupported,
+                path + ": the model is " + std::to_string(size) +
+                    " bytes, over protobuf's 2 GB limit for one message; writing weights as external data "
+                    "is not supported yet");
+  WriteFileAtomically(path, [&model](int fd) {
+    google::protobuf::io::FileOutputStream stream(fd);
+    if (model.SerializeToZeroCopyStream(&stream) && stream.Flush()) return 0;
+    return stream.GetErrno() ? stream.GetErrno() : EIO;
+  });
 }
 
 }  // namespace onnxfuse

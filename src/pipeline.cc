@@ -2,11 +2,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
 
+#include "onnxfuse/atomic_file.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/greedy_fuser.h"
 #include "onnxfuse/onnx_writer.h"
@@ -36,26 +36,6 @@ bool SameFile(const std::string& a, const std::string& b) {
   std::error_code ec;
   if (fs::exists(b, ec) && fs::equivalent(a, b, ec)) return true;
   return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
-}
-
-void WriteTextAtomically(const std::string& text, const std::string& path) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(ErrorKind::kIo, path + ": cannot write the report");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(ErrorKind::kIo, path + ": cannot write the report (" + ec.message() + ")");
-  }
 }
 
 }  // namespace
@@ -100,7 +80,7 @@ nlohmann::json RunFuseJob(const FuseJob& job) {
                static_cast<double>(totals["intermediate_bytes_eliminated"].get<std::int64_t>()) / 1e6,
                report["timings_ms"]["total"].get<double>());
   if (job.report_path == "-") std::cout << report.dump(2) << std::endl;
-  else if (!job.report_path.empty()) WriteTextAtomically(report.dump(2) + "\n", job.report_path);
+  else if (!job.report_path.empty()) WriteTextAtomically(job.report_path, report.dump(2) + "\n");
   return report;
 }
 
