@@ -28,7 +28,11 @@ std::map<std::string, std::vector<std::int64_t>> ParseInputShapes(const std::vec
     auto eq = spec.rfind('=');
     if (eq == std::string::npos || eq == 0)
       throw onnxfuse::Error(onnxfuse::ErrorKind::kUsage, "--input-shape '" + spec + "' is not NAME=1x3x224x224");
-    shapes[spec.substr(0, eq)] = onnxfuse::ParseShape(spec.substr(eq + 1));
+    try {
+      shapes[spec.substr(0, eq)] = onnxfuse::ParseShape(spec.substr(eq + 1));
+    } catch (const onnxfuse::Error& e) {
+      throw onnxfuse::Error(onnxfuse::ErrorKind::kUsage, "--input-shape '" + spec + "': " + e.what());
+    }
   }
   return shapes;
 }
