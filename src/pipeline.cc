@@ -68,9 +68,11 @@ nlohmann::json RunFuseJob(const FuseJob& job) {
   times.fuse_ms = watch.LapMs();
 
   FusedModel fused = BuildFusedModel(graph, plan);
+  times.build_ms = watch.LapMs();
   if (job.check) CheckFusedModel(fused.model);
+  times.check_ms = watch.LapMs();
   if (!job.output_path.empty()) SaveModelAtomically(fused.model, job.output_path);
-  times.write_ms = watch.LapMs();
+  times.save_ms = watch.LapMs();
 
   nlohmann::json report = BuildReport(graph, kinds, plan, fused.function_of_group, times);
   const auto& totals = report["totals"];

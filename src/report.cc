@@ -144,8 +144,12 @@ nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>&
   json timings = {{"load", times.load_ms},
                   {"classify", times.classify_ms},
                   {"fuse", times.fuse_ms},
-                  {"write", times.write_ms},
-                  {"total", times.load_ms + times.classify_ms + times.fuse_ms + times.write_ms}};
+                  {"build", times.build_ms},
+                  {"check", times.check_ms},
+                  {"save", times.save_ms},
+                  {"write", times.build_ms + times.check_ms + times.save_ms},
+                  {"total", times.load_ms + times.classify_ms + times.fuse_ms + times.build_ms + times.check_ms +
+                                times.save_ms}};
   return {{"schema_version", kReportSchemaVersion},
           {"tool", {{"name", "onnx-fuse"}, {"version", ONNXFUSE_VERSION}}},
           {"strategy", plan.strategy},

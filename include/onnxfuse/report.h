@@ -13,7 +13,10 @@ inline constexpr int kReportSchemaVersion = 1;
 
 /// Wall time of each pipeline stage, in milliseconds.
 struct StageTimes {
-  double load_ms = 0, classify_ms = 0, fuse_ms = 0, write_ms = 0;
+  double load_ms = 0, classify_ms = 0, fuse_ms = 0;
+  double build_ms = 0;  ///< building the rewritten ModelProto
+  double check_ms = 0;  ///< onnx::checker and strict shape inference on it
+  double save_ms = 0;   ///< serializing and writing it
 };
 
 /// Builds the report: model summary, groups, rejections, totals, stage times.
