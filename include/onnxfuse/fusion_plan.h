@@ -5,6 +5,7 @@
 // notifyMatchFailure idea): those reasons are the report's "why not fused".
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,12 +23,22 @@ struct FuserOptions {
   double greedy_shape_ratio = 4.0;
 };
 
+/// A group written as a call of a given function (a pattern from patterns/)
+/// instead of a function generated from its members.
+struct PatternCall {
+  std::string function;                          ///< name of a FunctionProto in FusionPlan::functions
+  std::vector<ValueId> inputs;                   ///< graph value per function input; kNoValue = omitted
+  std::vector<ValueId> outputs;                  ///< graph value per function output
+  std::vector<onnx::AttributeProto> attributes;  ///< the call node's attributes
+};
+
 struct FusedGroup {
   int id = 0;                     ///< index in FusionPlan::groups
   std::vector<NodeId> nodes;      ///< members in topological order
   OpPatternKind pattern = OpPatternKind::kOpaque;  ///< combined (max) kind of the members
   NodeId anchor = kNoNode;        ///< the member of kind kOutEWiseFusable, if any (TVM's anchor_ref)
   std::string rule;               ///< what fused it, e.g. "postdom.phase0"; "" for a single node
+  std::optional<PatternCall> call;  ///< set when a pattern defines the group's function
 };
 
 /// One place where fusion did not happen.
@@ -43,6 +54,7 @@ struct FusionPlan {
   std::vector<FusedGroup> groups;       ///< ordered by their first member
   std::vector<Rejection> rejections;
   std::vector<int> group_of;            ///< node id -> group id
+  std::vector<onnx::FunctionProto> functions;  ///< functions PatternCalls refer to (domain ai.onnxfuse)
 };
 
 /// Builds a plan from a node -> group-label map (labels are any ints; equal labels
