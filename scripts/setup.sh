@@ -10,6 +10,7 @@ DEB_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libdnnl-dev catch2 nlohmann-json3-dev
   libonnx-testdata
+  graphviz
   python3-torch python3-torchvision python3-onnx
 )
 # Node.js drives ONNX Runtime; keep a Node the machine already has (it may not be Debian's).
