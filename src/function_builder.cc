@@ -127,7 +127,7 @@ FunctionSet BuildFunctions(const Graph& graph, const FusionPlan& plan, std::set<
   std::vector<std::vector<int>> families;
   std::unordered_map<std::string, std::size_t> family_of_key;
   for (const auto& group : plan.groups) {
-    if (group.nodes.size() < 2) continue;
+    if (group.nodes.size() < 2 || group.call) continue;  // a pattern's own function defines called groups
     const bool opaque = std::any_of(group.nodes.begin(), group.nodes.end(),
                                     [&](NodeId id) { return HasSubgraph(graph.node(id).proto); });
     if (opaque) continue;  // written as its members, unchanged

@@ -10,6 +10,7 @@
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
+#include "onnxfuse/pattern_fuser.h"
 #include "onnxfuse/pipeline.h"
 
 namespace {
@@ -37,6 +38,24 @@ std::map<std::string, std::vector<std::int64_t>> ParseInputShapes(const std::vec
   return shapes;
 }
 
+// `onnx-fuse patterns`: one line per pattern, in the order they are tried.
+void ListPatterns(const std::vector<std::string>& dirs) {
+  auto patterns = onnxfuse::LoadPatterns(dirs);
+  for (std::size_t index : onnxfuse::PatternPriorityOrder(patterns)) {
+    const auto& p = patterns[index];
+    std::string body, requires;
+    for (const auto& node : p.function.node()) body += (body.empty() ? "" : " -> ") + node.op_type();
+    for (const auto& r : p.requirements) {
+      std::string args;
+      for (const auto& a : r.args) args += (args.empty() ? "" : ", ") + a;
+      requires += "  " + r.predicate + "(" + args + ")";
+    }
+    std::cout << p.function.name() << "  benefit " << p.benefit << "  " << body << requires << "  [" << p.file << ":"
+              << p.line << "]\n";
+  }
+  std::cout << patterns.size() << " patterns\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,10 +63,12 @@ int main(int argc, char** argv) {
   onnxfuse::FuseJob job;
   std::vector<std::string> input_shapes;
   bool verbose = false, quiet = false, no_check = false;
-  app.add_option("input", job.input_path, "ONNX model to fuse")->required();
+  app.add_option("input", job.input_path, "ONNX model to fuse");
   app.add_option("-o,--output", job.output_path, "write the fused model here (never the input path)");
   app.add_option("--report", job.report_path, "write the fusion report (JSON) here; '-' for stdout");
-  app.add_option("--strategy", job.strategy, "fuser: postdom (TVM post-dominator) or greedy (residual-aware chains)")
+  app.add_option("--strategy", job.strategy,
+                 "fuser: postdom (TVM post-dominator), greedy (residual-aware chains), "
+                 "pattern (patterns/ by priority, then postdom)")
       ->check(CLI::IsMember(onnxfuse::StrategyNames()))
       ->capture_default_str();
   app.add_option("--input-shape", input_shapes, "pin a graph input's shape, e.g. input=1x3x224x224 (repeatable)");
@@ -58,6 +79,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   app.add_flag("--no-check", no_check, "skip onnx::checker on the written model");
+  app.add_option("--patterns", job.pattern_dirs, "add a directory of pattern files (*.onnxtxt; repeatable)");
+  app.add_flag("--fold-bn", job.fold_bn, "fold inference BatchNormalization into the preceding Conv/ConvTranspose");
+  app.add_option("--emit", job.emit, "functions: fused ops as model-local functions; plain: standard ONNX only (BN folded)")
+      ->check(CLI::IsMember({"functions", "plain"}))
+      ->capture_default_str();
+  app.add_option("--explain", job.explain_node, "print why this node ended where it did");
+  app.add_option("--dot", job.dot_path, "write the fused graph for Graphviz (groups as coloured clusters)");
+  app.add_option("--svg", job.svg_path, "render the fused graph to SVG (needs Graphviz 'dot')");
+
+  auto* patterns_command = app.add_subcommand("patterns", "list the fusion patterns, in the order they are tried");
+  std::vector<std::string> list_dirs;
+  patterns_command->add_option("--patterns", list_dirs, "add a directory of pattern files (repeatable)");
   auto* v = app.add_flag("-v,--verbose", verbose, "debug messages");
   app.add_flag("-q,--quiet", quiet, "errors only")->excludes(v);
   app.set_version_flag("--version", std::string("onnx-fuse ") + ONNXFUSE_VERSION);
@@ -70,6 +103,12 @@ int main(int argc, char** argv) {
   }
   SetUpLogging(verbose, quiet);
   try {
+    if (patterns_command->parsed()) {
+      ListPatterns(list_dirs);
+      return 0;
+    }
+    if (job.input_path.empty())
+      throw onnxfuse::Error(onnxfuse::ErrorKind::kUsage, "no input model given (see --help)");
     job.check = !no_check;
     job.load.input_shapes = ParseInputShapes(input_shapes);
     if (job.output_path.empty() && job.report_path.empty())

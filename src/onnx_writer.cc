@@ -10,6 +10,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "function_builder.h"
+#include "pattern_calls.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
@@ -72,9 +73,13 @@ onnx::NodeProto CallNode(const Graph& graph, const FusionPlan& plan, const Fused
   return node;
 }
 
-// Every call of a fused-domain op names a function of the model and sets
-// exactly the attributes it declares, with the types its body expects; every
-// ref_attr_name in a body is declared.
+// Every call of a fused-domain op names a function of the model and sets only
+// attributes it declares, with the types its body expects; every
+// ref_attr_name in a body is declared. A call may leave a declared attribute
+// unset: the body node then lacks it too and takes the operator's default
+// (ONNX IR "Functions", ref_attr_name; ONNX Runtime's inliner does the same).
+// Generated functions always set them; pattern calls omit what the matched
+// node omitted.
 void CheckFunctionCalls(const onnx::ModelProto& model) {
   std::map<std::string, std::map<std::string, int>> declared;  // function -> attribute -> type (0 unused)
   for (const auto& f : model.functions()) {
@@ -102,8 +107,6 @@ void CheckFunctionCalls(const onnx::ModelProto& model) {
             where + " sets attribute '" + a.name() + "' with the wrong type");
       set.insert(a.name());
     }
-    for (const auto& [name, type] : f->second)
-      Check(set.count(name) > 0, where + " does not set attribute '" + name + "' (no defaults in ONNX 1.12)");
   }
 }
 
@@ -150,6 +153,9 @@ FusedModel BuildFusedModel(const Graph& graph, const FusionPlan& plan) {
   std::set<std::string> taken;
   for (const auto& f : graph.model().functions())
     if (f.domain() == kFusedDomain) taken.insert(f.name());
+  // Pattern groups call the pattern's own function (pattern_calls.h).
+  detail::PatternCalls pattern_calls = detail::BuildPatternCalls(graph, plan);
+  for (const auto& f : pattern_calls.functions) taken.insert(f.name());
   detail::FunctionSet functions = detail::BuildFunctions(graph, plan, std::move(taken));
 
   FusedModel result;
@@ -168,12 +174,19 @@ FusedModel BuildFusedModel(const Graph& graph, const FusionPlan& plan) {
   for (int g : GroupOrder(graph, plan)) {
     const FusedGroup& group = plan.groups[static_cast<std::size_t>(g)];
     const detail::FunctionCall& call = functions.calls[static_cast<std::size_t>(g)];
-    if (call.function.empty()) {
+    if (group.call) {
+      const std::string& function = pattern_calls.function_of_group[static_cast<std::size_t>(g)];
+      result.function_of_group[static_cast<std::size_t>(g)] = function;
+      *out.add_node() = detail::PatternCallNode(
+          graph, group, function,
+          UniqueNodeName("fused_" + std::to_string(group.id) + "_" + graph.node(group.nodes.front()).name, node_names));
+    } else if (call.function.empty()) {
       for (NodeId id : group.nodes) *out.add_node() = graph.node(id).proto;
       continue;
+    } else {
+      result.function_of_group[static_cast<std::size_t>(g)] = call.function;
+      *out.add_node() = CallNode(graph, plan, group, call, node_names);
     }
-    result.function_of_group[static_cast<std::size_t>(g)] = call.function;
-    *out.add_node() = CallNode(graph, plan, group, call, node_names);
     const auto outputs = GroupOutputs(graph, plan, group);
     for (NodeId id : group.nodes)
       for (ValueId v : graph.node(id).outputs)
@@ -186,7 +199,8 @@ FusedModel BuildFusedModel(const Graph& graph, const FusionPlan& plan) {
                                   [&](const onnx::ValueInfoProto& vi) { return internal.count(vi.name()) > 0; }),
                    value_info.end());
 
-  if (!functions.functions.empty()) {
+  for (auto& f : pattern_calls.functions) *model.add_functions() = std::move(f);
+  if (!functions.functions.empty() || !pattern_calls.functions.empty()) {
     for (auto& f : functions.functions) *model.add_functions() = std::move(f);
     const bool imported = std::any_of(model.opset_import().begin(), model.opset_import().end(),
                                       [](const onnx::OperatorSetIdProto& o) { return o.domain() == kFusedDomain; });

@@ -7,9 +7,13 @@
 #include <spdlog/spdlog.h>
 
 #include "onnxfuse/atomic_file.h"
+#include "onnxfuse/dot_writer.h"
 #include "onnxfuse/error.h"
+#include "onnxfuse/fold_batchnorm.h"
+#include "onnxfuse/explain.h"
 #include "onnxfuse/greedy_fuser.h"
 #include "onnxfuse/onnx_writer.h"
+#include "onnxfuse/pattern_fuser.h"
 #include "onnxfuse/postdom_fuser.h"
 #include "onnxfuse/report.h"
 
@@ -38,22 +42,55 @@ bool SameFile(const std::string& a, const std::string& b) {
   return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
 }
 
+// Report section of --fold-bn; node names are those of the model as loaded.
+nlohmann::json DescribeFolding(const Graph& graph, const FoldResult& fold) {
+  auto name = [&](NodeId id) { return id == kNoNode ? nlohmann::json(nullptr) : nlohmann::json(graph.node(id).name); };
+  nlohmann::json folded = nlohmann::json::array(), refused = nlohmann::json::array();
+  for (const auto& f : fold.folded)
+    folded.push_back({{"batchnorm", name(f.batchnorm)}, {"conv", name(f.conv)}, {"weight", f.weight}, {"bias", f.bias}});
+  for (const auto& r : fold.refused)
+    refused.push_back({{"batchnorm", name(r.batchnorm)}, {"conv", name(r.conv)}, {"reason", r.reason}, {"detail", r.detail}});
+  spdlog::info("folded {} BatchNormalization nodes into convolutions; {} refused", fold.folded.size(), fold.refused.size());
+  return {{"folded", folded}, {"refused", refused}};
+}
+
 }  // namespace
 
 const std::vector<std::string>& StrategyNames() {
-  static const std::vector<std::string> names = {"postdom", "greedy"};
+  static const std::vector<std::string> names = {"postdom", "greedy", "pattern"};
   return names;
+}
+
+std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs) {
+  std::vector<Pattern> patterns = LoadPatternDir(BuiltinPatternDir());
+  for (const auto& dir : extra_dirs) {
+    for (auto& pattern : LoadPatternDir(dir)) {
+      for (const auto& known : patterns)
+        if (known.function.name() == pattern.function.name())
+          throw Error(ErrorKind::kInvalidModel, pattern.file + ":" + std::to_string(pattern.line) + ": pattern " +
+                                                    pattern.function.name() + " is already defined in " + known.file);
+      patterns.push_back(std::move(pattern));
+    }
+  }
+  return patterns;
 }
 
 nlohmann::json RunFuseJob(const FuseJob& job) {
   if (!job.output_path.empty() && SameFile(job.input_path, job.output_path))
     throw Error(ErrorKind::kUsage, job.output_path + ": refusing to overwrite the input model; choose another -o");
-  if (!job.report_path.empty() && job.report_path != "-" && SameFile(job.input_path, job.report_path))
-    throw Error(ErrorKind::kUsage, job.report_path + ": refusing to overwrite the input model with the report");
+  for (const std::string* path : {&job.report_path, &job.dot_path, &job.svg_path})
+    if (!path->empty() && *path != "-" && SameFile(job.input_path, *path))
+      throw Error(ErrorKind::kUsage, *path + ": refusing to overwrite the input model");
 
   StageTimes times;
   Stopwatch watch;
   Graph graph = LoadModel(job.input_path, job.load);
+  nlohmann::json bn_folding;
+  if (job.fold_bn || job.emit == "plain") {
+    FoldResult fold = FoldBatchNormIntoConv(graph);
+    bn_folding = DescribeFolding(graph, fold);
+    graph = LoadModelProto(std::move(fold.model), job.input_path, job.load);
+  }
   times.load_ms = watch.LapMs();
   spdlog::debug("loaded {}: {} nodes, opset {}", job.input_path, graph.num_nodes(), graph.opset());
 
@@ -61,13 +98,15 @@ nlohmann::json RunFuseJob(const FuseJob& job) {
   times.classify_ms = watch.LapMs();
 
   FusionPlan plan;
-  if (job.strategy == "postdom") plan = FuseByPostDominator(graph, job.fuser);
+  if (job.strategy == "pattern") plan = FuseByPatterns(graph, LoadPatterns(job.pattern_dirs), job.fuser);
+  else if (job.strategy == "postdom") plan = FuseByPostDominator(graph, job.fuser);
   else if (job.strategy == "greedy") plan = FuseGreedy(graph, job.fuser);
   else throw Error(ErrorKind::kUsage, "unknown strategy '" + job.strategy + "'");
   ValidateFusionPlan(graph, plan);
   times.fuse_ms = watch.LapMs();
 
   FusedModel fused = BuildFusedModel(graph, plan);
+  if (job.emit == "plain") fused.model = graph.model();  // the plan is reported, the model stays standard ONNX
   times.build_ms = watch.LapMs();
   if (job.check) CheckFusedModel(fused.model);
   times.check_ms = watch.LapMs();
@@ -75,12 +114,21 @@ nlohmann::json RunFuseJob(const FuseJob& job) {
   times.save_ms = watch.LapMs();
 
   nlohmann::json report = BuildReport(graph, kinds, plan, fused.function_of_group, times);
+  report["emit"] = job.emit;
+  if (!bn_folding.is_null()) report["bn_folding"] = bn_folding;
   const auto& totals = report["totals"];
   spdlog::info("{}: {} nodes -> {} kernels ({} fused groups), {:.1f} MB of intermediates eliminated, {:.0f} ms",
                job.input_path, totals["nodes_before"].get<std::int64_t>(),
                totals["kernels_after"].get<std::int64_t>(), totals["fused_groups"].get<std::int64_t>(),
                static_cast<double>(totals["intermediate_bytes_eliminated"].get<std::int64_t>()) / 1e6,
                report["timings_ms"]["total"].get<double>());
+  if (!job.dot_path.empty() || !job.svg_path.empty()) {
+    std::string dot = ToDot(graph, plan, fused.function_of_group);
+    if (!job.dot_path.empty()) WriteTextAtomically(job.dot_path, dot);
+    if (!job.svg_path.empty()) RenderSvg(dot, job.svg_path);
+  }
+  if (!job.explain_node.empty())
+    std::cout << ExplainNode(graph, kinds, plan, fused.function_of_group, job.explain_node) << std::flush;
   if (job.report_path == "-") std::cout << report.dump(2) << std::endl;
   else if (!job.report_path.empty()) WriteTextAtomically(job.report_path, report.dump(2) + "\n");
   return report;

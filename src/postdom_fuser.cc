@@ -339,7 +339,11 @@ class Partitioner {
 }  // namespace
 
 FusionPlan FuseByPostDominator(const Graph& graph, const FuserOptions& options) {
-  const std::vector<K> kinds = ClassifyAll(graph);
+  return FuseByPostDominator(graph, options, ClassifyAll(graph));
+}
+
+FusionPlan FuseByPostDominator(const Graph& graph, const FuserOptions& options, const std::vector<K>& kinds) {
+  Check(kinds.size() == graph.num_nodes(), "one kind per node");
   const PostDominatorTree tree = BuildPostDominatorTree(graph, kinds);
   Partitioner partitioner(graph, kinds, tree, options);
   partitioner.Run();

@@ -141,6 +141,22 @@ nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>&
                  {"intermediate_bytes_eliminated", bytes_eliminated},
                  {"intermediate_tensors_of_unknown_size", unknown_size_tensors},
                  {"not_fused_entries", not_fused.size()}};
+  json patterns = json::array();
+  for (const auto& outcome : plan.pattern_outcomes) {
+    json near_misses = json::array();
+    for (const auto& miss : outcome.near_misses)
+      near_misses.push_back({{"anchor", graph.node(miss.node).name},
+                             {"node", miss.target == kNoNode ? json(nullptr) : json(graph.node(miss.target).name)},
+                             {"reason", miss.reason},
+                             {"detail", miss.detail}});
+    patterns.push_back({{"pattern", outcome.pattern},
+                        {"file", outcome.file},
+                        {"benefit", outcome.benefit},
+                        {"matches", outcome.groups.size()},
+                        {"groups", outcome.groups},
+                        {"near_misses", near_misses}});
+  }
+
   json timings = {{"load", times.load_ms},
                   {"classify", times.classify_ms},
                   {"fuse", times.fuse_ms},
@@ -156,6 +172,7 @@ nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>&
           {"model", ModelSummary(graph, kinds)},
           {"groups", groups},
           {"not_fused", not_fused},
+          {"patterns", patterns},
           {"totals", totals},
           {"timings_ms", timings}};
 }

@@ -49,12 +49,22 @@ struct Rejection {
   std::string detail;             ///< one human sentence naming the nodes involved
 };
 
+/// What one pattern did in a `pattern` strategy run (for the report).
+struct PatternOutcome {
+  std::string pattern;                  ///< function name
+  std::string file;                     ///< pattern file it came from
+  int benefit = 0;
+  std::vector<int> groups;              ///< ids of the groups it fused
+  std::vector<Rejection> near_misses;   ///< node = anchor, target = node where matching failed
+};
+
 struct FusionPlan {
   std::string strategy;                 ///< "postdom" or "greedy"
   std::vector<FusedGroup> groups;       ///< ordered by their first member
   std::vector<Rejection> rejections;
   std::vector<int> group_of;            ///< node id -> group id
   std::vector<onnx::FunctionProto> functions;  ///< functions PatternCalls refer to (domain ai.onnxfuse)
+  std::vector<PatternOutcome> pattern_outcomes;  ///< per pattern, in priority order (pattern strategy only)
 };
 
 /// Builds a plan from a node -> group-label map (labels are any ints; equal labels

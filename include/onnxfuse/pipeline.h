@@ -9,6 +9,7 @@
 
 #include "onnxfuse/fusion_plan.h"
 #include "onnxfuse/loader.h"
+#include "onnxfuse/pattern.h"
 
 namespace onnxfuse {
 
@@ -16,11 +17,24 @@ struct FuseJob {
   std::string input_path;
   std::string output_path;       ///< "" = do not write a model
   std::string report_path;       ///< "" = no report; "-" = stdout
-  std::string strategy = "postdom";  ///< "postdom" | "greedy"
+  std::string strategy = "postdom";  ///< "postdom" | "greedy" | "pattern"
   LoadOptions load;
   FuserOptions fuser;
   bool check = true;             ///< run onnx::checker (full) on the written model
+  bool fold_bn = false;          ///< fold inference BatchNormalization into the preceding Conv first
+  /// "functions": fused groups as ai.onnxfuse ops defined by model-local functions;
+  /// "plain": standard ONNX only (BN folded, no custom ops) for runtimes without functions.
+  std::string emit = "functions";
+  /// Pattern directories for strategy "pattern": the built-in library first, then these.
+  std::vector<std::string> pattern_dirs;
+  std::string explain_node;      ///< print why this node ended where it did ("" = no)
+  std::string dot_path;          ///< write the fused graph for Graphviz here ("" = no)
+  std::string svg_path;          ///< render it to SVG with Graphviz `dot` here ("" = no)
 };
+
+/// The built-in pattern library plus `extra_dirs`, in that order. Throws what
+/// LoadPatternDir throws; a name defined twice is an error naming both files.
+std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs);
 
 /// Strategy names accepted by FuseJob::strategy, in the order `--help` lists them.
 const std::vector<std::string>& StrategyNames();

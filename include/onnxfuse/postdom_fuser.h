@@ -60,4 +60,10 @@ namespace onnxfuse {
 ///   "argument_limit"              the merged group would exceed max_group_args (after the retry)
 FusionPlan FuseByPostDominator(const Graph& graph, const FuserOptions& options);
 
+/// The same with the kinds given instead of classified: the pattern strategy
+/// marks nodes already fused by a pattern kOpaque, so they stay where they are
+/// (TVM's flow, where composite functions are opaque to FuseOps).
+FusionPlan FuseByPostDominator(const Graph& graph, const FuserOptions& options,
+                               const std::vector<OpPatternKind>& kinds);
+
 }  // namespace onnxfuse
