@@ -21,6 +21,18 @@ bool SameOp(const Node& node, const onnx::NodeProto& body_node) {
   return node.op_type == body_node.op_type() && node.domain == domain;
 }
 
+// A near-miss worth a line in the report: not at a node another pattern took,
+// and not an op mismatch right at the anchor's input (every Relu after an Add
+// "nearly" matches Conv+BN+Relu; listing those would bury the real ones).
+bool IsInformative(const Graph& graph, NodeId anchor, const PatternNearMiss& miss) {
+  if (miss.reason == "already_fused") return false;
+  if (miss.reason == "op_mismatch" && miss.node != kNoNode) {
+    auto consumers = graph.Consumers(miss.node);
+    if (std::find(consumers.begin(), consumers.end(), anchor) != consumers.end()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::size_t> PatternPriorityOrder(const std::vector<Pattern>& patterns) {
@@ -67,7 +79,7 @@ FusionPlan FuseByPatterns(const Graph& graph, const std::vector<Pattern>& patter
         found.push_back({index, std::move(*result.match)});
         continue;
       }
-      if (result.near_miss && result.near_miss->reason != "already_fused")
+      if (result.near_miss && IsInformative(graph, anchor, *result.near_miss))
         outcome.near_misses.push_back(
             {anchor, result.near_miss->node, result.near_miss->reason, result.near_miss->detail});
     }

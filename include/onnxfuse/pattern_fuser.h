@@ -22,8 +22,9 @@ namespace onnxfuse {
 /// PatternCall; the remaining nodes are partitioned by FuseByPostDominator with
 /// pattern-claimed nodes treated as kOpaque. plan.functions holds each matched
 /// pattern's FunctionProto once; plan.pattern_outcomes has every pattern's
-/// matches and near-misses (near-misses at nodes a higher-priority pattern
-/// already fused are not listed: they are not informative). Returns a
+/// matches and near-misses (not listed, as not informative: near-misses at
+/// nodes a higher-priority pattern already fused, and op mismatches at the
+/// anchor's immediate producer). Returns a
 /// validated plan with strategy "pattern".
 FusionPlan FuseByPatterns(const Graph& graph, const std::vector<Pattern>& patterns, const FuserOptions& options);
 

@@ -48,6 +48,17 @@ expect bad_shape 2 "input-shape" -- "$work/model.onnx" --input-shape x=1xAx3
 expect unknown_input_shape 2 "'nope'" -- "$work/model.onnx" --input-shape nope=1x3x8x8
 expect unwritable_output 5 "no_such_dir" -- "$work/model.onnx" -o "$work/no_such_dir/out.onnx"
 
+expect patterns_command 0 "ConvBnRelu" -- patterns
+expect explain 0 "fused in group" -- "$work/model.onnx" --explain Conv_0 -q
+expect explain_unknown 2 "no node named 'nope'" -- "$work/model.onnx" --explain nope
+expect pattern_strategy 0 "1 kernels" -- "$work/model.onnx" --strategy pattern -o "$work/p.onnx"
+expect dot_svg 0 "kernels" -- "$work/model.onnx" --dot "$work/g.dot" --svg "$work/g.svg"
+grep -q "cluster" "$work/g.dot" && grep -q "<svg" "$work/g.svg" || { echo "FAIL dot_svg: no cluster/svg"; failures=$((failures + 1)); }
+expect emit_plain 0 "kernels" -- "$work/model.onnx" --emit plain -o "$work/plain.onnx"
+grep -q "ai.onnxfuse" "$work/plain.onnx" && { echo "FAIL emit_plain: custom domain in plain output"; failures=$((failures + 1)); }
+expect bad_emit 2 "emit" -- "$work/model.onnx" --emit nope
+expect user_patterns_missing_dir 5 "no_such_patterns" -- "$work/model.onnx" --strategy pattern --patterns "$work/no_such_patterns"
+
 for f in a.onnx b.onnx c.onnx; do
   [[ -e "$work/$f" ]] && { echo "FAIL: $f written although the run failed"; failures=$((failures + 1)); }
 done
