@@ -22,21 +22,6 @@ using Strings = std::vector<std::string>;
 
 namespace {
 
-// The ResNet basic block of the fuser tests.
-const char* kBasicBlock = R"(
-  <ir_version: 8, opset_import: ["" : 13]>
-  g (float[1,2,8,8] x, float[2,2,1,1] w1 = {1.0, 0.5, -0.5, 1.0}, float[2,2,1,1] w2 = {0.5, 0.0, 0.0, 0.5},
-     float[2] s = {1.0, 1.0}, float[2] b = {0.0, 0.1}, float[2] m = {0.0, 0.0}, float[2] v = {1.0, 1.0})
-    => (float[1,2,8,8] y) {
-    r0 = Relu (x)
-    c1 = Conv (r0, w1)
-    n1 = BatchNormalization (c1, s, b, m, v)
-    r1 = Relu (n1)
-    c2 = Conv (r1, w2)
-    n2 = BatchNormalization (c2, s, b, m, v)
-    a = Add (n2, r0)
-    y = Relu (a)
-  })";
 
 // A plan with the given group label per node (in node order) and rule per label.
 FusionPlan PlanOf(const Graph& graph, const std::vector<int>& labels, const Strings& rules) {
@@ -141,7 +126,7 @@ Graph NamedChain(const std::string& input_name, const Strings& node_names) {
 
 TEST_CASE("a residual block: one cluster per fused group, internal edges dashed, shapes on stored tensors",
           "[dot_writer]") {
-  auto graph = test::GraphFromText(kBasicBlock);
+  auto graph = test::GraphFromText(test::kBasicBlock);
   // Relu_0 alone; Conv+BN+Relu; Conv+BN+Add+Relu.
   auto plan = PlanOf(graph, {0, 1, 1, 1, 2, 2, 2, 2}, {"", "test.head", "test.residual"});
   const std::string dot =
@@ -237,7 +222,7 @@ TEST_CASE("Constant nodes are not drawn, opaque nodes are grey, one kind of grou
   CHECK(fill_of(0).size() == 7);
   CHECK(fill_of(0) == fill_of(1));
   // ... and in any other graph.
-  auto other = test::GraphFromText(kBasicBlock);
+  auto other = test::GraphFromText(test::kBasicBlock);
   const std::string other_dot =
       ToDot(other, PlanOf(other, {0, 1, 1, 2, 3, 3, 4, 4}, {"", "t", "", "t", "t"}), {"", "Conv_Relu"});
   CHECK(other_dot.find("fillcolor=\"" + fill_of(0) + "\"") != std::string::npos);
@@ -269,7 +254,7 @@ TEST_CASE("names are escaped for DOT and long PyTorch names shortened", "[dot_wr
 }
 
 TEST_CASE("RenderSvg writes the picture through dot", "[dot_writer]") {
-  auto graph = test::GraphFromText(kBasicBlock);
+  auto graph = test::GraphFromText(test::kBasicBlock);
   auto plan = PlanOf(graph, {0, 1, 1, 1, 2, 2, 2, 2}, {"", "test.head", "test.residual"});
   const std::string dot = ToDot(graph, plan, {"", "Conv_BatchNormalization_Relu", "Conv_Add_Relu"});
   TempDir dir;

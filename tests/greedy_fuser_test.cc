@@ -60,26 +60,11 @@ Graph ElementwiseChain(int n) {
   return LoadModelProto(std::move(model), "chain.onnx");
 }
 
-// The seed's ResNet basic block: the Relu's output is read by the main path and the Add.
-const char* kBasicBlock = R"(
-  <ir_version: 8, opset_import: ["" : 13]>
-  g (float[1,2,8,8] x, float[2,2,1,1] w1 = {1.0, 0.5, -0.5, 1.0}, float[2,2,1,1] w2 = {0.5, 0.0, 0.0, 0.5},
-     float[2] s = {1.0, 1.0}, float[2] b = {0.0, 0.1}, float[2] m = {0.0, 0.0}, float[2] v = {1.0, 1.0})
-    => (float[1,2,8,8] y) {
-    r0 = Relu (x)
-    c1 = Conv (r0, w1)
-    n1 = BatchNormalization (c1, s, b, m, v)
-    r1 = Relu (n1)
-    c2 = Conv (r1, w2)
-    n2 = BatchNormalization (c2, s, b, m, v)
-    a = Add (n2, r0)
-    y = Relu (a)
-  })";
 
 }  // namespace
 
 TEST_CASE("a residual basic block gives the seed's groups", "[greedy]") {
-  auto graph = test::GraphFromText(kBasicBlock);
+  auto graph = test::GraphFromText(test::kBasicBlock);
   auto plan = Fuse(graph);
 
   CHECK(plan.strategy == "greedy");

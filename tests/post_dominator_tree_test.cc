@@ -125,20 +125,7 @@ TEST_CASE("the tree edge pattern is the max over all paths to the post-dominator
 }
 
 TEST_CASE("a ResNet block with downsample joins at the residual add", "[post_dominator_tree]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,8,8,8] x, float[16,8,3,3] w1, float[16,16,3,3] w2, float[16,8,1,1] wd,
-       float[16] s, float[16] b, float[16] m, float[16] v) => (float[1,16,4,4] y) {
-      c1 = Conv <strides: ints = [2,2], pads: ints = [1,1,1,1]> (x, w1)
-      n1 = BatchNormalization (c1, s, b, m, v)
-      r1 = Relu (n1)
-      c2 = Conv <pads: ints = [1,1,1,1]> (r1, w2)
-      n2 = BatchNormalization (c2, s, b, m, v)
-      cd = Conv <strides: ints = [2,2]> (x, wd)
-      nd = BatchNormalization (cd, s, b, m, v)
-      sum = Add (n2, nd)
-      y = Relu (sum)
-    })");
+  auto graph = test::GraphFromText(test::kDownsampleBlock);
   auto tree = TreeOf(graph);
   const std::vector<std::pair<std::string, std::string>> parent_of = {
       {"Conv_0", "BatchNormalization_1"}, {"BatchNormalization_1", "Relu_2"}, {"Relu_2", "Conv_3"},

@@ -109,20 +109,7 @@ TEST_CASE("TVM's diamond fuses into one group", "[postdom]") {
 }
 
 TEST_CASE("a ResNet basic block with downsample", "[postdom]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,8,8,8] x, float[16,8,3,3] w1, float[16,16,3,3] w2, float[16,8,1,1] wd,
-       float[16] s, float[16] b, float[16] m, float[16] v) => (float[1,16,4,4] y) {
-      c1 = Conv <strides: ints = [2,2], pads: ints = [1,1,1,1]> (x, w1)
-      n1 = BatchNormalization (c1, s, b, m, v)
-      r1 = Relu (n1)
-      c2 = Conv <pads: ints = [1,1,1,1]> (r1, w2)
-      n2 = BatchNormalization (c2, s, b, m, v)
-      cd = Conv <strides: ints = [2,2]> (x, wd)
-      nd = BatchNormalization (cd, s, b, m, v)
-      sum = Add (n2, nd)
-      y = Relu (sum)
-    })");
+  auto graph = test::GraphFromText(test::kDownsampleBlock);
   auto plan = Fuse(graph);
   CHECK(FusedGroups(graph, plan) == std::set<Names>{{"Conv_0", "BatchNormalization_1", "Relu_2"},
                                                     {"Conv_3", "BatchNormalization_4", "Add_7", "Relu_8"},

@@ -10,6 +10,14 @@
 
 namespace onnxfuse::test {
 
+/// The seed's ResNet basic block with BN weights as initializers: the first
+/// Relu's output is read by the main path and the residual Add (1x2x8x8).
+extern const char* const kBasicBlock;
+
+/// A ResNet block with a strided downsample branch: conv+bn+relu+conv+bn and
+/// conv+bn joining at an Add, then Relu (1x8x8x8 -> 1x16x4x4; weights are inputs).
+extern const char* const kDownsampleBlock;
+
 /// Parses a model in ONNX text syntax (onnx/defs/parser.h). Fails the test on a parse error.
 onnx::ModelProto ParseModel(const std::string& text);
 
