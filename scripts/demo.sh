@@ -3,11 +3,11 @@
 # (random weights, BatchNormalization kept), fuse it, write the fused model and
 # the report, and check with ONNX Runtime that the fused model computes the
 # same outputs as the original.
-#   scripts/demo.sh [MODEL] [STRATEGY]     (default: resnet18 postdom)
+#   scripts/demo.sh [MODEL] [STRATEGY]     (default: resnet18 pattern)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=${1:-resnet18}
-strategy=${2:-postdom}
+strategy=${2:-pattern}
 bash scripts/build.sh
 /usr/bin/python3 scripts/export_models.py "$model"
 dir=models/$model

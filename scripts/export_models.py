@@ -5,12 +5,17 @@ reference input/output pair per model, as test material for onnx-fuse.
 Run with Debian's interpreter (/usr/bin/python3): torch, torchvision and onnx
 come from Debian packages and the `python3` first on PATH does not see them.
 
-    /usr/bin/python3 scripts/export_models.py [--out models] [--force] [NAME ...]
+    /usr/bin/python3 scripts/export_models.py [--out models] [--force] [--opset N] [NAME ...]
 
 Layout (the ONNX backend-test layout, so the same tools read both):
     OUT/NAME/model.onnx
     OUT/NAME/test_data_set_0/input_0.pb    serialized onnx.TensorProto
     OUT/NAME/test_data_set_0/output_0.pb   torch's output for input_0
+
+--opset N exports at another opset than the model's usual one (the MODELS
+table: 13) into OUT/NAME-opsetN/, same layout, same weights and input, so the
+exporter's spellings at both opsets can be compared (at 17: LayerNormalization
+and HardSwish are single ops; BatchNormalization-15 may write training_mode).
 
 No weights can be downloaded here, so every model gets random weights from a
 seed derived from its name alone: a model is bit-for-bit reproducible whether
@@ -147,17 +152,22 @@ def check_export(name, model, path):
     return len(proto.graph.node)
 
 
-def export(name, out_dir, force):
-    model_dir = os.path.join(out_dir, name)
+def model_dir_name(name, opset):
+    """NAME for the model's usual opset, NAME-opsetN for another one."""
+    return name if opset == MODELS[name] else f"{name}-opset{opset}"
+
+
+def export(name, out_dir, force, opset=None):
+    opset = MODELS[name] if opset is None else opset
+    model_dir = os.path.join(out_dir, model_dir_name(name, opset))
     data_dir = os.path.join(model_dir, "test_data_set_0")
     model_path = os.path.join(model_dir, "model.onnx")
     input_path = os.path.join(data_dir, "input_0.pb")
     output_path = os.path.join(data_dir, "output_0.pb")
     if not force and all(os.path.exists(p) for p in (model_path, input_path, output_path)):
-        print(f"{name:20s} exists, skipped (--force to redo)")
+        print(f"{model_dir_name(name, opset):20s} exists, skipped (--force to redo)")
         return
 
-    opset = MODELS[name]
     start = time.time()
     model = build(name)
     x = torch.randn(*INPUT_SHAPE, generator=torch.Generator().manual_seed(INPUT_SEED))
@@ -190,7 +200,8 @@ def export(name, out_dir, force):
     os.replace(tmp_path, model_path)
 
     size_mb = os.path.getsize(model_path) / 1e6
-    print(f"{name:20s} opset {opset}  {nodes:5d} nodes  {size_mb:7.1f} MB  {time.time() - start:6.1f} s", flush=True)
+    label = model_dir_name(name, opset)
+    print(f"{label:20s} opset {opset}  {nodes:5d} nodes  {size_mb:7.1f} MB  {time.time() - start:6.1f} s", flush=True)
 
 
 def main():
@@ -198,13 +209,19 @@ def main():
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"models to export (default: all): {' '.join(MODELS)}")
     parser.add_argument("--out", default="models", help="output folder (default: models)")
     parser.add_argument("--force", action="store_true", help="re-export models whose files exist")
+    parser.add_argument(
+        "--opset",
+        type=int,
+        default=None,
+        help="export at this opset instead of the model's usual one (13); writes OUT/NAME-opsetN/ (torch 1.13: 7..17)",
+    )
     args = parser.parse_args()
 
     unknown = [n for n in args.names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s): {' '.join(unknown)}")
     for name in args.names or MODELS:
-        export(name, args.out, args.force)
+        export(name, args.out, args.force, args.opset)
 
 
 if __name__ == "__main__":

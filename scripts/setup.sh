@@ -9,9 +9,11 @@ DEB_PACKAGES=(
   build-essential cmake pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler
   libcli11-dev libspdlog-dev libdnnl-dev catch2 nlohmann-json3-dev
+  ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (a Recommends of libdnnl-dev)
   libonnx-testdata
   graphviz
   python3-torch python3-torchvision python3-onnx
+  clang libclang-rt-14-dev libomp-dev  # libFuzzer + sanitizer runtimes, OpenMP for clang (scripts/fuzz.sh)
 )
 # Node.js drives ONNX Runtime; keep a Node the machine already has (it may not be Debian's).
 command -v npm >/dev/null || DEB_PACKAGES+=(nodejs npm)

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "onnxfuse/error.h"
+#include "onnxfuse/tensor_data.h"
 
 namespace onnxfuse {
 
@@ -65,8 +66,9 @@ std::optional<std::int64_t> TensorType::NumElements() const {
   if (!has_shape) return std::nullopt;
   std::int64_t n = 1;
   for (auto d : dims) {
-    if (d < 0) return std::nullopt;
-    n *= d;
+    auto next = CheckedMultiply(n, d);  // a negative (unknown) dim or an overflowing declared shape
+    if (!next) return std::nullopt;
+    n = *next;
   }
   return n;
 }
@@ -75,7 +77,7 @@ std::optional<std::int64_t> TensorType::SizeInBytes() const {
   auto n = NumElements();
   auto size = ElementSize(elem_type);
   if (!n || size == 0) return std::nullopt;
-  return *n * size;
+  return CheckedMultiply(*n, size);
 }
 
 std::string TensorType::ShapeString() const {

@@ -1,9 +1,11 @@
 #include "onnxfuse/loader.h"
 
+#include <charconv>
 #include <climits>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -14,6 +16,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnxfuse/error.h"
+#include "onnxfuse/tensor_data.h"
 
 namespace onnxfuse {
 
@@ -23,6 +26,11 @@ namespace {
 
 constexpr std::int64_t kMinIrVersion = 3, kMaxIrVersion = 8;
 constexpr std::int64_t kMinOpset = 7, kMaxOpset = 17;
+// Protobuf's own default, stated: a graph inside an If/Loop attribute costs 3
+// levels (Graph > Node > Attribute), so 100 allows ~30 nested subgraphs, and no
+// recursive walk over a parsed model (ours, shape inference's) can be driven
+// deeper than this by a hostile file.
+constexpr int kMaxMessageNesting = 100;
 
 [[noreturn]] void Fail(ErrorKind kind, const std::string& source, const std::string& what) {
   throw Error(kind, source + ": " + what);
@@ -50,42 +58,69 @@ void CheckVersions(const onnx::ModelProto& model, const std::string& source) {
   if (!has_default) Fail(ErrorKind::kInvalidModel, source, "the model imports no default-domain opset");
 }
 
-// Reads initializers stored outside the model file into raw_data (ONNX
-// external-data spec, onnx/onnx docs/ExternalData.md). Paths must stay inside
-// the model's folder.
-void ReadExternalData(onnx::ModelProto& model, const std::string& source, const std::string& base_dir) {
-  for (auto& tensor : *model.mutable_graph()->mutable_initializer()) {
-    if (tensor.data_location() != onnx::TensorProto::EXTERNAL) continue;
-    std::string location;
-    std::int64_t offset = 0, length = -1;
-    for (const auto& entry : tensor.external_data()) {
-      if (entry.key() == "location") location = entry.value();
-      else if (entry.key() == "offset") offset = std::stoll(entry.value());
-      else if (entry.key() == "length") length = std::stoll(entry.value());
-    }
-    const std::string what = "initializer '" + tensor.name() + "' external data '" + location + "'";
-    if (base_dir.empty() || location.empty() || fs::path(location).is_absolute())
-      Fail(ErrorKind::kInvalidModel, source, what + " must be a path relative to the model's folder");
-    fs::path base = fs::weakly_canonical(base_dir);
-    fs::path file = fs::weakly_canonical(base / location);
-    auto rel = file.lexically_relative(base);
-    if (rel.empty() || *rel.begin() == "..")
-      Fail(ErrorKind::kInvalidModel, source, what + " points outside the model's folder");
-    std::ifstream in(file, std::ios::binary);
-    if (!in) Fail(ErrorKind::kIo, source, what + ": cannot open " + file.string());
-    in.seekg(0, std::ios::end);
-    std::int64_t size = in.tellg();
-    if (length < 0) length = size - offset;
-    if (offset < 0 || offset + length > size)
-      Fail(ErrorKind::kInvalidModel, source, what + ": offset/length run past the end of the file");
-    std::string bytes(static_cast<std::size_t>(length), '\0');
-    in.seekg(offset);
-    in.read(bytes.data(), length);
-    if (!in) Fail(ErrorKind::kIo, source, what + ": read failed");
-    tensor.set_raw_data(std::move(bytes));
-    tensor.clear_external_data();
-    tensor.set_data_location(onnx::TensorProto::DEFAULT);
+// Parses an external-data integer key ("offset", "length"): decimal digits only.
+std::int64_t ExternalInt(const std::string& text, const std::string& key, const std::string& source,
+                         const std::string& what) {
+  std::int64_t value = -1;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0)
+    Fail(ErrorKind::kInvalidModel, source, what + " has a bad " + key + " '" + text + "'");
+  return value;
+}
+
+// Reads one tensor stored outside the model file into raw_data (ONNX
+// external-data spec, onnx/docs/ExternalData.md). The path must stay inside
+// the model's folder; the declared length must equal what the dims need, and
+// the range must lie inside the file, all checked before anything is allocated.
+void ReadExternalTensor(onnx::TensorProto& tensor, const std::string& what_tensor, const std::string& source,
+                        const std::string& base_dir) {
+  std::string location;
+  std::optional<std::int64_t> offset_key, length_key;
+  for (const auto& entry : tensor.external_data()) {
+    if (entry.key() == "location") location = entry.value();
+    else if (entry.key() == "offset") offset_key = ExternalInt(entry.value(), "offset", source, what_tensor);
+    else if (entry.key() == "length") length_key = ExternalInt(entry.value(), "length", source, what_tensor);
   }
+  const std::string what = what_tensor + " external data '" + location + "'";
+  if (base_dir.empty() || location.empty() || fs::path(location).is_absolute())
+    Fail(ErrorKind::kInvalidModel, source, what + " must be a path relative to the model's folder");
+  fs::path base = fs::weakly_canonical(base_dir);
+  fs::path file = fs::weakly_canonical(base / location);
+  auto rel = file.lexically_relative(base);
+  if (rel.empty() || *rel.begin() == ".." || rel == ".")
+    Fail(ErrorKind::kInvalidModel, source, what + " points outside the model's folder");
+  const auto needed = TensorDataBytes(tensor);
+  if (!needed)
+    Fail(ErrorKind::kInvalidModel, source, what + ": its type and dims do not give a size in bytes");
+  if (length_key && *length_key != *needed)
+    Fail(ErrorKind::kInvalidModel, source,
+         what + ": length " + std::to_string(*length_key) + " but its dims need " + std::to_string(*needed) + " bytes");
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) Fail(ErrorKind::kIo, source, what + ": cannot open " + file.string());
+  const auto size = static_cast<std::int64_t>(fs::file_size(file, ec));
+  const std::int64_t offset = offset_key.value_or(0), length = *needed;
+  if (ec || offset > size || length > size - offset)
+    Fail(ErrorKind::kInvalidModel, source,
+         what + ": " + std::to_string(length) + " bytes at offset " + std::to_string(offset) +
+             " run past the end of the file (" + std::to_string(size) + " bytes)");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) Fail(ErrorKind::kIo, source, what + ": cannot open " + file.string());
+  std::string bytes(static_cast<std::size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) Fail(ErrorKind::kIo, source, what + ": read failed");
+  tensor.set_raw_data(std::move(bytes));
+  tensor.clear_external_data();
+  tensor.set_data_location(onnx::TensorProto::DEFAULT);
+}
+
+// Reads every externally stored tensor, then checks every tensor's data against
+// its dims (tensor_data.h), so nothing downstream reads past a short raw_data.
+void ReadAndValidateTensors(onnx::ModelProto& model, const std::string& source, const std::string& base_dir) {
+  ForEachTensor(*model.mutable_graph(), [&](onnx::TensorProto& tensor, const std::string& what) {
+    if (tensor.data_location() == onnx::TensorProto::EXTERNAL) ReadExternalTensor(tensor, what, source, base_dir);
+    ValidateTensorData(tensor, what, source);
+  });
 }
 
 // Pins graph input shapes from --input-shape; symbols pinned this way are
@@ -259,35 +294,64 @@ std::vector<std::int64_t> ParseShape(const std::string& text) {
 Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const LoadOptions& options,
                      const std::string& base_dir) {
   CheckVersions(model, source);
-  ReadExternalData(model, source, base_dir);
+  ReadAndValidateTensors(model, source, base_dir);
   CheckGraphInputs(model.graph(), source);
   PinInputShapes(model, options, source);
   SortTopologically(*model.mutable_graph(), source);
   VerifyNodes(model, source);
+  // What the writer's CheckFusedModel demands of the output, demanded of the
+  // input: onnx::checker (model-local functions and If/Loop bodies included,
+  // which are written back verbatim) and type-checking shape inference. A model
+  // that fails either is the user's to fix (exit code 3), not a bug in the
+  // fused model (70). Data propagation lets Reshape targets computed by
+  // Shape->Gather->Concat resolve.
+  std::string step = "the ONNX checker refuses it: ";
   try {
-    // Data propagation lets Reshape targets computed by Shape->Gather->Concat resolve.
-    onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+    onnx::checker::check_model(model);
+    step = "shape inference failed: ";
+    onnx::ShapeInferenceOptions inference(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
   } catch (const std::exception& e) {
     std::string message = e.what();
     if (auto cut = message.find("\n"); cut != std::string::npos) message.resize(cut);
-    Fail(ErrorKind::kInvalidModel, source, "shape inference failed: " + message);
+    Fail(ErrorKind::kInvalidModel, source, step + message);
   }
   return Graph(std::move(model), source);
 }
 
+onnx::ModelProto ParseModel(google::protobuf::io::ZeroCopyInputStream& stream, const std::string& source) {
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetTotalBytesLimit(INT_MAX);  // protobuf's hard ceiling; larger models use external data
+  coded.SetRecursionLimit(kMaxMessageNesting);
+  onnx::ModelProto model;
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
+    throw Error(ErrorKind::kInvalidModel,
+                source + ": not an ONNX model (the protobuf does not parse; truncated, nested deeper than " +
+                    std::to_string(kMaxMessageNesting) + " messages, or another format?)");
+  if (!model.has_graph()) throw Error(ErrorKind::kInvalidModel, source + ": not an ONNX model (no graph)");
+  return model;
+}
+
+onnx::ModelProto ParseModelBytes(const void* data, std::size_t size, const std::string& source) {
+  if (size > static_cast<std::size_t>(INT_MAX))
+    throw Error(ErrorKind::kUnsupported, source + ": over protobuf's 2 GB limit (store the weights as external data)");
+  google::protobuf::io::ArrayInputStream stream(data, static_cast<int>(size));
+  return ParseModel(stream, source);
+}
+
 Graph LoadModel(const std::string& path, const LoadOptions& options) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(ErrorKind::kIo, path + ": is a directory, not a model file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::kIo, path + ": cannot open for reading");
   google::protobuf::io::IstreamInputStream stream(&in);
-  google::protobuf::io::CodedInputStream coded(&stream);
-  coded.SetTotalBytesLimit(INT_MAX);  // protobuf's hard ceiling; larger models use external data
   onnx::ModelProto model;
-  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    throw Error(ErrorKind::kInvalidModel, path + ": not an ONNX model (the protobuf does not parse; truncated or another format?)");
-  if (in.bad()) throw Error(ErrorKind::kIo, path + ": read failed");
-  if (!model.has_graph())
-    throw Error(ErrorKind::kInvalidModel, path + ": not an ONNX model (no graph)");
+  try {
+    model = ParseModel(stream, path);
+  } catch (const Error&) {
+    if (in.bad()) throw Error(ErrorKind::kIo, path + ": read failed");
+    throw;
+  }
   std::string base_dir = fs::path(path).parent_path().string();
   if (base_dir.empty()) base_dir = ".";
   return LoadModelProto(std::move(model), path, options, base_dir);

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "onnxfuse/error.h"
+#include "onnxfuse/executor.h"
 #include "onnxfuse/loader.h"
 #include "onnxfuse/pattern_fuser.h"
 #include "onnxfuse/pipeline.h"
@@ -88,6 +89,26 @@ int main(int argc, char** argv) {
   app.add_option("--dot", job.dot_path, "write the fused graph for Graphviz (groups as coloured clusters)");
   app.add_option("--svg", job.svg_path, "render the fused graph to SVG (needs Graphviz 'dot')");
 
+  auto* run_command = app.add_subcommand("run", "run a model on CPU with oneDNN, fused or not, and time it");
+  onnxfuse::RunOptions run;
+  std::vector<std::string> run_shapes;
+  run_command->add_option("model", run.model_path, "ONNX model to run")->required();
+  run_command->add_option("--inputs", run.inputs_dir, "read input_N.pb (TensorProto) from this folder");
+  run_command->add_option("--outputs", run.outputs_dir, "write output_N.pb (TensorProto) to this folder");
+  run_command->add_option("--input-shape", run_shapes, "pin a graph input's shape, e.g. input=1x3x224x224");
+  run_command->add_option("--threads", run.threads, "OpenMP threads (0: all cores)")->check(CLI::Range(0, 1024));
+  run_command->add_option("--iterations", run.iterations, "timed runs")->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  run_command->add_option("--warmup", run.warmup, "untimed runs first")->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  run_command->add_option("--strategy", run.strategy, "fuser for the fused plan")
+      ->check(CLI::IsMember(onnxfuse::StrategyNames()))
+      ->capture_default_str();
+  bool run_no_fuse = false;
+  run_command->add_flag("--no-fuse", run_no_fuse, "one primitive per ONNX op in plain layouts (the baseline)");
+  run_command->add_flag("--check", run.check, "also run the other mode and compare outputs (fails beyond 1e-4)");
+  run_command->add_flag("--json", run.json, "print one JSON line instead of the table");
+
   auto* patterns_command = app.add_subcommand("patterns", "list the fusion patterns, in the order they are tried");
   std::vector<std::string> list_dirs;
   patterns_command->add_option("--patterns", list_dirs, "add a directory of pattern files (repeatable)");
@@ -103,6 +124,11 @@ int main(int argc, char** argv) {
   }
   SetUpLogging(verbose, quiet);
   try {
+    if (run_command->parsed()) {
+      run.fuse = !run_no_fuse;
+      run.input_shapes = ParseInputShapes(run_shapes);
+      return onnxfuse::RunJob(run, std::cout);
+    }
     if (patterns_command->parsed()) {
       ListPatterns(list_dirs);
       return 0;

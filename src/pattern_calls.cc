@@ -61,8 +61,8 @@ PatternCalls BuildPatternCalls(const Graph& graph, const FusionPlan& plan) {
   }
   for (auto& [name, function] : chosen) {
     const auto& existing = graph.model().functions();
-    auto same = std::find_if(existing.begin(), existing.end(), [&](const onnx::FunctionProto& e) {
-      return e.domain() == kFusedDomain && e.name() == name;
+    auto same = std::find_if(existing.begin(), existing.end(), [&name = name](const onnx::FunctionProto& e) {
+      return e.domain() == kFusedDomain && e.name() == name;  // (C++17: a binding is captured by an init-capture)
     });
     if (same == existing.end()) result.functions.push_back(std::move(function));
     else if (same->SerializeAsString() != function.SerializeAsString())

@@ -26,6 +26,8 @@ bool SameOp(const Node& node, const onnx::NodeProto& body_node) {
 // "nearly" matches Conv+BN+Relu; listing those would bury the real ones).
 bool IsInformative(const Graph& graph, NodeId anchor, const PatternNearMiss& miss) {
   if (miss.reason == "already_fused") return false;
+  // The anchor's own inputs are not the pattern's kind (an Add of a bias initializer).
+  if ((miss.reason == "op_mismatch" || miss.reason == "input_mismatch") && miss.node == anchor) return false;
   if (miss.reason == "op_mismatch" && miss.node != kNoNode) {
     auto consumers = graph.Consumers(miss.node);
     if (std::find(consumers.begin(), consumers.end(), anchor) != consumers.end()) return false;
@@ -84,6 +86,14 @@ FusionPlan FuseByPatterns(const Graph& graph, const std::vector<Pattern>& patter
             {anchor, result.near_miss->node, result.near_miss->reason, result.near_miss->detail});
     }
     outcomes.push_back(std::move(outcome));
+  }
+
+  // A near-miss at an anchor that a pattern fused after all (a later match of
+  // the same pattern, or a lower-priority one) explains nothing.
+  for (auto& outcome : outcomes) {
+    auto& misses = outcome.near_misses;
+    misses.erase(std::remove_if(misses.begin(), misses.end(), [&](const Rejection& r) { return claimed[r.node]; }),
+                 misses.end());
   }
 
   // The rest: TVM's FuseOps, with pattern groups opaque to it.

@@ -31,6 +31,9 @@ const std::vector<PredicateSpec>& Specs() {
       {"same_shape", {ArgKind::kValue, ArgKind::kValue}, "same_shape(A, B)"},
       {"per_channel", {ArgKind::kValue, ArgKind::kValue}, "per_channel(S, X)"},
       {"last_axis", {ArgKind::kAttribute, ArgKind::kValue}, "last_axis(attr, X)"},
+      {"kernel_1x1", {ArgKind::kValue}, "kernel_1x1(W)"},
+      {"kernel_3x3", {ArgKind::kValue}, "kernel_3x3(W)"},
+      {"depthwise", {ArgKind::kAttribute, ArgKind::kValue}, "depthwise(attr, W)"},
   };
   return specs;
 }
@@ -122,6 +125,39 @@ std::optional<PredicateFailure> CheckLastAxis(const Graph& graph, const PatternR
               attr_name + " is " + AttrText(*attr) + ", not the last axis of " + Describe(graph, req.args[1], x) + " " +
                   type.ShapeString(),
               0);
+}
+
+// kernel_1x1 / kernel_3x3: the spatial dims of a convolution weight W [M, C/group, ...].
+std::optional<PredicateFailure> CheckKernel(const Graph& graph, const PatternRequirement& req, ValueId w,
+                                            std::int64_t size) {
+  const std::string reason = size == 1 ? "not_1x1" : "not_3x3";
+  if (w == kNoValue) return Omitted(req, 0, reason.c_str());
+  const TensorType& type = graph.value(w).type;
+  bool ok = type.has_shape && type.dims.size() >= 3 && (size == 1 || type.dims.size() == 4);
+  for (std::size_t j = 2; ok && j < type.dims.size(); ++j) ok = type.dims[j] == size;
+  if (ok) return std::nullopt;
+  std::string want = size == 1 ? "a 1x1 kernel (spatial dims all 1)" : "a 3x3 kernel (4-D, spatial dims 3, 3)";
+  return Fail(reason, Describe(graph, req.args[0], w) + " of shape " + type.ShapeString() + " is not " + want, 0);
+}
+
+std::optional<PredicateFailure> CheckDepthwise(const Graph& graph, const PatternRequirement& req,
+                                               const PredicateBindings& bindings) {
+  ValueId w = bindings.value(req.args[1]);
+  if (w == kNoValue) return Omitted(req, 1, "not_depthwise");
+  const TensorType& type = graph.value(w).type;
+  if (!type.has_shape || type.dims.size() < 3 || type.dims[0] <= 0 || type.dims[1] <= 0)
+    return Fail("not_depthwise",
+                "the shape of " + Describe(graph, req.args[1], w) + " " + type.ShapeString() +
+                    " is not a known convolution weight shape",
+                1);
+  const onnx::AttributeProto* attr = bindings.attribute(req.args[0]);
+  std::int64_t group = attr ? attr->i() : 1;
+  std::string group_text = req.args[0] + " " + (attr ? AttrText(*attr) : std::string("absent (1)"));
+  if (type.dims[1] == 1 && group == type.dims[0]) return std::nullopt;
+  return Fail("not_depthwise",
+              group_text + " with " + Describe(graph, req.args[1], w) + " of shape " + type.ShapeString() +
+                  " is not depthwise (needs W [M, 1, ...] and group = M)",
+              type.dims[1] == 1 ? 0 : 1);
 }
 
 }  // namespace
@@ -252,10 +288,13 @@ std::optional<PredicateFailure> CheckRequirement(const Graph& graph, const Patte
                                                  const PredicateBindings& bindings) {
   const std::string& name = req.predicate;
   if (name == "last_axis") return CheckLastAxis(graph, req, bindings);
+  if (name == "depthwise") return CheckDepthwise(graph, req, bindings);
   std::vector<ValueId> v;
   for (const auto& arg : req.args) v.push_back(bindings.value(arg));
   if (name == "same_shape") return CheckSameShape(graph, req, v);
   if (name == "per_channel") return CheckPerChannel(graph, req, v);
+  if (name == "kernel_1x1") return CheckKernel(graph, req, v[0], 1);
+  if (name == "kernel_3x3") return CheckKernel(graph, req, v[0], 3);
   Check(name == "constant" || name == "scalar", "predicate " + name + " was validated when its file was parsed");
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (name == "constant") {

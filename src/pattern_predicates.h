@@ -24,6 +24,18 @@
 //   last_axis(attr, X)  the captured int/ints function attribute `attr` (e.g.
 //                       ReduceMean's axes) is [-1] or [rank(X)-1]; absent fails
 //                       (ReduceMean without axes reduces all). -> "not_last_axis"
+//   kernel_1x1(W)       W (a convolution weight [M, C/group, k1, k2, ...]) has
+//                       a known shape of rank >= 3 whose spatial dims are all 1:
+//                       a pointwise convolution.               -> "not_1x1"
+//   kernel_3x3(W)       W is 4-D [M, C/group, 3, 3].           -> "not_3x3"
+//   depthwise(attr, W)  the captured int function attribute `attr` (a Conv's
+//                       group) equals W's output channels M and W has one input
+//                       channel per group (W [M, 1, ...]): each output channel
+//                       reads its own input channel, channel multiplier 1 (what
+//                       oneDNN's fused depthwise post-op requires). An absent
+//                       group is 1: depthwise only when M = 1.  -> "not_depthwise"
+//                       (It names the group attribute, not the conv's input X,
+//                       because X is often an intermediate of the pattern.)
 //
 // Deliberately not predicates:
 //   - Inference-mode BatchNormalization. A body BatchNormalization with one

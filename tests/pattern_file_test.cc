@@ -49,12 +49,18 @@ TEST_CASE("the built-in library loads with its directives and captured attribute
   auto patterns = LoadPatternDir(BuiltinPatternDir());
   Strings names;
   for (const auto& p : patterns) names.push_back(p.function.name());
-  CHECK(names == Strings{"AddRelu", "ConvBnRelu", "ConvBn"});  // files sorted by name, functions in file order
+  // Files sorted by name, functions in file order.
+  CHECK(names == Strings{"AddRelu", "ConvBnClip", "ConvBnHardSigmoidMul", "ConvBnHardSwish", "ConvBnRelu", "ConvBn",
+                         "ConvBnSiLU", "Gelu", "LayerNormalization", "MatMulAddGelu", "MatMulAddAdd", "MatMulAdd",
+                         "PwDwConvBnRelu", "PwDwConvBnClip", "PwDwConvBnHardSigmoidMul", "PwDwConvBnHardSwish",
+                         "PwDwConvBnSiLU", "ConvBnAddRelu", "ConvAddRelu", "ConvBnAdd", "SEReluSigmoid",
+                         "SEReluHardSigmoid", "SESiLUSigmoid", "SESiLUHardSigmoid"});
 
-  const Pattern& cbr = patterns[1];
+  const Pattern& cbr = patterns[4];
+  CHECK(cbr.function.name() == "ConvBnRelu");
   CHECK(cbr.file == BuiltinPatternDir() + "/conv_bn_relu.onnxtxt");
   CHECK(cbr.line == 18);
-  CHECK(cbr.benefit == 0);
+  CHECK(cbr.benefit == 40);
   REQUIRE(cbr.requirements.size() == 1);
   CHECK(cbr.requirements[0].predicate == "constant");
   CHECK(cbr.requirements[0].args == Strings{"W", "B", "scale", "bias", "mean", "var"});
@@ -131,7 +137,7 @@ TEST_CASE("directive errors name line and column", "[pattern_file]") {
   };
   CHECK(ParseError(with("#@ require: constnt(W)")) ==
         "p.onnxtxt:1:13: unknown predicate 'constnt' (known: constant(X, ...), scalar(X, ...), same_shape(A, B), "
-        "per_channel(S, X), last_axis(attr, X))");
+        "per_channel(S, X), last_axis(attr, X), kernel_1x1(W), kernel_3x3(W), depthwise(attr, W))");
   CHECK(ParseError(with("#@ require: constant(X, Wt)")) == "p.onnxtxt:1:25: 'Wt' is not an input of F (inputs: X, W)");
   CHECK(ParseError(with("#@ require: same_shape(X)")) == "p.onnxtxt:1:13: same_shape takes 2 arguments: same_shape(A, B)");
   CHECK(ParseError(with("#@ require: last_axis(axes, X)")) ==

@@ -34,9 +34,9 @@ struct TensorType {
   std::vector<std::int64_t> dims;        ///< -1 where the dim is unknown or symbolic
   std::vector<std::string> dim_params;   ///< symbol (e.g. "N") where dims[i] == -1, else ""
 
-  /// Number of elements, or nullopt when the shape is unknown or symbolic.
+  /// Number of elements, or nullopt when the shape is unknown or symbolic (or its product overflows int64).
   std::optional<std::int64_t> NumElements() const;
-  /// Size in bytes of a dense tensor of this type, or nullopt when unknown.
+  /// Size in bytes of a dense tensor of this type, or nullopt when unknown (or over 2^63).
   std::optional<std::int64_t> SizeInBytes() const;
   /// "[1,64,56,56]", with symbols by name and "?" for unknown dims; "[?]" for unknown rank.
   std::string ShapeString() const;

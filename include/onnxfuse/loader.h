@@ -35,6 +35,11 @@ Graph LoadModel(const std::string& path, const LoadOptions& options = {});
 Graph LoadModelProto(onnx::ModelProto model, const std::string& source_name, const LoadOptions& options = {},
                      const std::string& base_dir = "");
 
+/// Parses a serialized ModelProto with the limits LoadModel applies: at most
+/// 2 GB (kUnsupported beyond), messages nested at most 100 deep, the whole input
+/// consumed, a graph present (kInvalidModel otherwise). Nothing else is checked.
+onnx::ModelProto ParseModelBytes(const void* data, std::size_t size, const std::string& source_name);
+
 /// Parses "1x3x224x224" (dims separated by 'x' or ','). Throws Error(kUsage).
 std::vector<std::int64_t> ParseShape(const std::string& text);
 

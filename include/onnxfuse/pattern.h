@@ -20,7 +20,8 @@
 // function and may not appear inside a body. Directives:
 //   #@ benefit: N                  an integer; ties are broken by the strategy
 //   #@ require: pred(arg, ...)     a named predicate (src/pattern_predicates.h:
-//                                  constant, scalar, same_shape, per_channel, last_axis)
+//                                  constant, scalar, same_shape, per_channel, last_axis,
+//                                  kernel_1x1, kernel_3x3, depthwise)
 //
 // The body is the subgraph to find. Function inputs are wildcards binding any
 // value; `attr = @name` captures the graph node's attribute into the function

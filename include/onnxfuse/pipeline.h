@@ -17,7 +17,7 @@ struct FuseJob {
   std::string input_path;
   std::string output_path;       ///< "" = do not write a model
   std::string report_path;       ///< "" = no report; "-" = stdout
-  std::string strategy = "postdom";  ///< "postdom" | "greedy" | "pattern"
+  std::string strategy = "pattern";  ///< "postdom" | "greedy" | "pattern"
   LoadOptions load;
   FuserOptions fuser;
   bool check = true;             ///< run onnx::checker (full) on the written model

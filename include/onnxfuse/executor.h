@@ -1,0 +1,131 @@
+// The executable plan: a Graph and its FusionPlan compiled into a schedule of
+// oneDNN (2.6) CPU primitives, and the `onnx-fuse run` job that times it.
+//
+// Compile walks the fusion groups in dependency order and lowers each one to
+// as few primitives as it can (src/backend/lower.h): a Conv, Gemm or MatMul
+// with inference BatchNormalization folded into its weights and bias and the
+// group's elementwise tail as post-ops (eltwise; `sum` for a same-shape
+// residual Add, written in place over the addend's buffer when nothing reads it
+// later; `binary` for broadcast Add/Sub/Mul/Div such as squeeze-and-excitation
+// gates), x*Sigmoid(x) as swish, x*HardSigmoid(x) as hardswish. The exporters'
+// decompositions of LayerNormalization (ReduceMean/Sub/Pow/Sqrt/Div[/Mul/Add])
+// and of erf-Gelu become one layer_normalization / gelu_erf primitive each.
+// Also lowered: pooling (max, average, global), Concat, Softmax, reductions,
+// Transpose, Pad, Slice, Gather, Erf (a parallel loop: oneDNN 2.6 has no erf).
+// Shape-only subgraphs (Shape, Gather, Unsqueeze, Concat, Reshape, Expand,
+// Where... on constants) are evaluated at build time; Reshape, Flatten,
+// Squeeze, Unsqueeze, Identity, Dropout, zero Pad and (fused) Transpose are
+// views without copies. With `fuse = false` every ONNX node becomes its own
+// primitive in plain layouts (NCHW, weights prepacked): the baseline.
+//
+// Layouts: fused convolutions are created with format_tag::any and pick their
+// layout (blocked nChw16c or NHWC on AVX-512); each value keeps the layout its
+// producer chose and a reorder is inserted only where a consumer needs a
+// different one. Weights are reordered once, at compile time. All activations
+// live in one arena whose offsets are planned from buffer lifetimes
+// (src/backend/arena.h). Graph inputs and outputs are plain row-major float32.
+//
+// Shapes are static: every graph input dim must be known (symbolic dims are
+// pinned with LoadOptions::input_shapes, otherwise taken as 1). Float32 graph
+// inputs only; integer constants are fine. Implementations oneDNN runs with its
+// reference (`ref:`) or a gemm convolution kernel in fused mode are logged as
+// warnings; spdlog at debug level lists every step with its implementation.
+//
+// Threads: oneDNN (OpenMP build) fixes the thread count of a primitive when it
+// is created; RunJob calls omp_set_num_threads before compiling anything.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnxfuse/fusion_plan.h"
+#include "onnxfuse/graph.h"
+#include "onnxfuse/tensor_io.h"
+
+namespace onnxfuse {
+
+struct CompileOptions {
+  bool fuse = true;  ///< false: one primitive per ONNX node, plain layouts, the FusionPlan is ignored
+};
+
+/// What a compiled plan executes per inference and how much memory it holds.
+struct PlanStats {
+  int kernels = 0;                         ///< primitives executed per Run, reorders included
+  int reorders = 0;                        ///< of which layout conversions or copies
+  std::int64_t arena_bytes = 0;            ///< the activation arena (peak activation memory)
+  std::int64_t buffer_bytes_total = 0;     ///< sum of the plan's activation buffers, without reuse
+  std::int64_t intermediate_bytes_total = 0;  ///< sum of all non-constant values of the ONNX graph
+  std::int64_t scratchpad_bytes = 0;       ///< one scratchpad shared by all primitives
+  std::int64_t weight_bytes = 0;           ///< weights, biases and other constants, as reordered
+};
+
+/// A compiled, runnable plan. Movable, not copyable; Run is not reentrant.
+class ExecutablePlan {
+ public:
+  /// Throws Error(kUnsupported) naming the node and op for an op or attribute the
+  /// backend does not handle (never a crash at run time), Error(kInvalidModel) for
+  /// inconsistent shapes.
+  static ExecutablePlan Compile(const Graph& graph, const FusionPlan& plan, const CompileOptions& options = {});
+
+  ExecutablePlan(ExecutablePlan&&) noexcept;
+  ExecutablePlan& operator=(ExecutablePlan&&) noexcept;
+  ~ExecutablePlan();
+
+  /// Runs one inference. `inputs` in graph-input order (see MatchInputs), plain
+  /// row-major with the compiled dims; returns the graph outputs in order, named.
+  /// Throws Error(kUsage) when an input's type or dims differ from the compiled ones.
+  std::vector<Tensor> Run(const std::vector<Tensor>& inputs);
+
+  const PlanStats& stats() const;
+  /// One line per step: "<kind> <node names> <implementation> <dst layout>".
+  std::vector<std::string> Describe() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  explicit ExecutablePlan(std::unique_ptr<Impl> impl);
+};
+
+/// The options of `onnx-fuse run`.
+struct RunOptions {
+  std::string model_path;
+  std::string inputs_dir;                                       ///< "" = RandomInputs
+  std::string outputs_dir;                                      ///< "" = do not write outputs
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;  ///< --input-shape NAME=1x3x224x224
+  int threads = 0;           ///< OpenMP threads; 0 = the OpenMP default (all cores or OMP_NUM_THREADS)
+  int iterations = 20;       ///< timed runs
+  int warmup = 3;            ///< untimed runs before them
+  bool fuse = true;          ///< false: --no-fuse
+  bool check = false;        ///< also run the other mode and compare outputs
+  bool json = false;         ///< one JSON line instead of the table
+  std::string strategy = "postdom";  ///< fuser: "postdom" | "greedy" | "pattern"
+  double check_rtol = 1e-4;  ///< --check fails beyond this max relative difference
+};
+
+/// Timing of one run job; times in milliseconds of wall-clock per inference
+/// (Run(), including copying inputs in and outputs out).
+struct RunStats {
+  double min_ms = 0, median_ms = 0, p90_ms = 0, max_ms = 0;
+  int iterations = 0;
+  int threads = 0;
+  bool fused = true;
+  PlanStats plan;
+  double compile_ms = 0;
+};
+
+/// Order statistics of `times_ms` (sorted copy; p90 by nearest rank).
+RunStats Summarize(std::vector<double> times_ms);
+
+/// Loads, fuses, compiles and times a model; prints a table (or, with json, one
+/// JSON line with median_ms, min_ms, p90_ms, max_ms, iterations, threads, fused,
+/// kernels, reorders, peak_activation_bytes, intermediate_bytes_total, ...) to `out`.
+/// With check, also runs the other mode on the same inputs and prints max abs /
+/// max rel difference per output. Returns 0, or 1 when --check finds an output
+/// beyond check_rtol. Throws Error for bad models, files and options.
+int RunJob(const RunOptions& options, std::ostream& out);
+
+}  // namespace onnxfuse

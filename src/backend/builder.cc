@@ -1,0 +1,174 @@
+#include "builder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "attrs.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+constexpr int kGraphOutputUses = 1 << 28;  // graph outputs are never dead
+}
+
+Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng)
+    : graph(g), fuse(fuse_mode), engine(std::move(eng)), stream(engine), absorbed(g.num_nodes(), false) {
+  std::size_t n = graph.values().size();
+  consts_.resize(n);
+  acts_.resize(n);
+  alternates_.resize(n);
+  remaining_.resize(n);
+  for (ValueId v = 0; v < n; ++v) {
+    remaining_[v] = static_cast<int>(graph.value(v).consumers.size());
+    if (graph.value(v).is_graph_output) remaining_[v] += kGraphOutputUses;
+  }
+}
+
+bool Builder::IsConst(ValueId v) const { return consts_[v].has_value() || graph.IsConstant(v); }
+
+const Tensor& Builder::Const(ValueId v, const Node& user) {
+  if (!consts_[v]) {
+    const onnx::TensorProto* proto = graph.ConstantTensor(v);
+    if (!proto)
+      throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+                                               graph.value(v).name + "' must be a constant known at build time");
+    consts_[v] = TensorFromProto(*proto, graph.source_path() + ": '" + graph.value(v).name + "'");
+  }
+  return *consts_[v];
+}
+
+const Act& Builder::ActOf(ValueId v, const Node& user) const {
+  if (!IsAct(v))
+    throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads '" + graph.value(v).name +
+                                          "' before it is computed");
+  return *acts_[v];
+}
+
+Dims Builder::DimsOfValue(ValueId v, const Node& user) {
+  if (IsAct(v)) return acts_[v]->dims;
+  return Const(v, user).dims;
+}
+
+void Builder::SetConst(ValueId v, Tensor t) { consts_[v] = std::move(t); }
+
+void Builder::SetAct(ValueId v, Act act) {
+  const TensorType& type = graph.value(v).type;
+  bool known = type.has_shape;
+  for (auto d : type.dims) known &= d >= 0;
+  if (known && type.dims != act.dims)
+    throw Error(ErrorKind::kInternal, "internal error: computed shape " + DimsString(act.dims) + " of '" +
+                                          graph.value(v).name +
+                                          "' differs from the inferred " + type.ShapeString());
+  if (IsPlainEquivalent(act.md)) act.md = PlainDesc(act.dims);  // one spelling of plain
+  if (std::find(slots[act.slot].values.begin(), slots[act.slot].values.end(), v) == slots[act.slot].values.end())
+    AddToSlot(act.slot, v);
+  acts_[v] = std::move(act);
+}
+
+void Builder::Consume(const Node& node) {
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i)
+    if (node.inputs[i] != kNoValue) --remaining_[node.inputs[i]];
+}
+
+bool Builder::DeadNow(int slot) const {
+  const Slot& s = slots[static_cast<std::size_t>(slot)];
+  if (s.graph_output) return false;
+  for (ValueId v : s.values)
+    if (remaining_[v] > 0) return false;
+  return true;
+}
+
+Act Builder::NewAct(const Dims& dims, const dnnl::memory::desc& md) {
+  Slot slot;
+  slot.bytes = static_cast<std::int64_t>(md.get_size());
+  slots.push_back(slot);
+  return Act{static_cast<int>(slots.size() - 1), md, dims};
+}
+
+Arg Builder::Use(ValueId v, const dnnl::memory::desc& want, const Node& user) {
+  const Act& a = ActOf(v, user);
+  if (a.md == want) return Arg{a.slot, a.md, {}};
+  if (IsPlainEquivalent(a.md) && IsPlainEquivalent(want) && Product(a.md.dims()) == Product(want.dims()))
+    return Arg{a.slot, want, {}};
+  for (const Act& alt : alternates_[v])
+    if (alt.md == want) return Arg{alt.slot, alt.md, {}};
+  Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name);
+  AddToSlot(alt.slot, v);
+  alternates_[v].push_back(alt);
+  return Arg{alt.slot, alt.md, {}};
+}
+
+Arg Builder::UsePlain(ValueId v, const Node& user) { return Use(v, PlainDesc(ActOf(v, user).dims), user); }
+
+Arg Builder::UseAsIs(ValueId v, const Node& user) {
+  const Act& a = ActOf(v, user);
+  return Arg{a.slot, a.md, {}};
+}
+
+dnnl::memory Builder::HostMemory(const dnnl::memory::desc& md, const float* data) {
+  dnnl::memory m(md, engine);
+  std::memcpy(m.get_data_handle(), data, md.get_size());
+  weight_bytes += static_cast<std::int64_t>(md.get_size());
+  return m;
+}
+
+dnnl::memory Builder::Prepack(const dnnl::memory& plain, const dnnl::memory::desc& want) {
+  if (plain.get_desc() == want) return plain;
+  dnnl::memory m(want, engine);
+  dnnl::reorder(plain, m).execute(stream, const_cast<dnnl::memory&>(plain), m);
+  stream.wait();
+  weight_bytes += static_cast<std::int64_t>(want.get_size()) - static_cast<std::int64_t>(plain.get_desc().get_size());
+  return m;
+}
+
+dnnl::primitive_attr Builder::Attr(const dnnl::post_ops& ops) const {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (ops.len() > 0) attr.set_post_ops(ops);
+  return attr;
+}
+
+void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::string label,
+                   std::vector<std::pair<int, Arg>> args, const dnnl::memory::desc& dst_md) {
+  Step step;
+  step.prim = dnnl::primitive(pd.get());
+  step.args = std::move(args);
+  step.scratchpad = pd.scratchpad_desc();
+  step.impl = pd.impl_info_str();
+  step.kind = std::move(kind);
+  step.label = std::move(label);
+  step.layout = LayoutString(dst_md);
+  spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
+  bool ref = step.impl.rfind("ref", 0) == 0;
+  bool gemm_conv = step.kind == "conv" && step.impl.find("gemm") != std::string::npos;
+  if (fuse && (ref || gemm_conv))
+    spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", step.kind, step.label,
+                 ref ? "reference" : "gemm", step.impl);
+  steps.push_back(std::move(step));
+}
+
+void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
+                         CustomKernel kernel, const dnnl::memory::desc& dst_md) {
+  Step step;
+  step.custom = std::move(kernel);
+  step.args = std::move(args);
+  step.impl = "onnxfuse:custom";
+  step.kind = std::move(kind);
+  step.label = std::move(label);
+  step.layout = LayoutString(dst_md);
+  spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
+  steps.push_back(std::move(step));
+}
+
+Act Builder::EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label) {
+  Act dst = NewAct(dims, want);
+  dnnl::reorder::primitive_desc pd(engine, src.md, engine, want, Attr());
+  Emit(pd, "reorder", label, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, want, {}}}}, want);
+  steps.back().reorder = true;
+  return dst;
+}
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,140 @@
+// The compile-time state of an executable plan, shared by the lowering files.
+//
+// The Builder walks the graph once, in execution order, and records:
+//   - for each value: a host Tensor (constant or folded at build time) or an
+//     Act (an activation: which arena slot holds it and in which layout);
+//   - Steps: one oneDNN primitive each, with its arguments as arena-slot views
+//     or memories fixed at build time (prepacked weights, biases, constants);
+//   - Slots: the activation buffers, later placed in one arena (arena.h) by
+//     the lifetimes the steps' arguments imply.
+// Remaining-use counts per value tell when a slot may be overwritten in place
+// (the residual `sum` post-op).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dnnl_util.h"
+#include "onnxfuse/graph.h"
+#include "onnxfuse/tensor_io.h"
+
+namespace onnxfuse::backend {
+
+/// One activation buffer of the arena.
+struct Slot {
+  std::int64_t bytes = 0;
+  std::int64_t offset = -1;        ///< set by the arena planner
+  bool graph_input = false;        ///< written by Run before the first step
+  bool graph_output = false;       ///< read by Run after the last step
+  std::vector<ValueId> values;     ///< values whose data (in some layout) lives here
+};
+
+/// Where an activation lives and how it is laid out.
+struct Act {
+  int slot = -1;
+  dnnl::memory::desc md;
+  Dims dims;  ///< logical ONNX dims (md may be rank-1 [1] for a scalar)
+};
+
+/// A primitive argument: a view of an arena slot (slot >= 0) or a fixed memory.
+struct Arg {
+  int slot = -1;
+  dnnl::memory::desc md;
+  dnnl::memory fixed;
+};
+
+/// A kernel of our own for what oneDNN 2.6 lacks (Erf, ...): gets the data
+/// pointers of the step's arguments, in order.
+using CustomKernel = std::function<void(const std::vector<void*>& data)>;
+
+/// One primitive (or custom kernel) executed per inference.
+struct Step {
+  dnnl::primitive prim;
+  CustomKernel custom;  ///< set instead of prim for a custom kernel
+  std::vector<std::pair<int, Arg>> args;  ///< DNNL_ARG_* -> argument
+  dnnl::memory::desc scratchpad;          ///< zero md when none
+  bool reorder = false;
+  std::string kind;   ///< "conv", "inner_product", "reorder", ...
+  std::string label;  ///< the ONNX nodes it executes
+  std::string impl;   ///< oneDNN's implementation name (impl_info_str)
+  std::string layout; ///< layout of its destination
+};
+
+class Builder {
+ public:
+  Builder(const Graph& graph, bool fuse, dnnl::engine engine);
+
+  const Graph& graph;
+  const bool fuse;  ///< fused mode: format_tag::any and post-ops; otherwise plain layouts
+  dnnl::engine engine;
+  dnnl::stream stream;  ///< for build-time reorders of weights
+
+  // --- values ---------------------------------------------------------------
+  bool IsConst(ValueId v) const;
+  /// The value's host tensor (initializer, Constant node or folded). Throws
+  /// Error(kUnsupported) naming `user` when the value is not known at build time.
+  const Tensor& Const(ValueId v, const Node& user);
+  bool IsAct(ValueId v) const { return v < acts_.size() && acts_[v].has_value(); }
+  const Act& ActOf(ValueId v, const Node& user) const;
+  /// Dims of a constant or an activation.
+  Dims DimsOfValue(ValueId v, const Node& user);
+  void SetConst(ValueId v, Tensor t);
+  /// Records an activation; checks its dims against the loader's shape inference.
+  void SetAct(ValueId v, Act act);
+
+  // --- liveness -------------------------------------------------------------
+  /// One use of each input of `node` is done.
+  void Consume(const Node& node);
+  /// True when no value stored in `slot` is read again and none is a graph output.
+  bool DeadNow(int slot) const;
+
+  // --- buffers --------------------------------------------------------------
+  /// A fresh slot sized for `md`.
+  Act NewAct(const Dims& dims, const dnnl::memory::desc& md);
+  /// `v` in layout `want`: as is, through a plain view when the bytes already
+  /// match (`want` may then have other dims with as many elements: a reshape),
+  /// or through one reorder step (shared by all consumers wanting it).
+  Arg Use(ValueId v, const dnnl::memory::desc& want, const Node& user);
+  /// `v` in plain row-major layout with `dims` (a reshape view when allowed).
+  Arg UsePlain(ValueId v, const Node& user);
+  /// `v` in whatever layout it has.
+  Arg UseAsIs(ValueId v, const Node& user);
+  /// A new value stored in an existing slot (in-place ops, reshape views).
+  void AddToSlot(int slot, ValueId v) { slots[static_cast<std::size_t>(slot)].values.push_back(v); }
+
+  // --- constants ------------------------------------------------------------
+  /// f32 memory in `md` (plain) holding a copy of `data` (md.get_size() bytes).
+  dnnl::memory HostMemory(const dnnl::memory::desc& md, const float* data);
+  /// `plain` reordered into `want` once, now (weights prepacking).
+  dnnl::memory Prepack(const dnnl::memory& plain, const dnnl::memory::desc& want);
+
+  // --- primitives -----------------------------------------------------------
+  /// Attributes with a user-managed scratchpad and the given post-ops.
+  dnnl::primitive_attr Attr(const dnnl::post_ops& ops = dnnl::post_ops()) const;
+  /// Appends a step for `pd` (logs its implementation; warns on reference kernels).
+  void Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
+            const dnnl::memory::desc& dst_md);
+  /// Appends a custom-kernel step.
+  void EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args, CustomKernel kernel,
+                  const dnnl::memory::desc& dst_md);
+  /// A reorder step from `src` into a fresh slot in `want`; returns the new Act.
+  Act EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label);
+
+  std::vector<Step> steps;
+  std::vector<Slot> slots;
+  std::int64_t weight_bytes = 0;
+  /// Nodes already lowered as part of another node's pattern (swish's Mul,
+  /// LayerNormalization and Gelu decompositions): skipped when their group comes.
+  std::vector<bool> absorbed;
+
+ private:
+  std::vector<std::optional<Tensor>> consts_;
+  std::vector<std::optional<Act>> acts_;
+  std::vector<std::vector<Act>> alternates_;  ///< the value in other layouts (reorder results)
+  std::vector<int> remaining_;                ///< uses not yet lowered, per value
+};
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,166 @@
+#include "dnnl_util.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+namespace onnxfuse::backend {
+
+std::int64_t Product(const Dims& dims) {
+  return std::accumulate(dims.begin(), dims.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+std::string DimsString(const Dims& dims) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < dims.size(); ++i) out << (i ? "," : "") << dims[i];
+  out << ']';
+  return out.str();
+}
+
+namespace {
+
+Dims NonEmpty(const Dims& dims) { return dims.empty() ? Dims{1} : dims; }
+
+Dims PlainStrides(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+}  // namespace
+
+dnnl::memory::desc PlainDesc(const Dims& dims) {
+  Dims d = NonEmpty(dims);
+  return dnnl::memory::desc(d, DataType::f32, PlainStrides(d));
+}
+
+dnnl::memory::desc AnyDesc(const Dims& dims) { return dnnl::memory::desc(NonEmpty(dims), DataType::f32, Tag::any); }
+
+Dims DimsOf(const dnnl::memory::desc& md) { return md.dims(); }
+
+bool IsPlainEquivalent(const dnnl::memory::desc& md) {
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.offset0 != 0) return false;
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return false;
+  const auto& blk = d.format_desc.blocking;
+  Dims dims(d.dims, d.dims + d.ndims);
+  int nontrivial = 0, last_nontrivial = -1;
+  for (int i = 0; i < d.ndims; ++i)
+    if (dims[static_cast<std::size_t>(i)] > 1) ++nontrivial, last_nontrivial = i;
+  if (blk.inner_nblks > 0) {
+    // Inner blocks only on the one non-trivial dim keep the element order.
+    if (nontrivial > 1) return false;
+    for (int b = 0; b < blk.inner_nblks; ++b)
+      if (blk.inner_idxs[b] != last_nontrivial && nontrivial == 1) return false;
+    return true;
+  }
+  Dims plain = PlainStrides(dims);
+  for (int i = 0; i < d.ndims; ++i)
+    if (dims[static_cast<std::size_t>(i)] > 1 && blk.strides[i] != plain[static_cast<std::size_t>(i)]) return false;
+  return true;
+}
+
+bool IsConvLayout(const dnnl::memory::desc& md) {
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.ndims < 3) return false;
+  if (d.format_desc.blocking.inner_nblks > 0) return true;
+  std::string order = LayoutString(md);
+  std::string channels_last = "a";
+  for (int i = 2; i < d.ndims; ++i) channels_last += static_cast<char>('a' + i);
+  return order == channels_last + "b";
+}
+
+dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims) {
+  const auto& d = like.data;
+  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks > 0 || d.ndims != static_cast<int>(dims.size()))
+    return {};
+  const auto& strides = d.format_desc.blocking.strides;
+  std::vector<int> order(dims.size());  // outermost first
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return strides[a] > strides[b]; });
+  Dims out(dims.size());
+  std::int64_t stride = 1;
+  for (std::size_t i = order.size(); i-- > 0;) {
+    auto dim = static_cast<std::size_t>(order[i]);
+    out[dim] = stride;
+    stride *= dims[dim];
+  }
+  return dnnl::memory::desc(dims, DataType::f32, out);
+}
+
+std::optional<Dims> ReshapeStrides(const Dims& dims, const Dims& strides, const Dims& out) {
+  Dims od, os;  // the old shape without size-1 dims
+  for (std::size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1) od.push_back(dims[i]), os.push_back(strides[i]);
+  Dims nd, ns;
+  for (auto d : out)
+    if (d != 1) nd.push_back(d);
+  ns.assign(nd.size(), 0);
+  std::size_t oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nd.size() && oi < od.size()) {
+    std::int64_t np = nd[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= nd.size()) return std::nullopt;
+        np *= nd[nj++];
+      } else {
+        if (oj >= od.size()) return std::nullopt;
+        op *= od[oj++];
+      }
+    }
+    for (std::size_t k = oi; k + 1 < oj; ++k)  // merged old dims must be contiguous
+      if (os[k] != od[k + 1] * os[k + 1]) return std::nullopt;
+    ns[nj - 1] = os[oj - 1];
+    for (std::size_t k = nj - 1; k > ni; --k) ns[k - 1] = ns[k] * nd[k];
+    ni = nj++, oi = oj++;
+  }
+  if (ni != nd.size() || oi != od.size()) return std::nullopt;
+  Dims result(out.size());  // size-1 dims take the stride of what follows them
+  std::int64_t next = 1;
+  for (std::size_t i = out.size(), k = nd.size(); i-- > 0;) {
+    if (out[i] != 1) next = ns[--k] * out[i], result[i] = ns[k];
+    else result[i] = next;
+  }
+  return result;
+}
+
+std::string LayoutString(const dnnl::memory::desc& md) {
+  const auto& d = md.data;
+  if (d.format_kind == dnnl_format_kind_any) return "any";
+  if (d.format_kind != dnnl_blocked) return "opaque";
+  const auto& blk = d.format_desc.blocking;
+  std::vector<int> order(static_cast<std::size_t>(d.ndims));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return blk.strides[a] > blk.strides[b]; });
+  std::string out;
+  for (int i : order) {
+    bool blocked = false;
+    for (int b = 0; b < blk.inner_nblks; ++b) blocked |= blk.inner_idxs[b] == i;
+    out += static_cast<char>((blocked ? 'A' : 'a') + i);
+  }
+  for (int b = 0; b < blk.inner_nblks; ++b)
+    out += std::to_string(blk.inner_blks[b]) + static_cast<char>('a' + blk.inner_idxs[b]);
+  return out;
+}
+
+Dims ExpandRank(const Dims& dims, std::size_t rank) {
+  Dims out(rank > dims.size() ? rank - dims.size() : 0, 1);
+  out.insert(out.end(), dims.begin(), dims.end());
+  return out;
+}
+
+Dims BroadcastDims(const Dims& a, const Dims& b) {
+  std::size_t rank = std::max(a.size(), b.size());
+  Dims x = ExpandRank(a, rank), y = ExpandRank(b, rank), out(rank);
+  for (std::size_t i = 0; i < rank; ++i) {
+    if (x[i] != y[i] && x[i] != 1 && y[i] != 1)
+      throw std::invalid_argument("shapes " + DimsString(a) + " and " + DimsString(b) + " do not broadcast");
+    out[i] = x[i] == 1 ? y[i] : x[i];
+  }
+  return out;
+}
+
+}  // namespace onnxfuse::backend

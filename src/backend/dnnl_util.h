@@ -1,0 +1,53 @@
+// Small helpers around oneDNN 2.6 memory descriptors (the only backend header
+// besides builder.h that includes dnnl.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace onnxfuse::backend {
+
+using Dims = std::vector<std::int64_t>;
+using Tag = dnnl::memory::format_tag;
+using DataType = dnnl::memory::data_type;
+
+std::int64_t Product(const Dims& dims);
+std::string DimsString(const Dims& dims);
+
+/// Row-major ("plain") f32 descriptor: a, ab, abc, abcd (nchw), ... Rank 0 is treated as [1].
+dnnl::memory::desc PlainDesc(const Dims& dims);
+/// f32 descriptor with format_tag::any: the primitive chooses.
+dnnl::memory::desc AnyDesc(const Dims& dims);
+/// The md's logical dims.
+Dims DimsOf(const dnnl::memory::desc& md);
+
+/// True when `md` stores its elements exactly where PlainDesc(dims) would: no
+/// padding, no offset, and blocking/strides that only reorder size-1 dims (e.g.
+/// nChw16c or nhwc of a [1,C,1,1] tensor with C % 16 == 0). Such a buffer can be
+/// read through a plain view without a reorder.
+bool IsPlainEquivalent(const dnnl::memory::desc& md);
+
+/// A layout convolutions produce: channel-blocked (nChw16c, ...) or channels-last (nhwc, nwc, ndhwc).
+bool IsConvLayout(const dnnl::memory::desc& md);
+
+/// A descriptor for `dims` with the same dimension order as `like` (e.g. nhwc),
+/// or a zero md when `like` has inner blocks (nChw16c) or is not blocked.
+dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims);
+
+/// Strides that view a strided tensor (`dims`, `strides`) as `out` dims without
+/// copying (numpy's _attempt_nocopy_reshape), or nullopt when impossible.
+std::optional<Dims> ReshapeStrides(const Dims& dims, const Dims& strides, const Dims& out);
+
+/// oneDNN-style layout string: "abcd" (plain), "acdb" (nhwc), "aBcd16b" (nChw16c).
+std::string LayoutString(const dnnl::memory::desc& md);
+
+/// Numpy-style broadcast of two shapes; throws std::invalid_argument when incompatible.
+Dims BroadcastDims(const Dims& a, const Dims& b);
+/// `dims` left-padded with 1s to `rank`.
+Dims ExpandRank(const Dims& dims, std::size_t rank);
+
+}  // namespace onnxfuse::backend

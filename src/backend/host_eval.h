@@ -1,0 +1,31 @@
+// Build-time evaluation of nodes whose inputs are all known (constant folding
+// of shape subgraphs: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, Clip
+// bounds from Constant nodes, weight transposes, ...). Plain reference code on
+// host tensors: small tensors only, speed does not matter.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "onnxfuse/graph.h"
+#include "onnxfuse/tensor_io.h"
+
+namespace onnxfuse::backend {
+
+/// True for the op types EvalOnHost knows (default domain).
+bool HostEvaluable(const Node& node);
+
+/// Evaluates `node` with the given input tensors (nullptr for an omitted
+/// optional input). Constant, Identity, Cast, Gather, Unsqueeze, Squeeze,
+/// Concat, Reshape, Flatten, Slice, Transpose, Add/Sub/Mul/Div/Pow, Sqrt, Neg,
+/// Equal, Where, Expand, ConstantOfShape, Range. Outputs are FLOAT or INT64
+/// tensors. Throws Error(kUnsupported) naming the node for an op or attribute
+/// it does not handle, Error(kInvalidModel) for inconsistent inputs.
+std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& inputs, std::int64_t opset);
+
+/// The element at flat index i as a double, whatever the tensor's type.
+double ElementAt(const Tensor& t, std::int64_t i);
+/// All elements as int64 (shape-like tensors).
+std::vector<std::int64_t> AsInts(const Tensor& t);
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,97 @@
+// Lowering ONNX nodes to oneDNN primitives.
+//
+// A fusion group is lowered as a sequence of Chains. A chain starts at an
+// anchor node (Conv, Gemm, MatMul, a binary op, BatchNormalization, ...) and,
+// in fused mode, absorbs the following members of its group that read only the
+// chain's current output: inference BatchNormalization right after a Conv or
+// Gemm is folded into the weights (per output channel, in double); elementwise
+// ops become eltwise post-ops (x*Sigmoid(x) -> swish, x*HardSigmoid(x) ->
+// hardswish, HardSigmoid -> linear + clip, Clip -> clip); Add/Sub/Mul/Div with
+// a constant or a broadcast activation become binary post-ops; an Add of a
+// same-shape activation becomes the `sum` post-op, which accumulates into the
+// destination: the addend's buffer becomes the destination when nothing reads
+// it later (in place), else it is copied first. A member that cannot be
+// absorbed ends the chain and starts the next one.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "builder.h"
+
+namespace onnxfuse::backend {
+
+struct PostOp {
+  enum class Kind { kEltwise, kSum, kBinary };
+  Kind kind = Kind::kEltwise;
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0, beta = 0;
+  ValueId operand = kNoValue;      ///< sum / binary with an activation operand
+  std::optional<Tensor> constant;  ///< binary with a constant operand (dims of the output's rank)
+};
+
+struct Chain {
+  NodeId anchor = kNoNode;
+  ValueId out = kNoValue;             ///< the value the chain computes so far
+  std::vector<NodeId> members;        ///< anchor first
+  std::vector<double> scale, shift;   ///< folded per-channel affine y = scale*x + shift (empty: none)
+  std::vector<PostOp> post_ops;
+  bool norm_relu = false;             ///< BatchNormalization anchor: fused Relu (fuse_norm_relu)
+};
+
+/// Lowers one fusion group (members in topological order); `fuse` off: one chain per node.
+void LowerGroup(Builder& b, const std::vector<NodeId>& nodes);
+
+/// "Conv+BatchNormalization+Relu": the chain's node names joined, for step labels.
+std::string ChainLabel(const Builder& b, const Chain& chain);
+
+/// Builds the post-ops of `chain` for a primitive whose destination has `dst_dims`;
+/// appends the binary operands' arguments to `args`.
+dnnl::post_ops MakePostOps(Builder& b, const Chain& chain, const Dims& dst_dims,
+                           std::vector<std::pair<int, Arg>>& args);
+
+/// Creates the destination of a chain's primitive (`pd` already made with its
+/// post-ops), in place over the `sum` addend when possible, appends DNNL_ARG_DST,
+/// emits the step and records chain.out. `src_slots` are the slots the primitive
+/// reads (never written in place).
+void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base& pd, const std::string& kind,
+                 const Dims& dst_dims, std::vector<std::pair<int, Arg>> args, const std::vector<int>& src_slots);
+
+// Anchors that take post-ops (lower_conv.cc).
+void EmitConv(Builder& b, const Chain& chain);
+void EmitGemm(Builder& b, const Chain& chain);
+void EmitMatMul(Builder& b, const Chain& chain);
+// Other primitives (lower_ops.cc).
+void EmitBinary(Builder& b, const Chain& chain);
+void EmitBatchNorm(Builder& b, const Chain& chain);
+void EmitEltwise(Builder& b, NodeId node);
+void EmitPool(Builder& b, NodeId node);
+void EmitSoftmax(Builder& b, NodeId node);
+void EmitConcat(Builder& b, NodeId node);
+// Layout-only ops and build-time values (lower_views.cc).
+/// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout (views), Transpose (a reorder).
+bool LowerView(Builder& b, NodeId node);
+/// Folds the node when all its inputs are known at build time (or it is Shape
+/// of an activation). Returns false when it cannot be folded.
+bool TryFold(Builder& b, NodeId node);
+
+// Reductions, Erf and recognized decompositions (lower_norm.cc).
+void EmitReduce(Builder& b, NodeId node);
+void EmitErf(Builder& b, NodeId node);
+/// Lowers the LayerNormalization decomposition starting at ReduceMean `node`
+/// (fused mode) and absorbs its nodes; false when the pattern does not match.
+bool TryLayerNorm(Builder& b, NodeId node);
+/// The output of the Gelu (erf) decomposition applied to `x`, if `x` feeds one;
+/// with `absorb`, its nodes are consumed and marked absorbed.
+std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb);
+/// Lowers the Gelu decomposition whose Div is `div` as one gelu_erf eltwise.
+void EmitGelu(Builder& b, NodeId div);
+/// Pad, Slice and Gather of run-time tensors (lower_slice.cc); false when `node` is none of these.
+bool LowerSlice(Builder& b, NodeId node);
+
+/// Eltwise algorithm of a unary node (Relu, Sigmoid, Tanh, Clip, ...): the
+/// post-ops it lowers to, empty when the node is not a supported elementwise op.
+std::vector<PostOp> EltwiseOf(Builder& b, const Node& node);
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,286 @@
+// Chains: an anchor primitive and the group members absorbed into it (lower.h).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attrs.h"
+#include "lower.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using Kind = PostOp::Kind;
+constexpr std::size_t kMaxPostOps = 32;  // oneDNN's limit
+
+bool IsBinaryOp(const std::string& op) { return op == "Add" || op == "Sub" || op == "Mul" || op == "Div"; }
+
+bool StartsChain(Builder& b, const Node& node) {
+  const std::string& op = node.op_type;
+  if (!node.domain.empty()) return false;
+  if (op == "Conv" || op == "Gemm" || op == "MatMul" || op == "BatchNormalization") return true;
+  return IsBinaryOp(op) && (b.IsAct(node.inputs[0]) || b.IsAct(node.inputs[1]));
+}
+
+// Fully known inferred dims of a value, or empty.
+Dims KnownDims(const Builder& b, ValueId v) {
+  const TensorType& t = b.graph.value(v).type;
+  if (!t.has_shape) return {};
+  for (auto d : t.dims)
+    if (d < 0) return {};
+  return t.dims;
+}
+
+// The consumers of `v`, as a sorted list with one entry per use.
+std::vector<NodeId> Uses(const Builder& b, ValueId v) {
+  auto uses = b.graph.value(v).consumers;
+  std::sort(uses.begin(), uses.end());
+  return uses;
+}
+
+bool FoldBatchNorm(Builder& b, Chain& chain, const Node& bn) {
+  const std::string& anchor = b.graph.node(chain.anchor).op_type;
+  if ((anchor != "Conv" && anchor != "Gemm") || !chain.post_ops.empty()) return false;
+  if (AttrInt(bn, "training_mode", 0) != 0 || bn.outputs.size() > 1) return false;
+  for (std::size_t i = 1; i < 5; ++i)
+    if (i >= bn.inputs.size() || !b.IsConst(bn.inputs[i])) return false;
+  const Tensor &s = b.Const(bn.inputs[1], bn), &t = b.Const(bn.inputs[2], bn);
+  const Tensor &mean = b.Const(bn.inputs[3], bn), &var = b.Const(bn.inputs[4], bn);
+  std::size_t channels = s.data.size();
+  if (t.data.size() != channels || mean.data.size() != channels || var.data.size() != channels) return false;
+  if (!chain.scale.empty() && chain.scale.size() != channels) return false;
+  double eps = AttrFloat(bn, "epsilon", 1e-5f);
+  if (chain.scale.empty()) chain.scale.assign(channels, 1.0), chain.shift.assign(channels, 0.0);
+  for (std::size_t c = 0; c < channels; ++c) {
+    double k = static_cast<double>(s.data[c]) / std::sqrt(static_cast<double>(var.data[c]) + eps);
+    chain.scale[c] *= k;
+    chain.shift[c] = (chain.shift[c] - mean.data[c]) * k + t.data[c];
+  }
+  return true;
+}
+
+// Sigmoid(x) * x -> swish; HardSigmoid(x) * x -> hardswish (when alpha = 1/6, beta = 1/2).
+NodeId GatedMul(Builder& b, const Chain& chain, const Node& gate, const std::vector<NodeId>& group) {
+  auto uses = Uses(b, chain.out);
+  if (uses.size() != 2 || gate.outputs.size() != 1) return kNoNode;
+  auto gate_uses = b.graph.value(gate.outputs[0]).consumers;
+  if (gate_uses.size() != 1) return kNoNode;
+  NodeId mul = gate_uses[0];
+  const Node& m = b.graph.node(mul);
+  if (m.op_type != "Mul" || std::find(group.begin(), group.end(), mul) == group.end()) return kNoNode;
+  bool pair = (m.inputs[0] == chain.out && m.inputs[1] == gate.outputs[0]) ||
+              (m.inputs[1] == chain.out && m.inputs[0] == gate.outputs[0]);
+  return pair && std::find(uses.begin(), uses.end(), mul) != uses.end() ? mul : kNoNode;
+}
+
+bool AttachBinary(Builder& b, Chain& chain, const Node& node) {
+  int main = node.inputs[0] == chain.out ? 0 : 1;
+  ValueId other = node.inputs[static_cast<std::size_t>(1 - main)];
+  if (other == chain.out || node.inputs[static_cast<std::size_t>(main)] != chain.out) return false;
+  Dims out = KnownDims(b, chain.out), result = KnownDims(b, node.outputs[0]);
+  if (out.empty() || out != result) return false;  // the main path must not broadcast
+  const std::string& op = node.op_type;
+  PostOp po;
+  if (b.IsConst(other)) {
+    const Tensor& c = b.Const(other, node);
+    if (c.elem_type != onnx::TensorProto::FLOAT) return false;
+    if (c.NumElements() == 1) {  // scalar: one linear eltwise
+      float k = c.data[0];
+      po.alg = dnnl::algorithm::eltwise_linear;
+      if (op == "Add") po.alpha = 1, po.beta = k;
+      else if (op == "Mul") po.alpha = k, po.beta = 0;
+      else if (op == "Sub") po.alpha = main == 0 ? 1.f : -1.f, po.beta = main == 0 ? -k : k;
+      else if (op == "Div" && main == 0 && k != 0) po.alpha = 1 / k, po.beta = 0;
+      else return false;
+      chain.post_ops.push_back(po);
+      return true;
+    }
+    if (main == 1 && (op == "Sub" || op == "Div")) return false;
+    po.kind = Kind::kBinary;
+    po.constant = c;
+    po.constant->dims = ExpandRank(c.dims, out.size());
+  } else {
+    if (!b.IsAct(other) || (main == 1 && (op == "Sub" || op == "Div"))) return false;
+    bool has_sum = std::any_of(chain.post_ops.begin(), chain.post_ops.end(),
+                               [](const PostOp& p) { return p.kind == Kind::kSum; });
+    // `sum` accumulates into the destination of a conv, inner product or matmul.
+    const std::string& anchor = b.graph.node(chain.anchor).op_type;
+    bool sum_anchor = anchor == "Conv" || anchor == "Gemm" || anchor == "MatMul";
+    po.kind = op == "Add" && sum_anchor && !has_sum && b.ActOf(other, node).dims == out ? Kind::kSum : Kind::kBinary;
+    po.operand = other;
+  }
+  po.alg = op == "Add" ? dnnl::algorithm::binary_add
+           : op == "Sub" ? dnnl::algorithm::binary_sub
+           : op == "Mul" ? dnnl::algorithm::binary_mul
+                         : dnnl::algorithm::binary_div;
+  chain.post_ops.push_back(std::move(po));
+  return true;
+}
+
+// Absorbs `id` into the chain when it only extends the chain's output.
+bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group) {
+  const Node& node = b.graph.node(id);
+  const Node& anchor = b.graph.node(chain.anchor);
+  if (!node.domain.empty() || b.graph.value(chain.out).is_graph_output || chain.post_ops.size() + 2 > kMaxPostOps)
+    return false;
+  if (node.outputs.empty() || node.inputs.empty()) return false;
+  auto uses = Uses(b, chain.out);
+  bool sole_use = uses.size() == 1 && uses[0] == id;
+  bool extend = false;
+  if (anchor.op_type == "BatchNormalization") {
+    // The batch normalization primitive takes a fused Relu and nothing else.
+    extend = node.op_type == "Relu" && sole_use && !chain.norm_relu;
+    if (extend) chain.norm_relu = true;
+  } else if (node.op_type == "BatchNormalization") {
+    extend = sole_use && node.inputs[0] == chain.out && FoldBatchNorm(b, chain, node);
+  } else if (IsBinaryOp(node.op_type)) {
+    extend = sole_use && AttachBinary(b, chain, node);
+  } else if (node.inputs[0] == chain.out) {
+    if (node.op_type == "Sigmoid" || node.op_type == "HardSigmoid") {
+      NodeId mul = GatedMul(b, chain, node, group);
+      float alpha = AttrFloat(node, "alpha", 0.2f), beta = AttrFloat(node, "beta", 0.5f);
+      bool hard_swish = node.op_type == "HardSigmoid" && std::fabs(alpha - 1.f / 6) < 1e-6f && beta == 0.5f;
+      if (mul != kNoNode && (node.op_type == "Sigmoid" || hard_swish)) {
+        PostOp po;
+        po.alg = hard_swish ? dnnl::algorithm::eltwise_hardswish : dnnl::algorithm::eltwise_swish;
+        po.alpha = hard_swish ? 1.f / 6 : 1.f;
+        po.beta = hard_swish ? 0.5f : 0.f;
+        chain.post_ops.push_back(po);
+        const Node& m = b.graph.node(mul);
+        b.Consume(node), b.Consume(m);
+        chain.members.push_back(id), chain.members.push_back(mul);
+        b.absorbed[mul] = true;
+        chain.out = m.outputs[0];
+        return true;
+      }
+    }
+    if (node.op_type == "Div" && !sole_use) {
+      if (auto gelu = MatchGelu(b, chain.out, true)) {  // consumes the pattern's nodes
+        chain.post_ops.push_back(PostOp{Kind::kEltwise, dnnl::algorithm::eltwise_gelu_erf, 0, 0, kNoValue, {}});
+        chain.members.push_back(id);
+        chain.out = *gelu;
+        return true;
+      }
+    }
+    if (sole_use) {
+      auto ops = EltwiseOf(b, node);
+      extend = !ops.empty();
+      for (auto& po : ops) chain.post_ops.push_back(po);
+    }
+  }
+  if (!extend) return false;
+  b.Consume(node);
+  chain.members.push_back(id);
+  chain.out = node.outputs[0];
+  return true;
+}
+
+void Flush(Builder& b, const Chain& chain) {
+  const std::string& op = b.graph.node(chain.anchor).op_type;
+  if (op == "Conv") EmitConv(b, chain);
+  else if (op == "Gemm") EmitGemm(b, chain);
+  else if (op == "MatMul") EmitMatMul(b, chain);
+  else if (op == "BatchNormalization") EmitBatchNorm(b, chain);
+  else EmitBinary(b, chain);
+}
+
+}  // namespace
+
+std::string ChainLabel(const Builder& b, const Chain& chain) {
+  std::string label = b.graph.node(chain.anchor).name;
+  for (std::size_t i = 1; i < chain.members.size(); ++i) label += "+" + b.graph.node(chain.members[i]).op_type;
+  return label;
+}
+
+void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
+  std::optional<Chain> chain;
+  for (NodeId id : nodes) {
+    if (b.absorbed[id]) continue;
+    const Node& node = b.graph.node(id);
+    if (TryFold(b, id)) {
+      b.Consume(node);
+      continue;
+    }
+    if (chain && b.fuse && TryAttach(b, *chain, id, nodes)) continue;
+    if (chain) Flush(b, *chain), chain.reset();
+    if (b.fuse && node.op_type == "ReduceMean" && TryLayerNorm(b, id)) continue;
+    if (b.fuse && node.op_type == "Div" && b.IsAct(node.inputs[0]) && MatchGelu(b, node.inputs[0], false)) {
+      EmitGelu(b, id);
+      continue;
+    }
+    if (StartsChain(b, node)) {
+      chain = Chain{id, node.outputs.at(0), {id}, {}, {}, {}, false};
+    } else if (!LowerView(b, id) && !LowerSlice(b, id)) {
+      const std::string& op = node.op_type;
+      if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
+        EmitPool(b, id);
+      else if (op == "Softmax") EmitSoftmax(b, id);
+      else if (op == "Concat") EmitConcat(b, id);
+      else if (op.rfind("Reduce", 0) == 0) EmitReduce(b, id);
+      else if (op == "Erf") EmitErf(b, id);
+      else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
+      else
+        throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) +
+                                                 ": operator not supported by the oneDNN backend");
+    }
+    b.Consume(node);
+  }
+  if (chain) Flush(b, *chain);
+}
+
+dnnl::post_ops MakePostOps(Builder& b, const Chain& chain, const Dims& dst_dims, std::vector<std::pair<int, Arg>>& args) {
+  dnnl::post_ops ops;
+  const Node& anchor = b.graph.node(chain.anchor);
+  for (std::size_t i = 0; i < chain.post_ops.size(); ++i) {
+    const PostOp& po = chain.post_ops[i];
+    if (po.kind == Kind::kEltwise) {
+      ops.append_eltwise(1.f, po.alg, po.alpha, po.beta);
+    } else if (po.kind == Kind::kSum) {
+      ops.append_sum(1.f);
+    } else {
+      Arg arg;
+      if (po.constant) {
+        arg.md = PlainDesc(po.constant->dims);
+        arg.fixed = b.HostMemory(arg.md, po.constant->data.data());
+      } else {
+        const Act& a = b.ActOf(po.operand, anchor);
+        if (a.dims == dst_dims) {
+          arg = b.UseAsIs(po.operand, anchor);
+        } else {  // broadcast operand: a plain view with the destination's rank
+          arg = b.UsePlain(po.operand, anchor);
+          arg.md = PlainDesc(ExpandRank(a.dims, dst_dims.size()));
+        }
+      }
+      ops.append_binary(po.alg, arg.md);
+      args.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1, arg);
+    }
+  }
+  return ops;
+}
+
+void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base& pd, const std::string& kind,
+                 const Dims& dst_dims, std::vector<std::pair<int, Arg>> args, const std::vector<int>& src_slots) {
+  const Node& anchor = b.graph.node(chain.anchor);
+  dnnl::memory::desc dst_md = pd.dst_desc(0);
+  std::string label = ChainLabel(b, chain);
+  Act dst;
+  auto sum = std::find_if(chain.post_ops.begin(), chain.post_ops.end(),
+                          [](const PostOp& p) { return p.kind == Kind::kSum; });
+  if (sum != chain.post_ops.end()) {
+    // The sum post-op adds into the destination: it must hold the addend first.
+    Arg addend = b.Use(sum->operand, dst_md, anchor);
+    bool read_here = std::find(src_slots.begin(), src_slots.end(), addend.slot) != src_slots.end();
+    for (const auto& [key, arg] : args) read_here |= arg.slot == addend.slot;
+    if (b.DeadNow(addend.slot) && !read_here) dst = Act{addend.slot, dst_md, dst_dims};
+    else dst = b.EmitReorder(addend, dst_dims, dst_md, label + " (copy of the sum addend)");
+  } else {
+    dst = b.NewAct(dst_dims, dst_md);
+  }
+  args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, dst_md, {}});
+  b.Emit(pd, kind, label, std::move(args), dst_md);
+  if (static_cast<std::size_t>(dst_md.data.ndims) != dst_dims.size()) dst.md = PlainDesc(dst_dims);  // a collapsed matmul
+  b.SetAct(chain.out, dst);
+}
+
+}  // namespace onnxfuse::backend

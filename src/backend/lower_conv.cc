@@ -1,0 +1,255 @@
+// Conv, Gemm and MatMul chains: convolution_forward, inner_product_forward and
+// matmul primitives with the chain's folded BatchNormalization and post-ops.
+#include <cmath>
+
+#include "attrs.h"
+#include "host_eval.h"
+#include "lower.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using dnnl::memory;
+
+[[noreturn]] void Unsupported(const Builder& b, const Node& node, const std::string& why) {
+  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+}
+
+// Creates a primitive descriptor, turning oneDNN's "unimplemented" into an Error naming the node.
+template <typename PD, typename Desc>
+PD MakePd(const Builder& b, const Node& node, const Desc& desc, const dnnl::primitive_attr& attr) {
+  try {
+    return PD(desc, attr, b.engine);
+  } catch (const dnnl::error& e) {
+    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
+  }
+}
+
+// Per-output-channel weights and bias with the chain's folded affine map applied (in double).
+void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels) {
+  if (chain.scale.empty()) return;
+  auto per_channel = static_cast<std::int64_t>(weights.size()) / out_channels;
+  for (std::int64_t o = 0; o < out_channels; ++o) {
+    double k = chain.scale[static_cast<std::size_t>(o)];
+    for (std::int64_t i = 0; i < per_channel; ++i) {
+      auto& w = weights[static_cast<std::size_t>(o * per_channel + i)];
+      w = static_cast<float>(static_cast<double>(w) * k);
+    }
+    auto& c = bias[static_cast<std::size_t>(o)];
+    c = c * k + chain.shift[static_cast<std::size_t>(o)];
+  }
+}
+
+std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale = 1.0) {
+  std::vector<double> bias(static_cast<std::size_t>(n), 0.0);
+  if (node.inputs.size() <= input || node.inputs[input] == kNoValue) return bias;
+  const Tensor& t = b.Const(node.inputs[input], node);
+  if (t.NumElements() != 1 && t.NumElements() != n) Unsupported(b, node, "bias must have one value per output");
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = scale * ElementAt(t, t.NumElements() == 1 ? 0 : static_cast<std::int64_t>(i));
+  return bias;
+}
+
+memory BiasMemory(Builder& b, const std::vector<double>& bias) {
+  std::vector<float> f(bias.begin(), bias.end());
+  return b.HostMemory(PlainDesc({static_cast<std::int64_t>(f.size())}), f.data());
+}
+
+}  // namespace
+
+void EmitConv(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  Dims x = b.ActOf(node.inputs[0], node).dims;
+  Tensor w = b.Const(node.inputs.at(1), node);
+  const std::size_t spatial = w.dims.size() - 2;
+  if (x.size() < 3 || x.size() > 5 || w.dims.size() != x.size()) Unsupported(b, node, "only 1-D to 3-D convolutions");
+  const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims[0];
+  if (x[1] != w.dims[1] * group || out_channels % group != 0)
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": channels do not match");
+  Dims kernel(w.dims.begin() + 2, w.dims.end());
+  Dims strides = AttrInts(node, "strides", Dims(spatial, 1)), dilations = AttrInts(node, "dilations", Dims(spatial, 1));
+  Dims pads = AttrInts(node, "pads", Dims(2 * spatial, 0));
+  std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
+  Dims pl(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(spatial)), pr(pads.begin() + static_cast<std::ptrdiff_t>(spatial), pads.end());
+  Dims out = {x[0], out_channels}, dil;
+  for (std::size_t i = 0; i < spatial; ++i) {
+    std::int64_t in = x[i + 2], extent = (kernel[i] - 1) * dilations[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      std::int64_t o = (in + strides[i] - 1) / strides[i];
+      std::int64_t total = std::max<std::int64_t>(0, (o - 1) * strides[i] + extent - in);
+      pl[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pr[i] = total - pl[i];
+    } else if (auto_pad == "VALID") {
+      pl[i] = pr[i] = 0;
+    }
+    out.push_back((in + pl[i] + pr[i] - extent) / strides[i] + 1);
+    dil.push_back(dilations[i] - 1);
+  }
+  std::vector<double> bias = BiasOf(b, node, 2, out_channels);
+  FoldAffine(chain, w.data, bias, out_channels);
+
+  Dims wdims = w.dims;
+  if (group > 1) {  // goihw: the same bytes as oihw
+    wdims = {group, out_channels / group};
+    wdims.insert(wdims.end(), w.dims.begin() + 1, w.dims.end());
+  }
+  std::vector<std::pair<int, Arg>> args;
+  dnnl::post_ops ops = MakePostOps(b, chain, out, args);
+  using ConvPd = dnnl::convolution_forward::primitive_desc;
+  auto conv_desc = [&](const memory::desc& src_md, const memory::desc& dst_md) {
+    return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           src_md, AnyDesc(wdims), PlainDesc({out_channels}), dst_md, strides, dil, pl,
+                                           pr);
+  };
+  ConvPd pd;
+  // Fused: keep the layout the producer chose (e.g. NHWC) when a fast kernel
+  // takes it, so that grouped convolutions do not bounce through their own
+  // blocked layout with a reorder on each side; otherwise let the conv choose.
+  const memory::desc& have = b.ActOf(node.inputs[0], node).md;
+  memory::desc same = b.fuse && !IsPlainEquivalent(have) ? WithLayoutOf(have, out) : memory::desc();
+  if (!same.is_zero()) {
+    try {
+      pd = ConvPd(conv_desc(have, same), b.Attr(ops), b.engine);
+      std::string impl = pd.impl_info_str();
+      if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) pd = ConvPd();
+    } catch (const dnnl::error&) {
+      pd = ConvPd();
+    }
+  }
+  if (!pd)
+    pd = MakePd<ConvPd>(b, node, conv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)),
+                        b.Attr(ops));
+
+  Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
+  memory weights = b.Prepack(b.HostMemory(PlainDesc(wdims), w.data.data()), pd.weights_desc());
+  args.emplace_back(DNNL_ARG_SRC, src);
+  args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
+  memory bias_mem = BiasMemory(b, bias);
+  args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
+  FinishChain(b, chain, pd, "conv", out, std::move(args), {src.slot});
+}
+
+void EmitGemm(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  if (AttrInt(node, "transA", 0) != 0) Unsupported(b, node, "transA=1 is not supported");
+  if (!b.IsConst(node.inputs.at(1))) Unsupported(b, node, "B must be a constant");
+  Dims a = b.ActOf(node.inputs[0], node).dims;
+  Tensor w = b.Const(node.inputs[1], node);
+  if (a.size() != 2 || w.dims.size() != 2) Unsupported(b, node, "A and B must be 2-D");
+  const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
+  if (AttrInt(node, "transB", 0) == 0) {  // [K,N] -> [N,K]
+    Tensor t = w;
+    for (std::int64_t k = 0; k < w.dims[0]; ++k)
+      for (std::int64_t n = 0; n < w.dims[1]; ++n)
+        t.data[static_cast<std::size_t>(n * w.dims[0] + k)] = w.data[static_cast<std::size_t>(k * w.dims[1] + n)];
+    t.dims = {w.dims[1], w.dims[0]};
+    w = std::move(t);
+  }
+  const std::int64_t n = w.dims[0];
+  if (w.dims[1] != a[1]) throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+  if (alpha != 1.f)
+    for (auto& v : w.data) v *= alpha;
+  std::vector<double> bias = BiasOf(b, node, 2, n, beta);
+  FoldAffine(chain, w.data, bias, n);
+
+  Dims out = {a[0], n};
+  std::vector<std::pair<int, Arg>> args;
+  dnnl::post_ops ops = MakePostOps(b, chain, out, args);
+  dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, PlainDesc(a), AnyDesc(w.dims),
+                                         PlainDesc({n}), PlainDesc(out));
+  auto pd = MakePd<dnnl::inner_product_forward::primitive_desc>(b, node, desc, b.Attr(ops));
+  Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
+  memory weights = b.Prepack(b.HostMemory(PlainDesc(w.dims), w.data.data()), pd.weights_desc());
+  memory bias_mem = BiasMemory(b, bias);
+  args.emplace_back(DNNL_ARG_SRC, src);
+  args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
+  args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
+  FinishChain(b, chain, pd, "inner_product", out, std::move(args), {src.slot});
+}
+
+void EmitMatMul(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  Dims a = b.DimsOfValue(node.inputs.at(0), node), w = b.DimsOfValue(node.inputs.at(1), node);
+  if (a.size() < 2 || w.size() < 2) Unsupported(b, node, "1-D MatMul operands are not supported");
+  if (!b.IsAct(node.inputs[0])) Unsupported(b, node, "A must be computed at run time");
+  std::size_t rank = std::max(a.size(), w.size());
+  Dims ae = ExpandRank(a, rank), we = ExpandRank(w, rank), out;
+  try {
+    out = BroadcastDims(Dims(ae.begin(), ae.end() - 2), Dims(we.begin(), we.end() - 2));
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  if (ae[rank - 1] != we[rank - 2])
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+  out.push_back(ae[rank - 2]), out.push_back(we[rank - 1]);
+
+  const bool const_weights = b.IsConst(node.inputs[1]);
+  // [B.., M, K] x constant [K, N]: one 2-D [B*M, K] x [K, N] product instead of
+  // B products of M rows (vit's [197,1,768] x [768,2304] would be 197 GEMVs);
+  // 2-D also lets oneDNN prepack the weights (it keeps 3-D weights plain).
+  // Allowed when the post-ops only broadcast along the last axis (bias, eltwise).
+  Chain collapsed = chain;
+  bool collapse = const_weights && rank > 2 && Product(Dims(we.begin(), we.end() - 2)) == 1;
+  for (PostOp& po : collapsed.post_ops) {
+    if (po.kind != PostOp::Kind::kBinary) continue;  // eltwise; sum reads a plain view of its addend
+    if (!po.constant || Product(po.constant->dims) != po.constant->dims.back()) collapse = false;
+    else po.constant->dims = {1, po.constant->dims.back()};
+  }
+  if (collapse) ae = {Product(ae) / ae[rank - 1], ae[rank - 1]}, we = {we[rank - 2], we[rank - 1]};
+  const Dims pd_out = collapse ? Dims{ae[0], we[1]} : out;
+  std::vector<std::pair<int, Arg>> args;
+  dnnl::post_ops ops = MakePostOps(b, collapse ? collapsed : chain, pd_out, args);
+  // Fused: a run-time operand that is a strided view (a transpose) is read in
+  // place when a fast kernel takes its strides; otherwise it is made plain.
+  auto operand = [&](ValueId v, const Dims& expanded, bool plain) {
+    if (plain) {
+      Arg arg = b.UsePlain(v, node);
+      arg.md = PlainDesc(expanded);
+      return arg;
+    }
+    Arg arg = b.UseAsIs(v, node);
+    const auto& blk = arg.md.data.format_desc.blocking;
+    Dims strides(blk.strides, blk.strides + arg.md.data.ndims);
+    while (strides.size() < expanded.size()) strides.insert(strides.begin(), strides.front() * expanded[expanded.size() - strides.size()]);
+    arg.md = memory::desc(expanded, DataType::f32, strides);
+    return arg;
+  };
+  auto strided = [&](ValueId v) {
+    const auto& md = b.ActOf(v, node).md;
+    return b.fuse && md.data.format_kind == dnnl_blocked && md.data.format_desc.blocking.inner_nblks == 0 &&
+           !IsPlainEquivalent(md);
+  };
+  using MatMulPd = dnnl::matmul::primitive_desc;
+  MatMulPd pd;
+  Arg src, weights;
+  if (!collapse && (strided(node.inputs[0]) || (!const_weights && strided(node.inputs[1])))) {
+    src = operand(node.inputs[0], ae, !strided(node.inputs[0]));
+    if (!const_weights) weights = operand(node.inputs[1], we, !strided(node.inputs[1]));
+    try {
+      pd = MatMulPd(dnnl::matmul::desc(src.md, const_weights ? AnyDesc(we) : weights.md, PlainDesc(pd_out)),
+                    b.Attr(ops), b.engine);
+      std::string impl = pd.impl_info_str();
+      if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) pd = MatMulPd();
+    } catch (const dnnl::error&) {
+      pd = MatMulPd();
+    }
+  }
+  if (!pd) {
+    src = operand(node.inputs[0], ae, true);
+    if (!const_weights) weights = operand(node.inputs[1], we, true);
+    pd = MakePd<MatMulPd>(b, node,
+                          dnnl::matmul::desc(src.md, const_weights ? AnyDesc(we) : weights.md, PlainDesc(pd_out)),
+                          b.Attr(ops));
+  }
+  if (const_weights) {
+    const Tensor& t = b.Const(node.inputs[1], node);
+    memory m = b.Prepack(b.HostMemory(PlainDesc(we), t.data.data()), pd.weights_desc());
+    weights = Arg{-1, m.get_desc(), m};
+  }
+  args.emplace_back(DNNL_ARG_SRC, src);
+  args.emplace_back(DNNL_ARG_WEIGHTS, weights);
+  FinishChain(b, chain, pd, "matmul", out, std::move(args), {src.slot, weights.slot});
+}
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,214 @@
+// Reductions, Erf, and the two decompositions exporters write for ops ONNX
+// opset 13 lacks, recognized as one primitive each in fused mode (as ONNX
+// Runtime's level-1 LayerNormFusion and GeluFusion do):
+//   LayerNormalization over the last axis:
+//     m = ReduceMean(x, [-1]); d = Sub(x, m); v = ReduceMean(Pow(d, 2), [-1]);
+//     y = Div(d, Sqrt(Add(v, eps))) [; y = Mul(y, gamma)] [; y = Add(y, beta)]
+//     -> layer_normalization_forward (use_scale | use_shift)
+//   Gelu (erf form): y = Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) -> eltwise gelu_erf
+// The pattern's inner values must have no other readers; its nodes may belong
+// to several fusion groups (they are absorbed wherever they are).
+#include <cmath>
+
+#include <omp.h>
+
+#include "attrs.h"
+#include "host_eval.h"
+#include "lower.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+[[noreturn]] void Unsupported(const Builder& b, const Node& node, const std::string& why) {
+  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+}
+
+// The node reading `v`, when exactly one node reads it once and it is not a graph output.
+const Node* SoleUser(const Builder& b, ValueId v, const char* op) {
+  const Value& value = b.graph.value(v);
+  if (value.consumers.size() != 1 || value.is_graph_output) return nullptr;
+  const Node& n = b.graph.node(value.consumers[0]);
+  return n.op_type == op && n.domain.empty() && !b.absorbed[value.consumers[0]] ? &n : nullptr;
+}
+
+// The other input of a two-input node, given one of them.
+ValueId Other(const Node& n, ValueId v) {
+  if (n.inputs.size() != 2) return kNoValue;
+  return n.inputs[0] == v ? n.inputs[1] : n.inputs[1] == v ? n.inputs[0] : kNoValue;
+}
+
+bool ConstNear(Builder& b, ValueId v, double want, double tol, double* value = nullptr) {
+  if (v == kNoValue || !b.IsConst(v)) return false;
+  const Tensor& t = b.Const(v, b.graph.node(0));
+  if (t.NumElements() != 1 || t.elem_type != onnx::TensorProto::FLOAT) return false;
+  if (value) *value = t.data[0];
+  return std::isnan(want) || std::fabs(t.data[0] - want) <= tol;
+}
+
+bool LastAxisMean(const Node& n, std::size_t rank) {
+  auto axes = AttrInts(n, "axes");
+  return n.op_type == "ReduceMean" && AttrInt(n, "keepdims", 1) == 1 && axes.size() == 1 &&
+         (axes[0] == -1 || axes[0] == static_cast<std::int64_t>(rank) - 1);
+}
+
+void Absorb(Builder& b, const std::vector<const Node*>& nodes) {
+  for (const Node* n : nodes) {
+    b.Consume(*n);
+    b.absorbed[static_cast<std::size_t>(n - b.graph.nodes().data())] = true;
+  }
+}
+
+}  // namespace
+
+bool TryLayerNorm(Builder& b, NodeId id) {
+  const Node& r1 = b.graph.node(id);
+  if (!b.fuse || !b.IsAct(r1.inputs.at(0))) return false;
+  ValueId x = r1.inputs[0];
+  Dims dims = b.ActOf(x, r1).dims;
+  if (!LastAxisMean(r1, dims.size())) return false;
+  const Node* sub = SoleUser(b, r1.outputs[0], "Sub");
+  if (!sub || sub->inputs[0] != x || sub->inputs[1] != r1.outputs[0]) return false;
+  ValueId d = sub->outputs[0];
+  const Value& dv = b.graph.value(d);
+  if (dv.consumers.size() != 2 || dv.is_graph_output) return false;
+  const Node *pow = nullptr, *div = nullptr;
+  for (NodeId c : dv.consumers) {
+    const Node& n = b.graph.node(c);
+    if (n.op_type == "Pow" && n.inputs[0] == d) pow = &n;
+    if (n.op_type == "Div" && n.inputs[0] == d) div = &n;
+  }
+  double eps = 0;
+  if (!pow || !div || !ConstNear(b, pow->inputs[1], 2.0, 0)) return false;
+  const Node* r2 = SoleUser(b, pow->outputs[0], "ReduceMean");
+  if (!r2 || !LastAxisMean(*r2, dims.size())) return false;
+  const Node* add = SoleUser(b, r2->outputs[0], "Add");
+  if (!add || !ConstNear(b, Other(*add, r2->outputs[0]), NAN, 0, &eps)) return false;
+  const Node* sqrt = SoleUser(b, add->outputs[0], "Sqrt");
+  if (!sqrt || SoleUser(b, sqrt->outputs[0], "Div") != div || div->inputs[1] != sqrt->outputs[0]) return false;
+  std::vector<const Node*> nodes = {&r1, sub, pow, r2, add, sqrt, div};
+  const std::int64_t channels = dims.back();
+  std::vector<float> scale(static_cast<std::size_t>(channels), 1.f), shift(static_cast<std::size_t>(channels), 0.f);
+  ValueId out = div->outputs[0];
+  for (const char* op : {"Mul", "Add"}) {  // the affine tail, when its parameters are [C] constants
+    const Node* n = SoleUser(b, out, op);
+    ValueId p = n ? Other(*n, out) : kNoValue;
+    if (!n || !b.IsConst(p)) break;
+    const Tensor& t = b.Const(p, *n);
+    if (t.elem_type != onnx::TensorProto::FLOAT || t.NumElements() != channels || t.dims.size() != 1) break;
+    (std::string(op) == "Mul" ? scale : shift) = b.Const(p, *n).data;
+    nodes.push_back(n);
+    out = n->outputs[0];
+  }
+
+  Arg src = b.UsePlain(x, r1);
+  auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md, static_cast<float>(eps),
+                                               flags);
+  dnnl::layer_normalization_forward::primitive_desc pd;
+  try {
+    pd = dnnl::layer_normalization_forward::primitive_desc(desc, b.Attr(), b.engine);
+  } catch (const dnnl::error& e) {
+    Unsupported(b, r1, std::string("oneDNN has no layer normalization: ") + e.what());
+  }
+  dnnl::memory scale_mem = b.HostMemory(PlainDesc({channels}), scale.data());
+  dnnl::memory shift_mem = b.HostMemory(PlainDesc({channels}), shift.data());
+  Act dst = b.NewAct(dims, pd.dst_desc());
+  b.Emit(pd, "layer_norm", r1.name + "+LayerNormalization",
+         {{DNNL_ARG_SRC, src},
+          {DNNL_ARG_SCALE, Arg{-1, scale_mem.get_desc(), scale_mem}},
+          {DNNL_ARG_SHIFT, Arg{-1, shift_mem.get_desc(), shift_mem}},
+          {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}},
+         dst.md);
+  Absorb(b, nodes);
+  b.SetAct(out, dst);
+  return true;
+}
+
+std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb) {
+  const Value& xv = b.graph.value(x);
+  if (xv.consumers.size() != 2) return std::nullopt;
+  const Node* div = nullptr;
+  for (NodeId c : xv.consumers) {
+    const Node& n = b.graph.node(c);
+    if (n.op_type == "Div" && n.inputs[0] == x && !b.absorbed[c]) div = &n;
+  }
+  if (!div || !ConstNear(b, div->inputs[1], std::sqrt(2.0), 1e-3)) return std::nullopt;
+  const Node* erf = SoleUser(b, div->outputs[0], "Erf");
+  const Node* add = erf ? SoleUser(b, erf->outputs[0], "Add") : nullptr;
+  if (!add || !ConstNear(b, Other(*add, erf->outputs[0]), 1.0, 1e-6)) return std::nullopt;
+  const Node* mul = SoleUser(b, add->outputs[0], "Mul");
+  if (!mul || Other(*mul, add->outputs[0]) != x) return std::nullopt;
+  const Node* half = SoleUser(b, mul->outputs[0], "Mul");
+  if (!half || !ConstNear(b, Other(*half, mul->outputs[0]), 0.5, 1e-6)) return std::nullopt;
+  if (absorb) Absorb(b, {div, erf, add, mul, half});
+  return half->outputs[0];
+}
+
+void EmitGelu(Builder& b, NodeId div_id) {
+  const Node& div = b.graph.node(div_id);
+  ValueId x = div.inputs[0];
+  auto out = MatchGelu(b, x, true);
+  Check(out.has_value(), "EmitGelu without a Gelu pattern");
+  Arg src = b.UseAsIs(x, div);
+  dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_gelu_erf, src.md);
+  dnnl::eltwise_forward::primitive_desc pd(desc, b.Attr(), b.engine);
+  Act dst = b.NewAct(b.ActOf(x, div).dims, pd.dst_desc());
+  b.Emit(pd, "eltwise", div.name + "+Gelu", {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  b.SetAct(*out, dst);
+}
+
+void EmitReduce(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  const std::string& op = node.op_type;
+  Dims in = b.ActOf(node.inputs.at(0), node).dims;
+  std::vector<std::int64_t> axes = AttrInts(node, "axes");
+  if ((op == "ReduceSum" && b.graph.opset() >= 13) || b.graph.opset() >= 18) {
+    if (node.num_explicit_inputs > 1 && node.inputs[1] != kNoValue) axes = AsInts(b.Const(node.inputs[1], node));
+    if (axes.empty() && AttrInt(node, "noop_with_empty_axes", 0)) Unsupported(b, node, "noop_with_empty_axes");
+  }
+  Dims kept = in, squeezed;
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    bool reduced = axes.empty();
+    for (auto a : axes) reduced |= (a < 0 ? a + static_cast<std::int64_t>(in.size()) : a) == static_cast<std::int64_t>(d);
+    if (reduced) kept[d] = 1;
+    else squeezed.push_back(in[d]);
+  }
+  dnnl::algorithm alg = op == "ReduceMean" ? dnnl::algorithm::reduction_mean
+                        : op == "ReduceSum" ? dnnl::algorithm::reduction_sum
+                        : op == "ReduceMax" ? dnnl::algorithm::reduction_max
+                        : op == "ReduceMin" ? dnnl::algorithm::reduction_min
+                                            : dnnl::algorithm::reduction_mul;
+  Arg src = b.UsePlain(node.inputs[0], node);
+  dnnl::reduction::desc desc(alg, src.md, PlainDesc(kept), 0.f, 0.f);
+  dnnl::reduction::primitive_desc pd;
+  try {
+    pd = dnnl::reduction::primitive_desc(desc, b.Attr(), b.engine);
+  } catch (const dnnl::error& e) {
+    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
+  }
+  Act dst = b.NewAct(kept, pd.dst_desc());
+  b.Emit(pd, "reduction", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  if (AttrInt(node, "keepdims", 1) == 0) dst = Act{dst.slot, PlainDesc(squeezed), squeezed};
+  b.SetAct(node.outputs[0], dst);
+}
+
+void EmitErf(Builder& b, NodeId id) {  // oneDNN 2.6 has no erf: a parallel loop of std::erf
+  const Node& node = b.graph.node(id);
+  Arg src = b.UsePlain(node.inputs.at(0), node);
+  Dims dims = b.ActOf(node.inputs[0], node).dims;
+  Act dst = b.NewAct(dims, PlainDesc(dims));
+  const std::int64_t n = Product(dims);
+  b.EmitCustom("erf", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
+               [n](const std::vector<void*>& data) {
+                 const auto* in = static_cast<const float*>(data[0]);
+                 auto* out = static_cast<float*>(data[1]);
+#pragma omp parallel for schedule(static)
+                 for (std::int64_t i = 0; i < n; ++i) out[i] = std::erf(in[i]);
+               },
+               dst.md);
+  b.SetAct(node.outputs[0], dst);
+}
+
+}  // namespace onnxfuse::backend

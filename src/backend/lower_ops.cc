@@ -1,0 +1,299 @@
+// Binary, elementwise, batch normalization, pooling, softmax and concat primitives.
+#include <cfloat>
+#include <cmath>
+
+#include "attrs.h"
+#include "host_eval.h"
+#include "lower.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+
+[[noreturn]] void Unsupported(const Builder& b, const Node& node, const std::string& why) {
+  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+}
+
+template <typename PD, typename Desc>
+PD MakePd(const Builder& b, const Node& node, const Desc& desc, const dnnl::primitive_attr& attr) {
+  try {
+    return PD(desc, attr, b.engine);
+  } catch (const dnnl::error& e) {
+    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
+  }
+}
+
+// The layout a non-anchor op reads its input in: as produced when fusing, plain otherwise.
+// Layouts oneDNN's elementwise, pooling and concat kernels handle: plain, a
+// conv's channels-last or channel-blocked layout. Other strided views
+// (transposes) are made plain first.
+Arg Input(Builder& b, const Node& node, std::size_t i) {
+  const auto& md = b.ActOf(node.inputs.at(i), node).md;
+  if (b.fuse && (IsPlainEquivalent(md) || IsConvLayout(md))) return b.UseAsIs(node.inputs[i], node);
+  return b.UsePlain(node.inputs[i], node);
+}
+
+float ConstScalar(Builder& b, const Node& node, std::size_t i, float fallback) {
+  if (node.inputs.size() <= i || node.inputs[i] == kNoValue) return fallback;
+  if (!b.IsConst(node.inputs[i])) return NAN;
+  const Tensor& t = b.Const(node.inputs[i], node);
+  return t.NumElements() == 1 ? static_cast<float>(ElementAt(t, 0)) : NAN;
+}
+
+PostOp Eltwise(algorithm alg, float alpha = 0, float beta = 0) {
+  PostOp po;
+  po.alg = alg, po.alpha = alpha, po.beta = beta;
+  return po;
+}
+
+}  // namespace
+
+std::vector<PostOp> EltwiseOf(Builder& b, const Node& node) {
+  const std::string& op = node.op_type;
+  if (!node.domain.empty() || node.outputs.size() != 1) return {};
+  if (op == "Relu") return {Eltwise(algorithm::eltwise_relu)};
+  if (op == "LeakyRelu") return {Eltwise(algorithm::eltwise_relu, AttrFloat(node, "alpha", 0.01f))};
+  if (op == "Sigmoid") return {Eltwise(algorithm::eltwise_logistic)};
+  if (op == "Tanh") return {Eltwise(algorithm::eltwise_tanh)};
+  if (op == "Elu") return {Eltwise(algorithm::eltwise_elu, AttrFloat(node, "alpha", 1.f))};
+  if (op == "Exp") return {Eltwise(algorithm::eltwise_exp)};
+  if (op == "Log") return {Eltwise(algorithm::eltwise_log)};
+  if (op == "Abs") return {Eltwise(algorithm::eltwise_abs)};
+  if (op == "Sqrt") return {Eltwise(algorithm::eltwise_sqrt)};
+  if (op == "Neg") return {Eltwise(algorithm::eltwise_linear, -1.f, 0.f)};
+  if (op == "Softplus") return {Eltwise(algorithm::eltwise_soft_relu)};
+  if (op == "Pow") {  // x^p with a constant scalar exponent
+    float p = ConstScalar(b, node, 1, NAN);
+    if (std::isnan(p)) return {};
+    return {Eltwise(algorithm::eltwise_pow, 1.f, p)};
+  }
+  if (op == "HardSwish") return {Eltwise(algorithm::eltwise_hardswish, 1.f / 6, 0.5f)};
+  if (op == "HardSigmoid")  // max(0, min(1, alpha*x + beta)): no hardsigmoid in oneDNN 2.6
+    return {Eltwise(algorithm::eltwise_linear, AttrFloat(node, "alpha", 0.2f), AttrFloat(node, "beta", 0.5f)),
+            Eltwise(algorithm::eltwise_clip, 0.f, 1.f)};
+  if (op == "Clip") {
+    float lo, hi;
+    if (b.graph.opset() < 11) {
+      lo = AttrFloat(node, "min", -FLT_MAX), hi = AttrFloat(node, "max", FLT_MAX);
+    } else {
+      lo = ConstScalar(b, node, 1, -FLT_MAX), hi = ConstScalar(b, node, 2, FLT_MAX);
+    }
+    if (std::isnan(lo) || std::isnan(hi)) return {};  // bounds computed at run time
+    return {Eltwise(algorithm::eltwise_clip, lo, hi)};
+  }
+  return {};
+}
+
+void EmitEltwise(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  Arg src = Input(b, node, 0);
+  Dims dims = b.ActOf(node.inputs[0], node).dims;
+  for (const PostOp& po : EltwiseOf(b, node)) {
+    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, po.alg, src.md, po.alpha, po.beta);
+    auto pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, desc, b.Attr());
+    Act dst = b.NewAct(dims, pd.dst_desc());
+    b.Emit(pd, "eltwise", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+    src = Arg{dst.slot, dst.md, {}};
+  }
+  b.SetAct(node.outputs[0], Act{src.slot, src.md, dims});
+}
+
+void EmitBinary(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  const std::string& op = node.op_type;
+  Dims d0 = b.DimsOfValue(node.inputs.at(0), node), d1 = b.DimsOfValue(node.inputs.at(1), node), out;
+  try {
+    out = BroadcastDims(d0, d1);
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  std::size_t first = 0;  // oneDNN's src0 must have the destination's shape
+  if (!(b.IsAct(node.inputs[0]) && d0 == out)) {
+    if (!(op == "Add" || op == "Mul") || !(b.IsAct(node.inputs[1]) && d1 == out))
+      Unsupported(b, node, "the first input must be a run-time tensor of the output's shape");
+    first = 1;
+  }
+  ValueId other = node.inputs[1 - first];
+  Arg src0 = Input(b, node, first);
+  if (out.empty()) out = {1};
+  Arg src1;
+  if (b.IsConst(other)) {
+    const Tensor& t = b.Const(other, node);
+    if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
+    src1.md = PlainDesc(ExpandRank(t.dims, out.size()));
+    src1.fixed = b.HostMemory(src1.md, t.data.data());
+  } else if (b.ActOf(other, node).dims == out) {
+    src1 = b.Use(other, src0.md, node);
+  } else {
+    src1 = b.UsePlain(other, node);
+    src1.md = PlainDesc(ExpandRank(b.ActOf(other, node).dims, out.size()));
+  }
+  algorithm alg = op == "Add" ? algorithm::binary_add
+                  : op == "Sub" ? algorithm::binary_sub
+                  : op == "Mul" ? algorithm::binary_mul
+                                : algorithm::binary_div;
+  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}};
+  dnnl::post_ops ops = MakePostOps(b, chain, out, args);
+  dnnl::binary::desc desc(alg, src0.md, src1.md, src0.md);
+  auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
+  FinishChain(b, chain, pd, "binary", out, std::move(args), {src0.slot, src1.slot});
+}
+
+void EmitBatchNorm(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  if (AttrInt(node, "training_mode", 0) != 0) Unsupported(b, node, "training_mode=1 is not supported");
+  Arg src = Input(b, node, 0);
+  Dims dims = b.ActOf(node.inputs[0], node).dims;
+  auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  if (chain.norm_relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
+  dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md,
+                                               AttrFloat(node, "epsilon", 1e-5f), flags);
+  auto pd = MakePd<dnnl::batch_normalization_forward::primitive_desc>(b, node, desc, b.Attr());
+  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}};
+  const int keys[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const Tensor& t = b.Const(node.inputs.at(i + 1), node);
+    if (dims.size() < 2 || t.NumElements() != dims[1]) Unsupported(b, node, "parameters must have one value per channel");
+    memory m = b.HostMemory(PlainDesc({dims[1]}), t.data.data());
+    args.emplace_back(keys[i], Arg{-1, m.get_desc(), m});
+  }
+  FinishChain(b, chain, pd, "batch_norm", dims, std::move(args), {src.slot});
+}
+
+void EmitPool(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  const std::string& op = node.op_type;
+  if (node.outputs.size() > 1 && node.outputs[1] != kNoValue && !b.graph.value(node.outputs[1]).consumers.empty())
+    Unsupported(b, node, "the Indices output is not supported");
+  Dims x = b.ActOf(node.inputs.at(0), node).dims;
+  if (x.size() < 3 || x.size() > 5) Unsupported(b, node, "only 1-D to 3-D pooling");
+  const std::size_t spatial = x.size() - 2;
+  bool global = op.rfind("Global", 0) == 0;
+  Dims kernel(x.begin() + 2, x.end()), strides(spatial, 1), dilations(spatial, 1), pads(2 * spatial, 0);
+  if (!global) {
+    kernel = AttrInts(node, "kernel_shape");
+    strides = AttrInts(node, "strides", strides), dilations = AttrInts(node, "dilations", dilations);
+    pads = AttrInts(node, "pads", pads);
+    if (kernel.size() != spatial) Unsupported(b, node, "kernel_shape does not match the input rank");
+  }
+  std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
+  bool ceil_mode = AttrInt(node, "ceil_mode", 0) != 0;
+  Dims pl(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(spatial)), pr(pads.begin() + static_cast<std::ptrdiff_t>(spatial), pads.end());
+  Dims out = {x[0], x[1]}, dil;
+  for (std::size_t i = 0; i < spatial; ++i) {
+    std::int64_t in = x[i + 2], extent = (kernel[i] - 1) * dilations[i] + 1, o;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      o = (in + strides[i] - 1) / strides[i];
+      std::int64_t total = std::max<std::int64_t>(0, (o - 1) * strides[i] + extent - in);
+      pl[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pr[i] = total - pl[i];
+    } else {
+      if (auto_pad == "VALID") pl[i] = pr[i] = 0;
+      std::int64_t span = in + pl[i] + pr[i] - extent;
+      o = (ceil_mode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1;
+      if (ceil_mode && (o - 1) * strides[i] >= in + pl[i]) --o;  // the last window must start inside
+      pr[i] = (o - 1) * strides[i] + extent - in - pl[i];          // right padding oneDNN needs for `o`
+    }
+    out.push_back(o);
+    dil.push_back(dilations[i] - 1);
+  }
+  algorithm alg = op.find("Max") != std::string::npos ? algorithm::pooling_max
+                  : AttrInt(node, "count_include_pad", 0) ? algorithm::pooling_avg_include_padding
+                                                           : algorithm::pooling_avg_exclude_padding;
+  Arg src = Input(b, node, 0);
+  auto dst_md = b.fuse ? AnyDesc(out) : PlainDesc(out);
+  dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src.md, dst_md, strides, kernel, dil,
+                                      pl, pr);
+  auto pd = MakePd<dnnl::pooling_v2_forward::primitive_desc>(b, node, desc, b.Attr());
+  Act dst = b.NewAct(out, pd.dst_desc());
+  b.Emit(pd, "pooling", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  b.SetAct(node.outputs[0], dst);
+}
+
+void EmitSoftmax(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  Dims x = b.ActOf(node.inputs.at(0), node).dims;
+  auto rank = static_cast<std::int64_t>(x.size());
+  std::int64_t axis = AttrInt(node, "axis", b.graph.opset() >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  if (b.graph.opset() < 13 && axis != rank - 1) Unsupported(b, node, "opset < 13 softmax over several axes");
+  Arg src = b.UsePlain(node.inputs[0], node);
+  dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, src.md, static_cast<int>(axis));
+  auto pd = MakePd<dnnl::softmax_forward::primitive_desc>(b, node, desc, b.Attr());
+  Act dst = b.NewAct(x, pd.dst_desc());
+  b.Emit(pd, "softmax", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  b.SetAct(node.outputs[0], dst);
+}
+
+void EmitConcat(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  std::vector<Arg> srcs;
+  std::vector<ValueId> inputs;
+  Dims out;
+  std::int64_t axis = AttrInt(node, "axis", 0);
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
+    ValueId v = node.inputs[i];
+    Dims d = b.DimsOfValue(v, node);
+    if (axis < 0) axis += static_cast<std::int64_t>(d.size());
+    if (d.empty() || Product(d) == 0) continue;  // empty inputs add nothing
+    Arg arg;
+    if (b.IsConst(v)) {
+      const Tensor& t = b.Const(v, node);
+      if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
+      arg.md = PlainDesc(t.dims);
+      arg.fixed = b.HostMemory(arg.md, t.data.data());
+    } else {
+      arg = Input(b, node, i);
+    }
+    srcs.push_back(arg);
+    inputs.push_back(v);
+    if (out.empty()) out = d;
+    else out[static_cast<std::size_t>(axis)] += d[static_cast<std::size_t>(axis)];
+  }
+  if (srcs.empty()) Unsupported(b, node, "all inputs are empty");
+  // Sources in different layouts send oneDNN to its reference concat: make them all plain.
+  bool mixed = false;
+  for (const Arg& a : srcs) mixed |= LayoutString(a.md) != LayoutString(srcs[0].md);
+  for (std::size_t i = 0; mixed && i < srcs.size(); ++i)
+    if (!srcs[i].fixed) srcs[i] = b.UsePlain(inputs[i], node);
+  std::vector<memory::desc> mds;
+  for (const Arg& a : srcs) mds.push_back(a.md);
+  dnnl::concat::primitive_desc pd;
+  try {
+    // Fused: the concat picks its destination layout from its sources'.
+    pd = b.fuse ? dnnl::concat::primitive_desc(static_cast<int>(axis), mds, b.engine, b.Attr())
+                : dnnl::concat::primitive_desc(PlainDesc(out), static_cast<int>(axis), mds, b.engine, b.Attr());
+  } catch (const dnnl::error& e) {
+    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
+  }
+  // oneDNN 2.6 concatenates channels-last tensors along C with its reference
+  // kernel: copy each source into its slice of the destination instead (one
+  // jit reorder each, the same bytes moved).
+  memory::desc strided = WithLayoutOf(srcs[0].md, out);
+  if (b.fuse && std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && !mixed && !strided.is_zero()) {
+    Act dst = b.NewAct(out, strided);
+    Dims offsets(out.size(), 0);
+    for (std::size_t i = 0; i < srcs.size(); ++i) {
+      Dims dims = srcs[i].md.dims();
+      Arg slice{dst.slot, strided.submemory_desc(dims, offsets), {}};
+      dnnl::reorder::primitive_desc copy(b.engine, srcs[i].md, b.engine, slice.md, b.Attr());
+      b.Emit(copy, "concat", node.name, {{DNNL_ARG_FROM, srcs[i]}, {DNNL_ARG_TO, slice}}, strided);
+      offsets[static_cast<std::size_t>(axis)] += dims[static_cast<std::size_t>(axis)];
+    }
+    b.SetAct(node.outputs[0], dst);
+    return;
+  }
+  std::vector<std::pair<int, Arg>> args;
+  for (std::size_t i = 0; i < srcs.size(); ++i) args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]);
+  Act dst = b.NewAct(out, pd.dst_desc());
+  args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, dst.md, {}});
+  b.Emit(pd, "concat", node.name, std::move(args), dst.md);
+  b.SetAct(node.outputs[0], dst);
+}
+
+}  // namespace onnxfuse::backend

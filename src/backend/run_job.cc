@@ -1,0 +1,172 @@
+// `onnx-fuse run`: load, fuse, compile, feed, time, check, print.
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "onnxfuse/error.h"
+#include "onnxfuse/executor.h"
+#include "onnxfuse/greedy_fuser.h"
+#include "onnxfuse/loader.h"
+#include "onnxfuse/pattern_fuser.h"
+#include "onnxfuse/pipeline.h"
+#include "onnxfuse/postdom_fuser.h"
+
+namespace onnxfuse {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+FusionPlan MakePlan(const Graph& graph, const std::string& strategy) {
+  if (strategy == "postdom") return FuseByPostDominator(graph, {});
+  if (strategy == "greedy") return FuseGreedy(graph, {});
+  if (strategy == "pattern") return FuseByPatterns(graph, LoadPatterns({}), {});
+  throw Error(ErrorKind::kUsage, "unknown strategy '" + strategy + "'");
+}
+
+std::string Megabytes(std::int64_t bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / 1e6 << " MB";
+  return out.str();
+}
+
+// A one-line progress counter on stderr, only for a terminal and runs longer than 2 s.
+class Progress {
+ public:
+  explicit Progress(int total) : total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
+  void Update(int done) {
+    if (!tty_ || MsSince(start_) < 2000) return;
+    std::fprintf(stderr, "\rrun: %d/%d", done, total_);
+    shown_ = true;
+  }
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\r%*s\r", 24, "");
+  }
+
+ private:
+  int total_;
+  bool tty_, shown_ = false;
+  Clock::time_point start_ = Clock::now();
+};
+
+}  // namespace
+
+RunStats Summarize(std::vector<double> times_ms) {
+  RunStats s;
+  if (times_ms.empty()) return s;
+  std::sort(times_ms.begin(), times_ms.end());
+  std::size_t n = times_ms.size();
+  s.iterations = static_cast<int>(n);
+  s.min_ms = times_ms.front();
+  s.max_ms = times_ms.back();
+  s.median_ms = n % 2 ? times_ms[n / 2] : (times_ms[n / 2 - 1] + times_ms[n / 2]) / 2;
+  auto rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n)));  // nearest rank
+  s.p90_ms = times_ms[std::max<std::size_t>(rank, 1) - 1];
+  return s;
+}
+
+int RunJob(const RunOptions& options, std::ostream& out) {
+  if (options.iterations < 1 || options.warmup < 0 || options.threads < 0)
+    throw Error(ErrorKind::kUsage, "--iterations must be >= 1, --warmup and --threads >= 0");
+  // oneDNN's OpenMP build fixes a primitive's thread count when it is created.
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const int threads = omp_get_max_threads();
+
+  Graph graph = LoadModel(options.model_path, LoadOptions{options.input_shapes});
+  FusionPlan plan = options.fuse || options.check ? MakePlan(graph, options.strategy) : FusionPlan{};
+  auto start = Clock::now();
+  ExecutablePlan exec = ExecutablePlan::Compile(graph, plan, CompileOptions{options.fuse});
+  double compile_ms = MsSince(start);
+
+  std::vector<Tensor> inputs =
+      options.inputs_dir.empty() ? RandomInputs(graph) : MatchInputs(graph, ReadTensorDir(options.inputs_dir, "input"));
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < options.warmup; ++i) outputs = exec.Run(inputs);
+  std::vector<double> times;
+  Progress progress(options.iterations);
+  for (int i = 0; i < options.iterations; ++i) {
+    auto t0 = Clock::now();
+    outputs = exec.Run(inputs);
+    times.push_back(MsSince(t0));
+    progress.Update(i + 1);
+  }
+  RunStats stats = Summarize(times);
+  stats.threads = threads;
+  stats.fused = options.fuse;
+  stats.plan = exec.stats();
+  stats.compile_ms = compile_ms;
+  if (!options.outputs_dir.empty()) WriteTensorDir(options.outputs_dir, outputs, "output");
+
+  // --check: the other mode on the same inputs (unfused is the reference).
+  nlohmann::json checks = nlohmann::json::array();
+  bool check_ok = true;
+  if (options.check) {
+    ExecutablePlan other = ExecutablePlan::Compile(graph, plan, CompileOptions{!options.fuse});
+    std::vector<Tensor> other_out = other.Run(inputs);
+    const auto& reference = options.fuse ? other_out : outputs;
+    const auto& candidate = options.fuse ? outputs : other_out;
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+      TensorDiff d = CompareTensors(reference[i], candidate[i]);
+      bool ok = !d.shape_mismatch && d.max_rel <= options.check_rtol;
+      check_ok &= ok;
+      checks.push_back({{"output", reference[i].name}, {"max_abs", d.max_abs}, {"max_rel", d.max_rel}, {"ok", ok}});
+    }
+  }
+
+  const PlanStats& ps = stats.plan;
+  if (options.json) {
+    nlohmann::json j = {{"model", options.model_path},
+                        {"strategy", options.strategy},
+                        {"fused", stats.fused},
+                        {"threads", stats.threads},
+                        {"iterations", stats.iterations},
+                        {"warmup", options.warmup},
+                        {"min_ms", stats.min_ms},
+                        {"median_ms", stats.median_ms},
+                        {"p90_ms", stats.p90_ms},
+                        {"max_ms", stats.max_ms},
+                        {"compile_ms", stats.compile_ms},
+                        {"kernels", ps.kernels},
+                        {"reorders", ps.reorders},
+                        {"peak_activation_bytes", ps.arena_bytes},
+                        {"buffer_bytes_total", ps.buffer_bytes_total},
+                        {"intermediate_bytes_total", ps.intermediate_bytes_total},
+                        {"scratchpad_bytes", ps.scratchpad_bytes},
+                        {"weight_bytes", ps.weight_bytes}};
+    if (options.check) j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks}};
+    out << j.dump() << std::endl;
+  } else {
+    out << std::fixed << std::setprecision(2);
+    out << options.model_path << ": " << (stats.fused ? "fused (" + options.strategy + ")" : "unfused") << ", "
+        << stats.threads << " thread" << (stats.threads == 1 ? "" : "s") << ", compiled in " << stats.compile_ms
+        << " ms\n";
+    out << "  kernels " << ps.kernels << " (" << ps.reorders << " reorders), activation arena "
+        << Megabytes(ps.arena_bytes) << " (buffers " << Megabytes(ps.buffer_bytes_total) << ", graph intermediates "
+        << Megabytes(ps.intermediate_bytes_total) << "), weights " << Megabytes(ps.weight_bytes) << "\n";
+    out << "  " << stats.iterations << " iterations after " << options.warmup << " warmup: min " << stats.min_ms
+        << " ms, median " << stats.median_ms << " ms, p90 " << stats.p90_ms << " ms, max " << stats.max_ms << " ms\n";
+    for (const auto& c : checks)
+      out << std::scientific << std::setprecision(2) << "  check " << c["output"].get<std::string>()
+          << " (fused vs unfused): max abs " << c["max_abs"].get<double>() << ", max rel " << c["max_rel"].get<double>()
+          << (c["ok"].get<bool>() ? " ok" : " FAILED") << "\n"
+          << std::fixed;
+  }
+  if (!check_ok) spdlog::error("--check: outputs differ beyond {} relative", options.check_rtol);
+  return check_ok ? 0 : 1;
+}
+
+}  // namespace onnxfuse

@@ -1,0 +1,64 @@
+// End-to-end check of the oneDNN backend on an exported model:
+//   onnxfuse_run_reference MODEL_DIR [--no-fuse] [--rtol 1e-4] [--strategy postdom]
+// Compiles MODEL_DIR/model.onnx, runs it on test_data_set_0/input_N.pb and
+// compares every output with test_data_set_0/output_N.pb (max |a-b| / max|ref|,
+// as scripts/ort/compare.js). Exit 0 when all are within rtol, 1 otherwise,
+// and 1 when the model or its data is missing (a missing model fails, never skips).
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "onnxfuse/error.h"
+#include "onnxfuse/executor.h"
+#include "onnxfuse/greedy_fuser.h"
+#include "onnxfuse/loader.h"
+#include "onnxfuse/postdom_fuser.h"
+
+int main(int argc, char** argv) {
+  using namespace onnxfuse;
+  if (argc < 2) {
+    std::cerr << "usage: onnxfuse_run_reference MODEL_DIR [--no-fuse] [--rtol R] [--strategy S]\n";
+    return 2;
+  }
+  std::string dir = argv[1], strategy = "postdom";
+  bool fuse = true;
+  double rtol = 1e-4;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--no-fuse") fuse = false;
+    else if (arg == "--rtol" && i + 1 < argc) rtol = std::stod(argv[++i]);
+    else if (arg == "--strategy" && i + 1 < argc) strategy = argv[++i];
+    else return std::cerr << "unknown argument " << arg << "\n", 2;
+  }
+  try {
+    std::string model = dir + "/model.onnx", data = dir + "/test_data_set_0";
+    if (!std::filesystem::exists(model)) {
+      std::cerr << "missing " << model << ": run scripts/export_models.py\n";
+      return 1;
+    }
+    Graph graph = LoadModel(model);
+    FusionPlan plan = strategy == "greedy" ? FuseGreedy(graph, {}) : FuseByPostDominator(graph, {});
+    ExecutablePlan exec = ExecutablePlan::Compile(graph, plan, CompileOptions{fuse});
+    auto outputs = exec.Run(MatchInputs(graph, ReadTensorDir(data, "input")));
+    auto expected = ReadTensorDir(data, "output");
+    if (expected.size() != outputs.size()) {
+      std::cerr << "expected " << expected.size() << " outputs, got " << outputs.size() << "\n";
+      return 1;
+    }
+    bool ok = true;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      TensorDiff d = CompareTensors(expected[i], outputs[i]);
+      bool pass = !d.shape_mismatch && d.max_rel <= rtol;
+      ok &= pass;
+      std::cout << dir << " " << (fuse ? "fused" : "unfused") << " output " << outputs[i].name << ": max abs "
+                << d.max_abs << ", max rel " << d.max_rel << (pass ? " ok" : " FAILED") << "\n";
+    }
+    const PlanStats& s = exec.stats();
+    std::cout << "  kernels " << s.kernels << ", reorders " << s.reorders << ", arena " << s.arena_bytes
+              << " B, intermediates " << s.intermediate_bytes_total << " B\n";
+    return ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << dir << ": " << e.what() << "\n";
+    return 1;
+  }
+}
