@@ -59,6 +59,11 @@ grep -q "ai.onnxfuse" "$work/plain.onnx" && { echo "FAIL emit_plain: custom doma
 expect bad_emit 2 "emit" -- "$work/model.onnx" --emit nope
 expect user_patterns_missing_dir 5 "no_such_patterns" -- "$work/model.onnx" --strategy pattern --patterns "$work/no_such_patterns"
 
+expect run_check 0 "max rel" -- run "$work/model.onnx" --check --iterations 2 --warmup 1 --threads 1
+expect run_json 0 '"median_ms"' -- run "$work/model.onnx" --json --iterations 2 --warmup 0
+expect run_no_fuse 0 '"fused":false' -- run "$work/model.onnx" --no-fuse --json --iterations 1 --warmup 0
+expect run_missing 5 "nowhere.onnx" -- run "$work/nowhere.onnx"
+
 for f in a.onnx b.onnx c.onnx; do
   [[ -e "$work/$f" ]] && { echo "FAIL: $f written although the run failed"; failures=$((failures + 1)); }
 done
