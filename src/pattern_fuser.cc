@@ -53,6 +53,7 @@ std::vector<std::size_t> PatternPriorityOrder(const std::vector<Pattern>& patter
 FusionPlan FuseByPatterns(const Graph& graph, const std::vector<Pattern>& patterns, const FuserOptions& options) {
   const std::size_t n = graph.num_nodes();
   std::vector<bool> claimed(n, false);
+  std::vector<std::string> claimed_by(n);  // pattern name per claimed node
   struct Found {
     std::size_t pattern;
     PatternMatch match;
@@ -77,7 +78,10 @@ FusionPlan FuseByPatterns(const Graph& graph, const std::vector<Pattern>& patter
                                              " nodes exceeds --max-group-size"});
           continue;
         }
-        for (NodeId id : result.match->nodes) claimed[id] = true;
+        for (NodeId id : result.match->nodes) {
+          claimed[id] = true;
+          claimed_by[id] = pattern.function.name();
+        }
         found.push_back({index, std::move(*result.match)});
         continue;
       }
@@ -88,11 +92,14 @@ FusionPlan FuseByPatterns(const Graph& graph, const std::vector<Pattern>& patter
     outcomes.push_back(std::move(outcome));
   }
 
-  // A near-miss at an anchor that a pattern fused after all (a later match of
-  // the same pattern, or a lower-priority one) explains nothing.
+  // A near-miss at an anchor that a later match of the same pattern took
+  // explains nothing (an SE block's inner SiLU Mul "nearly" is the gate Mul).
+  // One at an anchor a lower-priority pattern took stays: it says why the
+  // bigger fusion did not happen.
   for (auto& outcome : outcomes) {
     auto& misses = outcome.near_misses;
-    misses.erase(std::remove_if(misses.begin(), misses.end(), [&](const Rejection& r) { return claimed[r.node]; }),
+    misses.erase(std::remove_if(misses.begin(), misses.end(),
+                                [&](const Rejection& r) { return claimed_by[r.node] == outcome.pattern; }),
                  misses.end());
   }
 

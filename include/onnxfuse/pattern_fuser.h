@@ -23,8 +23,8 @@ namespace onnxfuse {
 /// pattern-claimed nodes treated as kOpaque. plan.functions holds each matched
 /// pattern's FunctionProto once; plan.pattern_outcomes has every pattern's
 /// matches and near-misses (not listed, as not informative: near-misses at
-/// anchors some pattern fused, op or input mismatches at the anchor itself or
-/// op mismatches at its immediate producer). Returns a
+/// anchors a later match of the same pattern fused, op or input mismatches at
+/// the anchor itself or op mismatches at its immediate producer). Returns a
 /// validated plan with strategy "pattern".
 FusionPlan FuseByPatterns(const Graph& graph, const std::vector<Pattern>& patterns, const FuserOptions& options);
 
