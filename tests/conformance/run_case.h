@@ -1,0 +1,21 @@
+// One ONNX node test, run inside the conformance runner's forked child.
+#pragma once
+
+#include <string>
+
+namespace onnxfuse::conformance {
+
+/// ONNX backend-test tolerance (onnx/backend/test/runner: numpy assert_allclose).
+inline constexpr double kRtol = 1e-3, kAtol = 1e-7;
+
+/// Runs the node test in `dir` (model.onnx, test_data_set_N/) and reports on
+/// stdout, one "@@" line each:
+///   @@UNSUPPORTED <reason>   not claimed: the model does not load, its inputs do
+///                            not read, or both modes reject it as unsupported
+///   @@BOUND <name>           an input bound as a constant (see run_case.cc)
+///   @@CHECK <abs> <rel>      one output compared: max abs / max rel error
+///   @@FAIL <detail>          one failure of a claimed test (any number)
+///   @@DONE                   finished; a child that ends without it crashed
+void RunCase(const std::string& dir);
+
+}  // namespace onnxfuse::conformance
