@@ -12,6 +12,7 @@ DEB_PACKAGES=(
   ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (a Recommends of libdnnl-dev)
   libonnx-testdata
   graphviz
+  time  # GNU time (/usr/bin/time -f %M): peak RSS in scripts/bench.sh
   python3-torch python3-torchvision python3-onnx
   clang libclang-rt-14-dev libomp-dev  # libFuzzer + sanitizer runtimes, OpenMP for clang (scripts/fuzz.sh)
 )

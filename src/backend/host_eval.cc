@@ -243,7 +243,9 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
   }
   if (op == "Flatten") {
     Tensor t = need(0);
-    auto axis = NormAxis(AttrInt(node, "axis", 1), t.dims.size() + 1, node);
+    std::int64_t axis = AttrInt(node, "axis", 1);  // in [-r, r]: a negative one counts from r
+    if (axis < 0) axis += static_cast<std::int64_t>(t.dims.size());
+    axis = NormAxis(axis, t.dims.size() + 1, node);
     std::int64_t outer = Product(Dims(t.dims.begin(), t.dims.begin() + axis));
     t.dims = {outer, t.NumElements() / std::max<std::int64_t>(outer, 1)};
     return {t};

@@ -9,6 +9,7 @@
 // The pattern's inner values must have no other readers; its nodes may belong
 // to several fusion groups (they are absorbed wherever they are).
 #include <cmath>
+#include <map>
 
 #include <omp.h>
 
@@ -175,13 +176,26 @@ void EmitReduce(Builder& b, NodeId id) {
     if (reduced) kept[d] = 1;
     else squeezed.push_back(in[d]);
   }
-  dnnl::algorithm alg = op == "ReduceMean" ? dnnl::algorithm::reduction_mean
-                        : op == "ReduceSum" ? dnnl::algorithm::reduction_sum
-                        : op == "ReduceMax" ? dnnl::algorithm::reduction_max
-                        : op == "ReduceMin" ? dnnl::algorithm::reduction_min
-                                            : dnnl::algorithm::reduction_mul;
+  // ONNX Reduce* -> oneDNN reduction (oneDNN 2.6 "Reduction" primitive): the Lp
+  // algorithms take p; norm_lp_sum is (sum |x|^p)^(1/p), norm_lp_power_p_sum is sum |x|^p.
+  struct Reduction {
+    dnnl::algorithm alg;
+    float p;
+  };
+  static const std::map<std::string, Reduction> kReductions = {
+      {"ReduceMean", {dnnl::algorithm::reduction_mean, 0.f}},
+      {"ReduceSum", {dnnl::algorithm::reduction_sum, 0.f}},
+      {"ReduceMax", {dnnl::algorithm::reduction_max, 0.f}},
+      {"ReduceMin", {dnnl::algorithm::reduction_min, 0.f}},
+      {"ReduceProd", {dnnl::algorithm::reduction_mul, 0.f}},
+      {"ReduceL1", {dnnl::algorithm::reduction_norm_lp_sum, 1.f}},
+      {"ReduceL2", {dnnl::algorithm::reduction_norm_lp_sum, 2.f}},
+      {"ReduceSumSquare", {dnnl::algorithm::reduction_norm_lp_power_p_sum, 2.f}},
+  };
+  auto reduction = kReductions.find(op);
+  if (reduction == kReductions.end()) Unsupported(b, node, op + " has no oneDNN reduction");
   Arg src = b.UsePlain(node.inputs[0], node);
-  dnnl::reduction::desc desc(alg, src.md, PlainDesc(kept), 0.f, 0.f);
+  dnnl::reduction::desc desc(reduction->second.alg, src.md, PlainDesc(kept), reduction->second.p, 0.f);
   dnnl::reduction::primitive_desc pd;
   try {
     pd = dnnl::reduction::primitive_desc(desc, b.Attr(), b.engine);

@@ -25,7 +25,10 @@ std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
   const std::string& op = node.op_type;
   if (op == "Identity" || op == "Dropout") return in;
   if (op == "Flatten") {
-    auto axis = Axis(b, node, AttrInt(node, "axis", 1), in.size() + 1);
+    // Flatten's axis is in [-r, r]; a negative one counts from r (ONNX Operators.md, Flatten).
+    std::int64_t axis = AttrInt(node, "axis", 1);
+    if (axis < 0) axis += static_cast<std::int64_t>(in.size());
+    axis = Axis(b, node, axis, in.size() + 1);
     std::int64_t outer = Product(Dims(in.begin(), in.begin() + axis));
     return Dims{outer, Product(in) / std::max<std::int64_t>(outer, 1)};
   }

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Speed and memory benchmark (issue 3): ONNX Runtime (npm onnxruntime-node, graph
+# optimizations "all"), `onnx-fuse run --no-fuse` and `onnx-fuse run` (fused, run's
+# default strategy), at each thread count, interleaved in one run: every round
+# runs every model x thread count x variant once, the variants in a rotated order,
+# so slow phases of a shared, noisy machine hit all three alike. Prints a Markdown
+# table (medians over rounds with their spread, ratios, kernels, reorders, arena vs
+# intermediates, peak RSS) and one met / NOT met line per target of the issue.
+#
+#   scripts/bench.sh [--rounds 3] [--iterations 20] [--threads "1 2"] [--out FILE] [--raw FILE] [MODEL...]
+#
+# MODEL: names under models/ (default: every models/*/model.onnx except the
+# *-opset17 copies). --raw FILE keeps the per-process results (TSV). Progress goes
+# to stderr. Needs build/onnx-fuse (scripts/build.sh), scripts/ort/node_modules
+# and GNU time (scripts/setup.sh). A failed run is listed under the table; it does
+# not stop the benchmark.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '10p' "$0" | sed 's/^#   /usage: /' >&2; exit 2; }
+rounds=3 iterations=20 threads="1 2" out="" raw=""
+models=()
+while (($#)); do
+  case "$1" in
+    --rounds) rounds=${2:?}; shift 2 ;;
+    --iterations) iterations=${2:?}; shift 2 ;;
+    --threads) threads=${2:?}; shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
+    --raw) raw=${2:?}; shift 2 ;;
+    -h|--help) usage ;;
+    -*) echo "bench: unknown option $1" >&2; usage ;;
+    *) models+=("$1"); shift ;;
+  esac
+done
+[[ $rounds =~ ^[1-9][0-9]*$ && $iterations =~ ^[1-9][0-9]*$ ]] || { echo "bench: --rounds and --iterations take positive integers" >&2; exit 2; }
+read -r -a thread_counts <<<"$threads"
+for t in "${thread_counts[@]}"; do [[ $t =~ ^[1-9][0-9]*$ ]] || { echo "bench: bad thread count '$t'" >&2; exit 2; }; done
+if ((${#models[@]} == 0)); then
+  for f in models/*/model.onnx; do
+    name=$(basename "$(dirname "$f")")
+    [[ $name == *-opset17 ]] || models+=("$name")
+  done
+fi
+for m in "${models[@]}"; do [[ -f models/$m/model.onnx ]] || { echo "bench: no models/$m/model.onnx" >&2; exit 2; }; done
+((${#models[@]})) || { echo "bench: no models (run /usr/bin/python3 scripts/export_models.py)" >&2; exit 2; }
+[[ -x build/onnx-fuse ]] || { echo "bench: build/onnx-fuse missing (scripts/build.sh)" >&2; exit 2; }
+[[ -d scripts/ort/node_modules/onnxruntime-node ]] || { echo "bench: onnxruntime-node missing (scripts/setup.sh)" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "bench: GNU time missing (scripts/setup.sh installs package 'time')" >&2; exit 2; }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# A snapshot of the binary: a rebuild of build/ during the run must not mix versions.
+cp build/onnx-fuse "$work/onnx-fuse"
+binary_info="onnx-fuse built $(date -u -r build/onnx-fuse '+%Y-%m-%d %H:%M UTC') (HEAD was $(git rev-parse --short HEAD 2>/dev/null || echo '?') at the start)"
+results=$work/raw.tsv
+: >"$results"
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+load_start=$(loadavg)
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+t0=$SECONDS
+
+# run_one ROUND MODEL THREADS VARIANT: one process, one line of $results.
+run_one() {
+  local round=$1 model=$2 t=$3 variant=$4 file=models/$2/model.onnx
+  local cmd
+  case "$variant" in
+    ort) cmd=(node scripts/ort/compare.js --time "$file" --threads "$t" --iterations "$iterations") ;;
+    unfused) cmd=("$work/onnx-fuse" run "$file" --json --threads "$t" --iterations "$iterations" --no-fuse) ;;
+    fused) cmd=("$work/onnx-fuse" run "$file" --json --threads "$t" --iterations "$iterations") ;;
+  esac
+  local status=0
+  rm -f "$work/rss"
+  # GNU time's %M: peak RSS (KB) of the process; timeout: a hung run must not stall the benchmark.
+  timeout -k 10 900 /usr/bin/time -q -f %M -o "$work/rss" "${cmd[@]}" >"$work/stdout" 2>"$work/stderr" || status=$?
+  local last rss
+  last=$(grep -v '^[[:space:]]*$' "$work/stdout" | tail -n1 || true)
+  if ((status != 0)); then  # the reason is on stderr
+    last=$(grep -v '^[[:space:]]*$' "$work/stderr" | tail -n1 || true)
+  fi
+  rss=$(tail -n1 "$work/rss" 2>/dev/null || true)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$model" "$t" "$variant" "$status" "$rss" "${last//$'\t'/ }" >>"$results"
+  local shown=${last:0:100}
+  if ((status == 0)); then
+    shown=$(sed -n -e 's/.*"median_ms":\([0-9]*\.\{0,1\}[0-9]\{0,2\}\).*/median \1 ms/p;t' \
+                   -e 's/.*\(median [0-9.]* ms\).*/\1/p' <<<"$last")
+  fi
+  printf 'bench: [%ds] round %d/%d  %-20s t%s  %-7s  %s  rss %s KB\n' \
+    $((SECONDS - t0)) "$round" "$rounds" "$model" "$t" "$variant" "${shown:-exit $status}" "${rss:-?}" >&2
+}
+
+echo "bench: ${#models[@]} models x threads (${thread_counts[*]}) x 3 variants x $rounds rounds, $iterations iterations each; load average $load_start" >&2
+variants=(ort unfused fused)
+for ((round = 1; round <= rounds; round++)); do
+  for model in "${models[@]}"; do
+    for t in "${thread_counts[@]}"; do
+      for ((k = 0; k < 3; k++)); do  # rotate the order each round and model
+        run_one "$round" "$model" "$t" "${variants[(k + round + ${#model}) % 3]}"
+      done
+    done
+  done
+done
+load_end=$(loadavg)
+
+{
+  echo "## onnx-fuse vs ONNX Runtime: speed and memory"
+  echo
+  echo "Started $started, took $(((SECONDS - t0) / 60)) min; $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1));" \
+       "load average (1/5/15 min) at start $load_start, at end $load_end."
+  echo "$binary_info," \
+       "onnxruntime-node $(node -p "require('./scripts/ort/node_modules/onnxruntime-node/package.json').version")," \
+       "$rounds rounds x $iterations timed iterations (after 3 warm-up runs) per process, batch 1."
+  echo
+  /usr/bin/python3 scripts/bench_table.py "$results"
+} >"$work/table.md"
+cat "$work/table.md"
+[[ -n $out ]] && cp "$work/table.md" "$out"
+[[ -n $raw ]] && cp "$results" "$raw"
+exit 0

@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""Turns scripts/bench.sh's raw results into a Markdown table and the issue's target verdicts.
+
+    /usr/bin/python3 scripts/bench_table.py RAW.tsv
+
+RAW.tsv has one line per process run, tab-separated:
+    round  model  threads  variant(ort|unfused|fused)  exit_status  peak_rss_kb  last_stdout_line
+For onnx-fuse the last stdout line is `run --json`'s JSON; for ORT it is compare.js --time's
+"... median X ms  min Y  max Z (N runs)" line. Standard library only.
+"""
+import json
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+GFLOP_RESNET50 = 8.2      # per inference, per issue 3
+PEAK_GFLOPS_CORE = 234.0  # fp32 per core on this machine, per issue 3
+MEMORY_BOUND = ("mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0")
+FUSION_SPEEDUP_MODELS = ("mobilenet_v2", "efficientnet_b0")
+ORT_LINE = re.compile(r"median ([0-9.]+) ms\s+min ([0-9.]+)\s+max ([0-9.]+)")
+
+
+def load(path):
+    """{(model, threads): {variant: [run, ...]}}, each run a dict or {'error': text}; model order kept."""
+    runs = defaultdict(lambda: defaultdict(list))
+    order = []
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t", 6)
+            if len(parts) < 7:
+                continue
+            rnd, model, threads, variant, status, rss, last = parts
+            key = (model, int(threads))
+            if key not in order:
+                order.append(key)
+            run = {"round": int(rnd)}
+            try:
+                if status == "124":
+                    raise ValueError("timed out (scripts/bench.sh kills a run after 900 s)")
+                if status != "0":
+                    raise ValueError(f"exit status {status}: {last[:120]}")
+                if variant == "ort":
+                    m = ORT_LINE.search(last)
+                    if not m:
+                        raise ValueError(f"unparsed ORT output: {last[:120]}")
+                    run.update(median_ms=float(m.group(1)), min_ms=float(m.group(2)))
+                else:
+                    run.update(json.loads(last))
+                run["rss_kb"] = int(rss) if rss.isdigit() else None
+            except ValueError as e:
+                run = {"round": int(rnd), "error": str(e)}
+            runs[key][variant].append(run)
+    return order, runs
+
+
+def ok_runs(runs):
+    return [r for r in runs if "error" not in r]
+
+
+def median_of(runs, field):
+    vals = [r[field] for r in ok_runs(runs) if r.get(field) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def spread(runs, field="median_ms"):
+    """'median (min–max)' of the per-round medians, or the first error."""
+    good = ok_runs(runs)
+    if not good:
+        return "fail" if runs else "–"
+    vals = [r[field] for r in good]
+    text = f"{statistics.median(vals):.1f}"
+    if len(vals) > 1:
+        text += f" ({min(vals):.1f}–{max(vals):.1f})"
+    if len(good) < len(runs):
+        text += f" [{len(runs) - len(good)} failed]"
+    return text
+
+
+def paired_ratio(num_runs, den_runs):
+    """Ratio of the medians, and the range of per-round ratios (the runs of a round are adjacent in time)."""
+    num, den = median_of(num_runs, "median_ms"), median_of(den_runs, "median_ms")
+    if num is None or den is None:
+        return None, "–"
+    by_round = {r["round"]: r["median_ms"] for r in ok_runs(den_runs)}
+    per_round = [r["median_ms"] / by_round[r["round"]] for r in ok_runs(num_runs) if r["round"] in by_round]
+    text = f"{num / den:.2f}"
+    if len(per_round) > 1:
+        text += f" ({min(per_round):.2f}–{max(per_round):.2f})"
+    return num / den, text
+
+
+def mb(nbytes):
+    return f"{nbytes / 1e6:.1f}"
+
+
+def main():
+    order, runs = load(sys.argv[1])
+    out = []
+    out.append("| model | threads | ORT ms | unfused ms | fused ms | fused/ORT | fused speed-up over unfused "
+               "| kernels fused (unfused) | reorders fused | arena / intermediates MB | peak RSS MB fused / ORT |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = {}
+    errors = []
+    for key in order:
+        model, threads = key
+        v = runs[key]
+        ort, unf, fus = v.get("ort", []), v.get("unfused", []), v.get("fused", [])
+        for variant, rs in (("ort", ort), ("unfused", unf), ("fused", fus)):
+            errors += [f"{model} t{threads} {variant} round {r['round']}: {r['error']}" for r in rs if "error" in r]
+        ratio, ratio_text = paired_ratio(fus, ort)
+        speedup, speedup_text = paired_ratio(unf, fus)
+        last_fused = (ok_runs(fus) or [{}])[-1]
+        last_unfused = (ok_runs(unf) or [{}])[-1]
+        kernels = f"{last_fused.get('kernels', '–')} ({last_unfused.get('kernels', '–')})"
+        reorders = str(last_fused.get("reorders", "–"))
+        arena, inter = last_fused.get("peak_activation_bytes"), last_fused.get("intermediate_bytes_total")
+        arena_text = f"{mb(arena)} / {mb(inter)} ({100 * arena / inter:.0f}%)" if arena is not None and inter else "–"
+        rss_f, rss_o = median_of(fus, "rss_kb"), median_of(ort, "rss_kb")
+        rss_text = f"{rss_f / 1024:.0f} / {rss_o / 1024:.0f}" if rss_f and rss_o else "–"
+        rows[key] = dict(ratio=ratio, speedup=speedup, fused_ms=median_of(fus, "median_ms"),
+                         fused_min_ms=min((r["min_ms"] for r in ok_runs(fus)), default=None),
+                         arena=arena, inter=inter, rss_f=rss_f, rss_o=rss_o)
+        out.append(f"| {model} | {threads} | {spread(ort)} | {spread(unf)} | {spread(fus)} | {ratio_text} "
+                   f"| {speedup_text} | {kernels} | {reorders} | {arena_text} | {rss_text} |")
+    out.append("")
+    out.append("Times: median over the rounds of each process's median latency, (min–max) of those round medians. "
+               "Ratios: ratio of those medians, (min–max) of the per-round ratios. Peak RSS: GNU time %M of the "
+               "whole process (ORT's includes Node.js itself), median over rounds. Arena = `peak_activation_bytes`, "
+               "intermediates = `intermediate_bytes_total` of the fused plan.")
+    out.append("")
+    out.append("### Targets (issue 3)")
+    out.append("")
+    out += targets(rows)
+    if errors:
+        out.append("")
+        out.append("### Failed runs")
+        out.append("")
+        out += [f"- {e}" for e in errors]
+    print("\n".join(out))
+
+
+def verdict(met):
+    return "**met**" if met else "**NOT met**"
+
+
+def targets(rows):
+    lines = []
+    models = {m for m, _ in rows}
+
+    # 1. fused <= 1.0x ORT everywhere, <= 0.85x on the memory-bound nets.
+    measured = {k: r["ratio"] for k, r in rows.items() if r["ratio"] is not None}
+    if measured:
+        misses = [f"{m} t{t} {x:.2f}" for (m, t), x in measured.items() if x > 1.0]
+        worst = max(measured.items(), key=lambda kv: kv[1])
+        unmeasured = [f"{m} t{t}" for k, r in rows.items() for (m, t) in [k] if r["ratio"] is None]
+        text = (f"- fused ≤ 1.0× ORT on every model and thread count: {verdict(not misses and not unmeasured)} — "
+                f"worst {worst[0][0]} t{worst[0][1]} {worst[1]:.2f}×; "
+                f"{len(measured) - len(misses)}/{len(rows)} within")
+        if misses:
+            text += "; over: " + ", ".join(misses)
+        if unmeasured:
+            text += "; not measured: " + ", ".join(unmeasured)
+        lines.append(text)
+    elif rows:
+        lines.append("- fused ≤ 1.0× ORT on every model and thread count: **NOT met** — no ratio measured (failed runs)")
+    sub = {k: r["ratio"] for k, r in rows.items() if k[0] in MEMORY_BOUND}
+    if sub:
+        figures = ", ".join(f"{m} t{t} {x:.2f}×" if x is not None else f"{m} t{t} –" for (m, t), x in sorted(sub.items()))
+        met = all(x is not None and x <= 0.85 for x in sub.values()) and set(MEMORY_BOUND) <= models
+        lines.append(f"- fused ≤ 0.85× ORT on {', '.join(MEMORY_BOUND)}: {verdict(met)} — {figures}"
+                     + ("" if set(MEMORY_BOUND) <= models else " (not all of them measured)"))
+    else:
+        lines.append(f"- fused ≤ 0.85× ORT on {', '.join(MEMORY_BOUND)}: not measured")
+
+    # 2. resnet50, 1 thread: >= 85% of 234 GFLOPS (8.2 GFLOP in <= 41 ms).
+    r = rows.get(("resnet50", 1))
+    if r and r["fused_ms"]:
+        gflops = GFLOP_RESNET50 / (r["fused_ms"] / 1000)
+        pct = 100 * gflops / PEAK_GFLOPS_CORE
+        best = GFLOP_RESNET50 / (r["fused_min_ms"] / 1000) if r["fused_min_ms"] else None
+        lines.append(f"- resnet50 at 1 thread ≥ 85% of {PEAK_GFLOPS_CORE:.0f} GFLOPS/core "
+                     f"({GFLOP_RESNET50} GFLOP in ≤ {GFLOP_RESNET50 / (0.85 * PEAK_GFLOPS_CORE) * 1000:.0f} ms): "
+                     f"{verdict(pct >= 85)} — median {r['fused_ms']:.1f} ms = {gflops:.0f} GFLOPS = {pct:.0f}% of peak"
+                     + (f" (fastest single iteration {r['fused_min_ms']:.1f} ms = {best:.0f} GFLOPS = "
+                        f"{100 * best / PEAK_GFLOPS_CORE:.0f}%)" if best else ""))
+    else:
+        lines.append("- resnet50 at 1 thread ≥ 85% of peak: not measured")
+
+    # 3. fused >= 1.3x faster than --no-fuse on mobilenet_v2 and efficientnet_b0.
+    sub = {k: r["speedup"] for k, r in rows.items() if k[0] in FUSION_SPEEDUP_MODELS}
+    if sub:
+        figures = ", ".join(f"{m} t{t} {x:.2f}×" if x is not None else f"{m} t{t} –" for (m, t), x in sorted(sub.items()))
+        met = all(x is not None and x >= 1.3 for x in sub.values()) and set(FUSION_SPEEDUP_MODELS) <= models
+        lines.append(f"- fused ≥ 1.3× faster than --no-fuse on {', '.join(FUSION_SPEEDUP_MODELS)}: {verdict(met)} — "
+                     f"{figures}" + ("" if set(FUSION_SPEEDUP_MODELS) <= models else " (not all of them measured)"))
+    else:
+        lines.append(f"- fused ≥ 1.3× faster than --no-fuse on {', '.join(FUSION_SPEEDUP_MODELS)}: not measured")
+
+    # 4. arena <= 40% of intermediates on resnet50.
+    r = rows.get(("resnet50", 1)) or rows.get(("resnet50", 2))
+    if r and r["arena"] is not None and r["inter"]:
+        pct = 100 * r["arena"] / r["inter"]
+        lines.append(f"- resnet50 activation arena ≤ 40% of the sum of intermediates: {verdict(pct <= 40)} — "
+                     f"{mb(r['arena'])} MB / {mb(r['inter'])} MB = {pct:.0f}%")
+    else:
+        lines.append("- resnet50 activation arena ≤ 40% of the sum of intermediates: not measured")
+
+    # 5. peak RSS of `run` below ORT's, per model and thread count.
+    rss = {k: (r["rss_f"], r["rss_o"]) for k, r in rows.items() if r["rss_f"] and r["rss_o"]}
+    if rss:
+        misses = [f"{m} t{t} {f / 1024:.0f} vs {o / 1024:.0f} MB" for (m, t), (f, o) in rss.items() if f >= o]
+        worst = max(rss.items(), key=lambda kv: kv[1][0] / kv[1][1])
+        (wm, wt), (wf, wo) = worst
+        text = (f"- peak RSS of `run` (fused) below ORT's node process for the same model: "
+                f"{verdict(not misses and len(rss) == len(rows))} — {len(rss) - len(misses)}/{len(rows)} below; "
+                f"highest ratio {wm} t{wt} {wf / 1024:.0f} vs {wo / 1024:.0f} MB ({wf / wo:.2f}×)")
+        if misses:
+            text += "; not below: " + ", ".join(misses)
+        lines.append(text)
+    else:
+        lines.append("- peak RSS of `run` below ORT's: not measured")
+    return lines
+
+
+if __name__ == "__main__":
+    main()
