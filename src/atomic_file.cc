@@ -1,19 +1,16 @@
-// Atomic file writes (see include/onnxfuse/atomic_file.h) and SaveModelAtomically on top.
+// Atomic file writes (see include/onnxfuse/atomic_file.h).
+#include "onnxfuse/atomic_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-
-#include "onnxfuse/atomic_file.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/onnx_writer.h"
 
 namespace onnxfuse {
 
@@ -21,6 +18,11 @@ namespace {
 
 [[noreturn]] void Fail(const std::string& path, const std::string& what, int error) {
   throw Error(ErrorKind::kIo, path + ": " + what + (error ? std::string(": ") + std::strerror(error) : ""));
+}
+
+std::string DirectoryOf(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
 }
 
 // Mode of the new file: the old file's, or what open(2) would give (0666 & ~umask).
@@ -42,70 +44,69 @@ void SyncDirectory(const std::string& dir) {
 
 }  // namespace
 
-void WriteFileAtomically(const std::string& path, const std::function<int(int fd)>& write) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  std::vector<char> temp(path.begin(), path.end());
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  std::vector<char> temp(path_.begin(), path_.end());
   const std::string suffix = ".tmp.XXXXXX";
   temp.insert(temp.end(), suffix.begin(), suffix.end());
   temp.push_back('\0');
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) Fail(path, "cannot create a temporary file in " + dir, errno);
+  fd_ = ::mkstemp(temp.data());
+  if (fd_ < 0) Fail(path_, "cannot create a temporary file in " + DirectoryOf(path_), errno);
+  temp_path_ = temp.data();
+  if (::fchmod(fd_, NewFileMode(path_)) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    ::unlink(temp_path_.c_str());
+    Fail(path_, "cannot set the file mode", error);
+  }
+}
 
-  const std::string temp_path(temp.data());
-  int error = 0;
-  std::string step;
-  if (::fchmod(fd, NewFileMode(path)) != 0) {
-    error = errno;
-    step = "cannot set the file mode";
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_path_.c_str());
+}
+
+void AtomicFile::CheckWrite(int error) const {
+  if (error != 0) Fail(path_, "cannot write " + temp_path_, error);
+}
+
+void AtomicFile::Sync() {
+  if (fd_ < 0) return;
+  if (::fsync(fd_) != 0) Fail(path_, "cannot sync " + temp_path_, errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) Fail(path_, "cannot close " + temp_path_, errno);
+}
+
+void AtomicFile::Commit() {
+  Sync();
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) Fail(path_, "cannot replace the file", errno);
+  committed_ = true;
+  SyncDirectory(DirectoryOf(path_));
+}
+
+void WriteFileAtomically(const std::string& path, const std::function<int(int fd)>& write) {
+  AtomicFile file(path);
+  file.CheckWrite(write(file.fd()));
+  file.Commit();
+}
+
+int WriteAll(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EIO;
+    p += n;
+    size -= static_cast<std::size_t>(n);
   }
-  if (step.empty() && (error = write(fd)) != 0) step = "cannot write " + temp_path;
-  if (step.empty() && ::fsync(fd) != 0) {
-    error = errno;
-    step = "cannot sync " + temp_path;
-  }
-  if (::close(fd) != 0 && step.empty()) {
-    error = errno;
-    step = "cannot close " + temp_path;
-  }
-  if (step.empty() && ::rename(temp_path.c_str(), path.c_str()) != 0) {
-    error = errno;
-    step = "cannot replace the file";
-  }
-  if (!step.empty()) {
-    ::unlink(temp_path.c_str());
-    Fail(path, step, error);
-  }
-  SyncDirectory(dir);
+  return 0;
 }
 
 void WriteTextAtomically(const std::string& path, const std::string& text) {
-  WriteFileAtomically(path, [&text](int fd) {
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return errno;
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    return 0;
-  });
-}
-
-void SaveModelAtomically(const onnx::ModelProto& model, const std::string& path) {
-  const std::size_t size = model.ByteSizeLong();
-  if (size > static_cast<std::size_t>(INT_MAX))
-    throw Error(ErrorKind::kUnsupported,
-                path + ": the model is " + std::to_string(size) +
-                    " bytes, over protobuf's 2 GB limit for one message; writing weights as external data "
-                    "is not supported yet");
-  WriteFileAtomically(path, [&model](int fd) {
-    google::protobuf::io::FileOutputStream stream(fd);
-    if (model.SerializeToZeroCopyStream(&stream) && stream.Flush()) return 0;
-    return stream.GetErrno() ? stream.GetErrno() : EIO;
-  });
+  WriteFileAtomically(path, [&text](int fd) { return WriteAll(fd, text.data(), text.size()); });
 }
 
 }  // namespace onnxfuse

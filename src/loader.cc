@@ -1,5 +1,6 @@
 #include "onnxfuse/loader.h"
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <deque>
@@ -16,7 +17,9 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnxfuse/error.h"
+#include "onnxfuse/onnx_writer.h"
 #include "onnxfuse/tensor_data.h"
+#include "onnx_guards.h"
 
 namespace onnxfuse {
 
@@ -293,6 +296,7 @@ std::vector<std::int64_t> ParseShape(const std::string& text) {
 
 Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const LoadOptions& options,
                      const std::string& base_dir) {
+  detail::InstallOnnxInferenceGuards();
   CheckVersions(model, source);
   ReadAndValidateTensors(model, source, base_dir);
   CheckGraphInputs(model.graph(), source);
@@ -305,6 +309,15 @@ Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const Lo
   // that fails either is the user's to fix (exit code 3), not a bug in the
   // fused model (70). Data propagation lets Reshape targets computed by
   // Shape->Gather->Concat resolve.
+  // Shape inference annotates If/Loop/Scan bodies with value_info; the bodies
+  // are opaque to onnx-fuse and written back as they came, so keep the originals.
+  std::vector<std::pair<int, onnx::NodeProto>> with_subgraphs;
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const auto& attributes = model.graph().node(i).attribute();
+    if (std::any_of(attributes.begin(), attributes.end(),
+                    [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; }))
+      with_subgraphs.emplace_back(i, model.graph().node(i));
+  }
   std::string step = "the ONNX checker refuses it: ";
   try {
     onnx::checker::check_model(model);
@@ -316,6 +329,8 @@ Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const Lo
     if (auto cut = message.find("\n"); cut != std::string::npos) message.resize(cut);
     Fail(ErrorKind::kInvalidModel, source, step + message);
   }
+  CheckFunctionCalls(model, ErrorKind::kInvalidModel, source + ": ");
+  for (auto& [index, node] : with_subgraphs) model.mutable_graph()->mutable_node(index)->Swap(&node);
   return Graph(std::move(model), source);
 }
 
@@ -342,6 +357,9 @@ onnx::ModelProto ParseModelBytes(const void* data, std::size_t size, const std::
 Graph LoadModel(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw Error(ErrorKind::kIo, path + ": is a directory, not a model file");
+  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) > static_cast<std::uintmax_t>(INT_MAX))
+    throw Error(ErrorKind::kUnsupported,
+                path + ": over protobuf's 2 GB limit for one message (a model this large stores its weights as external data)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::kIo, path + ": cannot open for reading");
   google::protobuf::io::IstreamInputStream stream(&in);

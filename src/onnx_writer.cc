@@ -73,43 +73,6 @@ onnx::NodeProto CallNode(const Graph& graph, const FusionPlan& plan, const Fused
   return node;
 }
 
-// Every call of a fused-domain op names a function of the model and sets only
-// attributes it declares, with the types its body expects; every
-// ref_attr_name in a body is declared. A call may leave a declared attribute
-// unset: the body node then lacks it too and takes the operator's default
-// (ONNX IR "Functions", ref_attr_name; ONNX Runtime's inliner does the same).
-// Generated functions always set them; pattern calls omit what the matched
-// node omitted.
-void CheckFunctionCalls(const onnx::ModelProto& model) {
-  std::map<std::string, std::map<std::string, int>> declared;  // function -> attribute -> type (0 unused)
-  for (const auto& f : model.functions()) {
-    if (f.domain() != kFusedDomain) continue;
-    auto& attributes = declared[f.name()];
-    for (const auto& name : f.attribute()) attributes[name] = 0;
-    for (const auto& node : f.node())
-      for (const auto& a : node.attribute()) {
-        if (a.ref_attr_name().empty()) continue;
-        Check(attributes.count(a.ref_attr_name()) > 0,
-              "function " + f.name() + " references undeclared attribute '" + a.ref_attr_name() + "'");
-        attributes[a.ref_attr_name()] = static_cast<int>(a.type());
-      }
-  }
-  for (const auto& node : model.graph().node()) {
-    if (node.domain() != kFusedDomain) continue;
-    const std::string where = "fused node '" + node.name() + "' (" + node.op_type() + ")";
-    auto f = declared.find(node.op_type());
-    Check(f != declared.end(), where + " calls no function of the model");
-    std::set<std::string> set;
-    for (const auto& a : node.attribute()) {
-      auto it = f->second.find(a.name());
-      Check(it != f->second.end(), where + " sets undeclared attribute '" + a.name() + "'");
-      Check(it->second == 0 || it->second == static_cast<int>(a.type()),
-            where + " sets attribute '" + a.name() + "' with the wrong type");
-      set.insert(a.name());
-    }
-  }
-}
-
 // What shape inference reads of a model: everything but the bulk of the
 // initializers' data (their types and dims are kept, and small tensors whole,
 // since shape inference may read a Reshape target). Copying 100 MB of weights
@@ -143,6 +106,46 @@ onnx::ModelProto InferenceSkeleton(const onnx::ModelProto& model) {
 }
 
 }  // namespace
+
+// (onnx_writer.h) Every call of a fused-domain op names a function of the model and sets only
+// attributes it declares, with the types its body expects; every
+// ref_attr_name in a body is declared. A call may leave a declared attribute
+// unset: the body node then lacks it too and takes the operator's default
+// (ONNX IR "Functions", ref_attr_name; ONNX Runtime's inliner does the same).
+// Generated functions always set them; pattern calls omit what the matched
+// node omitted.
+void CheckFunctionCalls(const onnx::ModelProto& model, ErrorKind kind, const std::string& prefix) {
+  auto Check = [&](bool ok, const std::string& message) {
+    if (!ok) throw Error(kind, prefix + message);
+  };
+  std::map<std::string, std::map<std::string, int>> declared;  // function -> attribute -> type (0 unused)
+  for (const auto& f : model.functions()) {
+    if (f.domain() != kFusedDomain) continue;
+    auto& attributes = declared[f.name()];
+    for (const auto& name : f.attribute()) attributes[name] = 0;
+    for (const auto& node : f.node())
+      for (const auto& a : node.attribute()) {
+        if (a.ref_attr_name().empty()) continue;
+        Check(attributes.count(a.ref_attr_name()) > 0,
+              "function " + f.name() + " references undeclared attribute '" + a.ref_attr_name() + "'");
+        attributes[a.ref_attr_name()] = static_cast<int>(a.type());
+      }
+  }
+  for (const auto& node : model.graph().node()) {
+    if (node.domain() != kFusedDomain) continue;
+    const std::string where = "fused node '" + node.name() + "' (" + node.op_type() + ")";
+    auto f = declared.find(node.op_type());
+    Check(f != declared.end(), where + " calls no function of the model");
+    std::set<std::string> set;
+    for (const auto& a : node.attribute()) {
+      auto it = f->second.find(a.name());
+      Check(it != f->second.end(), where + " sets undeclared attribute '" + a.name() + "'");
+      Check(it->second == 0 || it->second == static_cast<int>(a.type()),
+            where + " sets attribute '" + a.name() + "' with the wrong type");
+      set.insert(a.name());
+    }
+  }
+}
 
 FusedModel BuildFusedModel(const Graph& graph, const FusionPlan& plan) {
   ValidateFusionPlan(graph, plan);
@@ -232,7 +235,7 @@ void CheckFusedModel(const onnx::ModelProto& model) {
     if (auto cut = message.find('\n'); cut != std::string::npos) message.resize(cut);
     throw Error(ErrorKind::kInternal, "the written model fails the ONNX checker: " + message);
   }
-  CheckFunctionCalls(model);
+  CheckFunctionCalls(model, ErrorKind::kInternal, "internal error: ");
 }
 
 }  // namespace onnxfuse

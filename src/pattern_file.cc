@@ -178,6 +178,11 @@ void ValidateFunction(onnx::FunctionProto& fn, const Directives& directives, con
   std::set<std::string> defined(fn.input().begin(), fn.input().end());
   if (defined.size() != static_cast<std::size_t>(fn.input_size()))
     where.Fail(header_line, 1, "function " + name + " names an input twice");
+  if (std::set<std::string>(fn.attribute().begin(), fn.attribute().end()).size() !=
+      static_cast<std::size_t>(fn.attribute_size()))
+    where.Fail(header_line, 1, "function " + name + " names an attribute twice");
+  if (std::set<std::string>(fn.output().begin(), fn.output().end()).size() != static_cast<std::size_t>(fn.output_size()))
+    where.Fail(header_line, 1, "function " + name + " names an output twice");
   std::set<std::string> used_inputs, used_attrs;
   std::map<std::string, int> attr_types;
   NodeLocator locate(lines, header_line, end_line);

@@ -351,6 +351,15 @@ class Matcher {
                         "intermediate " + ValueName(out) + " is used by node " + Name(user) + " outside the match");
       }
 
+    // Convexity: a wildcard may not read a value the match computes, directly
+    // (Add(n, n) matched as Add(n, shortcut)) or through nodes outside it: the
+    // fused call would read its own result.
+    for (int i = 0; i < fn_.input_size(); ++i)
+      if (auto v = s.value[static_cast<std::size_t>(i)]; v && *v != kNoValue && DependsOn(*v, members))
+        return Fail(depth, members.back(), "binding_conflict",
+                    "the pattern input '" + fn_.input(i) + "' would read " + ValueName(*v) +
+                        ", which depends on the match itself");
+
     auto input_value = [&](const std::string& name) {
       int i = static_cast<int>(std::find(fn_.input().begin(), fn_.input().end(), name) - fn_.input().begin());
       return s.value[static_cast<std::size_t>(i)].value_or(kNoValue);
@@ -373,6 +382,26 @@ class Matcher {
       if (slot && slot->present) match.attributes.push_back(*slot->present);
     match_ = std::move(match);
     return true;
+  }
+
+  // Whether value v is computed from an output of `members`. Nodes are in
+  // topological order, so only producers after the first member can.
+  bool DependsOn(ValueId v, const std::vector<NodeId>& members) const {
+    if (members.empty()) return false;
+    const NodeId first = *std::min_element(members.begin(), members.end());
+    std::vector<NodeId> stack;
+    std::vector<bool> seen(graph_.num_nodes(), false);
+    if (graph_.value(v).producer != kNoNode) stack.push_back(graph_.value(v).producer);
+    while (!stack.empty()) {
+      const NodeId n = stack.back();
+      stack.pop_back();
+      if (n < first || seen[n]) continue;
+      seen[n] = true;
+      if (std::find(members.begin(), members.end(), n) != members.end()) return true;
+      for (ValueId in : graph_.node(n).inputs)
+        if (in != kNoValue && graph_.value(in).producer != kNoNode) stack.push_back(graph_.value(in).producer);
+    }
+    return false;
   }
 
   // The graph node bound to the first body node reading input `name` or capturing attribute

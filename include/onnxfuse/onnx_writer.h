@@ -22,11 +22,13 @@
 // version is raised to 8; "ai.onnxfuse" version 1 is imported when used.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
 
+#include "onnxfuse/error.h"
 #include "onnxfuse/fusion_plan.h"
 #include "onnxfuse/graph.h"
 
@@ -50,11 +52,41 @@ FusedModel BuildFusedModel(const Graph& graph, const FusionPlan& plan);
 /// written model that fails the checker is a bug in onnx-fuse.
 void CheckFusedModel(const onnx::ModelProto& model);
 
+/// Every call of an ai.onnxfuse op names a model-local function of that domain
+/// and sets only attributes it declares, with the types its body gives them;
+/// every ref_attr_name in such a function is declared. Throws Error(kind,
+/// prefix + reason) otherwise: kInternal for a model onnx-fuse wrote, kInvalidModel
+/// for an input model (the loader checks inputs with it).
+void CheckFunctionCalls(const onnx::ModelProto& model, ErrorKind kind, const std::string& prefix);
+
+/// Protobuf's limit for one serialized message (2 GB - 1).
+inline constexpr std::uint64_t kProtobufMessageLimit = 2147483647;
+
+struct SaveOptions {
+  /// A model whose inline serialization would be larger than this is written
+  /// with its large initializers as external data (default: protobuf's limit).
+  std::uint64_t inline_limit = kProtobufMessageLimit;
+  /// Initializers with at least this many bytes of raw_data go to the data file;
+  /// smaller ones stay inline (onnx.save_model's size_threshold default).
+  std::int64_t min_external_bytes = 1024;
+};
+
 /// Serializes `model` to a temporary file "<path>.tmp.XXXXXX" in the target
 /// directory, fsyncs it and renames it over `path` (keeping an existing file's
 /// permissions), so a failure leaves the old file untouched and no temporary
-/// file behind. Throws Error(kIo, "<path>: <reason>"), or Error(kUnsupported)
-/// for a model over protobuf's 2 GB limit (external data is not written yet).
-void SaveModelAtomically(const onnx::ModelProto& model, const std::string& path);
+/// file behind. Throws Error(kIo, "<path>: <reason>").
+///
+/// Over `inline_limit`, initializers of at least `min_external_bytes` are
+/// written to "<path>.data" (ONNX external data, onnx/docs/ExternalData.md:
+/// location = that file's name, relative to the model's folder; offset; length),
+/// each at an offset aligned to 4096 bytes (64 bytes for tensors under 64 KB),
+/// and the model refers to them. The data file is written to a temporary file
+/// too, and both are renamed only once both are complete and synced (data
+/// first), so a failure leaves the previous pair untouched. Only a model whose
+/// inline part still exceeds protobuf's limit is refused (kUnsupported). Memory:
+/// the tensors are written from `model` itself; only the small rest is copied.
+/// A model that fits inline is written inline even if its input used external
+/// data (it loads into one file; an old "<path>.data" is left alone).
+void SaveModelAtomically(const onnx::ModelProto& model, const std::string& path, const SaveOptions& options = {});
 
 }  // namespace onnxfuse

@@ -1,0 +1,89 @@
+// libFuzzer target: model bytes -> the whole fuse pipeline.
+//
+// bytes -> ParseModelBytes (LoadModel's parse limits) -> LoadModelProto (sort,
+// checks, tensor validation, shape inference) -> every fuser (postdom, greedy,
+// pattern with the built-in patterns, and postdom after BatchNormalization
+// folding) -> ValidateFusionPlan -> BuildFusedModel -> CheckFusedModel -> the
+// report, the Graphviz text and serialization. A user-facing onnxfuse::Error
+// (exit codes 2-5) is the expected outcome for bad input; a kInternal Error
+// (exit code 70), any other exception, a crash, a sanitizer report, a hang
+// (-timeout) or running out of memory (-rss_limit_mb) is a finding.
+//
+// External data is refused (no base folder): the fuzzer never reads files.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "onnxfuse/dot_writer.h"
+#include "onnxfuse/error.h"
+#include "onnxfuse/fold_batchnorm.h"
+#include "onnxfuse/greedy_fuser.h"
+#include "onnxfuse/loader.h"
+#include "onnxfuse/onnx_writer.h"
+#include "onnxfuse/pattern.h"
+#include "onnxfuse/pattern_fuser.h"
+#include "onnxfuse/postdom_fuser.h"
+#include "onnxfuse/report.h"
+
+using namespace onnxfuse;
+
+namespace {
+
+[[noreturn]] void Finding(const char* what, const char* message) {
+  std::fprintf(stderr, "FINDING: %s: %s\n", what, message);
+  std::abort();
+}
+
+void FuseAndWrite(const Graph& graph, const FusionPlan& plan) {
+  ValidateFusionPlan(graph, plan);
+  FusedModel fused = BuildFusedModel(graph, plan);
+  CheckFusedModel(fused.model);
+  BuildReport(graph, ClassifyAll(graph), plan, fused.function_of_group, StageTimes{});
+  ToDot(graph, plan, fused.function_of_group);
+  std::string bytes;
+  if (fused.model.ByteSizeLong() < (1u << 30)) fused.model.SerializeToString(&bytes);
+}
+
+std::vector<Pattern> patterns;  // the built-in library, loaded once
+
+void RunPipeline(const std::uint8_t* data, std::size_t size) {
+  const std::string source = "fuzz.onnx";
+  Graph graph = LoadModelProto(ParseModelBytes(data, size, source), source, {}, "");
+  FuserOptions options;
+  options.max_group_size = 8;  // small groups reach the limit paths too
+  FuseAndWrite(graph, FuseByPostDominator(graph, options));
+  FuseAndWrite(graph, FuseGreedy(graph, options));
+  FuseAndWrite(graph, FuseByPatterns(graph, patterns, options));
+  FoldResult fold = FoldBatchNormIntoConv(graph);
+  if (fold.folded.empty()) return;
+  Graph folded = LoadModelProto(std::move(fold.model), source, {}, "");
+  FuseAndWrite(folded, FuseByPostDominator(folded, FuserOptions{}));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  spdlog::set_level(spdlog::level::off);
+  try {
+    patterns = LoadPatternDir(BuiltinPatternDir());
+  } catch (const std::exception& e) {
+    Finding("setup: the built-in patterns do not load", e.what());
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  try {
+    RunPipeline(data, size);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) Finding("internal error (exit code 70)", e.what());
+  } catch (const std::exception& e) {
+    Finding("unexpected exception", e.what());
+  }
+  return 0;
+}
