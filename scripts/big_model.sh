@@ -2,6 +2,7 @@
 # A model over protobuf's 2 GB limit, end to end (not run in CI: it needs about
 # 8 GB of disk and 10 GB of RAM, and a few minutes).
 #   scripts/big_model.sh [DIR]        (default models/big, git-ignored)
+#   ONNX_FUSE=build-rel/onnx-fuse scripts/big_model.sh    (another build)
 # 1. Generates DIR/model.onnx: three MatMul+Relu layers whose weights total
 #    2.4 GB (over 2^31 bytes), stored as external data in DIR/model.onnx.data.
 # 2. Fuses it with onnx-fuse (peak RSS from /usr/bin/time -v): the output is too
@@ -11,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-models/big}
-[[ -x build/onnx-fuse ]] || bash scripts/build.sh
+onnx_fuse=${ONNX_FUSE:-build/onnx-fuse}
+[[ -x "$onnx_fuse" ]] || bash scripts/build.sh
 mkdir -p "$dir"
 
 if [[ ! -f "$dir/model.onnx" || ! -f "$dir/model.onnx.data" ]]; then
@@ -42,14 +44,14 @@ fi
 ls -l "$dir"/model.onnx*
 
 rm -f "$dir"/fused.onnx* "$dir"/refused.onnx*
-/usr/bin/time -v build/onnx-fuse "$dir/model.onnx" -o "$dir/fused.onnx" --report "$dir/report.json" 2>"$dir/time.txt" ||
+/usr/bin/time -v "$onnx_fuse" "$dir/model.onnx" -o "$dir/fused.onnx" --report "$dir/report.json" 2>"$dir/time.txt" ||
   { cat "$dir/time.txt"; exit 1; }
 grep -E "^info|Maximum resident|Elapsed" "$dir/time.txt"
 ls -l "$dir"/fused.onnx*
 [[ -f "$dir/fused.onnx.data" ]] || { echo "big_model: no fused.onnx.data" >&2; exit 1; }
 [[ $(stat -c %s "$dir/fused.onnx") -lt 1000000 ]] || { echo "big_model: fused.onnx holds the weights" >&2; exit 1; }
 
-/usr/bin/time -v build/onnx-fuse "$dir/fused.onnx" -o "$dir/refused.onnx" 2>"$dir/time2.txt" ||
+/usr/bin/time -v "$onnx_fuse" "$dir/fused.onnx" -o "$dir/refused.onnx" 2>"$dir/time2.txt" ||
   { cat "$dir/time2.txt"; exit 1; }
 grep -E "^info|Maximum resident" "$dir/time2.txt"
 

@@ -166,6 +166,7 @@ bool Has(const List& list, const std::string& name) {
 void ValidateFunction(onnx::FunctionProto& fn, const Directives& directives, const std::vector<std::string>& lines,
                       int header_line, int end_line, const Where& where) {
   const std::string name = fn.name();
+  if (name.empty()) where.Fail(header_line, 1, "the function has no name (write it before its inputs: Name (X) => (Y))");
   if (fn.domain() != "ai.onnxfuse")
     where.Fail(header_line, 1, "function " + name + " is in domain '" + fn.domain() +
                                    "'; patterns must be in domain \"ai.onnxfuse\"");
@@ -211,10 +212,12 @@ void ValidateFunction(onnx::FunctionProto& fn, const Directives& directives, con
       if (output.empty()) continue;
       if (!defined.insert(output).second) fail("'" + output + "' is defined twice");
     }
+    std::set<std::string> node_attrs;
     for (auto& attr : *node.mutable_attribute()) {
       auto it = schema->attributes().find(attr.name());
       if (it == schema->attributes().end())
         fail("has no attribute '" + attr.name() + "' at opset " + std::to_string(opset));
+      if (!node_attrs.insert(attr.name()).second) fail("sets attribute '" + attr.name() + "' twice");
       if (!attr.ref_attr_name().empty()) {
         if (!Has(fn.attribute(), attr.ref_attr_name()))
           fail("@" + attr.ref_attr_name() + " is not an attribute of " + name + " (list it in the header's <...>)");

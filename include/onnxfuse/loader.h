@@ -24,10 +24,16 @@ struct LoadOptions {
 
 /// Reads and validates `path`. Throws Error with a one-line message naming the
 /// file (and node, where there is one): kIo when unreadable; kInvalidModel for
-/// bytes that are not a ModelProto, a cycle (naming its nodes), a value without
-/// producer, a value defined twice, a graph input without a type, a node that
-/// does not match its operator schema; kUnsupported for IR/opset versions
-/// outside the ranges above.
+/// bytes that are not a ModelProto (or nest messages deeper than 100), a cycle
+/// (naming its nodes), a value without producer, a value defined twice, a graph
+/// input without a type, a node that does not match its operator schema, a
+/// tensor whose data disagrees with its dims (tensor_data.h: checked before any
+/// allocation, external data's length and range included), external data
+/// outside the model's folder, a model onnx::checker or type-checking shape
+/// inference refuses (what the writer's CheckFusedModel demands of the output,
+/// demanded of the input, so a failure there is onnx-fuse's bug, not the
+/// model's), an ai.onnxfuse call without its function; kUnsupported for IR/opset
+/// versions outside the ranges above and files over 2 GB.
 Graph LoadModel(const std::string& path, const LoadOptions& options = {});
 
 /// The same checks and preparation for a model already in memory; `source_name`
