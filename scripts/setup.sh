@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(
   build-essential cmake pkg-config
-  libonnx-dev libprotobuf-dev protobuf-compiler
+  libonnx-dev libprotobuf-dev protobuf-compiler zlib1g-dev  # zlib: plan-file CRC-32
   libcli11-dev libspdlog-dev libdnnl-dev catch2 nlohmann-json3-dev
   ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (a Recommends of libdnnl-dev)
   libonnx-testdata

@@ -82,8 +82,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-check", no_check, "skip onnx::checker on the written model");
   app.add_option("--patterns", job.pattern_dirs, "add a directory of pattern files (*.onnxtxt; repeatable)");
   app.add_flag("--fold-bn", job.fold_bn, "fold inference BatchNormalization into the preceding Conv/ConvTranspose");
-  app.add_option("--emit", job.emit, "functions: fused ops as model-local functions; plain: standard ONNX only (BN folded)")
-      ->check(CLI::IsMember({"functions", "plain"}))
+  app.add_option("--emit", job.emit,
+                 "functions: fused ops as model-local functions; plain: standard ONNX only (BN folded); "
+                 "plan: executable plan for `onnx-fuse run` (also chosen by -o NAME.plan)")
+      ->check(CLI::IsMember({"functions", "plain", "plan"}))
       ->capture_default_str();
   app.add_option("--explain", job.explain_node, "print why this node ended where it did");
   app.add_option("--dot", job.dot_path, "write the fused graph for Graphviz (groups as coloured clusters)");
@@ -92,7 +94,7 @@ int main(int argc, char** argv) {
   auto* run_command = app.add_subcommand("run", "run a model on CPU with oneDNN, fused or not, and time it");
   onnxfuse::RunOptions run;
   std::vector<std::string> run_shapes;
-  run_command->add_option("model", run.model_path, "ONNX model to run")->required();
+  run_command->add_option("model", run.model_path, "ONNX model or executable plan (.plan) to run")->required();
   run_command->add_option("--inputs", run.inputs_dir, "read input_N.pb (TensorProto) from this folder");
   run_command->add_option("--outputs", run.outputs_dir, "write output_N.pb (TensorProto) to this folder");
   run_command->add_option("--input-shape", run_shapes, "pin a graph input's shape, e.g. input=1x3x224x224");

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -14,6 +15,7 @@
 #include "onnxfuse/greedy_fuser.h"
 #include "onnxfuse/onnx_writer.h"
 #include "onnxfuse/pattern_fuser.h"
+#include "onnxfuse/plan_file.h"
 #include "onnxfuse/postdom_fuser.h"
 #include "onnxfuse/report.h"
 
@@ -55,6 +57,15 @@ nlohmann::json DescribeFolding(const Graph& graph, const FoldResult& fold) {
 }
 
 }  // namespace
+
+bool EmitsPlanFile(const FuseJob& job) {
+  const std::string suffix = ".plan";
+  const std::string& out = job.output_path;
+  bool plan_name = out.size() > suffix.size() && out.compare(out.size() - suffix.size(), suffix.size(), suffix) == 0;
+  if (job.emit == "plain" && plan_name)
+    throw Error(ErrorKind::kUsage, out + ": --emit plain writes an ONNX model; name it .onnx, or use --emit plan");
+  return job.emit == "plan" || plan_name;
+}
 
 const std::vector<std::string>& StrategyNames() {
   static const std::vector<std::string> names = {"postdom", "greedy", "pattern"};
@@ -105,16 +116,30 @@ nlohmann::json RunFuseJob(const FuseJob& job) {
   ValidateFusionPlan(graph, plan);
   times.fuse_ms = watch.LapMs();
 
+  const bool emit_plan = EmitsPlanFile(job);
   FusedModel fused = BuildFusedModel(graph, plan);
   if (job.emit == "plain") fused.model = graph.model();  // the plan is reported, the model stays standard ONNX
   times.build_ms = watch.LapMs();
-  if (job.check) CheckFusedModel(fused.model);
+  if (job.check && !emit_plan) CheckFusedModel(fused.model);
   times.check_ms = watch.LapMs();
-  if (!job.output_path.empty()) SaveModelAtomically(fused.model, job.output_path);
+  std::optional<PlanFileInfo> plan_file;
+  if (!job.output_path.empty() && emit_plan) {
+    // The executable plan: compiled here for this CPU, with the same groups.
+    plan_file = WritePlanFile(job.output_path, graph, plan, CompileOptions{}, job.input_path);
+    spdlog::info("{}: executable plan of {} steps, {} prepacked constants, {:.1f} MB, for {}", job.output_path,
+                 plan_file->steps, plan_file->constants, static_cast<double>(plan_file->file_bytes) / 1e6,
+                 plan_file->built_isa);
+  } else if (!job.output_path.empty()) {
+    SaveModelAtomically(fused.model, job.output_path);
+  }
   times.save_ms = watch.LapMs();
 
   nlohmann::json report = BuildReport(graph, kinds, plan, fused.function_of_group, times);
-  report["emit"] = job.emit;
+  report["emit"] = emit_plan ? "plan" : job.emit;
+  if (plan_file)
+    report["plan_file"] = {{"path", job.output_path},        {"format_version", kPlanFormatVersion},
+                           {"steps", plan_file->steps},      {"constants", plan_file->constants},
+                           {"cpu_isa", plan_file->built_isa}, {"bytes", plan_file->file_bytes}};
   if (!bn_folding.is_null()) report["bn_folding"] = bn_folding;
   const auto& totals = report["totals"];
   spdlog::info("{}: {} nodes -> {} kernels ({} fused groups), {:.1f} MB of intermediates eliminated, {:.0f} ms",

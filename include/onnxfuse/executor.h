@@ -48,8 +48,24 @@
 
 namespace onnxfuse {
 
+namespace backend {
+struct PackedConstants;
+}
+
 struct CompileOptions {
+  CompileOptions(bool fuse_mode = true) : fuse(fuse_mode) {}  // NOLINT: implicit, so CompileOptions{false} reads well
   bool fuse = true;  ///< false: one primitive per ONNX node, plain layouts, the FusionPlan is ignored
+  /// Prepacked constants to record (plan-file writer) or reuse (plan-file
+  /// reader); see src/backend/packed_constants.h. nullptr: neither.
+  std::shared_ptr<backend::PackedConstants> packed;
+};
+
+/// One step of a compiled schedule.
+struct ScheduleStep {
+  std::string kind;    ///< "conv", "inner_product", "reorder", ...
+  std::string label;   ///< the ONNX nodes it executes, e.g. "Conv_0+Relu_1"
+  std::string impl;    ///< oneDNN's implementation (impl_info_str), or "onnxfuse:custom"
+  std::string layout;  ///< its destination's layout, e.g. "nChw16c"
 };
 
 /// What a compiled plan executes per inference and how much memory it holds.
@@ -81,6 +97,8 @@ class ExecutablePlan {
   std::vector<Tensor> Run(const std::vector<Tensor>& inputs);
 
   const PlanStats& stats() const;
+  /// The steps Run executes, in order.
+  std::vector<ScheduleStep> Schedule() const;
   /// One line per step: "<kind> <node names> <implementation> <dst layout>".
   std::vector<std::string> Describe() const;
 

@@ -23,7 +23,9 @@ struct FuseJob {
   bool check = true;             ///< run onnx::checker (full) on the written model
   bool fold_bn = false;          ///< fold inference BatchNormalization into the preceding Conv first
   /// "functions": fused groups as ai.onnxfuse ops defined by model-local functions;
-  /// "plain": standard ONNX only (BN folded, no custom ops) for runtimes without functions.
+  /// "plain": standard ONNX only (BN folded, no custom ops) for runtimes without functions;
+  /// "plan": an executable plan file for `onnx-fuse run` (plan_file.h), also chosen
+  /// by an output path ending in ".plan".
   std::string emit = "functions";
   /// Pattern directories for strategy "pattern": the built-in library first, then these.
   std::vector<std::string> pattern_dirs;
@@ -38,6 +40,11 @@ std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs);
 
 /// Strategy names accepted by FuseJob::strategy, in the order `--help` lists them.
 const std::vector<std::string>& StrategyNames();
+
+/// True when the job writes an executable plan file rather than an ONNX model:
+/// emit "plan", or an output path ending in ".plan". Throws Error(kUsage) for
+/// emit "plain" with a ".plan" path.
+bool EmitsPlanFile(const FuseJob& job);
 
 /// Runs the job and returns its report. Throws Error: kUsage when output_path
 /// names the input file (the input is never overwritten) or the strategy is

@@ -14,8 +14,9 @@ namespace {
 constexpr int kGraphOutputUses = 1 << 28;  // graph outputs are never dead
 }
 
-Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng)
-    : graph(g), fuse(fuse_mode), engine(std::move(eng)), stream(engine), absorbed(g.num_nodes(), false) {
+Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstants* packed)
+    : graph(g), fuse(fuse_mode), engine(std::move(eng)), stream(engine), absorbed(g.num_nodes(), false),
+      packed_(packed) {
   std::size_t n = graph.values().size();
   consts_.resize(n);
   acts_.resize(n);
@@ -121,6 +122,32 @@ dnnl::memory Builder::Prepack(const dnnl::memory& plain, const dnnl::memory::des
   dnnl::reorder(plain, m).execute(stream, const_cast<dnnl::memory&>(plain), m);
   stream.wait();
   weight_bytes += static_cast<std::int64_t>(want.get_size()) - static_cast<std::int64_t>(plain.get_desc().get_size());
+  return m;
+}
+
+dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, const dnnl::memory::desc& want,
+                                     const std::function<dnnl::memory()>& plain) {
+  const std::string key = std::to_string(node) + ":" + graph.node(node).op_type + ":" + argument;
+  if (packed_ && packed_->replay) {
+    auto it = packed_->by_key.find(key);
+    if (it != packed_->by_key.end() && it->second.get_desc().dims() == want.dims()) {
+      weight_bytes += static_cast<std::int64_t>(want.get_size());
+      if (it->second.get_desc() == want) {
+        ++packed_->reused;
+        return it->second;
+      }
+      ++packed_->relaid;
+      // The stored memory may belong to another engine object: view it on ours.
+      dnnl::memory stored(it->second.get_desc(), engine, it->second.get_data_handle());
+      dnnl::memory m(want, engine);
+      dnnl::reorder(stored, m).execute(stream, stored, m);
+      stream.wait();
+      return m;
+    }
+    ++packed_->recomputed;  // this CPU lowered the node differently from the building one
+  }
+  dnnl::memory m = Prepack(plain(), want);
+  if (packed_ && !packed_->replay) packed_->by_key[key] = m;
   return m;
 }
 

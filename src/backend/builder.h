@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dnnl_util.h"
+#include "packed_constants.h"
 #include "onnxfuse/graph.h"
 #include "onnxfuse/tensor_io.h"
 
@@ -65,7 +66,9 @@ struct Step {
 
 class Builder {
  public:
-  Builder(const Graph& graph, bool fuse, dnnl::engine engine);
+  /// `packed`: where prepacked constants are recorded or, replaying a plan
+  /// file, taken from (nullptr: neither).
+  Builder(const Graph& graph, bool fuse, dnnl::engine engine, PackedConstants* packed = nullptr);
 
   const Graph& graph;
   const bool fuse;  ///< fused mode: format_tag::any and post-ops; otherwise plain layouts
@@ -110,6 +113,13 @@ class Builder {
   dnnl::memory HostMemory(const dnnl::memory::desc& md, const float* data);
   /// `plain` reordered into `want` once, now (weights prepacking).
   dnnl::memory Prepack(const dnnl::memory& plain, const dnnl::memory::desc& want);
+  /// The constant operand `argument` ("weights", "bias") of the primitive
+  /// anchored at `node`, in layout `want`: Prepack(plain(), want), recorded
+  /// when compiling for a plan file; when replaying one, the stored constant,
+  /// reordered if this CPU's primitive chose another layout, and plain() is
+  /// not called.
+  dnnl::memory PackedConstant(NodeId node, const std::string& argument, const dnnl::memory::desc& want,
+                              const std::function<dnnl::memory()>& plain);
 
   // --- primitives -----------------------------------------------------------
   /// Attributes with a user-managed scratchpad and the given post-ops.
@@ -131,6 +141,7 @@ class Builder {
   std::vector<bool> absorbed;
 
  private:
+  PackedConstants* packed_;
   std::vector<std::optional<Tensor>> consts_;
   std::vector<std::optional<Act>> acts_;
   std::vector<std::vector<Act>> alternates_;  ///< the value in other layouts (reorder results)

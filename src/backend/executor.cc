@@ -102,7 +102,7 @@ const PlanStats& ExecutablePlan::stats() const { return impl_->stats; }
 
 ExecutablePlan ExecutablePlan::Compile(const Graph& graph, const FusionPlan& plan, const CompileOptions& options) {
   auto impl = std::make_unique<Impl>();
-  Builder b(graph, options.fuse, impl->engine);
+  Builder b(graph, options.fuse, impl->engine, options.packed.get());
 
   for (ValueId v : graph.inputs()) {
     const Value& value = graph.value(v);
@@ -223,9 +223,15 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs) {
   return outputs;
 }
 
+std::vector<ScheduleStep> ExecutablePlan::Schedule() const {
+  std::vector<ScheduleStep> schedule;
+  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout});
+  return schedule;
+}
+
 std::vector<std::string> ExecutablePlan::Describe() const {
   std::vector<std::string> lines;
-  for (const Step& s : impl_->steps) lines.push_back(s.kind + " " + s.label + " " + s.impl + " " + s.layout);
+  for (const ScheduleStep& s : Schedule()) lines.push_back(s.kind + " " + s.label + " " + s.impl + " " + s.layout);
   return lines;
 }
 

@@ -51,9 +51,12 @@ std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std:
   return bias;
 }
 
-memory BiasMemory(Builder& b, const std::vector<double>& bias) {
-  std::vector<float> f(bias.begin(), bias.end());
-  return b.HostMemory(PlainDesc({static_cast<std::int64_t>(f.size())}), f.data());
+memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias) {
+  const memory::desc md = PlainDesc({static_cast<std::int64_t>(bias.size())});
+  return b.PackedConstant(anchor, "bias", md, [&] {
+    std::vector<float> f(bias.begin(), bias.end());
+    return b.HostMemory(md, f.data());
+  });
 }
 
 }  // namespace
@@ -122,10 +125,11 @@ void EmitConv(Builder& b, const Chain& chain) {
                         b.Attr(ops));
 
   Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
-  memory weights = b.Prepack(b.HostMemory(PlainDesc(wdims), w.data.data()), pd.weights_desc());
+  memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
+                                    [&] { return b.HostMemory(PlainDesc(wdims), w.data.data()); });
   args.emplace_back(DNNL_ARG_SRC, src);
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
-  memory bias_mem = BiasMemory(b, bias);
+  memory bias_mem = BiasMemory(b, chain.anchor, bias);
   args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
   FinishChain(b, chain, pd, "conv", out, std::move(args), {src.slot});
 }
@@ -160,8 +164,9 @@ void EmitGemm(Builder& b, const Chain& chain) {
                                          PlainDesc({n}), PlainDesc(out));
   auto pd = MakePd<dnnl::inner_product_forward::primitive_desc>(b, node, desc, b.Attr(ops));
   Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
-  memory weights = b.Prepack(b.HostMemory(PlainDesc(w.dims), w.data.data()), pd.weights_desc());
-  memory bias_mem = BiasMemory(b, bias);
+  memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
+                                    [&] { return b.HostMemory(PlainDesc(w.dims), w.data.data()); });
+  memory bias_mem = BiasMemory(b, chain.anchor, bias);
   args.emplace_back(DNNL_ARG_SRC, src);
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
   args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
@@ -244,7 +249,8 @@ void EmitMatMul(Builder& b, const Chain& chain) {
   }
   if (const_weights) {
     const Tensor& t = b.Const(node.inputs[1], node);
-    memory m = b.Prepack(b.HostMemory(PlainDesc(we), t.data.data()), pd.weights_desc());
+    memory m = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
+                                [&] { return b.HostMemory(PlainDesc(we), t.data.data()); });
     weights = Arg{-1, m.get_desc(), m};
   }
   args.emplace_back(DNNL_ARG_SRC, src);

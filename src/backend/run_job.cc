@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -19,6 +21,7 @@
 #include "onnxfuse/loader.h"
 #include "onnxfuse/pattern_fuser.h"
 #include "onnxfuse/pipeline.h"
+#include "onnxfuse/plan_file.h"
 #include "onnxfuse/postdom_fuser.h"
 
 namespace onnxfuse {
@@ -63,6 +66,54 @@ class Progress {
   Clock::time_point start_ = Clock::now();
 };
 
+// The model to time, compiled: from an ONNX file (loaded, fused with the
+// strategy, compiled) or from a plan file (its groups and prepacked constants).
+struct Prepared {
+  std::unique_ptr<Graph> graph;
+  FusionPlan fusion;
+  std::optional<ExecutablePlan> executable;
+  bool fused = true;
+  std::string strategy;
+  double compile_ms = 0;
+  std::optional<PlanFileInfo> plan_file;
+};
+
+Prepared Prepare(const RunOptions& options) {
+  Prepared p;
+  if (IsPlanFile(options.model_path)) {
+    if (!options.input_shapes.empty())
+      throw Error(ErrorKind::kUsage, options.model_path +
+                                         ": a plan's input shapes are fixed when it is built; --input-shape applies "
+                                         "to ONNX models");
+    auto start = Clock::now();
+    LoadedPlan loaded = ReadPlanFile(options.model_path);
+    p.graph = std::move(loaded.graph);
+    p.fusion = std::move(loaded.fusion);
+    p.strategy = loaded.info.strategy;
+    p.fused = loaded.info.fused && options.fuse;
+    if (p.fused || !loaded.info.fused) {
+      p.executable.emplace(std::move(loaded.executable));
+    } else {  // --no-fuse on a fused plan: the baseline of its model
+      CompileOptions unfused;
+      unfused.fuse = false;
+      p.executable.emplace(ExecutablePlan::Compile(*p.graph, p.fusion, unfused));
+    }
+    p.compile_ms = MsSince(start);
+    p.plan_file = loaded.info;
+    return p;
+  }
+  p.graph = std::make_unique<Graph>(LoadModel(options.model_path, LoadOptions{options.input_shapes}));
+  p.fusion = options.fuse || options.check ? MakePlan(*p.graph, options.strategy) : FusionPlan{};
+  p.fused = options.fuse;
+  p.strategy = options.strategy;
+  auto start = Clock::now();
+  CompileOptions compile;
+  compile.fuse = options.fuse;
+  p.executable.emplace(ExecutablePlan::Compile(*p.graph, p.fusion, compile));
+  p.compile_ms = MsSince(start);
+  return p;
+}
+
 }  // namespace
 
 RunStats Summarize(std::vector<double> times_ms) {
@@ -86,11 +137,11 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   if (options.threads > 0) omp_set_num_threads(options.threads);
   const int threads = omp_get_max_threads();
 
-  Graph graph = LoadModel(options.model_path, LoadOptions{options.input_shapes});
-  FusionPlan plan = options.fuse || options.check ? MakePlan(graph, options.strategy) : FusionPlan{};
-  auto start = Clock::now();
-  ExecutablePlan exec = ExecutablePlan::Compile(graph, plan, CompileOptions{options.fuse});
-  double compile_ms = MsSince(start);
+  Prepared prepared = Prepare(options);
+  const Graph& graph = *prepared.graph;
+  const FusionPlan& plan = prepared.fusion;
+  ExecutablePlan& exec = *prepared.executable;
+  const bool fused = prepared.fused;
 
   std::vector<Tensor> inputs =
       options.inputs_dir.empty() ? RandomInputs(graph) : MatchInputs(graph, ReadTensorDir(options.inputs_dir, "input"));
@@ -106,19 +157,21 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   }
   RunStats stats = Summarize(times);
   stats.threads = threads;
-  stats.fused = options.fuse;
+  stats.fused = fused;
   stats.plan = exec.stats();
-  stats.compile_ms = compile_ms;
+  stats.compile_ms = prepared.compile_ms;
   if (!options.outputs_dir.empty()) WriteTensorDir(options.outputs_dir, outputs, "output");
 
   // --check: the other mode on the same inputs (unfused is the reference).
   nlohmann::json checks = nlohmann::json::array();
   bool check_ok = true;
   if (options.check) {
-    ExecutablePlan other = ExecutablePlan::Compile(graph, plan, CompileOptions{!options.fuse});
+    CompileOptions other_mode;
+    other_mode.fuse = !fused;
+    ExecutablePlan other = ExecutablePlan::Compile(graph, plan, other_mode);
     std::vector<Tensor> other_out = other.Run(inputs);
-    const auto& reference = options.fuse ? other_out : outputs;
-    const auto& candidate = options.fuse ? outputs : other_out;
+    const auto& reference = fused ? other_out : outputs;
+    const auto& candidate = fused ? outputs : other_out;
     for (std::size_t i = 0; i < reference.size(); ++i) {
       TensorDiff d = CompareTensors(reference[i], candidate[i]);
       bool ok = !d.shape_mismatch && d.max_rel <= options.check_rtol;
@@ -130,7 +183,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   const PlanStats& ps = stats.plan;
   if (options.json) {
     nlohmann::json j = {{"model", options.model_path},
-                        {"strategy", options.strategy},
+                        {"strategy", prepared.strategy},
                         {"fused", stats.fused},
                         {"threads", stats.threads},
                         {"iterations", stats.iterations},
@@ -148,12 +201,27 @@ int RunJob(const RunOptions& options, std::ostream& out) {
                         {"scratchpad_bytes", ps.scratchpad_bytes},
                         {"weight_bytes", ps.weight_bytes}};
     if (options.check) j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks}};
+    if (prepared.plan_file) {
+      const PlanFileInfo& info = *prepared.plan_file;
+      j["plan_file"] = {{"producer", info.producer},           {"source", info.source},
+                        {"built_isa", info.built_isa},         {"running_isa", info.running_isa},
+                        {"constants", info.constants},         {"constants_reused", info.constants_reused},
+                        {"constants_relaid", info.constants_relaid}, {"constants_repacked", info.constants_repacked},
+                        {"same_schedule", info.same_schedule}, {"file_bytes", info.file_bytes}};
+    }
     out << j.dump() << std::endl;
   } else {
     out << std::fixed << std::setprecision(2);
-    out << options.model_path << ": " << (stats.fused ? "fused (" + options.strategy + ")" : "unfused") << ", "
+    out << options.model_path << ": " << (stats.fused ? "fused (" + prepared.strategy + ")" : "unfused") << ", "
         << stats.threads << " thread" << (stats.threads == 1 ? "" : "s") << ", compiled in " << stats.compile_ms
         << " ms\n";
+    if (prepared.plan_file) {
+      const PlanFileInfo& info = *prepared.plan_file;
+      out << "  plan file: " << info.producer << ", from " << info.source << ", built for " << info.built_isa
+          << ", running on " << info.running_isa << "; constants " << info.constants_reused << " as stored, "
+          << info.constants_relaid << " reordered, " << info.constants_repacked << " repacked; schedule "
+          << (info.same_schedule ? "as stored" : "re-derived") << "\n";
+    }
     out << "  kernels " << ps.kernels << " (" << ps.reorders << " reorders), activation arena "
         << Megabytes(ps.arena_bytes) << " (buffers " << Megabytes(ps.buffer_bytes_total) << ", graph intermediates "
         << Megabytes(ps.intermediate_bytes_total) << "), weights " << Megabytes(ps.weight_bytes) << "\n";

@@ -1,17 +1,19 @@
 // End-to-end check of the oneDNN backend on an exported model:
-//   onnxfuse_run_reference MODEL_DIR [--no-fuse] [--rtol 1e-4] [--strategy postdom]
-// Compiles MODEL_DIR/model.onnx, runs it on test_data_set_0/input_N.pb and
+//   onnxfuse_run_reference MODEL_DIR [--no-fuse] [--rtol 1e-4] [--strategy postdom] [--plan FILE]
+// Compiles MODEL_DIR/model.onnx (or loads the executable plan FILE), runs it on test_data_set_0/input_N.pb and
 // compares every output with test_data_set_0/output_N.pb (max |a-b| / max|ref|,
 // as scripts/ort/compare.js). Exit 0 when all are within rtol, 1 otherwise,
 // and 1 when the model or its data is missing (a missing model fails, never skips).
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/greedy_fuser.h"
 #include "onnxfuse/loader.h"
+#include "onnxfuse/plan_file.h"
 #include "onnxfuse/postdom_fuser.h"
 
 int main(int argc, char** argv) {
@@ -20,7 +22,7 @@ int main(int argc, char** argv) {
     std::cerr << "usage: onnxfuse_run_reference MODEL_DIR [--no-fuse] [--rtol R] [--strategy S]\n";
     return 2;
   }
-  std::string dir = argv[1], strategy = "postdom";
+  std::string dir = argv[1], strategy = "postdom", plan_path;
   bool fuse = true;
   double rtol = 1e-4;
   for (int i = 2; i < argc; ++i) {
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
     if (arg == "--no-fuse") fuse = false;
     else if (arg == "--rtol" && i + 1 < argc) rtol = std::stod(argv[++i]);
     else if (arg == "--strategy" && i + 1 < argc) strategy = argv[++i];
+    else if (arg == "--plan" && i + 1 < argc) plan_path = argv[++i];
     else return std::cerr << "unknown argument " << arg << "\n", 2;
   }
   try {
@@ -36,10 +39,22 @@ int main(int argc, char** argv) {
       std::cerr << "missing " << model << ": run scripts/export_models.py\n";
       return 1;
     }
-    Graph graph = LoadModel(model);
-    FusionPlan plan = strategy == "greedy" ? FuseGreedy(graph, {}) : FuseByPostDominator(graph, {});
-    ExecutablePlan exec = ExecutablePlan::Compile(graph, plan, CompileOptions{fuse});
-    auto outputs = exec.Run(MatchInputs(graph, ReadTensorDir(data, "input")));
+    std::optional<LoadedPlan> loaded;
+    std::optional<Graph> graph;
+    std::optional<ExecutablePlan> compiled;
+    if (!plan_path.empty()) {
+      loaded.emplace(ReadPlanFile(plan_path));
+      const PlanFileInfo& info = loaded->info;
+      std::cout << plan_path << ": built for " << info.built_isa << ", running on " << info.running_isa << ", "
+                << info.constants << " constants: " << info.constants_reused << " as stored, " << info.constants_relaid
+                << " reordered, " << info.constants_repacked << " repacked\n";
+    } else {
+      graph.emplace(LoadModel(model));
+      FusionPlan plan = strategy == "greedy" ? FuseGreedy(*graph, {}) : FuseByPostDominator(*graph, {});
+      compiled.emplace(ExecutablePlan::Compile(*graph, plan, CompileOptions{fuse}));
+    }
+    ExecutablePlan& exec = loaded ? loaded->executable : *compiled;
+    auto outputs = exec.Run(MatchInputs(loaded ? *loaded->graph : *graph, ReadTensorDir(data, "input")));
     auto expected = ReadTensorDir(data, "output");
     if (expected.size() != outputs.size()) {
       std::cerr << "expected " << expected.size() << " outputs, got " << outputs.size() << "\n";

@@ -1,0 +1,24 @@
+// Prepacked constant operands of a compiled plan, by key, so that a plan file
+// can store them (recording, when a plan is written) and give them back when it
+// is loaded (replaying), instead of folding and reordering them again.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace onnxfuse::backend {
+
+struct PackedConstants {
+  /// false: Builder::PackedConstant records every constant it packs;
+  /// true: it takes them from by_key (loaded from a plan file).
+  bool replay = false;
+  /// "<node index>:<op_type>:<argument>" -> the constant in its primitive's layout.
+  std::map<std::string, dnnl::memory> by_key;
+  int reused = 0;      ///< replay: used in the stored layout
+  int relaid = 0;      ///< replay: reordered from the stored layout to the one chosen on this CPU
+  int recomputed = 0;  ///< replay: not in the file (the node was lowered differently), packed from the model
+};
+
+}  // namespace onnxfuse::backend

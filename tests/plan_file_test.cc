@@ -1,0 +1,133 @@
+// Executable plan files: a written plan reloads to the same outputs with its
+// constants as stored; a payload altered behind a valid checksum (bad groups,
+// a memory descriptor addressing past its data) is refused, never run.
+#include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "onnxfuse/error.h"
+#include "onnxfuse/plan_file.h"
+#include "onnxfuse/postdom_fuser.h"
+#include "onnxfuse_plan.pb.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("onnxfuse_plan_test_" + std::to_string(::getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::string ReadBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A plan file's bytes around `payload`, with a correct header (plan_file.h's layout).
+std::string WithHeader(const std::string& payload, std::uint32_t version = kPlanFormatVersion) {
+  std::string out = "ONNXFPLN";
+  auto put = [&](std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  put(version, 4);
+  put(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size())), 4);
+  put(payload.size(), 8);
+  return out + payload;
+}
+
+planfile::Plan Payload(const std::string& file_bytes) {
+  planfile::Plan plan;
+  REQUIRE(plan.ParseFromArray(file_bytes.data() + kPlanHeaderBytes, static_cast<int>(file_bytes.size() - kPlanHeaderBytes)));
+  return plan;
+}
+
+std::vector<Tensor> Inputs(const Graph& graph) { return RandomInputs(graph); }
+
+}  // namespace
+
+TEST_CASE("a written plan reloads and computes what was compiled", "[plan_file]") {
+  TempDir dir;
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  FusionPlan fusion = FuseByPostDominator(graph, {});
+  const fs::path path = dir.path / "block.plan";
+  PlanFileInfo written = WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "block.onnx");
+  CHECK(written.constants >= 4);  // two convolutions' weights and biases
+
+  std::vector<Tensor> expected = ExecutablePlan::Compile(graph, fusion).Run(Inputs(graph));
+  LoadedPlan loaded = ReadPlanFile(path.string());
+  CHECK(loaded.info.constants == written.constants);
+  CHECK(loaded.info.constants_reused == written.constants);  // same CPU: every constant as stored
+  CHECK(loaded.info.same_schedule);
+  CHECK(loaded.fusion.groups.size() == fusion.groups.size());
+  std::vector<Tensor> got = loaded.executable.Run(Inputs(*loaded.graph));
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i].data == expected[i].data);
+}
+
+TEST_CASE("damaged plans are refused with a reason", "[plan_file]") {
+  TempDir dir;
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  const fs::path path = dir.path / "block.plan";
+  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "block.onnx");
+  const std::string bytes = ReadBytes(path);
+  auto refused = [](const std::string& data, ErrorKind kind, const std::string& needle) {
+    try {
+      ParsePlanFile(data.data(), data.size(), "x.plan");
+      FAIL("accepted: expected " << needle);
+    } catch (const Error& e) {
+      CHECK(e.kind() == kind);
+      CHECK_THAT(e.what(), Catch::Contains(needle) && Catch::Contains("x.plan"));
+    }
+  };
+  std::string flipped = bytes;
+  flipped[bytes.size() / 2] = static_cast<char>(flipped[bytes.size() / 2] ^ 0x10);
+  refused(flipped, ErrorKind::kInvalidModel, "corrupted");
+  refused(bytes.substr(0, bytes.size() - 1), ErrorKind::kInvalidModel, "truncated");
+  refused(bytes + "x", ErrorKind::kInvalidModel, "longer than its payload");
+  refused("ONNXFP", ErrorKind::kInvalidModel, "not an onnx-fuse plan file");
+  refused(WithHeader(bytes.substr(kPlanHeaderBytes), 2), ErrorKind::kUnsupported, "plan format version 2");
+
+  SECTION("a node in two groups") {
+    planfile::Plan plan = Payload(bytes);
+    REQUIRE(plan.groups_size() >= 2);
+    plan.mutable_groups(1)->add_nodes(plan.groups(0).nodes(0));
+    refused(WithHeader(plan.SerializeAsString()), ErrorKind::kInvalidModel, "twice");
+  }
+  SECTION("a constant whose strides address past its data") {
+    planfile::Plan plan = Payload(bytes);
+    REQUIRE(plan.constants_size() > 0);
+    auto* desc = plan.mutable_constants(0)->mutable_desc();
+    desc->set_strides(0, desc->strides(0) * 1000);
+    refused(WithHeader(plan.SerializeAsString()), ErrorKind::kInvalidModel, "constant '");
+  }
+  SECTION("a constant with less data than its descriptor") {
+    planfile::Plan plan = Payload(bytes);
+    auto* data = plan.mutable_constants(0)->mutable_data();
+    data->resize(data->size() - 4);
+    refused(WithHeader(plan.SerializeAsString()), ErrorKind::kInvalidModel, "bytes of data");
+  }
+  SECTION("a model that is not a model") {
+    planfile::Plan plan = Payload(bytes);
+    plan.set_model("garbage");
+    refused(WithHeader(plan.SerializeAsString()), ErrorKind::kInvalidModel, "x.plan (its model)");
+  }
+}
+
+TEST_CASE("the plan file is replaced atomically and never half-written", "[plan_file]") {
+  TempDir dir;
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  const fs::path path = dir.path / "block.plan";
+  std::ofstream(path) << "previous";
+  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "block.onnx");
+  CHECK(IsPlanFile(path.string()));
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path)) files += entry.is_regular_file();
+  CHECK(files == 1);  // no temporary file left
+}
