@@ -229,12 +229,24 @@ bool Graph::IsConstant(ValueId id) const {
 }
 
 const onnx::TensorProto* Graph::ConstantTensor(ValueId id) const {
-  if (!IsConstant(id)) return nullptr;
+  if (!IsConstant(id) || IsReleased(id)) return nullptr;
   const Value& v = values_[id];
   if (v.initializer >= 0) return &model_.graph().initializer(v.initializer);
   for (const auto& attr : nodes_[v.producer].proto.attribute())
     if (attr.name() == "value" && attr.has_t()) return &attr.t();
   return nullptr;
+}
+
+void Graph::ReleaseInitializer(ValueId id) {
+  const Value& v = values_.at(id);
+  if (v.initializer < 0) return;
+  onnx::TensorProto& t = *model_.mutable_graph()->mutable_initializer(v.initializer);
+  onnx::TensorProto stub;  // swap the data out so its memory is freed now, not at the next reuse
+  stub.set_name(t.name());
+  stub.set_data_type(t.data_type());
+  *stub.mutable_dims() = t.dims();
+  t.Swap(&stub);
+  released_.insert(id);
 }
 
 std::vector<NodeId> Graph::Consumers(NodeId id) const {

@@ -10,8 +10,13 @@
 // gates), x*Sigmoid(x) as swish, x*HardSigmoid(x) as hardswish. The exporters'
 // decompositions of LayerNormalization (ReduceMean/Sub/Pow/Sqrt/Div[/Mul/Add])
 // and of erf-Gelu become one layer_normalization / gelu_erf primitive each.
-// Also lowered: pooling (max, average, global), Concat, Softmax, reductions,
-// Transpose, Pad, Slice, Gather, Erf (a parallel loop: oneDNN 2.6 has no erf).
+// Also lowered: ConvTranspose (deconvolution_forward, BN folded, post-ops),
+// pooling (max, average, global), Concat, Softmax, reductions, the
+// LayerNormalization op (layer_normalization), InstanceNormalization
+// (batch_normalization over an [1, N*C, spatial] view), PRelu (prelu), Resize
+// (resampling, only where its pixel mapping equals ONNX's), Transpose, Pad,
+// Slice (any steps), Gather (constant indices), Erf (a parallel loop: oneDNN
+// 2.6 has no erf).
 // Shape-only subgraphs (Shape, Gather, Unsqueeze, Concat, Reshape, Expand,
 // Where... on constants) are evaluated at build time; Reshape, Flatten,
 // Squeeze, Unsqueeze, Identity, Dropout, zero Pad and (fused) Transpose are
@@ -87,6 +92,12 @@ class ExecutablePlan {
   /// inconsistent shapes.
   static ExecutablePlan Compile(const Graph& graph, const FusionPlan& plan, const CompileOptions& options = {});
 
+  /// Compile, freeing each initializer's data in `graph` (Graph::ReleaseInitializer)
+  /// as soon as the group reading it is lowered: peak memory is about the model's
+  /// size plus the packed weights compiled so far, not both in full. `graph`
+  /// keeps its structure and types but cannot be compiled again.
+  static ExecutablePlan CompileReleasingWeights(Graph& graph, const FusionPlan& plan, const CompileOptions& options = {});
+
   ExecutablePlan(ExecutablePlan&&) noexcept;
   ExecutablePlan& operator=(ExecutablePlan&&) noexcept;
   ~ExecutablePlan();
@@ -106,6 +117,8 @@ class ExecutablePlan {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   explicit ExecutablePlan(std::unique_ptr<Impl> impl);
+  static ExecutablePlan CompileInto(const Graph& graph, Graph* releasable, const FusionPlan& plan,
+                                    const CompileOptions& options);
 };
 
 /// The options of `onnx-fuse run`.

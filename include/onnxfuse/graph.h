@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -86,8 +87,15 @@ class Graph {
 
   /// Initializer or `Constant`-node output: its value is known when the model is loaded.
   bool IsConstant(ValueId id) const;
-  /// The tensor of an initializer or of a Constant node's `value` attribute; nullptr otherwise.
+  /// The tensor of an initializer or of a Constant node's `value` attribute; nullptr otherwise
+  /// (and for an initializer whose data was released).
   const onnx::TensorProto* ConstantTensor(ValueId id) const;
+  /// Frees an initializer's data (its name, type and dims stay, IsConstant stays
+  /// true, ConstantTensor returns nullptr), for a consumer that keeps its own
+  /// copy: the executable plan's prepacked weights. model() is no longer a
+  /// complete model afterwards. No effect on other values.
+  void ReleaseInitializer(ValueId id);
+  bool IsReleased(ValueId id) const { return values_.at(id).initializer >= 0 && released_.count(id) > 0; }
 
   /// Distinct nodes consuming any output of `id` (each consumer listed once, in node order).
   std::vector<NodeId> Consumers(NodeId id) const;
@@ -108,6 +116,7 @@ class Graph {
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
   std::unordered_map<std::string, ValueId> value_by_name_;
+  std::unordered_set<ValueId> released_;  ///< initializers whose data ReleaseInitializer freed
 };
 
 /// TensorType from an ONNX TypeProto (non-tensor types give elem_type 0, no shape).

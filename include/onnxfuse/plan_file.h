@@ -66,7 +66,9 @@ std::string CpuIsaName();
 PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const FusionPlan& fusion,
                            const CompileOptions& options, const std::string& source);
 
-/// A loaded plan: its model, groups and compiled executable.
+/// A loaded plan: its model, groups and compiled executable. Unless loaded
+/// with keep_weights, the graph's initializer data is released once compiled
+/// (Graph::ReleaseInitializer): enough for its inputs and outputs, not to compile again.
 struct LoadedPlan {
   std::unique_ptr<Graph> graph;
   FusionPlan fusion;
@@ -83,9 +85,9 @@ bool IsPlanFile(const std::string& path);
 /// header says, fails its checksum ("corrupted"), or holds an invalid model,
 /// groups or constants; kUnsupported for another format version (rebuild the
 /// plan with this onnx-fuse); kIo when unreadable.
-LoadedPlan ReadPlanFile(const std::string& path);
+LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights = false);
 
 /// ReadPlanFile for bytes in memory; `source_name` stands for the file in messages.
-LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name);
+LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights = false);
 
 }  // namespace onnxfuse

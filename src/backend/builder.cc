@@ -14,9 +14,9 @@ namespace {
 constexpr int kGraphOutputUses = 1 << 28;  // graph outputs are never dead
 }
 
-Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstants* packed)
+Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstants* packed, Graph* releasable)
     : graph(g), fuse(fuse_mode), engine(std::move(eng)), stream(engine), absorbed(g.num_nodes(), false),
-      packed_(packed) {
+      packed_(packed), releasable_(releasable) {
   std::size_t n = graph.values().size();
   consts_.resize(n);
   acts_.resize(n);
@@ -33,6 +33,9 @@ bool Builder::IsConst(ValueId v) const { return consts_[v].has_value() || graph.
 const Tensor& Builder::Const(ValueId v, const Node& user) {
   if (!consts_[v]) {
     const onnx::TensorProto* proto = graph.ConstantTensor(v);
+    if (!proto && graph.IsReleased(v))
+      throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads initializer '" +
+                                            graph.value(v).name + "' after its data was released");
     if (!proto)
       throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
                                                graph.value(v).name + "' must be a constant known at build time");
@@ -72,6 +75,15 @@ void Builder::SetAct(ValueId v, Act act) {
 void Builder::Consume(const Node& node) {
   for (std::size_t i = 0; i < node.num_explicit_inputs; ++i)
     if (node.inputs[i] != kNoValue) --remaining_[node.inputs[i]];
+}
+
+void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
+  for (NodeId id : nodes)
+    for (ValueId v : graph.node(id).inputs)
+      if (v != kNoValue && remaining_[v] <= 0 && graph.ConstantTensor(v)) {
+        consts_[v].reset();
+        if (releasable_) releasable_->ReleaseInitializer(v);
+      }
 }
 
 bool Builder::DeadNow(int slot) const {
@@ -116,12 +128,15 @@ dnnl::memory Builder::HostMemory(const dnnl::memory::desc& md, const float* data
   return m;
 }
 
+dnnl::memory Builder::HostView(const dnnl::memory::desc& md, const float* data) const {
+  return dnnl::memory(md, engine, const_cast<float*>(data));  // only ever read (reorder source)
+}
+
 dnnl::memory Builder::Prepack(const dnnl::memory& plain, const dnnl::memory::desc& want) {
-  if (plain.get_desc() == want) return plain;
   dnnl::memory m(want, engine);
   dnnl::reorder(plain, m).execute(stream, const_cast<dnnl::memory&>(plain), m);
   stream.wait();
-  weight_bytes += static_cast<std::int64_t>(want.get_size()) - static_cast<std::int64_t>(plain.get_desc().get_size());
+  weight_bytes += static_cast<std::int64_t>(want.get_size());
   return m;
 }
 

@@ -68,7 +68,10 @@ class Builder {
  public:
   /// `packed`: where prepacked constants are recorded or, replaying a plan
   /// file, taken from (nullptr: neither).
-  Builder(const Graph& graph, bool fuse, dnnl::engine engine, PackedConstants* packed = nullptr);
+  /// `releasable`: the same graph, non-const, when its initializers may be
+  /// freed once lowered (ReleaseConsts); nullptr keeps them.
+  Builder(const Graph& graph, bool fuse, dnnl::engine engine, PackedConstants* packed = nullptr,
+          Graph* releasable = nullptr);
 
   const Graph& graph;
   const bool fuse;  ///< fused mode: format_tag::any and post-ops; otherwise plain layouts
@@ -91,6 +94,11 @@ class Builder {
   // --- liveness -------------------------------------------------------------
   /// One use of each input of `node` is done.
   void Consume(const Node& node);
+  /// Drops the host copies of the inputs of `nodes` that no later node reads
+  /// and that the model stores (initializers, Constant nodes): after a group is
+  /// lowered its weights live on only in their prepacked form, which keeps the
+  /// compiler's peak memory near the model's size.
+  void ReleaseConsts(const std::vector<NodeId>& nodes);
   /// True when no value stored in `slot` is read again and none is a graph output.
   bool DeadNow(int slot) const;
 
@@ -111,7 +119,11 @@ class Builder {
   // --- constants ------------------------------------------------------------
   /// f32 memory in `md` (plain) holding a copy of `data` (md.get_size() bytes).
   dnnl::memory HostMemory(const dnnl::memory::desc& md, const float* data);
-  /// `plain` reordered into `want` once, now (weights prepacking).
+  /// f32 memory in `md` over `data` itself, no copy: a source for Prepack,
+  /// valid only while `data` lives.
+  dnnl::memory HostView(const dnnl::memory::desc& md, const float* data) const;
+  /// `plain` reordered (copied, when the layouts agree) into new memory in
+  /// `want`, once, now: weights prepacking.
   dnnl::memory Prepack(const dnnl::memory& plain, const dnnl::memory::desc& want);
   /// The constant operand `argument` ("weights", "bias") of the primitive
   /// anchored at `node`, in layout `want`: Prepack(plain(), want), recorded
@@ -142,6 +154,7 @@ class Builder {
 
  private:
   PackedConstants* packed_;
+  Graph* releasable_;
   std::vector<std::optional<Tensor>> consts_;
   std::vector<std::optional<Act>> acts_;
   std::vector<std::vector<Act>> alternates_;  ///< the value in other layouts (reorder results)

@@ -101,8 +101,18 @@ ExecutablePlan::~ExecutablePlan() = default;
 const PlanStats& ExecutablePlan::stats() const { return impl_->stats; }
 
 ExecutablePlan ExecutablePlan::Compile(const Graph& graph, const FusionPlan& plan, const CompileOptions& options) {
+  return CompileInto(graph, nullptr, plan, options);
+}
+
+ExecutablePlan ExecutablePlan::CompileReleasingWeights(Graph& graph, const FusionPlan& plan,
+                                                       const CompileOptions& options) {
+  return CompileInto(graph, &graph, plan, options);
+}
+
+ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable, const FusionPlan& plan,
+                                           const CompileOptions& options) {
   auto impl = std::make_unique<Impl>();
-  Builder b(graph, options.fuse, impl->engine, options.packed.get());
+  Builder b(graph, options.fuse, impl->engine, options.packed.get(), releasable);
 
   for (ValueId v : graph.inputs()) {
     const Value& value = graph.value(v);

@@ -1,10 +1,11 @@
 // Lowering ONNX nodes to oneDNN primitives.
 //
 // A fusion group is lowered as a sequence of Chains. A chain starts at an
-// anchor node (Conv, Gemm, MatMul, a binary op, BatchNormalization, ...) and,
-// in fused mode, absorbs the following members of its group that read only the
-// chain's current output: inference BatchNormalization right after a Conv or
-// Gemm is folded into the weights (per output channel, in double); elementwise
+// anchor node (Conv, ConvTranspose, Gemm, MatMul, a binary op,
+// BatchNormalization, ...) and, in fused mode, absorbs the following members
+// of its group that read only the chain's current output: inference
+// BatchNormalization right after a Conv, ConvTranspose or Gemm is folded into
+// the weights (per output channel, in double); elementwise
 // ops become eltwise post-ops (x*Sigmoid(x) -> swish, x*HardSigmoid(x) ->
 // hardswish, HardSigmoid -> linear + clip, Clip -> clip); Add/Sub/Mul/Div with
 // a constant or a broadcast activation become binary post-ops; an Add of a
@@ -16,11 +17,36 @@
 
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
+#include "attrs.h"
 #include "builder.h"
+#include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
+
+/// Throws Error(kUnsupported) "<model file>: node '<name>' (<op>): <why>".
+[[noreturn]] inline void Unsupported(const Builder& b, const Node& node, const std::string& why) {
+  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+}
+
+/// Creates a primitive descriptor, turning oneDNN's "unimplemented" into
+/// Error(kUnsupported) naming the node.
+template <typename PD, typename Desc>
+PD MakePd(const Builder& b, const Node& node, const Desc& desc, const dnnl::primitive_attr& attr) {
+  try {
+    return PD(desc, attr, b.engine);
+  } catch (const dnnl::error& e) {
+    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
+  }
+}
+
+/// Input `i` of a non-anchor op in the layout it reads: as produced when fusing
+/// (plain, or a convolution's channels-last / channel-blocked layout, which
+/// oneDNN's elementwise, pooling, resampling and concat kernels take), plain
+/// otherwise; other strided views (transposes) are made plain first.
+Arg OpInput(Builder& b, const Node& node, std::size_t i);
 
 struct PostOp {
   enum class Kind { kEltwise, kSum, kBinary };
@@ -58,10 +84,16 @@ dnnl::post_ops MakePostOps(Builder& b, const Chain& chain, const Dims& dst_dims,
 void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base& pd, const std::string& kind,
                  const Dims& dst_dims, std::vector<std::pair<int, Arg>> args, const std::vector<int>& src_slots);
 
+/// A primitive's bias (one value per output channel, BatchNormalization folded
+/// in) as a packed constant of `anchor` (Builder::PackedConstant).
+dnnl::memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias);
+
 // Anchors that take post-ops (lower_conv.cc).
 void EmitConv(Builder& b, const Chain& chain);
 void EmitGemm(Builder& b, const Chain& chain);
 void EmitMatMul(Builder& b, const Chain& chain);
+/// ConvTranspose as deconvolution_forward, with folded BatchNormalization and post-ops (lower_deconv.cc).
+void EmitDeconv(Builder& b, const Chain& chain);
 // Other primitives (lower_ops.cc).
 void EmitBinary(Builder& b, const Chain& chain);
 void EmitBatchNorm(Builder& b, const Chain& chain);
@@ -69,6 +101,11 @@ void EmitEltwise(Builder& b, NodeId node);
 void EmitPool(Builder& b, NodeId node);
 void EmitSoftmax(Builder& b, NodeId node);
 void EmitConcat(Builder& b, NodeId node);
+/// PRelu as prelu_forward (slope broadcast to the input's rank) (lower_ops.cc).
+void EmitPrelu(Builder& b, NodeId node);
+/// Resize (opsets 10-18; nearest and linear) as resampling_forward where
+/// oneDNN's coordinate mapping equals ONNX's for every output index (lower_resize.cc).
+void EmitResize(Builder& b, NodeId node);
 // Layout-only ops and build-time values (lower_views.cc).
 /// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout (views), Transpose (a reorder).
 bool LowerView(Builder& b, NodeId node);
@@ -87,7 +124,21 @@ bool TryLayerNorm(Builder& b, NodeId node);
 std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb);
 /// Lowers the Gelu decomposition whose Div is `div` as one gelu_erf eltwise.
 void EmitGelu(Builder& b, NodeId div);
-/// Pad, Slice and Gather of run-time tensors (lower_slice.cc); false when `node` is none of these.
+/// One layer_normalization_forward over the last axis of `src` (a plain view
+/// [.., C] of `dims`' elements): y = (x - mean) / sqrt(var + epsilon) * scale + shift,
+/// `scale` and `shift` [C]. With `mean` / `variance` not null, the primitive runs
+/// as forward_training and also writes the statistics ([rows]) there.
+/// Returns the destination (plain, logical dims `dims`) (lower_norm.cc).
+Act EmitLayerNormPrimitive(Builder& b, const Node& node, const std::string& label, const Arg& src, const Dims& dims,
+                           float epsilon, const Arg& scale, const Arg& shift, Act* mean = nullptr,
+                           Act* variance = nullptr);
+/// LayerNormalization (opset 17) as layer_normalization_forward over a 2-D view;
+/// InstanceNormalization as batch_normalization over a [1, N*C, spatial] view
+/// (lower_norm_ops.cc).
+void EmitLayerNormalization(Builder& b, NodeId node);
+void EmitInstanceNormalization(Builder& b, NodeId node);
+/// Pad, Slice (any steps) and Gather (constant indices) of run-time tensors
+/// (lower_slice.cc); false when `node` is none of these.
 bool LowerSlice(Builder& b, NodeId node);
 
 /// Eltwise algorithm of a unary node (Relu, Sigmoid, Tanh, Clip, ...): the

@@ -19,7 +19,7 @@ bool IsBinaryOp(const std::string& op) { return op == "Add" || op == "Sub" || op
 bool StartsChain(Builder& b, const Node& node) {
   const std::string& op = node.op_type;
   if (!node.domain.empty()) return false;
-  if (op == "Conv" || op == "Gemm" || op == "MatMul" || op == "BatchNormalization") return true;
+  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "BatchNormalization") return true;
   return IsBinaryOp(op) && (b.IsAct(node.inputs[0]) || b.IsAct(node.inputs[1]));
 }
 
@@ -41,7 +41,7 @@ std::vector<NodeId> Uses(const Builder& b, ValueId v) {
 
 bool FoldBatchNorm(Builder& b, Chain& chain, const Node& bn) {
   const std::string& anchor = b.graph.node(chain.anchor).op_type;
-  if ((anchor != "Conv" && anchor != "Gemm") || !chain.post_ops.empty()) return false;
+  if ((anchor != "Conv" && anchor != "ConvTranspose" && anchor != "Gemm") || !chain.post_ops.empty()) return false;
   if (AttrInt(bn, "training_mode", 0) != 0 || bn.outputs.size() > 1) return false;
   for (std::size_t i = 1; i < 5; ++i)
     if (i >= bn.inputs.size() || !b.IsConst(bn.inputs[i])) return false;
@@ -104,9 +104,9 @@ bool AttachBinary(Builder& b, Chain& chain, const Node& node) {
     if (!b.IsAct(other) || (main == 1 && (op == "Sub" || op == "Div"))) return false;
     bool has_sum = std::any_of(chain.post_ops.begin(), chain.post_ops.end(),
                                [](const PostOp& p) { return p.kind == Kind::kSum; });
-    // `sum` accumulates into the destination of a conv, inner product or matmul.
+    // `sum` accumulates into the destination of a (de)convolution, inner product or matmul.
     const std::string& anchor = b.graph.node(chain.anchor).op_type;
-    bool sum_anchor = anchor == "Conv" || anchor == "Gemm" || anchor == "MatMul";
+    bool sum_anchor = anchor == "Conv" || anchor == "ConvTranspose" || anchor == "Gemm" || anchor == "MatMul";
     po.kind = op == "Add" && sum_anchor && !has_sum && b.ActOf(other, node).dims == out ? Kind::kSum : Kind::kBinary;
     po.operand = other;
   }
@@ -179,6 +179,7 @@ bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& g
 void Flush(Builder& b, const Chain& chain) {
   const std::string& op = b.graph.node(chain.anchor).op_type;
   if (op == "Conv") EmitConv(b, chain);
+  else if (op == "ConvTranspose") EmitDeconv(b, chain);
   else if (op == "Gemm") EmitGemm(b, chain);
   else if (op == "MatMul") EmitMatMul(b, chain);
   else if (op == "BatchNormalization") EmitBatchNorm(b, chain);
@@ -217,6 +218,10 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
         EmitPool(b, id);
       else if (op == "Softmax") EmitSoftmax(b, id);
       else if (op == "Concat") EmitConcat(b, id);
+      else if (op == "PRelu") EmitPrelu(b, id);
+      else if (op == "Resize") EmitResize(b, id);
+      else if (op == "LayerNormalization") EmitLayerNormalization(b, id);
+      else if (op == "InstanceNormalization") EmitInstanceNormalization(b, id);
       else if (op.rfind("Reduce", 0) == 0) EmitReduce(b, id);
       else if (op == "Erf") EmitErf(b, id);
       else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
@@ -227,6 +232,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
     b.Consume(node);
   }
   if (chain) Flush(b, *chain);
+  b.ReleaseConsts(nodes);
 }
 
 dnnl::post_ops MakePostOps(Builder& b, const Chain& chain, const Dims& dst_dims, std::vector<std::pair<int, Arg>>& args) {

@@ -13,20 +13,6 @@ namespace {
 
 using dnnl::memory;
 
-[[noreturn]] void Unsupported(const Builder& b, const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
-}
-
-// Creates a primitive descriptor, turning oneDNN's "unimplemented" into an Error naming the node.
-template <typename PD, typename Desc>
-PD MakePd(const Builder& b, const Node& node, const Desc& desc, const dnnl::primitive_attr& attr) {
-  try {
-    return PD(desc, attr, b.engine);
-  } catch (const dnnl::error& e) {
-    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
-  }
-}
-
 // Per-output-channel weights and bias with the chain's folded affine map applied (in double).
 void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels) {
   if (chain.scale.empty()) return;
@@ -51,15 +37,13 @@ std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std:
   return bias;
 }
 
+}  // namespace
+
 memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias) {
   const memory::desc md = PlainDesc({static_cast<std::int64_t>(bias.size())});
-  return b.PackedConstant(anchor, "bias", md, [&] {
-    std::vector<float> f(bias.begin(), bias.end());
-    return b.HostMemory(md, f.data());
-  });
+  std::vector<float> f(bias.begin(), bias.end());
+  return b.PackedConstant(anchor, "bias", md, [&] { return b.HostView(md, f.data()); });
 }
-
-}  // namespace
 
 void EmitConv(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
@@ -126,7 +110,7 @@ void EmitConv(Builder& b, const Chain& chain) {
 
   Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
-                                    [&] { return b.HostMemory(PlainDesc(wdims), w.data.data()); });
+                                    [&] { return b.HostView(PlainDesc(wdims), w.data.data()); });
   args.emplace_back(DNNL_ARG_SRC, src);
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
   memory bias_mem = BiasMemory(b, chain.anchor, bias);
@@ -165,7 +149,7 @@ void EmitGemm(Builder& b, const Chain& chain) {
   auto pd = MakePd<dnnl::inner_product_forward::primitive_desc>(b, node, desc, b.Attr(ops));
   Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
-                                    [&] { return b.HostMemory(PlainDesc(w.dims), w.data.data()); });
+                                    [&] { return b.HostView(PlainDesc(w.dims), w.data.data()); });
   memory bias_mem = BiasMemory(b, chain.anchor, bias);
   args.emplace_back(DNNL_ARG_SRC, src);
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
@@ -250,7 +234,7 @@ void EmitMatMul(Builder& b, const Chain& chain) {
   if (const_weights) {
     const Tensor& t = b.Const(node.inputs[1], node);
     memory m = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
-                                [&] { return b.HostMemory(PlainDesc(we), t.data.data()); });
+                                [&] { return b.HostView(PlainDesc(we), t.data.data()); });
     weights = Arg{-1, m.get_desc(), m};
   }
   args.emplace_back(DNNL_ARG_SRC, src);

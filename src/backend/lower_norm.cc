@@ -22,10 +22,6 @@ namespace onnxfuse::backend {
 
 namespace {
 
-[[noreturn]] void Unsupported(const Builder& b, const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
-}
-
 // The node reading `v`, when exactly one node reads it once and it is not a graph output.
 const Node* SoleUser(const Builder& b, ValueId v, const char* op) {
   const Value& value = b.graph.value(v);
@@ -104,27 +100,41 @@ bool TryLayerNorm(Builder& b, NodeId id) {
   }
 
   Arg src = b.UsePlain(x, r1);
+  dnnl::memory scale_mem = b.HostMemory(PlainDesc({channels}), scale.data());
+  dnnl::memory shift_mem = b.HostMemory(PlainDesc({channels}), shift.data());
+  Act dst = EmitLayerNormPrimitive(b, r1, r1.name + "+LayerNormalization", src, dims, static_cast<float>(eps),
+                                   Arg{-1, scale_mem.get_desc(), scale_mem}, Arg{-1, shift_mem.get_desc(), shift_mem});
+  Absorb(b, nodes);
+  b.SetAct(out, dst);
+  return true;
+}
+
+Act EmitLayerNormPrimitive(Builder& b, const Node& node, const std::string& label, const Arg& src, const Dims& dims,
+                           float epsilon, const Arg& scale, const Arg& shift, Act* mean, Act* variance) {
+  const bool stats = mean || variance;
   auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-  dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md, static_cast<float>(eps),
-                                               flags);
+  dnnl::layer_normalization_forward::desc desc(
+      stats ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, src.md, epsilon, flags);
   dnnl::layer_normalization_forward::primitive_desc pd;
   try {
     pd = dnnl::layer_normalization_forward::primitive_desc(desc, b.Attr(), b.engine);
   } catch (const dnnl::error& e) {
-    Unsupported(b, r1, std::string("oneDNN has no layer normalization: ") + e.what());
+    Unsupported(b, node, std::string("oneDNN has no layer normalization: ") + e.what());
   }
-  dnnl::memory scale_mem = b.HostMemory(PlainDesc({channels}), scale.data());
-  dnnl::memory shift_mem = b.HostMemory(PlainDesc({channels}), shift.data());
   Act dst = b.NewAct(dims, pd.dst_desc());
-  b.Emit(pd, "layer_norm", r1.name + "+LayerNormalization",
-         {{DNNL_ARG_SRC, src},
-          {DNNL_ARG_SCALE, Arg{-1, scale_mem.get_desc(), scale_mem}},
-          {DNNL_ARG_SHIFT, Arg{-1, shift_mem.get_desc(), shift_mem}},
-          {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}},
-         dst.md);
-  Absorb(b, nodes);
-  b.SetAct(out, dst);
-  return true;
+  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}};
+  if (stats) {  // forward_training writes both statistics
+    Dims rows = DimsOf(pd.mean_desc());
+    Act m = b.NewAct(rows, pd.mean_desc()), v = b.NewAct(rows, pd.variance_desc());
+    args.emplace_back(DNNL_ARG_MEAN, Arg{m.slot, m.md, {}});
+    args.emplace_back(DNNL_ARG_VARIANCE, Arg{v.slot, v.md, {}});
+    if (mean) *mean = m;
+    if (variance) *variance = v;
+  }
+  args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, pd.dst_desc(), {}});
+  b.Emit(pd, "layer_norm", label, std::move(args), pd.dst_desc());
+  dst.md = PlainDesc(dims);  // the same bytes as the 2-D view the primitive wrote
+  return dst;
 }
 
 std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb) {

@@ -1,4 +1,4 @@
-// Binary, elementwise, batch normalization, pooling, softmax and concat primitives.
+// Binary, elementwise, PRelu, batch normalization, pooling, softmax and concat primitives.
 #include <cfloat>
 #include <cmath>
 
@@ -14,29 +14,6 @@ namespace {
 using dnnl::algorithm;
 using dnnl::memory;
 
-[[noreturn]] void Unsupported(const Builder& b, const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
-}
-
-template <typename PD, typename Desc>
-PD MakePd(const Builder& b, const Node& node, const Desc& desc, const dnnl::primitive_attr& attr) {
-  try {
-    return PD(desc, attr, b.engine);
-  } catch (const dnnl::error& e) {
-    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
-  }
-}
-
-// The layout a non-anchor op reads its input in: as produced when fusing, plain otherwise.
-// Layouts oneDNN's elementwise, pooling and concat kernels handle: plain, a
-// conv's channels-last or channel-blocked layout. Other strided views
-// (transposes) are made plain first.
-Arg Input(Builder& b, const Node& node, std::size_t i) {
-  const auto& md = b.ActOf(node.inputs.at(i), node).md;
-  if (b.fuse && (IsPlainEquivalent(md) || IsConvLayout(md))) return b.UseAsIs(node.inputs[i], node);
-  return b.UsePlain(node.inputs[i], node);
-}
-
 float ConstScalar(Builder& b, const Node& node, std::size_t i, float fallback) {
   if (node.inputs.size() <= i || node.inputs[i] == kNoValue) return fallback;
   if (!b.IsConst(node.inputs[i])) return NAN;
@@ -51,6 +28,12 @@ PostOp Eltwise(algorithm alg, float alpha = 0, float beta = 0) {
 }
 
 }  // namespace
+
+Arg OpInput(Builder& b, const Node& node, std::size_t i) {
+  const auto& md = b.ActOf(node.inputs.at(i), node).md;
+  if (b.fuse && (IsPlainEquivalent(md) || IsConvLayout(md))) return b.UseAsIs(node.inputs[i], node);
+  return b.UsePlain(node.inputs[i], node);
+}
 
 std::vector<PostOp> EltwiseOf(Builder& b, const Node& node) {
   const std::string& op = node.op_type;
@@ -90,7 +73,7 @@ std::vector<PostOp> EltwiseOf(Builder& b, const Node& node) {
 
 void EmitEltwise(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
-  Arg src = Input(b, node, 0);
+  Arg src = OpInput(b, node, 0);
   Dims dims = b.ActOf(node.inputs[0], node).dims;
   for (const PostOp& po : EltwiseOf(b, node)) {
     dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, po.alg, src.md, po.alpha, po.beta);
@@ -100,6 +83,42 @@ void EmitEltwise(Builder& b, NodeId id) {
     src = Arg{dst.slot, dst.md, {}};
   }
   b.SetAct(node.outputs[0], Act{src.slot, src.md, dims});
+}
+
+// PRelu: y = x < 0 ? slope * x : x, the slope unidirectionally broadcast to x
+// (ONNX) -> prelu_forward with the slope as weights of x's rank, each dim 1 or x's.
+void EmitPrelu(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  if (!b.IsAct(node.inputs.at(0))) Unsupported(b, node, "X must be computed at run time");
+  Dims dims = b.ActOf(node.inputs[0], node).dims, sd = b.DimsOfValue(node.inputs.at(1), node);
+  if (sd.size() > dims.size()) Unsupported(b, node, "slope has a higher rank than X");
+  sd = ExpandRank(sd, dims.size());
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (sd[d] != 1 && sd[d] != dims[d]) Unsupported(b, node, "slope " + DimsString(sd) + " does not broadcast to X " + DimsString(dims));
+  Arg slope;
+  if (b.IsConst(node.inputs[1])) {
+    const Tensor& t = b.Const(node.inputs[1], node);
+    if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
+    slope.md = PlainDesc(sd);
+    slope.fixed = b.HostMemory(slope.md, t.data.data());
+  } else {
+    slope = b.UsePlain(node.inputs[1], node);
+    slope.md = PlainDesc(sd);
+  }
+  Arg src = OpInput(b, node, 0);
+  using PreluPd = dnnl::prelu_forward::primitive_desc;
+  PreluPd pd;
+  try {
+    pd = PreluPd(dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope.md), b.Attr(), b.engine);
+  } catch (const dnnl::error&) {  // a layout the kernel does not take: plain
+    src = b.UsePlain(node.inputs[0], node);
+    pd = MakePd<PreluPd>(b, node, dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope.md),
+                         b.Attr());
+  }
+  Act dst = b.NewAct(dims, pd.dst_desc());
+  b.Emit(pd, "prelu", node.name,
+         {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, slope}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  b.SetAct(node.outputs[0], dst);
 }
 
 void EmitBinary(Builder& b, const Chain& chain) {
@@ -118,7 +137,7 @@ void EmitBinary(Builder& b, const Chain& chain) {
     first = 1;
   }
   ValueId other = node.inputs[1 - first];
-  Arg src0 = Input(b, node, first);
+  Arg src0 = OpInput(b, node, first);
   if (out.empty()) out = {1};
   Arg src1;
   if (b.IsConst(other)) {
@@ -146,7 +165,7 @@ void EmitBinary(Builder& b, const Chain& chain) {
 void EmitBatchNorm(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
   if (AttrInt(node, "training_mode", 0) != 0) Unsupported(b, node, "training_mode=1 is not supported");
-  Arg src = Input(b, node, 0);
+  Arg src = OpInput(b, node, 0);
   Dims dims = b.ActOf(node.inputs[0], node).dims;
   auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                dnnl::normalization_flags::use_shift;
@@ -205,7 +224,7 @@ void EmitPool(Builder& b, NodeId id) {
   algorithm alg = op.find("Max") != std::string::npos ? algorithm::pooling_max
                   : AttrInt(node, "count_include_pad", 0) ? algorithm::pooling_avg_include_padding
                                                            : algorithm::pooling_avg_exclude_padding;
-  Arg src = Input(b, node, 0);
+  Arg src = OpInput(b, node, 0);
   auto dst_md = b.fuse ? AnyDesc(out) : PlainDesc(out);
   dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src.md, dst_md, strides, kernel, dil,
                                       pl, pr);
@@ -248,7 +267,7 @@ void EmitConcat(Builder& b, NodeId id) {
       arg.md = PlainDesc(t.dims);
       arg.fixed = b.HostMemory(arg.md, t.data.data());
     } else {
-      arg = Input(b, node, i);
+      arg = OpInput(b, node, i);
     }
     srcs.push_back(arg);
     inputs.push_back(v);

@@ -1,10 +1,18 @@
 // Pad, Slice and Gather of run-time tensors, as reorders between a plain
-// tensor and a sub-memory view of another (oneDNN's submemory_desc):
-//   Slice (steps 1)      reorder view(x, starts) -> y
-//   Gather (one index,   the same slice of width 1 (or a contiguous run of
-//     or a run k..k+n)    indices), then a view without the gathered axis
-//   Pad (constant mode)  a fill of y, then reorder x -> view(y, pads_begin);
-//                        all-zero pads are a view of x
+// tensor and a (strided) sub-memory view of another:
+//   Slice, steps >= 1     reorder view(x, offset = starts, strides * steps) -> y
+//   Slice, a step < 0     a parallel copy loop (oneDNN descriptors take no
+//                         negative strides)
+//   Gather, constant      x viewed as [outer, n, inner] (n the gathered axis);
+//     indices (negative   each run of consecutive ascending indices k..k+m is
+//     ones count from     one reorder of view(x, [., k, .]) into view(y, [., j, .]);
+//     the end)            a single run is the Slice case, y a view of it with
+//                         the indices' dims; more than kMaxGatherRuns runs:
+//                         a parallel row-copy loop
+//   Pad (constant mode)   a fill of y, then reorder x -> view(y, pads_begin);
+//                         all-zero pads are a view of x
+// Slice's starts/ends/axes/steps clamp as ONNX Operators.md says (Slice-13):
+// step > 0: start and end in [0, n]; step < 0: start in [0, n-1], end in [-1, n-1].
 #include <algorithm>
 
 #include "attrs.h"
@@ -15,10 +23,6 @@
 namespace onnxfuse::backend {
 
 namespace {
-
-[[noreturn]] void Unsupported(const Builder& b, const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
-}
 
 std::vector<std::int64_t> ConstInts(Builder& b, const Node& node, std::size_t i) {
   if (node.num_explicit_inputs <= i || node.inputs[i] == kNoValue) return {};
@@ -72,6 +76,149 @@ void LowerPad(Builder& b, const Node& node, const Dims& in) {
   b.SetAct(node.outputs[0], dst);
 }
 
+// Strides of a plain (row-major) tensor of `dims`, in elements.
+Dims PlainStrides(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (std::size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
+}
+
+// An output with no elements: a buffer of no bytes, no step.
+void SetEmpty(Builder& b, const Node& node, const Dims& out) {
+  b.SetAct(node.outputs[0], b.NewAct(out, PlainDesc(out)));
+}
+
+void LowerStridedSlice(Builder& b, const Node& node, const Dims& in) {
+  std::vector<std::int64_t> starts, ends, axes, steps;
+  if (b.graph.opset() < 10) {
+    starts = AttrInts(node, "starts"), ends = AttrInts(node, "ends"), axes = AttrInts(node, "axes");
+  } else {
+    starts = ConstInts(b, node, 1), ends = ConstInts(b, node, 2), axes = ConstInts(b, node, 3);
+    steps = ConstInts(b, node, 4);
+  }
+  if (ends.size() != starts.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size()))
+    Unsupported(b, node, "starts, ends, axes and steps differ in length");
+  Dims out = in, begin(in.size(), 0), step(in.size(), 1);
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    auto axis = static_cast<std::size_t>(NormAxis(b, node, axes.empty() ? static_cast<std::int64_t>(k) : axes[k], in.size()));
+    const std::int64_t n = in[axis], st = steps.empty() ? 1 : steps[k];
+    if (st == 0) throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": a step of 0");
+    std::int64_t s = starts[k] < 0 ? starts[k] + n : starts[k], e = ends[k] < 0 ? ends[k] + n : ends[k];
+    if (st > 0) {
+      s = std::clamp<std::int64_t>(s, 0, n), e = std::clamp<std::int64_t>(e, 0, n);
+      out[axis] = e > s ? (e - s + st - 1) / st : 0;
+    } else {
+      s = std::clamp<std::int64_t>(s, 0, n - 1), e = std::clamp<std::int64_t>(e, -1, n - 1);
+      out[axis] = s > e ? (s - e - st - 1) / -st : 0;
+    }
+    begin[axis] = s, step[axis] = st;
+  }
+  if (Product(out) == 0) return SetEmpty(b, node, out);
+  if (std::all_of(step.begin(), step.end(), [](std::int64_t st) { return st == 1; })) {
+    b.SetAct(node.outputs[0], EmitSubTensor(b, node, out, begin));
+    return;
+  }
+  Arg src = b.UsePlain(node.inputs[0], node);
+  Act dst = b.NewAct(out, PlainDesc(out));
+  const Dims is = PlainStrides(in);
+  if (std::all_of(step.begin(), step.end(), [](std::int64_t st) { return st > 0; })) {
+    // x read through strides * steps from the first selected element: one reorder.
+    Dims strides(in.size());
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < in.size(); ++d) strides[d] = is[d] * step[d], offset += begin[d] * is[d];
+    dnnl::memory::desc view(out, DataType::f32, strides);
+    view.data.offset0 = offset;
+    src.md = view;
+    dnnl::reorder::primitive_desc pd(b.engine, src.md, b.engine, dst.md, b.Attr());
+    b.Emit(pd, "slice", node.name, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  } else {
+    const std::int64_t inner = out.back(), rows = Product(out) / inner;
+    b.EmitCustom("slice", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
+                 [out, begin, step, is, inner, rows](const std::vector<void*>& data) {
+                   const auto* x = static_cast<const float*>(data[0]);
+                   auto* y = static_cast<float*>(data[1]);
+                   const std::size_t last = out.size() - 1;
+                   const std::int64_t jump = step[last] * is[last];
+#pragma omp parallel for schedule(static)
+                   for (std::int64_t r = 0; r < rows; ++r) {
+                     std::int64_t rest = r, from = begin[last] * is[last];
+                     for (std::size_t d = last; d-- > 0;) {
+                       from += (begin[d] + rest % out[d] * step[d]) * is[d];
+                       rest /= out[d];
+                     }
+                     float* row = y + r * inner;
+                     for (std::int64_t j = 0; j < inner; ++j) row[j] = x[from + j * jump];
+                   }
+                 },
+                 dst.md);
+  }
+  b.SetAct(node.outputs[0], dst);
+}
+
+constexpr std::size_t kMaxGatherRuns = 8;  // more runs of indices: one copy loop instead of a reorder each
+
+void LowerGather(Builder& b, const Node& node, const Dims& in) {
+  if (!b.IsConst(node.inputs.at(1))) Unsupported(b, node, "indices must be constant");
+  const Tensor& indices = b.Const(node.inputs[1], node);
+  auto axis = static_cast<std::size_t>(NormAxis(b, node, AttrInt(node, "axis", 0), in.size()));
+  const std::int64_t n = in[axis];
+  auto idx = AsInts(indices);
+  for (auto& k : idx) {
+    if (k < -n || k >= n)
+      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": index " +
+                                                std::to_string(k) + " out of range for an axis of " + std::to_string(n));
+    if (k < 0) k += n;
+  }
+  Dims out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis));
+  out.insert(out.end(), indices.dims.begin(), indices.dims.end());
+  out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(axis) + 1, in.end());
+  if (Product(out) == 0) return SetEmpty(b, node, out);
+  // Runs of consecutive ascending indices: (first index, position in idx, length).
+  struct Run {
+    std::int64_t first, at, length;
+  };
+  std::vector<Run> runs;
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    if (!runs.empty() && idx[i] == runs.back().first + runs.back().length) ++runs.back().length;
+    else runs.push_back({idx[i], static_cast<std::int64_t>(i), 1});
+  }
+  if (runs.size() == 1) {  // one sub-tensor, then a view with the indices' dims
+    Dims dims = in, offsets(in.size(), 0);
+    offsets[axis] = idx[0], dims[axis] = static_cast<std::int64_t>(idx.size());
+    Act sub = EmitSubTensor(b, node, dims, offsets);
+    b.SetAct(node.outputs[0], Act{sub.slot, PlainDesc(out), out});
+    return;
+  }
+  const std::int64_t outer = Product(Dims(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis)));
+  const std::int64_t inner = Product(Dims(in.begin() + static_cast<std::ptrdiff_t>(axis) + 1, in.end()));
+  const auto count = static_cast<std::int64_t>(idx.size());
+  Arg src = b.UsePlain(node.inputs[0], node);
+  Act dst = b.NewAct(out, PlainDesc(out));
+  if (runs.size() <= kMaxGatherRuns) {
+    const dnnl::memory::desc x3 = PlainDesc({outer, n, inner}), y3 = PlainDesc({outer, count, inner});
+    for (const Run& run : runs) {
+      Arg from{src.slot, x3.submemory_desc({outer, run.length, inner}, {0, run.first, 0}), {}};
+      Arg to{dst.slot, y3.submemory_desc({outer, run.length, inner}, {0, run.at, 0}), {}};
+      dnnl::reorder::primitive_desc pd(b.engine, from.md, b.engine, to.md, b.Attr());
+      b.Emit(pd, "gather", node.name, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, dst.md);
+    }
+  } else {
+    b.EmitCustom("gather", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
+                 [idx, outer, n, inner, count](const std::vector<void*>& data) {
+                   const auto* x = static_cast<const float*>(data[0]);
+                   auto* y = static_cast<float*>(data[1]);
+#pragma omp parallel for schedule(static)
+                   for (std::int64_t r = 0; r < outer * count; ++r) {
+                     const std::int64_t o = r / count, k = idx[static_cast<std::size_t>(r % count)];
+                     std::copy_n(x + (o * n + k) * inner, inner, y + r * inner);
+                   }
+                 },
+                 dst.md);
+  }
+  b.SetAct(node.outputs[0], dst);
+}
+
 }  // namespace
 
 bool LowerSlice(Builder& b, NodeId id) {
@@ -80,44 +227,9 @@ bool LowerSlice(Builder& b, NodeId id) {
   if (!node.domain.empty() || (op != "Pad" && op != "Slice" && op != "Gather") || !b.IsAct(node.inputs.at(0)))
     return false;
   const Dims in = b.ActOf(node.inputs[0], node).dims;
-  if (op == "Pad") {
-    LowerPad(b, node, in);
-    return true;
-  }
-  Dims dims = in, offsets(in.size(), 0);
-  if (op == "Slice") {
-    std::vector<std::int64_t> starts, ends, axes, steps;
-    if (b.graph.opset() < 10) {
-      starts = AttrInts(node, "starts"), ends = AttrInts(node, "ends"), axes = AttrInts(node, "axes");
-    } else {
-      starts = ConstInts(b, node, 1), ends = ConstInts(b, node, 2), axes = ConstInts(b, node, 3);
-      steps = ConstInts(b, node, 4);
-    }
-    for (std::size_t k = 0; k < starts.size(); ++k) {
-      auto axis = static_cast<std::size_t>(NormAxis(b, node, axes.empty() ? static_cast<std::int64_t>(k) : axes[k], in.size()));
-      if (!steps.empty() && steps[k] != 1) Unsupported(b, node, "steps other than 1");
-      std::int64_t n = in[axis], s = starts[k] < 0 ? starts[k] + n : starts[k], e = ends[k] < 0 ? ends[k] + n : ends[k];
-      s = std::clamp<std::int64_t>(s, 0, n), e = std::clamp<std::int64_t>(e, s, n);
-      offsets[axis] = s, dims[axis] = e - s;
-    }
-    b.SetAct(node.outputs[0], EmitSubTensor(b, node, dims, offsets));
-    return true;
-  }
-  // Gather with constant indices forming one contiguous ascending run.
-  if (!b.IsConst(node.inputs.at(1))) Unsupported(b, node, "indices must be constant");
-  const Tensor& indices = b.Const(node.inputs[1], node);
-  auto axis = static_cast<std::size_t>(NormAxis(b, node, AttrInt(node, "axis", 0), in.size()));
-  auto idx = AsInts(indices);
-  for (auto& k : idx) k = k < 0 ? k + in[axis] : k;
-  for (std::size_t i = 1; i < idx.size(); ++i)
-    if (idx[i] != idx[0] + static_cast<std::int64_t>(i)) Unsupported(b, node, "indices must be a contiguous run");
-  if (idx.empty() || idx[0] < 0 || idx.back() >= in[axis]) Unsupported(b, node, "indices out of range");
-  offsets[axis] = idx[0], dims[axis] = static_cast<std::int64_t>(idx.size());
-  Act sub = EmitSubTensor(b, node, dims, offsets);
-  Dims out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis));
-  out.insert(out.end(), indices.dims.begin(), indices.dims.end());
-  out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(axis) + 1, in.end());
-  b.SetAct(node.outputs[0], Act{sub.slot, PlainDesc(out), out});
+  if (op == "Pad") LowerPad(b, node, in);
+  else if (op == "Slice") LowerStridedSlice(b, node, in);
+  else LowerGather(b, node, in);
   return true;
 }
 

@@ -279,7 +279,7 @@ bool IsPlanFile(const std::string& path) {
   return in.read(magic, sizeof magic) && std::memcmp(magic, kMagic, sizeof kMagic) == 0;
 }
 
-LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name) {
+LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights) {
   planfile::Plan stored = ParsePayload(static_cast<const unsigned char*>(data), size, source_name);
   const std::string& model_bytes = stored.model();
   auto graph = std::make_unique<Graph>(
@@ -289,7 +289,8 @@ LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& 
   CompileOptions options;
   options.fuse = stored.fused();
   options.packed = ConstantsOf(stored, source_name);
-  ExecutablePlan executable = ExecutablePlan::Compile(*graph, fusion, options);
+  ExecutablePlan executable = keep_weights ? ExecutablePlan::Compile(*graph, fusion, options)
+                                           : ExecutablePlan::CompileReleasingWeights(*graph, fusion, options);
 
   PlanFileInfo info;
   info.producer = stored.producer();
@@ -315,12 +316,12 @@ LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& 
   return LoadedPlan{std::move(graph), std::move(fusion), std::move(executable), std::move(info)};
 }
 
-LoadedPlan ReadPlanFile(const std::string& path) {
+LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw Error(ErrorKind::kIo, path + ": read failed");
-  return ParsePlanFile(bytes.data(), bytes.size(), path);
+  return ParsePlanFile(bytes.data(), bytes.size(), path, keep_weights);
 }
 
 }  // namespace onnxfuse

@@ -86,7 +86,8 @@ Prepared Prepare(const RunOptions& options) {
                                          ": a plan's input shapes are fixed when it is built; --input-shape applies "
                                          "to ONNX models");
     auto start = Clock::now();
-    LoadedPlan loaded = ReadPlanFile(options.model_path);
+    const bool recompile = options.check || !options.fuse;  // needs the model's weights again
+    LoadedPlan loaded = ReadPlanFile(options.model_path, recompile);
     p.graph = std::move(loaded.graph);
     p.fusion = std::move(loaded.fusion);
     p.strategy = loaded.info.strategy;
@@ -109,7 +110,9 @@ Prepared Prepare(const RunOptions& options) {
   auto start = Clock::now();
   CompileOptions compile;
   compile.fuse = options.fuse;
-  p.executable.emplace(ExecutablePlan::Compile(*p.graph, p.fusion, compile));
+  // Without --check nothing compiles this graph again: free its weights as they are packed.
+  p.executable.emplace(options.check ? ExecutablePlan::Compile(*p.graph, p.fusion, compile)
+                                     : ExecutablePlan::CompileReleasingWeights(*p.graph, p.fusion, compile));
   p.compile_ms = MsSince(start);
   return p;
 }

@@ -7,6 +7,10 @@
 // such a float graph input, it is bound as an initializer with the data set's
 // value and the model is compiled again (the printed line says which inputs
 // were bound); the op is then tested on the same numbers as the ONNX runner's.
+// Integer inputs (Slice's starts, Gather's indices, Resize's sizes, ...), which
+// the backend takes only as constants ("input 'indices' is not float32"), are
+// bound the same way, as long as a float input stays a run-time input (else the
+// test would exercise build-time evaluation only).
 #include "run_case.h"
 
 #include <algorithm>
@@ -122,20 +126,32 @@ Graph Build(const Case& c, const std::vector<Tensor>& inputs, const std::set<std
   return LoadModelProto(std::move(proto), c.path, options, fs::path(c.path).parent_path().string());
 }
 
-// The float graph input an Error(kUnsupported) asks to be a constant, or "".
-std::string WantedConstant(const Case& c, const Graph& graph, const std::string& message) {
-  static const std::regex named("input '([^']+)' must be a constant"), gemm("node '([^']+)' \\(Gemm\\): B must be");
+// The graph input an Error(kUnsupported) asks to be a constant, or "": a float
+// input named as needed at build time, or an integer input (not float32) when
+// a float input that is not `bound` remains.
+std::string WantedConstant(const Case& c, const Graph& graph, const std::string& message,
+                           const std::set<std::string>& bound) {
+  static const std::regex named("input '([^']+)' must be a constant"), gemm("node '([^']+)' \\(Gemm\\): B must be"),
+      not_float("input '([^']+)' is not float32");
   std::smatch m;
   std::string name;
+  bool integer = false;
   if (std::regex_search(message, m, named)) {
     name = m[1];
   } else if (std::regex_search(message, m, gemm)) {
     for (const Node& node : graph.nodes())
       if (node.name == m[1].str() && node.inputs.size() > 1) name = graph.value(node.inputs[1]).name;
+  } else if (std::regex_search(message, m, not_float)) {
+    name = m[1], integer = true;
   }
+  bool float_left = false;
   for (const auto& vi : c.proto.graph().input())
-    if (vi.name() == name && vi.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT &&
-        std::count(c.input_names.begin(), c.input_names.end(), name))
+    float_left |= vi.name() != name && !bound.count(vi.name()) &&
+                  vi.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT &&
+                  std::count(c.input_names.begin(), c.input_names.end(), vi.name());
+  for (const auto& vi : c.proto.graph().input())
+    if (vi.name() == name && std::count(c.input_names.begin(), c.input_names.end(), name) &&
+        (integer ? float_left : vi.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT))
       return name;
   return "";
 }
@@ -211,7 +227,7 @@ void RunCase(const std::string& dir) {
     }
     std::string want;
     for (int m = 0; m < 2 && want.empty(); ++m)
-      if (!p.unsupported[m].empty()) want = WantedConstant(c, *p.graph, p.unsupported[m]);
+      if (!p.unsupported[m].empty()) want = WantedConstant(c, *p.graph, p.unsupported[m], bound);
     if (want.empty() || bound.count(want)) break;
     bound.insert(want);
   }

@@ -1,0 +1,301 @@
+// The oneDNN backend's ConvTranspose, PRelu, InstanceNormalization, Resize,
+// Slice and Gather lowerings, on the cases the ONNX node tests
+// (tests/conformance) leave out: grouped ConvTranspose with a folded
+// BatchNormalization and post-ops, PRelu as a post-op, InstanceNormalization
+// (its node tests are opset 6, below the loader's range), positive Slice steps,
+// Gather with several runs of indices, Resize after a convolution's blocked
+// layout and a refused Resize. Numbers are checked against naive loops in double.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "onnxfuse/error.h"
+#include "onnxfuse/executor.h"
+#include "onnxfuse/postdom_fuser.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+
+namespace {
+
+using Dims = std::vector<std::int64_t>;
+
+Tensor Make(Dims dims, const std::function<float(std::int64_t)>& f, std::string name = "x") {
+  Tensor t;
+  t.name = std::move(name);
+  t.dims = std::move(dims);
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) t.data.push_back(f(i));
+  return t;
+}
+
+float Wave(std::int64_t i) { return static_cast<float>((i * 7) % 11 - 5) * 0.125f + 0.03f * static_cast<float>(i % 4); }
+
+// "{a, b, c}" for an initializer in ONNX text syntax.
+std::string List(const std::vector<float>& values) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "}";
+}
+
+std::vector<float> Floats(std::size_t n, float scale, int salt) {
+  std::vector<float> v;
+  for (std::size_t i = 0; i < n; ++i) v.push_back(scale * Wave(static_cast<std::int64_t>(i) * 3 + salt));
+  return v;
+}
+
+struct Run {
+  std::vector<Tensor> outputs;
+  PlanStats stats;
+  std::vector<std::string> steps;
+};
+
+Run Execute(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs) {
+  ExecutablePlan plan = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), CompileOptions{fuse});
+  return {plan.Run(inputs), plan.stats(), plan.Describe()};
+}
+
+void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol) {
+  REQUIRE(actual.data.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO("element " << i);
+    CHECK(actual.data[i] == Approx(expected[i]).margin(tol).epsilon(tol));
+  }
+}
+
+// Runs fused and unfused and checks both; returns the fused run.
+Run CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
+              double tol = 1e-5) {
+  Graph graph = test::GraphFromText(text);
+  Run unfused = Execute(graph, false, inputs), fused = Execute(graph, true, inputs);
+  {
+    INFO("unfused");
+    CheckClose(unfused.outputs.at(0), expected, tol);
+  }
+  {
+    INFO("fused");
+    CheckClose(fused.outputs.at(0), expected, tol);
+  }
+  return fused;
+}
+
+std::string CompileError(const std::string& text) {
+  Graph graph = test::GraphFromText(text);
+  try {
+    ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), {});
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kUnsupported);
+    return e.what();
+  }
+  FAIL("compiled without an error");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("grouped ConvTranspose with output_padding, folded BatchNormalization and Relu is one deconvolution",
+          "[backend_ops]") {
+  // X [1,4,3,3], W [4,2,3,3] (C_in 4, group 2 -> C_out 4), strides 2, pads 1, output_padding 1:
+  // out = 2*(3-1) + 1 + 3 - 1 - 1 = 6.
+  const std::int64_t cin = 4, cout_g = 2, group = 2, k = 3, in = 3, stride = 2, pad = 1, out = 6;
+  std::vector<float> w = Floats(static_cast<std::size_t>(cin * cout_g * k * k), 0.5f, 1), bias = {0.1f, -0.2f, 0.3f, 0.05f};
+  std::vector<float> gamma = {1.5f, 0.5f, -1.0f, 2.0f}, beta = {0.1f, 0.0f, -0.3f, 0.2f}, mean = {0.2f, -0.1f, 0.0f, 0.3f},
+                     var = {0.5f, 2.0f, 1.0f, 0.25f};
+  std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,3,3] x, float[4,2,3,3] w = )" + List(w) + R"(, float[4] b = )" + List(bias) +
+                     R"(, float[4] s = )" + List(gamma) + R"(, float[4] t = )" + List(beta) + R"(, float[4] m = )" +
+                     List(mean) + R"(, float[4] v = )" + List(var) + R"() => (float[1,4,6,6] y) {
+      c = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]> (x, w, b)
+      n = BatchNormalization <epsilon = 0.001> (c, s, t, m, v)
+      y = Relu (n)
+    })";
+  Tensor x = Make({1, cin, in, in}, Wave);
+  const std::int64_t cin_g = cin / group, cout = cout_g * group;
+  std::vector<double> y(static_cast<std::size_t>(cout * out * out));
+  for (std::int64_t o = 0; o < cout; ++o)
+    for (std::int64_t i = 0; i < out * out; ++i) y[static_cast<std::size_t>(o * out * out + i)] = bias[static_cast<std::size_t>(o)];
+  for (std::int64_t ci = 0; ci < cin; ++ci)  // scatter every input pixel through the kernel
+    for (std::int64_t oc = 0; oc < cout_g; ++oc)
+      for (std::int64_t ih = 0; ih < in; ++ih)
+        for (std::int64_t iw = 0; iw < in; ++iw)
+          for (std::int64_t kh = 0; kh < k; ++kh)
+            for (std::int64_t kw = 0; kw < k; ++kw) {
+              std::int64_t oh = ih * stride - pad + kh, ow = iw * stride - pad + kw, o = ci / cin_g * cout_g + oc;
+              if (oh < 0 || ow < 0 || oh >= out || ow >= out) continue;
+              y[static_cast<std::size_t>((o * out + oh) * out + ow)] +=
+                  static_cast<double>(x.data[static_cast<std::size_t>((ci * in + ih) * in + iw)]) *
+                  w[static_cast<std::size_t>(((ci * cout_g + oc) * k + kh) * k + kw)];
+            }
+  for (std::int64_t o = 0; o < cout; ++o)
+    for (std::int64_t i = 0; i < out * out; ++i) {
+      auto c = static_cast<std::size_t>(o);
+      double& e = y[static_cast<std::size_t>(o * out * out + i)];
+      e = std::max(0.0, (e - mean[c]) / std::sqrt(static_cast<double>(var[c]) + 1e-3) * gamma[c] + beta[c]);
+    }
+  Run fused = CheckBoth(text, {x}, y, 1e-4);
+  CHECK(fused.stats.kernels <= 3);  // one deconvolution, at most a reorder on each side
+  bool one_deconv = false;
+  for (const auto& step : fused.steps) one_deconv |= step.find("+BatchNormalization+Relu") != std::string::npos;
+  CHECK(one_deconv);
+  CHECK(fused.stats.kernels - fused.stats.reorders == 1);
+}
+
+TEST_CASE("PRelu: a prelu primitive, per-channel after a Conv's layout, or broadcast along the last axis", "[backend_ops]") {
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,4,4] x, float[2,1,2,2] w = {0.5, -0.25, 0.75, 1.0, -0.5, 0.25, 0.125, -1.0},
+       float[2,1,1] slope = {0.1, -2.0}) => (float[1,2,3,3] y) {
+      c = Conv (x, w)
+      y = PRelu (c, slope)
+    })";
+  Tensor x = Make({1, 1, 4, 4}, Wave);
+  const float w[2][4] = {{0.5f, -0.25f, 0.75f, 1.0f}, {-0.5f, 0.25f, 0.125f, -1.0f}}, slope[2] = {0.1f, -2.0f};
+  std::vector<double> y;
+  for (int o = 0; o < 2; ++o)
+    for (int h = 0; h < 3; ++h)
+      for (int v = 0; v < 3; ++v) {
+        double acc = 0;
+        for (int kh = 0; kh < 2; ++kh)
+          for (int kw = 0; kw < 2; ++kw) acc += static_cast<double>(w[o][kh * 2 + kw]) * x.data[static_cast<std::size_t>((h + kh) * 4 + v + kw)];
+        y.push_back(acc < 0 ? slope[o] * acc : acc);
+      }
+  // Not a post-op: oneDNN 2.6 runs convolutions with a prelu post-op on its reference kernel only.
+  Run fused = CheckBoth(text, {x}, y);
+  CHECK(fused.stats.kernels - fused.stats.reorders == 2);
+
+  // Broadcast along the last axis, slope a run-time input.
+  Tensor a = Make({2, 3}, [](std::int64_t i) { return static_cast<float>(i) - 2.5f; }, "a");
+  Tensor s = Make({3}, [](std::int64_t i) { return 0.5f * static_cast<float>(i + 1); }, "s");
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] a, float[3] s) => (float[2,3] y) {
+      y = PRelu (a, s)
+    })",
+            {a, s}, {-2.5 * 0.5, -1.5 * 1.0, -0.5 * 1.5, 0.5, 1.5, 2.5});
+}
+
+TEST_CASE("InstanceNormalization normalizes each (n, c) over its spatial dims", "[backend_ops]") {
+  // After a Conv, so that the fused plan reads a convolution's layout.
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3,2,3] x, float[3,3,1,1] w = {1, 0, 0, 0, 1, 0, 0, 0, 1}, float[3] s = {1.5, -0.5, 2.0},
+       float[3] b = {0.1, 0.2, -0.3}) => (float[2,3,2,3] y) {
+      c = Conv (x, w)
+      y = InstanceNormalization <epsilon = 0.01> (c, s, b)
+    })";
+  Tensor x = Make({2, 3, 2, 3}, Wave);
+  const double scale[3] = {1.5, -0.5, 2.0}, shift[3] = {0.1, 0.2, -0.3};
+  std::vector<double> y;
+  for (int nc = 0; nc < 6; ++nc) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 6; ++i) mean += x.data[static_cast<std::size_t>(nc * 6 + i)] / 6.0;
+    for (int i = 0; i < 6; ++i) var += std::pow(x.data[static_cast<std::size_t>(nc * 6 + i)] - mean, 2) / 6.0;
+    for (int i = 0; i < 6; ++i)
+      y.push_back((x.data[static_cast<std::size_t>(nc * 6 + i)] - mean) / std::sqrt(var + 0.01) * scale[nc % 3] + shift[nc % 3]);
+  }
+  CheckBoth(text, {x}, y, 1e-4);
+}
+
+TEST_CASE("Slice with steps above 1 and below 0; Gather with several runs of indices", "[backend_ops]") {
+  Tensor x = Make({2, 5, 6}, [](std::int64_t i) { return static_cast<float>(i); });
+  auto at = [](std::int64_t a, std::int64_t b, std::int64_t c) { return static_cast<double>(a * 30 + b * 6 + c); };
+  std::vector<double> y;  // x[:, 4:0:-2, 1:6:2]
+  for (std::int64_t a = 0; a < 2; ++a)
+    for (std::int64_t b = 4; b > 0; b -= 2)
+      for (std::int64_t c = 1; c < 6; c += 2) y.push_back(at(a, b, c));
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,5,6] x) => (float[2,2,3] y) {
+      s = Constant <value = int64[2] {4, 1}> ()
+      e = Constant <value = int64[2] {0, 100}> ()
+      a = Constant <value = int64[2] {1, -1}> ()
+      k = Constant <value = int64[2] {-2, 2}> ()
+      y = Slice (x, s, e, a, k)
+    })",
+            {x}, y);
+  y.clear();  // x[1:, ::2, 0:5:3]: positive steps only (one strided reorder)
+  for (std::int64_t b = 0; b < 5; b += 2)
+    for (std::int64_t c = 0; c < 5; c += 3) y.push_back(at(1, b, c));
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,5,6] x) => (float[1,3,2] y) {
+      s = Constant <value = int64[3] {1, 0, 0}> ()
+      e = Constant <value = int64[3] {2, 5, 5}> ()
+      k = Constant <value = int64[3] {1, 2, 3}> ()
+      a = Constant <value = int64[3] {0, 1, 2}> ()
+      y = Slice (x, s, e, a, k)
+    })",
+            {x}, y);
+
+  // Indices [3, 4, 0, -1, 1] along axis 1: runs 3..4, 0, 4 (as -1), 1 -> one reorder each.
+  y.clear();
+  const std::int64_t idx[] = {3, 4, 0, 4, 1};
+  for (std::int64_t a = 0; a < 2; ++a)
+    for (auto b : idx)
+      for (std::int64_t c = 0; c < 6; ++c) y.push_back(at(a, b, c));
+  Run runs = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,5,6] x) => (float[2,5,6] y) {
+      i = Constant <value = int64[5] {3, 4, 0, -1, 1}> ()
+      y = Gather <axis = 1> (x, i)
+    })",
+                       {x}, y);
+  CHECK(runs.stats.kernels == 4);
+  // Twelve scattered indices [2, 3] along the last axis: one copy loop.
+  y.clear();
+  const std::int64_t scattered[] = {5, 0, 4, 1, 3, 2, 5, 5, 0, 2, 4, 1};
+  for (std::int64_t a = 0; a < 2; ++a)
+    for (std::int64_t b = 0; b < 5; ++b)
+      for (auto c : scattered) y.push_back(at(a, b, c));
+  Run loop = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,5,6] x) => (float[2,5,4,3] y) {
+      i = Constant <value = int64[4,3] {5, 0, 4, 1, 3, 2, -1, 5, 0, 2, 4, -5}> ()
+      y = Gather <axis = 2> (x, i)
+    })",
+                       {x}, y);
+  CHECK(loop.stats.kernels == 1);
+  // A scalar negative index drops the axis.
+  y.clear();
+  for (std::int64_t b = 0; b < 5; ++b)
+    for (std::int64_t c = 0; c < 6; ++c) y.push_back(at(1, b, c));
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,5,6] x) => (float[5,6] y) {
+      i = Constant <value = int64 {-1}> ()
+      y = Gather (x, i)
+    })",
+            {x}, y);
+}
+
+TEST_CASE("Resize: integer nearest upsampling after a Conv; linear half_pixel; other modes refused", "[backend_ops]") {
+  // PyTorch's nn.Upsample(scale_factor=2) exports asymmetric + floor: for an
+  // integer factor the same input indices as oneDNN's half_pixel rounding.
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,3,3] x, float[2,2,1,1] w = {1, 0, 0, 1}) => (float[1,2,6,9] y) {
+      c = Conv (x, w)
+      s = Constant <value = float[4] {1, 1, 2, 3}> ()
+      y = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (c, , s)
+    })";
+  Tensor x = Make({1, 2, 3, 3}, Wave);
+  std::vector<double> y;
+  for (int c = 0; c < 2; ++c)
+    for (int h = 0; h < 6; ++h)
+      for (int v = 0; v < 9; ++v) y.push_back(x.data[static_cast<std::size_t>(c * 9 + h / 2 * 3 + v / 3)]);
+  CheckBoth(text, {x}, y);
+
+  // Linear, half_pixel, sizes: x = (o + 0.5) * 2 / 3 - 0.5 along W, clamped at the edges.
+  Tensor r = Make({1, 1, 1, 2}, [](std::int64_t i) { return i ? 4.f : 1.f; }, "r");
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,1,2] r) => (float[1,1,1,3] y) {
+      z = Constant <value = int64[4] {1, 1, 1, 3}> ()
+      y = Resize <mode = "linear"> (r, , , z)
+    })",
+            {r}, {1.0, 2.5, 4.0});
+
+  std::string error = CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,2,2] x) => (float[1,1,4,4] y) {
+      s = Constant <value = float[4] {1, 1, 2, 2}> ()
+      y = Resize <mode = "linear", coordinate_transformation_mode = "align_corners"> (x, , s)
+    })");
+  CHECK_THAT(error, Catch::Contains("Resize") && Catch::Contains("align_corners") && Catch::Contains("oneDNN"));
+  error = CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,2,2] x) => (float[1,1,4,4] y) {
+      s = Constant <value = float[4] {1, 1, 2, 2}> ()
+      y = Resize <mode = "cubic"> (x, , s)
+    })");
+  CHECK_THAT(error, Catch::Contains("mode 'cubic'"));
+}
