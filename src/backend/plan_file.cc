@@ -7,9 +7,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
 
+#include <unistd.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <spdlog/spdlog.h>
 
 #include "dnnl_util.h"
@@ -118,32 +123,131 @@ dnnl::memory::desc LoadDesc(const planfile::MemoryDesc& in, std::size_t data_byt
   return md;
 }
 
+// --- writing -----------------------------------------------------------------
+
+// A packed constant to stream: its key and descriptor as a message, its bytes in place.
+struct StreamedConstant {
+  planfile::PackedConstant head;  // key, desc; data left empty
+  dnnl::memory memory;
+};
+
+// Bytes to a file descriptor, keeping their CRC-32.
+class CrcFileSink : public google::protobuf::io::CopyingOutputStream {
+ public:
+  explicit CrcFileSink(int fd) : fd_(fd) {}
+  bool Write(const void* buffer, int size) override {
+    error_ = WriteAll(fd_, buffer, static_cast<std::size_t>(size));
+    if (error_ != 0) return false;
+    crc_ = crc32(crc_, static_cast<const Bytef*>(buffer), static_cast<uInt>(size));
+    return true;
+  }
+  int error() const { return error_; }
+  std::uint32_t crc() const { return static_cast<std::uint32_t>(crc_); }
+
+ private:
+  int fd_, error_ = 0;
+  uLong crc_ = crc32(0L, Z_NULL, 0);
+};
+
+// The Plan payload as `small` (every field but the model and the constants'
+// data) followed by field 3 (model) and one field 8 (constant) per constant,
+// written with protobuf's wire format (tag, length, bytes) straight from the
+// ModelProto and the constants' memories.
+class PayloadWriter {
+ public:
+  PayloadWriter(const planfile::Plan& small, const onnx::ModelProto& model, const std::vector<StreamedConstant>& constants)
+      : small_(small), model_(model), constants_(constants) {
+    using google::protobuf::io::CodedOutputStream;
+    size_ = small_.ByteSizeLong();
+    model_bytes_ = model_.ByteSizeLong();
+    size_ += 1 + CodedOutputStream::VarintSize64(model_bytes_) + model_bytes_;
+    for (const auto& c : constants_) {
+      std::uint64_t body = ConstantBody(c);
+      size_ += 1 + CodedOutputStream::VarintSize64(body) + body;
+    }
+  }
+  std::uint64_t size() const { return size_; }
+
+  // The header (with the payload's CRC, known only at the end, written last) and the payload. Returns 0 or errno.
+  int WriteFile(int fd) {
+    using google::protobuf::io::CodedOutputStream;
+    unsigned char header[kPlanHeaderBytes] = {};
+    if (int error = WriteAll(fd, header, sizeof header)) return error;
+    CrcFileSink sink(fd);
+    {
+      google::protobuf::io::CopyingOutputStreamAdaptor adaptor(&sink);
+      CodedOutputStream coded(&adaptor);
+      small_.SerializeWithCachedSizes(&coded);
+      coded.WriteTag(Tag(planfile::Plan::kModelFieldNumber));
+      coded.WriteVarint64(model_bytes_);
+      model_.SerializeWithCachedSizes(&coded);
+      for (const auto& c : constants_) {
+        coded.WriteTag(Tag(planfile::Plan::kConstantsFieldNumber));
+        coded.WriteVarint64(ConstantBody(c));
+        c.head.SerializeWithCachedSizes(&coded);
+        coded.WriteTag(Tag(planfile::PackedConstant::kDataFieldNumber));
+        coded.WriteVarint64(c.memory.get_desc().get_size());
+        coded.WriteRaw(c.memory.get_data_handle(), static_cast<int>(c.memory.get_desc().get_size()));
+      }
+      coded.Trim();
+      if (coded.HadError() || !adaptor.Flush()) return sink.error() ? sink.error() : EIO;
+    }
+    std::memcpy(header, kMagic, sizeof kMagic);
+    PutU32(header + 8, kPlanFormatVersion);
+    PutU32(header + 12, sink.crc());
+    PutU64(header + 16, size_);
+    return pwrite(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) ? 0 : errno;
+  }
+
+ private:
+  static std::uint32_t Tag(int field) { return static_cast<std::uint32_t>(field << 3) | 2; }  // length-delimited
+  static std::uint64_t ConstantBody(const StreamedConstant& c) {
+    std::uint64_t data = c.memory.get_desc().get_size();
+    return c.head.ByteSizeLong() + 1 + google::protobuf::io::CodedOutputStream::VarintSize64(data) + data;
+  }
+
+  const planfile::Plan& small_;
+  const onnx::ModelProto& model_;
+  const std::vector<StreamedConstant>& constants_;
+  std::uint64_t size_ = 0, model_bytes_ = 0;
+};
+
 // --- reading -----------------------------------------------------------------
 
-planfile::Plan ParsePayload(const unsigned char* data, std::size_t size, const std::string& source) {
-  if (size < kPlanHeaderBytes || std::memcmp(data, kMagic, sizeof kMagic) != 0) {
-    if (size >= sizeof kMagic && std::memcmp(data, kMagic, sizeof kMagic) == 0)
-      Invalid(source, "truncated plan file (" + std::to_string(size) + " bytes, shorter than its header)");
+struct Header {
+  std::uint32_t crc = 0;
+  std::uint64_t length = 0;  // payload bytes
+};
+
+// Checks the first bytes of a plan file (`have` of them, up to the header's
+// size) against a file of `file_size` bytes.
+Header CheckHeader(const unsigned char* data, std::size_t have, std::uint64_t file_size, const std::string& source) {
+  if (have < sizeof kMagic || std::memcmp(data, kMagic, sizeof kMagic) != 0)
     Invalid(source, "not an onnx-fuse plan file (no \"ONNXFPLN\" magic; write one with onnx-fuse MODEL.onnx -o X.plan)");
-  }
+  if (have < kPlanHeaderBytes)
+    Invalid(source, "truncated plan file (" + std::to_string(file_size) + " bytes, shorter than its header)");
   auto version = static_cast<std::uint32_t>(GetLe(data + 8, 4));
   if (version != kPlanFormatVersion)
     throw Error(ErrorKind::kUnsupported, source + ": plan format version " + std::to_string(version) +
                                              "; this onnx-fuse reads version " + std::to_string(kPlanFormatVersion) +
                                              " (rebuild the plan from its model)");
-  auto crc = static_cast<std::uint32_t>(GetLe(data + 12, 4));
-  std::uint64_t length = GetLe(data + 16, 8);
-  std::uint64_t have = size - kPlanHeaderBytes;
-  if (length != have)
-    Invalid(source, (length > have ? "truncated plan file: payload of " : "plan file longer than its payload of ") +
-                        std::to_string(length) + " bytes, " + std::to_string(have) + " present");
-  const unsigned char* payload = data + kPlanHeaderBytes;
-  if (Crc32(payload, have) != crc) Invalid(source, "corrupted plan file: the payload's CRC-32 differs from the header's");
-  if (have > static_cast<std::uint64_t>(INT_MAX)) Invalid(source, "plan payload over 2 GB");
+  Header h{static_cast<std::uint32_t>(GetLe(data + 12, 4)), GetLe(data + 16, 8)};
+  std::uint64_t present = file_size - kPlanHeaderBytes;
+  if (h.length != present)
+    Invalid(source, (h.length > present ? "truncated plan file: payload of " : "plan file longer than its payload of ") +
+                        std::to_string(h.length) + " bytes, " + std::to_string(present) + " present");
+  if (h.length > static_cast<std::uint64_t>(INT_MAX)) Invalid(source, "plan payload over 2 GB");
+  return h;
+}
+
+planfile::Plan ParseChecked(google::protobuf::io::ZeroCopyInputStream& in, const Header& h, const std::string& source) {
   planfile::Plan plan;
-  if (!plan.ParseFromArray(payload, static_cast<int>(have))) Invalid(source, "the plan payload does not parse");
+  if (!plan.ParseFromBoundedZeroCopyStream(&in, static_cast<int>(h.length)))
+    Invalid(source, "the plan payload does not parse");
   return plan;
 }
+
+const char* const kCorrupted = "corrupted plan file: the payload's CRC-32 differs from the header's";
 
 FusionPlan GroupsOf(const Graph& graph, const planfile::Plan& stored, const std::string& source) {
   const auto n = static_cast<std::int64_t>(graph.num_nodes());
@@ -169,11 +273,12 @@ FusionPlan GroupsOf(const Graph& graph, const planfile::Plan& stored, const std:
   return fusion;
 }
 
-std::shared_ptr<backend::PackedConstants> ConstantsOf(const planfile::Plan& stored, const std::string& source) {
+// The stored constants as oneDNN memories; each one's bytes are freed from `stored` once copied.
+std::shared_ptr<backend::PackedConstants> ConstantsOf(planfile::Plan& stored, const std::string& source) {
   auto packed = std::make_shared<backend::PackedConstants>();
   packed->replay = true;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  for (const auto& c : stored.constants()) {
+  for (auto& c : *stored.mutable_constants()) {
     dnnl::memory::desc md;
     try {
       md = LoadDesc(c.desc(), c.data().size(), "constant '" + c.key() + "'");
@@ -184,6 +289,7 @@ std::shared_ptr<backend::PackedConstants> ConstantsOf(const planfile::Plan& stor
     }
     dnnl::memory m(md, engine);
     std::memcpy(m.get_data_handle(), c.data().data(), c.data().size());
+    std::string().swap(*c.mutable_data());
     if (!packed->by_key.emplace(c.key(), m).second) Invalid(source, "constant '" + c.key() + "' is stored twice");
   }
   return packed;
@@ -223,10 +329,12 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
   record.packed = packed;
   ExecutablePlan executable = ExecutablePlan::Compile(graph, fusion, record);
 
+  // Everything but the two large fields (the model, the constants' data), which
+  // are streamed into the file from where they are instead of copied into the
+  // message: protobuf merges repeated and concatenated fields on parsing.
   planfile::Plan out;
   out.set_producer(std::string("onnx-fuse ") + ONNXFUSE_VERSION);
   out.set_source(source);
-  out.set_model(graph.model().SerializeAsString());
   out.set_fused(options.fuse);
   out.set_strategy(fusion.strategy);
   if (options.fuse)
@@ -236,30 +344,24 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
       group->set_rule(g.rule);
     }
   out.set_cpu_isa(CpuIsaName());
-  for (const auto& [key, memory] : packed->by_key) {
-    auto* c = out.add_constants();
-    c->set_key(key);
-    StoreDesc(memory.get_desc(), *c->mutable_desc());
-    c->set_data(memory.get_data_handle(), memory.get_desc().get_size());
-  }
   for (const ScheduleStep& s : executable.Schedule()) {
     auto* step = out.add_schedule();
     step->set_kind(s.kind), step->set_label(s.label), step->set_impl(s.impl), step->set_layout(s.layout);
   }
   out.set_arena_bytes(executable.stats().arena_bytes);
-  if (out.ByteSizeLong() > static_cast<std::size_t>(INT_MAX))
+  std::vector<StreamedConstant> constants;
+  for (const auto& [key, memory] : packed->by_key) {
+    StreamedConstant c;
+    c.head.set_key(key);
+    StoreDesc(memory.get_desc(), *c.head.mutable_desc());
+    c.memory = memory;
+    constants.push_back(std::move(c));
+  }
+  PayloadWriter writer(out, graph.model(), constants);
+  if (writer.size() > static_cast<std::uint64_t>(INT_MAX))
     throw Error(ErrorKind::kUnsupported, path + ": the plan would exceed protobuf's 2 GB message limit");
 
-  std::string payload = out.SerializeAsString();
-  unsigned char header[kPlanHeaderBytes];
-  std::memcpy(header, kMagic, sizeof kMagic);
-  PutU32(header + 8, kPlanFormatVersion);
-  PutU32(header + 12, Crc32(payload.data(), payload.size()));
-  PutU64(header + 16, payload.size());
-  WriteFileAtomically(path, [&](int fd) {
-    int error = WriteAll(fd, header, sizeof header);
-    return error ? error : WriteAll(fd, payload.data(), payload.size());
-  });
+  WriteFileAtomically(path, [&](int fd) { return writer.WriteFile(fd); });
 
   PlanFileInfo info;
   info.producer = out.producer();
@@ -267,9 +369,9 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
   info.strategy = out.strategy();
   info.fused = options.fuse;
   info.built_isa = info.running_isa = out.cpu_isa();
-  info.constants = out.constants_size();
+  info.constants = static_cast<int>(constants.size());
   info.steps = out.schedule_size();
-  info.file_bytes = sizeof header + payload.size();
+  info.file_bytes = kPlanHeaderBytes + writer.size();
   return info;
 }
 
@@ -279,12 +381,15 @@ bool IsPlanFile(const std::string& path) {
   return in.read(magic, sizeof magic) && std::memcmp(magic, kMagic, sizeof kMagic) == 0;
 }
 
-LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights) {
-  planfile::Plan stored = ParsePayload(static_cast<const unsigned char*>(data), size, source_name);
-  const std::string& model_bytes = stored.model();
-  auto graph = std::make_unique<Graph>(
-      LoadModelProto(ParseModelBytes(model_bytes.data(), model_bytes.size(), source_name + " (its model)"),
-                     source_name + " (its model)"));
+namespace {
+
+// The parsed payload into a compiled plan. The payload's large strings (the
+// model, the constants) are freed as soon as they are copied out, so loading
+// holds each byte about once.
+LoadedPlan Load(planfile::Plan stored, const std::string& source_name, bool keep_weights, std::uint64_t file_bytes) {
+  onnx::ModelProto model = ParseModelBytes(stored.model().data(), stored.model().size(), source_name + " (its model)");
+  std::string().swap(*stored.mutable_model());
+  auto graph = std::make_unique<Graph>(LoadModelProto(std::move(model), source_name + " (its model)"));
   FusionPlan fusion = GroupsOf(*graph, stored, source_name);
   CompileOptions options;
   options.fuse = stored.fused();
@@ -305,7 +410,7 @@ LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& 
   info.constants_repacked = options.packed->recomputed;
   info.steps = stored.schedule_size();
   info.same_schedule = SameSchedule(executable.Schedule(), stored);
-  info.file_bytes = size;
+  info.file_bytes = file_bytes;
   if (info.built_isa != info.running_isa)
     spdlog::info("{}: built for {}, running on {}: layouts re-derived ({} constants reordered, {} as stored, {} repacked)",
                  source_name, info.built_isa, info.running_isa, info.constants_relaid, info.constants_reused,
@@ -316,12 +421,41 @@ LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& 
   return LoadedPlan{std::move(graph), std::move(fusion), std::move(executable), std::move(info)};
 }
 
+}  // namespace
+
+LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  Header h = CheckHeader(bytes, std::min(size, kPlanHeaderBytes), size, source_name);
+  if (Crc32(bytes + kPlanHeaderBytes, h.length) != h.crc) Invalid(source_name, kCorrupted);
+  google::protobuf::io::ArrayInputStream in(bytes + kPlanHeaderBytes, static_cast<int>(h.length));
+  return Load(ParseChecked(in, h, source_name), source_name, keep_weights, size);
+}
+
 LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights) {
+  // Streamed twice (checksum, then parse) rather than read into memory whole:
+  // a plan is about twice its model's size.
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(ErrorKind::kIo, path + ": read failed");
-  return ParsePlanFile(bytes.data(), bytes.size(), path, keep_weights);
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error(ErrorKind::kIo, path + ": " + ec.message());
+  unsigned char header[kPlanHeaderBytes];
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  Header h = CheckHeader(header, static_cast<std::size_t>(in.gcount()), size, path);
+  std::vector<char> chunk(std::size_t{1} << 22);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  std::uint64_t read = 0;
+  while (read < h.length && in.read(chunk.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(chunk.size(), h.length - read)))) {
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(chunk.data()), static_cast<uInt>(in.gcount()));
+    read += static_cast<std::uint64_t>(in.gcount());
+  }
+  if (read != h.length) throw Error(ErrorKind::kIo, path + ": read failed");
+  if (static_cast<std::uint32_t>(crc) != h.crc) Invalid(path, kCorrupted);
+  std::vector<char>().swap(chunk);
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(kPlanHeaderBytes));
+  google::protobuf::io::IstreamInputStream stream(&in);
+  return Load(ParseChecked(stream, h, path), path, keep_weights, size);
 }
 
 }  // namespace onnxfuse
