@@ -1,0 +1,69 @@
+// libFuzzer target: plan-file bytes -> ParsePlanFile -> one Run.
+//
+// The header's CRC-32 would stop almost every mutation at the checksum, so when
+// the input has the plan magic and byte 23 (the top byte of the payload length,
+// 0 in any real plan) is 0, the target rewrites the length and CRC fields to
+// match the bytes that follow: mutations then reach the payload parser, the
+// stored model, groups and memory descriptors, and the compiled plan. With byte
+// 23 non-zero the bytes are parsed as they are (header checks). A user-facing
+// onnxfuse::Error is the expected outcome for bad input; a kInternal Error, any
+// other exception, a crash or a sanitizer report (an out-of-bounds read of a
+// stored constant, say) is a finding.
+//
+// Seeds: tests/fuzz_corpus/fuzz_plan_reader/, plans of the fuzz_model_loader
+// seeds written by `onnx-fuse SEED.onnx -o SEED.plan --strategy postdom`
+// (conv_relu_unfused.plan with --max-group-size 1).
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "onnxfuse/error.h"
+#include "onnxfuse/plan_file.h"
+#include "onnxfuse/tensor_io.h"
+
+using namespace onnxfuse;
+
+namespace {
+
+[[noreturn]] void Finding(const char* what, const char* message) {
+  std::fprintf(stderr, "FINDING: %s: %s\n", what, message);
+  std::abort();
+}
+
+void RunPlan(const std::uint8_t* data, std::size_t size) {
+  std::vector<std::uint8_t> bytes(data, data + size);
+  if (size >= kPlanHeaderBytes && std::memcmp(data, "ONNXFPLN", 8) == 0 && data[23] == 0) {
+    std::uint64_t length = size - kPlanHeaderBytes;
+    auto crc = static_cast<std::uint32_t>(
+        crc32(crc32(0L, Z_NULL, 0), bytes.data() + kPlanHeaderBytes, static_cast<uInt>(length)));
+    for (int i = 0; i < 4; ++i) bytes[12 + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+    for (int i = 0; i < 8; ++i) bytes[16 + i] = static_cast<std::uint8_t>(length >> (8 * i));
+  }
+  LoadedPlan plan = ParsePlanFile(bytes.data(), bytes.size(), "fuzz.plan");
+  plan.executable.Run(RandomInputs(*plan.graph));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  spdlog::set_level(spdlog::level::off);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  try {
+    RunPlan(data, size);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) Finding("internal error (exit code 70)", e.what());
+  } catch (const std::exception& e) {
+    Finding("unexpected exception", e.what());
+  }
+  return 0;
+}
