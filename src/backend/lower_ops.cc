@@ -48,6 +48,7 @@ std::vector<PostOp> EltwiseOf(Builder& b, const Node& node) {
   if (op == "Abs") return {Eltwise(algorithm::eltwise_abs)};
   if (op == "Sqrt") return {Eltwise(algorithm::eltwise_sqrt)};
   if (op == "Neg") return {Eltwise(algorithm::eltwise_linear, -1.f, 0.f)};
+  if (op == "Reciprocal") return {Eltwise(algorithm::eltwise_pow, 1.f, -1.f)};  // alpha * x^beta
   if (op == "Softplus") return {Eltwise(algorithm::eltwise_soft_relu)};
   if (op == "Pow") {  // x^p with a constant scalar exponent
     float p = ConstScalar(b, node, 1, NAN);

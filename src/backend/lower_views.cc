@@ -24,6 +24,9 @@ std::int64_t Axis(const Builder& b, const Node& node, std::int64_t axis, std::si
 std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
   const std::string& op = node.op_type;
   if (op == "Identity" || op == "Dropout") return in;
+  // Activations are f32: a Cast to float of one (LayerNormalization's stash-type
+  // cast in its function body) changes nothing.
+  if (op == "Cast" && AttrInt(node, "to", 0) == onnx::TensorProto::FLOAT) return in;
   if (op == "Flatten") {
     // Flatten's axis is in [-r, r]; a negative one counts from r (ONNX Operators.md, Flatten).
     std::int64_t axis = AttrInt(node, "axis", 1);
@@ -83,6 +86,14 @@ bool TryFold(Builder& b, NodeId id) {
     t.elem_type = onnx::TensorProto::INT64;
     t.int_data.assign(dims.begin() + start, dims.begin() + end);
     t.dims = {end - start};
+    b.SetConst(node.outputs[0], std::move(t));
+    return true;
+  }
+  if (node.op_type == "Size") {  // the element count: static shapes make it a build-time constant
+    if (!b.IsAct(node.inputs.at(0)) && !b.IsConst(node.inputs[0])) return false;
+    Tensor t;
+    t.elem_type = onnx::TensorProto::INT64;
+    t.int_data = {Product(b.DimsOfValue(node.inputs[0], node))};
     b.SetConst(node.outputs[0], std::move(t));
     return true;
   }
