@@ -4,20 +4,7 @@
 set -uo pipefail
 onnx_fuse=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
-failures=0 passed=0
-
-expect() {  # expect NAME EXIT_CODE STDERR_SUBSTRING -- ARGS...
-  local name=$1 code=$2 needle=$3
-  shift 4
-  "$onnx_fuse" "$@" >"$work/out" 2>"$work/err"
-  local got=$?
-  if [[ $got -ne $code ]] || ! grep -qF -- "$needle" "$work/err" "$work/out"; then
-    echo "FAIL $name: exit $got (want $code), output:"; cat "$work/err" "$work/out"
-    failures=$((failures + 1))
-  else
-    passed=$((passed + 1))
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 # A valid model: two nodes, Conv+Relu.
 /usr/bin/python3 - "$work/model.onnx" <<'PY'

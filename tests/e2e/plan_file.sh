@@ -8,21 +8,8 @@
 set -uo pipefail
 onnx_fuse=$1 run_reference=$2 model_dir=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
-failures=0 passed=0
+source "$(dirname "$0")/expect.sh"
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-ok() { passed=$((passed + 1)); }
-
-expect() {  # expect NAME EXIT_CODE STDERR_SUBSTRING -- ARGS...
-  local name=$1 code=$2 needle=$3
-  shift 4
-  "$onnx_fuse" "$@" >"$work/out" 2>"$work/err"
-  local got=$?
-  if [[ $got -ne $code ]] || ! grep -qF -- "$needle" "$work/err" "$work/out"; then
-    fail "$name: exit $got (want $code, message containing '$needle'), output:"; cat "$work/err" "$work/out"
-  else
-    ok
-  fi
-}
 
 json_field() {  # json_field FILE EXPR: evaluates EXPR on the JSON object j
   /usr/bin/python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"
