@@ -2,7 +2,7 @@
 # Builds one libFuzzer target (clang, ASan+UBSan, into build-fuzz/) and runs it.
 #
 #   scripts/fuzz.sh TARGET SECONDS [extra libFuzzer flags...]
-#   TARGET: fuzz_model_loader | fuzz_pattern_parser
+#   TARGET: fuzz_model_loader | fuzz_pattern_parser | fuzz_plan_reader
 #
 # Seeds: tests/fuzz_corpus/TARGET/ (tiny valid inputs, made by
 # tests/fuzz_corpus/make_corpus.py; never written to). New inputs go to
@@ -12,11 +12,11 @@
 # To replay a finding: build-fuzz/fuzz/TARGET build-fuzz/findings/TARGET/crash-...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { echo "usage: scripts/fuzz.sh fuzz_model_loader|fuzz_pattern_parser SECONDS [libFuzzer flags]" >&2; exit 2; }
+usage() { echo "usage: scripts/fuzz.sh fuzz_model_loader|fuzz_pattern_parser|fuzz_plan_reader SECONDS [libFuzzer flags]" >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
 target=$1 seconds=$2
 shift 2
-case "$target" in fuzz_model_loader | fuzz_pattern_parser) ;; *) usage ;; esac
+case "$target" in fuzz_model_loader | fuzz_pattern_parser | fuzz_plan_reader) ;; *) usage ;; esac
 [[ "$seconds" =~ ^[0-9]+$ ]] || usage
 
 bash scripts/setup.sh

@@ -202,6 +202,10 @@ void ValidateFunction(onnx::FunctionProto& fn, const Directives& directives, con
     if (node.input_size() > schema->max_input() || node.input_size() < schema->min_input())
       fail("takes " + std::to_string(schema->min_input()) + " to " + std::to_string(schema->max_input()) +
            " inputs, the body gives " + std::to_string(node.input_size()));
+    if (node.output_size() > schema->max_output() || node.output_size() < schema->min_output())
+      fail("has " + std::to_string(schema->min_output()) + " to " + std::to_string(schema->max_output()) +
+           " outputs, the body names " + std::to_string(node.output_size()) +
+           (node.output_size() > schema->max_output() ? " (empty names count: `Y, = ...` names two)" : ""));
     for (const auto& input : node.input()) {
       if (input.empty()) continue;
       if (!defined.count(input))
@@ -232,6 +236,16 @@ void ValidateFunction(onnx::FunctionProto& fn, const Directives& directives, con
              onnx::AttributeProto::AttributeType_Name(it->second.type) + ", not " +
              onnx::AttributeProto::AttributeType_Name(attr.type()));
     }
+    // The rest of what onnx::checker asks of the node in the written function
+    // (allowed output counts such as BatchNormalization's 1 or 3, empty names
+    // for required inputs and outputs): refused here, with the position.
+    std::string refused;
+    try {
+      schema->Verify(node);
+    } catch (const std::exception& e) {
+      refused = e.what();
+    }
+    if (!refused.empty()) fail("the operator's schema refuses the node: " + refused);
     if (node.op_type() == "Constant") {
       bool ok = node.attribute_size() == 1 && node.attribute(0).name() == "value" &&
                 node.attribute(0).ref_attr_name().empty() && detail::SingleNumber(node.attribute(0).t());

@@ -177,6 +177,11 @@ TEST_CASE("functions are validated against the operator schemas", "[pattern_file
         "p.onnxtxt:3:7: Constant: a Constant in a pattern body must be `Constant <value = float {1.0}> ()`: one number");
   CHECK(ParseError(fn("F (X) => (Y, Z)", "  Y = Relu (X)\n")) ==
         "p.onnxtxt:1:1: output 'Z' of F is not produced by a body node");
+  // Output counts: `Y, = ...` names two outputs (a fuzz find), BatchNormalization takes 1 or 3.
+  CHECK_THAT(ParseError(fn("F (X) => (Y)", "  Y, = Relu (X)\n")),
+             Catch::StartsWith("p.onnxtxt:3:8: Relu: has 1 to 1 outputs, the body names 2"));
+  CHECK_THAT(ParseError(fn("F (X, s, b, m, v) => (Y)", "  Y, mean = BatchNormalization (X, s, b, m, v)\n")),
+             Catch::Contains("BatchNormalization: the operator's schema refuses the node"));
 }
 
 TEST_CASE("a pattern directory: sorted files, names unique across files", "[pattern_file]") {

@@ -32,9 +32,15 @@
 //
 // Shapes are static: every graph input dim must be known (symbolic dims are
 // pinned with LoadOptions::input_shapes, otherwise taken as 1). Float32 graph
-// inputs only; integer constants are fine. Implementations oneDNN runs with its
-// reference (`ref:`) or a gemm convolution kernel in fused mode are logged as
-// warnings; spdlog at debug level lists every step with its implementation.
+// inputs only; integer constants are fine. Slow implementations (oneDNN's
+// reference `ref:` kernels, gemm-based convolutions) are avoided in fused mode:
+// when an anchor gets one only because of some of its post-ops (or cannot be
+// created with them), its chain is split: the anchor keeps the longest prefix
+// of post-ops that leaves every step fast (trying a channels-last destination
+// too), and the rest run after it as binary / eltwise primitives in place on
+// its output (src/backend/lower.h, "Splitting"). What stays slow (nothing
+// faster exists) is logged as a warning; spdlog at debug level lists every
+// step with its implementation, and each split.
 //
 // Threads: oneDNN (OpenMP build) fixes the thread count of a primitive when it
 // is created; RunJob calls omp_set_num_threads before compiling anything.

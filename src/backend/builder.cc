@@ -14,6 +14,11 @@ namespace {
 constexpr int kGraphOutputUses = 1 << 28;  // graph outputs are never dead
 }
 
+bool IsSlowImpl(const std::string& kind, const std::string& impl) {
+  if (impl.rfind("ref", 0) == 0) return true;
+  return (kind == "conv" || kind == "deconv") && impl.find("gemm") != std::string::npos;
+}
+
 Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstants* packed, Graph* releasable)
     : graph(g), fuse(fuse_mode), engine(std::move(eng)), stream(engine), absorbed(g.num_nodes(), false),
       packed_(packed), releasable_(releasable) {
@@ -62,10 +67,17 @@ void Builder::SetAct(ValueId v, Act act) {
   const TensorType& type = graph.value(v).type;
   bool known = type.has_shape;
   for (auto d : type.dims) known &= d >= 0;
-  if (known && type.dims != act.dims)
+  if (known && type.dims != act.dims) {
+    if (!defaulted_inputs.empty())  // the guess of 1 for an unknown input dim was wrong
+      throw Error(ErrorKind::kUnsupported,
+                  graph.source_path() + ": graph input '" + defaulted_inputs.front() +
+                      "' has unknown or zero-size dims, taken as 1, but then '" + graph.value(v).name + "' would be " +
+                      DimsString(act.dims) + " where the model says " + type.ShapeString() +
+                      ": give the input's shape with --input-shape");
     throw Error(ErrorKind::kInternal, "internal error: computed shape " + DimsString(act.dims) + " of '" +
                                           graph.value(v).name +
                                           "' differs from the inferred " + type.ShapeString());
+  }
   if (IsPlainEquivalent(act.md)) act.md = PlainDesc(act.dims);  // one spelling of plain
   if (std::find(slots[act.slot].values.begin(), slots[act.slot].values.end(), v) == slots[act.slot].values.end())
     AddToSlot(act.slot, v);
@@ -184,11 +196,9 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
   step.label = std::move(label);
   step.layout = LayoutString(dst_md);
   spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
-  bool ref = step.impl.rfind("ref", 0) == 0;
-  bool gemm_conv = step.kind == "conv" && step.impl.find("gemm") != std::string::npos;
-  if (fuse && (ref || gemm_conv))
+  if (fuse && IsSlowImpl(step.kind, step.impl))
     spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", step.kind, step.label,
-                 ref ? "reference" : "gemm", step.impl);
+                 step.impl.rfind("ref", 0) == 0 ? "reference" : "gemm", step.impl);
   steps.push_back(std::move(step));
 }
 

@@ -64,6 +64,12 @@ struct Step {
   std::string layout; ///< layout of its destination
 };
 
+/// An implementation to avoid when another exists: oneDNN's reference
+/// kernels (`ref:`) for any primitive, and gemm-based (de)convolutions (im2col
+/// + sgemm, far slower than the direct jit / brgemm kernels). Inner products
+/// and matmuls run on gemm by design: not slow.
+bool IsSlowImpl(const std::string& kind, const std::string& impl);
+
 class Builder {
  public:
   /// `packed`: where prepacked constants are recorded or, replaying a plan
@@ -136,7 +142,8 @@ class Builder {
   // --- primitives -----------------------------------------------------------
   /// Attributes with a user-managed scratchpad and the given post-ops.
   dnnl::primitive_attr Attr(const dnnl::post_ops& ops = dnnl::post_ops()) const;
-  /// Appends a step for `pd` (logs its implementation; warns on reference kernels).
+  /// Appends a step for `pd` (logs its implementation; in fused mode, warns on
+  /// a slow one, IsSlowImpl: the chain lowering has already tried to avoid it).
   void Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
             const dnnl::memory::desc& dst_md);
   /// Appends a custom-kernel step.
@@ -147,6 +154,8 @@ class Builder {
 
   std::vector<Step> steps;
   std::vector<Slot> slots;
+  /// Graph inputs with an unknown dim that Compile took as 1.
+  std::vector<std::string> defaulted_inputs;
   std::int64_t weight_bytes = 0;
   /// Nodes already lowered as part of another node's pattern (swish's Mul,
   /// LayerNormalization and Gelu decompositions): skipped when their group comes.

@@ -120,6 +120,8 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
       throw Error(ErrorKind::kUnsupported, graph.source_path() + ": input '" + value.name + "' is not float32");
     Dims dims;
     for (auto d : value.type.dims) dims.push_back(d > 0 ? d : 1);
+    if (std::count_if(value.type.dims.begin(), value.type.dims.end(), [](auto d) { return d <= 0; }) > 0)
+      b.defaulted_inputs.push_back(value.name);
     Act act = b.NewAct(dims, PlainDesc(dims));
     b.slots[static_cast<std::size_t>(act.slot)].graph_input = true;
     b.SetAct(v, act);

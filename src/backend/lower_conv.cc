@@ -81,32 +81,33 @@ void EmitConv(Builder& b, const Chain& chain) {
     wdims = {group, out_channels / group};
     wdims.insert(wdims.end(), w.dims.begin() + 1, w.dims.end());
   }
-  std::vector<std::pair<int, Arg>> args;
-  dnnl::post_ops ops = MakePostOps(b, chain, out, args);
   using ConvPd = dnnl::convolution_forward::primitive_desc;
   auto conv_desc = [&](const memory::desc& src_md, const memory::desc& dst_md) {
     return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                            src_md, AnyDesc(wdims), PlainDesc({out_channels}), dst_md, strides, dil, pl,
                                            pr);
   };
-  ConvPd pd;
   // Fused: keep the layout the producer chose (e.g. NHWC) when a fast kernel
   // takes it, so that grouped convolutions do not bounce through their own
   // blocked layout with a reorder on each side; otherwise let the conv choose.
   const memory::desc& have = b.ActOf(node.inputs[0], node).md;
   memory::desc same = b.fuse && !IsPlainEquivalent(have) ? WithLayoutOf(have, out) : memory::desc();
-  if (!same.is_zero()) {
-    try {
-      pd = ConvPd(conv_desc(have, same), b.Attr(ops), b.engine);
-      std::string impl = pd.impl_info_str();
-      if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) pd = ConvPd();
-    } catch (const dnnl::error&) {
-      pd = ConvPd();
+  std::size_t count = 0;  // post-ops the conv takes; the rest run after it (lower.h, "Splitting")
+  auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+    if (!dst.is_zero()) return ConvPd(conv_desc(WithLayoutOf(dst, x), dst), attr, b.engine);  // channels-last
+    if (!same.is_zero()) {
+      try {
+        ConvPd kept(conv_desc(have, same), attr, b.engine);
+        if (!IsSlowImpl("conv", kept.impl_info_str())) return kept;
+      } catch (const dnnl::error&) {
+      }
     }
-  }
-  if (!pd)
-    pd = MakePd<ConvPd>(b, node, conv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)),
-                        b.Attr(ops));
+    return ConvPd(conv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)), attr,
+                  b.engine);
+  };
+  ConvPd pd = MakeChainPd<ConvPd>(b, chain, out, "conv", count, make);
+  std::vector<std::pair<int, Arg>> args;
+  MakePostOps(b, chain, out, args, count);
 
   Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
@@ -115,7 +116,7 @@ void EmitConv(Builder& b, const Chain& chain) {
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
   memory bias_mem = BiasMemory(b, chain.anchor, bias);
   args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
-  FinishChain(b, chain, pd, "conv", out, std::move(args), {src.slot});
+  FinishChain(b, chain, pd, "conv", out, std::move(args), {src.slot}, count);
 }
 
 void EmitGemm(Builder& b, const Chain& chain) {
@@ -142,11 +143,16 @@ void EmitGemm(Builder& b, const Chain& chain) {
   FoldAffine(chain, w.data, bias, n);
 
   Dims out = {a[0], n};
-  std::vector<std::pair<int, Arg>> args;
-  dnnl::post_ops ops = MakePostOps(b, chain, out, args);
+  using IpPd = dnnl::inner_product_forward::primitive_desc;
   dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, PlainDesc(a), AnyDesc(w.dims),
                                          PlainDesc({n}), PlainDesc(out));
-  auto pd = MakePd<dnnl::inner_product_forward::primitive_desc>(b, node, desc, b.Attr(ops));
+  std::size_t count = 0;
+  IpPd pd = MakeChainPd<IpPd>(b, chain, out, "inner_product", count,
+                              [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+                                return dst.is_zero() ? IpPd(desc, attr, b.engine) : IpPd();
+                              });
+  std::vector<std::pair<int, Arg>> args;
+  MakePostOps(b, chain, out, args, count);
   Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
                                     [&] { return b.HostView(PlainDesc(w.dims), w.data.data()); });
@@ -154,7 +160,7 @@ void EmitGemm(Builder& b, const Chain& chain) {
   args.emplace_back(DNNL_ARG_SRC, src);
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
   args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
-  FinishChain(b, chain, pd, "inner_product", out, std::move(args), {src.slot});
+  FinishChain(b, chain, pd, "inner_product", out, std::move(args), {src.slot}, count);
 }
 
 void EmitMatMul(Builder& b, const Chain& chain) {
@@ -187,21 +193,20 @@ void EmitMatMul(Builder& b, const Chain& chain) {
   }
   if (collapse) ae = {Product(ae) / ae[rank - 1], ae[rank - 1]}, we = {we[rank - 2], we[rank - 1]};
   const Dims pd_out = collapse ? Dims{ae[0], we[1]} : out;
-  std::vector<std::pair<int, Arg>> args;
-  dnnl::post_ops ops = MakePostOps(b, collapse ? collapsed : chain, pd_out, args);
   // Fused: a run-time operand that is a strided view (a transpose) is read in
   // place when a fast kernel takes its strides; otherwise it is made plain.
-  auto operand = [&](ValueId v, const Dims& expanded, bool plain) {
-    if (plain) {
-      Arg arg = b.UsePlain(v, node);
-      arg.md = PlainDesc(expanded);
-      return arg;
-    }
-    Arg arg = b.UseAsIs(v, node);
-    const auto& blk = arg.md.data.format_desc.blocking;
-    Dims strides(blk.strides, blk.strides + arg.md.data.ndims);
+  // operand_md: its descriptor either way, without taking it yet (a probe).
+  auto operand_md = [&](ValueId v, const Dims& expanded, bool plain) {
+    if (plain) return PlainDesc(expanded);
+    const auto& md = b.ActOf(v, node).md;
+    const auto& blk = md.data.format_desc.blocking;
+    Dims strides(blk.strides, blk.strides + md.data.ndims);
     while (strides.size() < expanded.size()) strides.insert(strides.begin(), strides.front() * expanded[expanded.size() - strides.size()]);
-    arg.md = memory::desc(expanded, DataType::f32, strides);
+    return memory::desc(expanded, DataType::f32, strides);
+  };
+  auto operand = [&](ValueId v, const Dims& expanded, bool plain) {
+    Arg arg = plain ? b.UsePlain(v, node) : b.UseAsIs(v, node);
+    arg.md = operand_md(v, expanded, plain);
     return arg;
   };
   auto strided = [&](ValueId v) {
@@ -210,27 +215,35 @@ void EmitMatMul(Builder& b, const Chain& chain) {
            !IsPlainEquivalent(md);
   };
   using MatMulPd = dnnl::matmul::primitive_desc;
-  MatMulPd pd;
-  Arg src, weights;
-  if (!collapse && (strided(node.inputs[0]) || (!const_weights && strided(node.inputs[1])))) {
-    src = operand(node.inputs[0], ae, !strided(node.inputs[0]));
-    if (!const_weights) weights = operand(node.inputs[1], we, !strided(node.inputs[1]));
-    try {
-      pd = MatMulPd(dnnl::matmul::desc(src.md, const_weights ? AnyDesc(we) : weights.md, PlainDesc(pd_out)),
-                    b.Attr(ops), b.engine);
-      std::string impl = pd.impl_info_str();
-      if (impl.rfind("ref", 0) == 0 || impl.find("gemm") != std::string::npos) pd = MatMulPd();
-    } catch (const dnnl::error&) {
-      pd = MatMulPd();
+  auto matmul_pd = [&](const memory::desc& src_md, const memory::desc& weights_md, const dnnl::primitive_attr& attr) {
+    return MatMulPd(dnnl::matmul::desc(src_md, const_weights ? AnyDesc(we) : weights_md, PlainDesc(pd_out)), attr,
+                    b.engine);
+  };
+  const bool try_strided = !collapse && (strided(node.inputs[0]) || (!const_weights && strided(node.inputs[1])));
+  std::size_t count = 0;  // post-ops the matmul takes; the rest run after it (lower.h, "Splitting")
+  auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+    if (!dst.is_zero()) return MatMulPd();  // plain destinations only
+    if (try_strided) {
+      try {
+        const memory::desc weights_md =
+            const_weights ? memory::desc() : operand_md(node.inputs[1], we, !strided(node.inputs[1]));
+        MatMulPd kept = matmul_pd(operand_md(node.inputs[0], ae, !strided(node.inputs[0])), weights_md, attr);
+        std::string impl = kept.impl_info_str();
+        if (impl.rfind("ref", 0) != 0 && impl.find("gemm") == std::string::npos) return kept;
+      } catch (const dnnl::error&) {
+      }
     }
-  }
-  if (!pd) {
-    src = operand(node.inputs[0], ae, true);
-    if (!const_weights) weights = operand(node.inputs[1], we, true);
-    pd = MakePd<MatMulPd>(b, node,
-                          dnnl::matmul::desc(src.md, const_weights ? AnyDesc(we) : weights.md, PlainDesc(pd_out)),
-                          b.Attr(ops));
-  }
+    return matmul_pd(PlainDesc(ae), const_weights ? memory::desc() : PlainDesc(we), attr);
+  };
+  MatMulPd pd = MakeChainPd<MatMulPd>(b, chain, out, collapse ? collapsed : chain, pd_out, "matmul", count, make);
+  std::vector<std::pair<int, Arg>> args;
+  MakePostOps(b, collapse ? collapsed : chain, pd_out, args, count);
+  // The operands as the chosen descriptor reads them (in place only if it took the strided view).
+  auto in_place = [&](ValueId v, const Dims& expanded, const memory::desc& md) {
+    return try_strided && strided(v) && md == operand_md(v, expanded, false);
+  };
+  Arg src = operand(node.inputs[0], ae, !in_place(node.inputs[0], ae, pd.src_desc())), weights;
+  if (!const_weights) weights = operand(node.inputs[1], we, !in_place(node.inputs[1], we, pd.weights_desc()));
   if (const_weights) {
     const Tensor& t = b.Const(node.inputs[1], node);
     memory m = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
@@ -239,7 +252,7 @@ void EmitMatMul(Builder& b, const Chain& chain) {
   }
   args.emplace_back(DNNL_ARG_SRC, src);
   args.emplace_back(DNNL_ARG_WEIGHTS, weights);
-  FinishChain(b, chain, pd, "matmul", out, std::move(args), {src.slot, weights.slot});
+  FinishChain(b, chain, pd, "matmul", out, std::move(args), {src.slot, weights.slot}, count);
 }
 
 }  // namespace onnxfuse::backend

@@ -119,13 +119,21 @@ void EmitDeconv(Builder& b, const Chain& chain) {
   }
 
   const memory::desc plain_weights = OnnxWeightsDesc(w.dims, group);
+  using DeconvPd = dnnl::deconvolution_forward::primitive_desc;
+  auto deconv_desc = [&](const memory::desc& src_md, const memory::desc& dst_md) {
+    return dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                             src_md, AnyDesc(plain_weights.dims()), PlainDesc({out_channels}), dst_md,
+                                             strides, dil, pl, pr);
+  };
+  std::size_t count = 0;  // post-ops the deconvolution takes; the rest run after it (lower.h, "Splitting")
+  DeconvPd pd = MakeChainPd<DeconvPd>(
+      b, chain, out, "deconv", count, [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+        if (!dst.is_zero()) return DeconvPd(deconv_desc(WithLayoutOf(dst, x), dst), attr, b.engine);
+        return DeconvPd(deconv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)), attr,
+                        b.engine);
+      });
   std::vector<std::pair<int, Arg>> args;
-  dnnl::post_ops ops = MakePostOps(b, chain, out, args);
-  dnnl::deconvolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-                                         b.fuse ? AnyDesc(x) : PlainDesc(x), AnyDesc(plain_weights.dims()),
-                                         PlainDesc({out_channels}), b.fuse ? AnyDesc(out) : PlainDesc(out), strides,
-                                         dil, pl, pr);
-  auto pd = MakePd<dnnl::deconvolution_forward::primitive_desc>(b, node, desc, b.Attr(ops));
+  MakePostOps(b, chain, out, args, count);
   Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
   // Prepacked once; recorded in (or, replaying, taken from) a plan file, as Conv's.
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
@@ -134,7 +142,7 @@ void EmitDeconv(Builder& b, const Chain& chain) {
   args.emplace_back(DNNL_ARG_SRC, src);
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
   args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
-  FinishChain(b, chain, pd, "deconv", out, std::move(args), {src.slot});
+  FinishChain(b, chain, pd, "deconv", out, std::move(args), {src.slot}, count);
 }
 
 }  // namespace onnxfuse::backend

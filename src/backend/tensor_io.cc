@@ -11,6 +11,7 @@
 
 #include "onnxfuse/atomic_file.h"
 #include "onnxfuse/error.h"
+#include "onnxfuse/tensor_data.h"
 
 namespace onnxfuse {
 
@@ -94,6 +95,10 @@ std::int64_t Tensor::NumElements() const {
 Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& where) {
   if (proto.data_location() == onnx::TensorProto::EXTERNAL)
     throw Error(ErrorKind::kUnsupported, where + ": tensor data is stored externally");
+  // Dims from a file are untrusted: negative ones and products beyond int64 are refused
+  // before anything is sized from them (tensor_data.h).
+  if (!CheckedElementCount(proto.dims()))
+    throw Error(ErrorKind::kInvalidModel, where + ": tensor dims are negative or their product overflows");
   Tensor t;
   t.name = proto.name();
   t.dims.assign(proto.dims().begin(), proto.dims().end());
