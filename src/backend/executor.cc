@@ -14,12 +14,16 @@
 #include "builder.h"
 #include "lower.h"
 #include "onnxfuse/error.h"
+#include "onnxfuse/tensor_data.h"
 
 namespace onnxfuse {
 
 using namespace backend;
 
 namespace {
+
+// Largest graph input `run` takes: 1 TiB, far beyond any model that fits a machine's memory.
+constexpr std::int64_t kMaxTensorBytes = std::int64_t{1} << 40;
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
@@ -120,6 +124,12 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
       throw Error(ErrorKind::kUnsupported, graph.source_path() + ": input '" + value.name + "' is not float32");
     Dims dims;
     for (auto d : value.type.dims) dims.push_back(d > 0 ? d : 1);
+    // A declared shape is untrusted: its byte size must be computable before anything is sized from it.
+    std::optional<std::int64_t> bytes = 4;
+    for (auto d : dims) bytes = bytes ? CheckedMultiply(*bytes, d) : bytes;
+    if (!bytes || *bytes > kMaxTensorBytes)
+      throw Error(ErrorKind::kUnsupported, graph.source_path() + ": input '" + value.name + "' of shape " +
+                                               DimsString(dims) + " is larger than run handles (2^40 bytes)");
     if (std::count_if(value.type.dims.begin(), value.type.dims.end(), [](auto d) { return d <= 0; }) > 0)
       b.defaulted_inputs.push_back(value.name);
     Act act = b.NewAct(dims, PlainDesc(dims));
@@ -161,7 +171,12 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
   ArenaPlan arena = PlanArena(lifetimes);
   for (std::size_t s = 0; s < b.slots.size(); ++s) b.slots[s].offset = arena.offsets[s];
 
-  impl->arena = Allocate(arena.total_bytes);
+  try {
+    impl->arena = Allocate(arena.total_bytes);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::kUnsupported, graph.source_path() + ": cannot allocate the activation arena of " +
+                                             std::to_string(arena.total_bytes) + " bytes");
+  }
   std::int64_t scratch = 0;
   for (const Step& step : b.steps) scratch = std::max(scratch, static_cast<std::int64_t>(step.scratchpad.get_size()));
   impl->scratchpad = Allocate(scratch);

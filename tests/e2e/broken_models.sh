@@ -81,6 +81,23 @@ for path in "$corpus"/*.onnx; do
   [[ -n "${listed[$(basename "$path")]:-}" ]] || fail "$(basename "$path") is in the corpus but not in the table"
 done
 
+# `run` on every file: it computes, or refuses with a message naming the file
+# (exit 2-5); never a crash or an internal error, never a partial output. Under
+# the sanitizer build this is where an out-of-bounds read or write would show.
+for path in "$corpus"/*.onnx; do
+  file=$(basename "$path") outputs="$work/run-${file%.onnx}"
+  "$onnx_fuse" run "$path" --iterations 1 --warmup 0 --outputs "$outputs" >"$work/stdout" 2>"$work/stderr"
+  got=$?
+  case $got in
+    0) [[ -s "$outputs/output_0.pb" ]] || { fail "run $file: exit 0 without output_0.pb"; continue; } ;;
+    2 | 3 | 4 | 5)
+      grep -qF -- "$file" "$work/stderr" || { fail "run $file: the message does not name the file"; cat "$work/stderr"; continue; }
+      [[ -e "$outputs" ]] && { fail "run $file: outputs written by a failed run"; continue; } ;;
+    *) fail "run $file: exit $got: a crash or internal error"; cat "$work/stderr"; continue ;;
+  esac
+  passed=$((passed + 1))
+done
+
 # Subgraphs are opaque: the If/Loop node is written byte-for-byte; and these
 # outputs compute what their inputs did.
 for model in if_subgraph loop_subgraph residual_self_add; do
