@@ -36,6 +36,12 @@ dnnl::memory::desc PlainDesc(const Dims& dims) {
   return dnnl::memory::desc(d, DataType::f32, PlainStrides(d));
 }
 
+dnnl::memory::desc ChannelsLastDesc(const Dims& dims) {
+  if (dims.size() < 3 || dims.size() > 5) return {};
+  Tag t = dims.size() == 3 ? Tag::nwc : dims.size() == 4 ? Tag::nhwc : Tag::ndhwc;
+  return dnnl::memory::desc(dims, DataType::f32, t);
+}
+
 dnnl::memory::desc AnyDesc(const Dims& dims) { return dnnl::memory::desc(NonEmpty(dims), DataType::f32, Tag::any); }
 
 Dims DimsOf(const dnnl::memory::desc& md) { return md.dims(); }

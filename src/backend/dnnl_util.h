@@ -20,6 +20,8 @@ std::string DimsString(const Dims& dims);
 
 /// Row-major ("plain") f32 descriptor: a, ab, abc, abcd (nchw), ... Rank 0 is treated as [1].
 dnnl::memory::desc PlainDesc(const Dims& dims);
+/// Channels-last f32 descriptor (nwc, nhwc, ndhwc) for 3-D to 5-D dims; a zero desc otherwise.
+dnnl::memory::desc ChannelsLastDesc(const Dims& dims);
 /// f32 descriptor with format_tag::any: the primitive chooses.
 dnnl::memory::desc AnyDesc(const Dims& dims);
 /// The md's logical dims.

@@ -200,6 +200,9 @@ void EmitBatchNorm(Builder& b, const Chain& chain);
 void EmitEltwise(Builder& b, NodeId node);
 void EmitPool(Builder& b, NodeId node);
 void EmitSoftmax(Builder& b, NodeId node);
+/// Concat as a concat primitive; fused, Concat -> BatchNormalization (-> Relu)
+/// on channels-last sources as one pass that writes only the normalized result
+/// (lower_concat.cc).
 void EmitConcat(Builder& b, NodeId node);
 /// PRelu as prelu_forward (slope broadcast to the input's rank) (lower_ops.cc).
 void EmitPrelu(Builder& b, NodeId node);
@@ -240,6 +243,13 @@ void EmitInstanceNormalization(Builder& b, NodeId node);
 /// Pad, Slice (any steps) and Gather (constant indices) of run-time tensors
 /// (lower_slice.cc); false when `node` is none of these.
 bool LowerSlice(Builder& b, NodeId node);
+
+/// The node of type `op` (default domain, not yet absorbed) reading `v`, when
+/// it is the only read of `v` and `v` is not a graph output; else nullptr (lower_norm.cc).
+const Node* SoleUser(const Builder& b, ValueId v, const char* op);
+/// Marks `nodes` lowered as part of another node's pattern: their uses are
+/// consumed and LowerGroup skips them when their group comes (lower_norm.cc).
+void Absorb(Builder& b, const std::vector<const Node*>& nodes);
 
 /// Eltwise algorithm of a unary node (Relu, Sigmoid, Tanh, Clip, ...): the
 /// post-ops it lowers to, empty when the node is not a supported elementwise op.

@@ -152,14 +152,6 @@ dnnl::memory::desc TailDesc(const dnnl::memory::desc& dst, const Dims& dims) {
   return static_cast<std::size_t>(dst.data.ndims) != dims.size() ? PlainDesc(dims) : dst;
 }
 
-// Channels-last (NWC, NHWC, NDHWC) f32 for 3-D to 5-D dims; a zero desc otherwise.
-dnnl::memory::desc ChannelsLastDesc(const Dims& dims) {
-  using tag = dnnl::memory::format_tag;
-  if (dims.size() < 3 || dims.size() > 5) return {};
-  tag t = dims.size() == 3 ? tag::nwc : dims.size() == 4 ? tag::nhwc : tag::ndhwc;
-  return dnnl::memory::desc(dims, DataType::f32, t);
-}
-
 }  // namespace
 
 std::string ChainLabel(const Builder& b, const Chain& chain) {

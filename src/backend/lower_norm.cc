@@ -22,14 +22,6 @@ namespace onnxfuse::backend {
 
 namespace {
 
-// The node reading `v`, when exactly one node reads it once and it is not a graph output.
-const Node* SoleUser(const Builder& b, ValueId v, const char* op) {
-  const Value& value = b.graph.value(v);
-  if (value.consumers.size() != 1 || value.is_graph_output) return nullptr;
-  const Node& n = b.graph.node(value.consumers[0]);
-  return n.op_type == op && n.domain.empty() && !b.absorbed[value.consumers[0]] ? &n : nullptr;
-}
-
 // The other input of a two-input node, given one of them.
 ValueId Other(const Node& n, ValueId v) {
   if (n.inputs.size() != 2) return kNoValue;
@@ -50,14 +42,21 @@ bool LastAxisMean(const Node& n, std::size_t rank) {
          (axes[0] == -1 || axes[0] == static_cast<std::int64_t>(rank) - 1);
 }
 
+}  // namespace
+
+const Node* SoleUser(const Builder& b, ValueId v, const char* op) {
+  const Value& value = b.graph.value(v);
+  if (value.consumers.size() != 1 || value.is_graph_output) return nullptr;
+  const Node& n = b.graph.node(value.consumers[0]);
+  return n.op_type == op && n.domain.empty() && !b.absorbed[value.consumers[0]] ? &n : nullptr;
+}
+
 void Absorb(Builder& b, const std::vector<const Node*>& nodes) {
   for (const Node* n : nodes) {
     b.Consume(*n);
     b.absorbed[static_cast<std::size_t>(n - b.graph.nodes().data())] = true;
   }
 }
-
-}  // namespace
 
 bool TryLayerNorm(Builder& b, NodeId id) {
   const Node& r1 = b.graph.node(id);

@@ -1,4 +1,4 @@
-// Binary, elementwise, PRelu, batch normalization, pooling, softmax and concat primitives.
+// Binary, elementwise, PRelu, batch normalization, pooling and softmax primitives.
 #include <cfloat>
 #include <cmath>
 
@@ -247,72 +247,6 @@ void EmitSoftmax(Builder& b, NodeId id) {
   auto pd = MakePd<dnnl::softmax_forward::primitive_desc>(b, node, desc, b.Attr());
   Act dst = b.NewAct(x, pd.dst_desc());
   b.Emit(pd, "softmax", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
-  b.SetAct(node.outputs[0], dst);
-}
-
-void EmitConcat(Builder& b, NodeId id) {
-  const Node& node = b.graph.node(id);
-  std::vector<Arg> srcs;
-  std::vector<ValueId> inputs;
-  Dims out;
-  std::int64_t axis = AttrInt(node, "axis", 0);
-  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
-    ValueId v = node.inputs[i];
-    Dims d = b.DimsOfValue(v, node);
-    if (axis < 0) axis += static_cast<std::int64_t>(d.size());
-    if (d.empty() || Product(d) == 0) continue;  // empty inputs add nothing
-    Arg arg;
-    if (b.IsConst(v)) {
-      const Tensor& t = b.Const(v, node);
-      if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
-      arg.md = PlainDesc(t.dims);
-      arg.fixed = b.HostMemory(arg.md, t.data.data());
-    } else {
-      arg = OpInput(b, node, i);
-    }
-    srcs.push_back(arg);
-    inputs.push_back(v);
-    if (out.empty()) out = d;
-    else out[static_cast<std::size_t>(axis)] += d[static_cast<std::size_t>(axis)];
-  }
-  if (srcs.empty()) Unsupported(b, node, "all inputs are empty");
-  // Sources in different layouts send oneDNN to its reference concat: make them all plain.
-  bool mixed = false;
-  for (const Arg& a : srcs) mixed |= LayoutString(a.md) != LayoutString(srcs[0].md);
-  for (std::size_t i = 0; mixed && i < srcs.size(); ++i)
-    if (!srcs[i].fixed) srcs[i] = b.UsePlain(inputs[i], node);
-  std::vector<memory::desc> mds;
-  for (const Arg& a : srcs) mds.push_back(a.md);
-  dnnl::concat::primitive_desc pd;
-  try {
-    // Fused: the concat picks its destination layout from its sources'.
-    pd = b.fuse ? dnnl::concat::primitive_desc(static_cast<int>(axis), mds, b.engine, b.Attr())
-                : dnnl::concat::primitive_desc(PlainDesc(out), static_cast<int>(axis), mds, b.engine, b.Attr());
-  } catch (const dnnl::error& e) {
-    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
-  }
-  // oneDNN 2.6 concatenates channels-last tensors along C with its reference
-  // kernel: copy each source into its slice of the destination instead (one
-  // jit reorder each, the same bytes moved).
-  memory::desc strided = WithLayoutOf(srcs[0].md, out);
-  if (b.fuse && std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && !mixed && !strided.is_zero()) {
-    Act dst = b.NewAct(out, strided);
-    Dims offsets(out.size(), 0);
-    for (std::size_t i = 0; i < srcs.size(); ++i) {
-      Dims dims = srcs[i].md.dims();
-      Arg slice{dst.slot, strided.submemory_desc(dims, offsets), {}};
-      dnnl::reorder::primitive_desc copy(b.engine, srcs[i].md, b.engine, slice.md, b.Attr());
-      b.Emit(copy, "concat", node.name, {{DNNL_ARG_FROM, srcs[i]}, {DNNL_ARG_TO, slice}}, strided);
-      offsets[static_cast<std::size_t>(axis)] += dims[static_cast<std::size_t>(axis)];
-    }
-    b.SetAct(node.outputs[0], dst);
-    return;
-  }
-  std::vector<std::pair<int, Arg>> args;
-  for (std::size_t i = 0; i < srcs.size(); ++i) args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]);
-  Act dst = b.NewAct(out, pd.dst_desc());
-  args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, dst.md, {}});
-  b.Emit(pd, "concat", node.name, std::move(args), dst.md);
   b.SetAct(node.outputs[0], dst);
 }
 

@@ -1,0 +1,199 @@
+// Concat: one oneDNN concat primitive, or, fused, Concat -> BatchNormalization
+// (-> Relu) in one pass.
+//
+// DenseNet (Huang et al., "Densely Connected Convolutional Networks", 2017)
+// concatenates all earlier feature maps before each layer and normalizes the
+// result at once (BN-ReLU-Conv, the pre-activation order). Run as two
+// primitives, the concatenation is written out whole and read straight back
+// by the normalization: each layer moves its growing input four times. The
+// fused kernel reads each source once and writes the normalized result once,
+// the traffic of the normalization alone. The normalization is the ONNX
+// BatchNormalization inference formula (Operators.md, BatchNormalization):
+//   y = (x - mean) / sqrt(var + epsilon) * scale + B
+// folded per channel into y = x * k + t (computed in double).
+#include <algorithm>
+#include <cmath>
+
+#include "attrs.h"
+#include "host_eval.h"
+#include "lower.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using dnnl::memory;
+
+// One source of the fused kernel: `channels` channels per row, written at
+// channel `offset` of each destination row.
+struct ConcatSource {
+  std::int64_t channels = 0;
+  std::int64_t offset = 0;
+};
+
+// dst[r, offset_i + c] = f(src_i[r, c] * k[offset_i + c] + t[offset_i + c]) over
+// `rows` rows of `total` channels (channels-last: a row is one pixel).
+// Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load time by the CPU.
+template <bool kRelu>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConcat(
+    const std::vector<void*>& data, const std::vector<ConcatSource>& sources, const float* k, const float* t,
+    std::int64_t rows, std::int64_t total) {
+  auto* dst = static_cast<float*>(data.back());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    float* out = dst + r * total;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      const std::int64_t n = sources[i].channels, o = sources[i].offset;
+      const float* in = static_cast<const float*>(data[i]) + r * n;
+      for (std::int64_t c = 0; c < n; ++c) {
+        float y = in[c] * k[o + c] + t[o + c];
+        out[o + c] = kRelu ? std::max(y, 0.f) : y;
+      }
+    }
+  }
+}
+
+// Concat (`node`, along channels) whose only reader is an inference
+// BatchNormalization with constant parameters, optionally followed by its
+// only reader Relu, on channels-last sources: lowered as one custom kernel.
+// False (nothing emitted) when the pattern or the layouts do not match.
+bool TryConcatNorm(Builder& b, const Node& node) {
+  const Node* bn = SoleUser(b, node.outputs.at(0), "BatchNormalization");
+  if (!bn || AttrInt(*bn, "training_mode", 0) != 0 || bn->inputs.size() < 5 || bn->inputs[0] != node.outputs[0])
+    return false;
+  for (std::size_t i = 1; i < bn->outputs.size(); ++i)
+    if (bn->outputs[i] != kNoValue && !b.graph.value(bn->outputs[i]).consumers.empty()) return false;
+  for (std::size_t i = 1; i < 5; ++i)
+    if (!b.IsConst(bn->inputs[i])) return false;
+
+  std::vector<Arg> srcs;
+  std::vector<ConcatSource> sources;
+  Dims out;
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
+    ValueId v = node.inputs[i];
+    if (!b.IsAct(v)) return false;
+    const Act& a = b.ActOf(v, node);
+    if (Product(a.dims) == 0) continue;  // empty inputs add nothing
+    std::int64_t axis = AttrInt(node, "axis", 0);
+    if (axis < 0) axis += static_cast<std::int64_t>(a.dims.size());
+    const memory::desc want = ChannelsLastDesc(a.dims);
+    if (axis != 1 || want.is_zero() || !(a.md == want || (IsPlainEquivalent(a.md) && IsPlainEquivalent(want))))
+      return false;
+    if (out.empty()) {
+      out = a.dims;
+      out[1] = 0;
+    }
+    Dims rest = a.dims, rest_out = out;
+    rest[1] = rest_out[1] = 0;
+    if (rest != rest_out) return false;
+    sources.push_back({a.dims[1], out[1]});
+    out[1] += a.dims[1];
+    srcs.push_back(b.Use(v, want, node));
+  }
+  if (srcs.empty()) return false;
+
+  // Per channel: k = scale / sqrt(var + epsilon), t = B - mean * k.
+  const double epsilon = AttrFloat(*bn, "epsilon", 1e-5f);
+  const Tensor &scale = b.Const(bn->inputs[1], *bn), &shift = b.Const(bn->inputs[2], *bn),
+               &mean = b.Const(bn->inputs[3], *bn), &var = b.Const(bn->inputs[4], *bn);
+  for (const Tensor* p : {&scale, &shift, &mean, &var})
+    if (p->NumElements() != out[1]) Unsupported(b, *bn, "parameters must have one value per channel");
+  std::vector<float> k(static_cast<std::size_t>(out[1])), t(k.size());
+  for (std::int64_t c = 0; c < out[1]; ++c) {
+    double kc = ElementAt(scale, c) / std::sqrt(ElementAt(var, c) + epsilon);
+    k[static_cast<std::size_t>(c)] = static_cast<float>(kc);
+    t[static_cast<std::size_t>(c)] = static_cast<float>(ElementAt(shift, c) - ElementAt(mean, c) * kc);
+  }
+
+  const Node* relu = SoleUser(b, bn->outputs[0], "Relu");
+  std::vector<const Node*> absorbed = {bn};
+  if (relu) absorbed.push_back(relu);
+  std::string label = node.name + "+" + bn->name + (relu ? "+" + relu->name : "");
+
+  const memory::desc dst_md = ChannelsLastDesc(out);
+  Act dst = b.NewAct(out, dst_md);
+  std::vector<std::pair<int, Arg>> args;
+  for (std::size_t i = 0; i < srcs.size(); ++i) args.emplace_back(static_cast<int>(i), srcs[i]);
+  args.emplace_back(static_cast<int>(srcs.size()), Arg{dst.slot, dst_md, {}});
+  const std::int64_t rows = Product(out) / out[1], total = out[1];
+  CustomKernel kernel = [sources, k, t, rows, total, relu = relu != nullptr](const std::vector<void*>& data) {
+    if (relu) ScaleShiftConcat<true>(data, sources, k.data(), t.data(), rows, total);
+    else ScaleShiftConcat<false>(data, sources, k.data(), t.data(), rows, total);
+  };
+  b.EmitCustom("concat_batch_norm", label, std::move(args), std::move(kernel), dst_md);
+  Absorb(b, absorbed);
+  b.SetAct((relu ? relu : bn)->outputs[0], dst);
+  return true;
+}
+
+}  // namespace
+
+void EmitConcat(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  if (b.fuse && TryConcatNorm(b, node)) return;
+  std::vector<Arg> srcs;
+  std::vector<ValueId> inputs;
+  Dims out;
+  std::int64_t axis = AttrInt(node, "axis", 0);
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
+    ValueId v = node.inputs[i];
+    Dims d = b.DimsOfValue(v, node);
+    if (axis < 0) axis += static_cast<std::int64_t>(d.size());
+    if (d.empty() || Product(d) == 0) continue;  // empty inputs add nothing
+    Arg arg;
+    if (b.IsConst(v)) {
+      const Tensor& t = b.Const(v, node);
+      if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
+      arg.md = PlainDesc(t.dims);
+      arg.fixed = b.HostMemory(arg.md, t.data.data());
+    } else {
+      arg = OpInput(b, node, i);
+    }
+    srcs.push_back(arg);
+    inputs.push_back(v);
+    if (out.empty()) out = d;
+    else out[static_cast<std::size_t>(axis)] += d[static_cast<std::size_t>(axis)];
+  }
+  if (srcs.empty()) Unsupported(b, node, "all inputs are empty");
+  // Sources in different layouts send oneDNN to its reference concat: make them all plain.
+  bool mixed = false;
+  for (const Arg& a : srcs) mixed |= LayoutString(a.md) != LayoutString(srcs[0].md);
+  for (std::size_t i = 0; mixed && i < srcs.size(); ++i)
+    if (!srcs[i].fixed) srcs[i] = b.UsePlain(inputs[i], node);
+  std::vector<memory::desc> mds;
+  for (const Arg& a : srcs) mds.push_back(a.md);
+  dnnl::concat::primitive_desc pd;
+  try {
+    // Fused: the concat picks its destination layout from its sources'.
+    pd = b.fuse ? dnnl::concat::primitive_desc(static_cast<int>(axis), mds, b.engine, b.Attr())
+                : dnnl::concat::primitive_desc(PlainDesc(out), static_cast<int>(axis), mds, b.engine, b.Attr());
+  } catch (const dnnl::error& e) {
+    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
+  }
+  // oneDNN 2.6 concatenates channels-last tensors along C with its reference
+  // kernel: copy each source into its slice of the destination instead (one
+  // jit reorder each, the same bytes moved).
+  memory::desc strided = WithLayoutOf(srcs[0].md, out);
+  if (b.fuse && std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && !mixed && !strided.is_zero()) {
+    Act dst = b.NewAct(out, strided);
+    Dims offsets(out.size(), 0);
+    for (std::size_t i = 0; i < srcs.size(); ++i) {
+      Dims dims = srcs[i].md.dims();
+      Arg slice{dst.slot, strided.submemory_desc(dims, offsets), {}};
+      dnnl::reorder::primitive_desc copy(b.engine, srcs[i].md, b.engine, slice.md, b.Attr());
+      b.Emit(copy, "concat", node.name, {{DNNL_ARG_FROM, srcs[i]}, {DNNL_ARG_TO, slice}}, strided);
+      offsets[static_cast<std::size_t>(axis)] += dims[static_cast<std::size_t>(axis)];
+    }
+    b.SetAct(node.outputs[0], dst);
+    return;
+  }
+  std::vector<std::pair<int, Arg>> args;
+  for (std::size_t i = 0; i < srcs.size(); ++i) args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]);
+  Act dst = b.NewAct(out, pd.dst_desc());
+  args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, dst.md, {}});
+  b.Emit(pd, "concat", node.name, std::move(args), dst.md);
+  b.SetAct(node.outputs[0], dst);
+}
+
+}  // namespace onnxfuse::backend
