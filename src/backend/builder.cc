@@ -178,6 +178,12 @@ dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, c
   return m;
 }
 
+const std::string* Builder::StoredImpl(const std::string& key) const {
+  if (!packed_ || !packed_->replay) return nullptr;
+  auto it = packed_->implementations.find(key);
+  return it == packed_->implementations.end() ? nullptr : &it->second;
+}
+
 dnnl::primitive_attr Builder::Attr(const dnnl::post_ops& ops) const {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -139,6 +139,10 @@ class Builder {
   dnnl::memory PackedConstant(NodeId node, const std::string& argument, const dnnl::memory::desc& want,
                               const std::function<dnnl::memory()>& plain);
 
+  /// Replaying a plan file: the implementation its schedule stored for `key`
+  /// (PackedConstants::implementations); otherwise nullptr.
+  const std::string* StoredImpl(const std::string& key) const;
+
   // --- primitives -----------------------------------------------------------
   /// Attributes with a user-managed scratchpad and the given post-ops.
   dnnl::primitive_attr Attr(const dnnl::post_ops& ops = dnnl::post_ops()) const;

@@ -244,6 +244,17 @@ void EmitInstanceNormalization(Builder& b, NodeId node);
 /// (lower_slice.cc); false when `node` is none of these.
 bool LowerSlice(Builder& b, NodeId node);
 
+/// The implementation to run for `pd`'s operation and attributes: among
+/// oneDNN's implementations that read and write the same layouts as `pd` and
+/// are not slow (IsSlowImpl), the fastest on this CPU, timed at build time
+/// (median of 5 runs, in ms, on scratch buffers for `arg_keys`, the DNNL_ARG_*
+/// the step will bind); `pd`'s own implementation, oneDNN's first choice,
+/// unless another is at least 5% faster. Replaying a plan file, the one it
+/// stored for `key` (Builder::StoredImpl) when it is among them (impl_choice.cc).
+/// Throws dnnl::error only when oneDNN fails to create or run a candidate.
+dnnl::primitive_desc ChooseImpl(Builder& b, const dnnl::primitive_desc& pd, const std::string& kind,
+                                const std::string& key, const std::vector<int>& arg_keys);
+
 /// The node of type `op` (default domain, not yet absorbed) reading `v`, when
 /// it is the only read of `v` and `v` is not a graph output; else nullptr (lower_norm.cc).
 const Node* SoleUser(const Builder& b, ValueId v, const char* op);

@@ -16,6 +16,9 @@ struct PackedConstants {
   bool replay = false;
   /// "<node index>:<op_type>:<argument>" -> the constant in its primitive's layout.
   std::map<std::string, dnnl::memory> by_key;
+  /// replay: "<kind>:<anchor node name>" -> the oneDNN implementation the
+  /// plan's schedule ran for it (ChooseImpl keeps it when available here).
+  std::map<std::string, std::string> implementations;
   int reused = 0;      ///< replay: used in the stored layout
   int relaid = 0;      ///< replay: reordered from the stored layout to the one chosen on this CPU
   int recomputed = 0;  ///< replay: not in the file (the node was lowered differently), packed from the model

@@ -133,6 +133,9 @@ LoadedPlan Load(planfile::Plan stored, const std::string& source_name, bool keep
   CompileOptions options;
   options.fuse = stored.fused();
   options.packed = ConstantsOf(stored, source_name);
+  for (const auto& step : stored.schedule())  // a step's label starts with its anchor node's name
+    options.packed->implementations.emplace(step.kind() + ":" + step.label().substr(0, step.label().find('+')),
+                                            step.impl());
   ExecutablePlan executable = keep_weights ? ExecutablePlan::Compile(*graph, fusion, options)
                                            : ExecutablePlan::CompileReleasingWeights(*graph, fusion, options);
 
