@@ -7,6 +7,7 @@
 // layout and a refused Resize. Numbers are checked against naive loops in double.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -354,4 +355,39 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of channels-last convolutions 
     CHECK(one_pass);
     CHECK_FALSE(concat_primitive);
   }
+}
+
+TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in place", "[backend_ops][swish]") {
+  // Convolution outputs beyond +-50 (exp(-x) huge and tiny), 105
+  // elements (not a multiple of any vector width: the tail path too).
+  const std::int64_t cin = 2, cout = 3, hw = 35;
+  std::vector<float> w = {40.f, -25.f, -60.f, 35.f, 3.f, -2.f}, bias = {0.5f, -1.f, 0.f};
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,5,7] x, float[3,2,1,1] w = )" + List(w) + R"(, float[3] b = )" + List(bias) +
+                           R"() => (float[1,3,5,7] y) {
+      c = Conv (x, w, b)
+      s = Sigmoid (c)
+      y = Mul (c, s)
+    })";
+  Tensor x = Make({1, cin, 5, 7}, [](std::int64_t i) { return static_cast<float>(i % 23) / 11.f - 1.f; });
+  std::vector<double> y;
+  double lowest = 0, highest = 0;
+  for (std::int64_t o = 0; o < cout; ++o)
+    for (std::int64_t p = 0; p < hw; ++p) {
+      double c = bias[static_cast<std::size_t>(o)];
+      for (std::int64_t i = 0; i < cin; ++i)
+        c += static_cast<double>(w[static_cast<std::size_t>(o * cin + i)]) * x.data[static_cast<std::size_t>(i * hw + p)];
+      y.push_back(c / (1 + std::exp(-c)));
+      lowest = std::min(lowest, c), highest = std::max(highest, c);
+    }
+  CHECK(lowest < -50);  // swish(x) ~ x e^x, a tiny negative value
+  CHECK(highest > 50);  // swish(x) ~ x
+  Run fused = CheckBoth(text, {x}, y, 1e-5);
+  bool swish = false;
+  for (const auto& step : fused.steps) {
+    INFO(step);
+    swish |= step.rfind("swish Sigmoid_1+Mul_2 onnxfuse:custom", 0) == 0;
+    CHECK(step.find("Conv_0+Sigmoid") == std::string::npos);  // not a post-op of the conv
+  }
+  CHECK(swish);
 }
