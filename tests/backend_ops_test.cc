@@ -357,7 +357,7 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of channels-last convolutions 
   }
 }
 
-TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in place", "[backend_ops][swish]") {
+TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in place", "[backend_ops][activation]") {
   // Convolution outputs beyond +-50 (exp(-x) huge and tiny), 105
   // elements (not a multiple of any vector width: the tail path too).
   const std::int64_t cin = 2, cout = 3, hw = 35;
@@ -390,4 +390,44 @@ TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in
     CHECK(step.find("Conv_0+Sigmoid") == std::string::npos);  // not a post-op of the conv
   }
   CHECK(swish);
+}
+
+TEST_CASE("the Gelu decomposition runs as our Gelu kernel, after a MatMul + Add", "[backend_ops][activation]") {
+  // 1 x 37 x 27 outputs (999: a vector tail) spread over about [-12, 12]:
+  // erf saturates at both ends, Gelu(x) ~ 0 below and ~ x above.
+  const std::int64_t rows = 37, k = 3, n = 27;
+  std::vector<float> w, bias;
+  for (std::int64_t i = 0; i < k * n; ++i) w.push_back(static_cast<float>((i * 5) % 9 - 4) * 1.5f);
+  for (std::int64_t i = 0; i < n; ++i) bias.push_back(static_cast<float>(i % 5) * 0.25f - 0.5f);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,37,3] x, float[3,27] w = )" + List(w) + R"(, float[27] b = )" + List(bias) + R"() => (float[1,37,27] y) {
+      m = MatMul (x, w)
+      h = Add (m, b)
+      r2 = Constant <value = float {1.4142135}> ()
+      q = Div (h, r2)
+      e = Erf (q)
+      one = Constant <value = float {1.0}> ()
+      e1 = Add (e, one)
+      p = Mul (h, e1)
+      half = Constant <value = float {0.5}> ()
+      y = Mul (p, half)
+    })";
+  Tensor x = Make({1, rows, k}, [](std::int64_t i) { return static_cast<float>(i % 17) / 8.f - 1.f; });
+  std::vector<double> y;
+  double lowest = 0, highest = 0;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < n; ++c) {
+      double h = bias[static_cast<std::size_t>(c)];
+      for (std::int64_t i = 0; i < k; ++i)
+        h += static_cast<double>(x.data[static_cast<std::size_t>(r * k + i)]) * w[static_cast<std::size_t>(i * n + c)];
+      y.push_back(0.5 * h * (1 + std::erf(h / std::sqrt(2.0))));
+      lowest = std::min(lowest, h), highest = std::max(highest, h);
+    }
+  CHECK(lowest < -10);
+  CHECK(highest > 10);
+  Run fused = CheckBoth(text, {x}, y, 1e-5);
+  bool gelu = false;
+  for (const auto& step : fused.steps) gelu |= step.rfind("gelu Div_3+Gelu onnxfuse:custom", 0) == 0;
+  INFO(fused.steps.size() << " steps");
+  CHECK(gelu);
 }

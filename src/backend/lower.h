@@ -225,7 +225,8 @@ bool TryLayerNorm(Builder& b, NodeId node);
 /// The output of the Gelu (erf) decomposition applied to `x`, if `x` feeds one;
 /// with `absorb`, its nodes are consumed and marked absorbed.
 std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb);
-/// Lowers the Gelu decomposition whose Div is `div` as one gelu_erf eltwise.
+/// Lowers the Gelu decomposition whose Div is `div` as one pass of our Gelu
+/// kernel (activation_kernels.h) in the layout of its input.
 void EmitGelu(Builder& b, NodeId div);
 /// One layer_normalization_forward over the last axis of `src` (a plain view
 /// [.., C] of `dims`' elements): y = (x - mean) / sqrt(var + epsilon) * scale + shift,

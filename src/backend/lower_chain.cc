@@ -6,7 +6,7 @@
 
 #include "attrs.h"
 #include "lower.h"
-#include "swish_kernel.h"
+#include "activation_kernels.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -196,28 +196,33 @@ void EmitAnchor(Builder& b, const Chain& chain) {
   else EmitBinary(b, chain);
 }
 
-// A chain ending in swish runs as its anchor with the other post-ops, then
-// our swish kernel in place on the anchor's destination (swish_kernel.h: four
-// times faster than oneDNN's swish post-op here, which more than pays for the
-// extra pass over the data).
+// A chain ending in swish or Gelu runs as its anchor with the other post-ops,
+// then our kernel in place on the anchor's destination (activation_kernels.h:
+// several times faster than oneDNN's post-op here, which more than pays for
+// the extra pass over the data).
 void Flush(Builder& b, Chain chain) {
-  const bool swish_last = b.fuse && !chain.post_ops.empty() && chain.post_ops.back().kind == Kind::kEltwise &&
-                          chain.post_ops.back().alg == dnnl::algorithm::eltwise_swish &&
-                          chain.post_ops.back().alpha == 1.f && !chain.norm_relu;
-  if (!swish_last) return EmitAnchor(b, chain);
-  const std::size_t first = chain.post_ops.back().member;  // the Sigmoid, then the Mul
-  std::vector<NodeId> swish(chain.members.begin() + static_cast<std::ptrdiff_t>(first), chain.members.end());
+  const PostOp* last = chain.post_ops.empty() ? nullptr : &chain.post_ops.back();
+  const bool swish = last && last->kind == Kind::kEltwise && last->alg == dnnl::algorithm::eltwise_swish && last->alpha == 1.f;
+  const bool gelu = last && last->kind == Kind::kEltwise && last->alg == dnnl::algorithm::eltwise_gelu_erf;
+  if (!b.fuse || chain.norm_relu || !(swish || gelu)) return EmitAnchor(b, chain);
+  const std::size_t first = last->member;  // swish: the Sigmoid, then the Mul; Gelu: the Div
+  std::vector<NodeId> removed(chain.members.begin() + static_cast<std::ptrdiff_t>(first), chain.members.end());
   const ValueId out = chain.out;
   chain.post_ops.pop_back();
   chain.members.resize(first);
-  chain.out = b.graph.node(swish.front()).inputs[0];
+  chain.out = b.graph.node(removed.front()).inputs[0];
   EmitAnchor(b, chain);
-  const Act& x = b.ActOf(chain.out, b.graph.node(swish.front()));
+  const Act& x = b.ActOf(chain.out, b.graph.node(removed.front()));
   std::string label;
-  for (NodeId id : swish) label += (label.empty() ? "" : "+") + b.graph.node(id).name;
+  for (NodeId id : removed) label += (label.empty() ? "" : "+") + b.graph.node(id).name;
   const std::int64_t count = static_cast<std::int64_t>(x.md.get_size() / sizeof(float));
-  b.EmitCustom("swish", label, {{0, Arg{x.slot, x.md, {}}}},
-               [count](const std::vector<void*>& data) { SwishInPlace(static_cast<float*>(data[0]), count); }, x.md);
+  CustomKernel kernel = [count, swish](const std::vector<void*>& data) {
+    auto* y = static_cast<float*>(data[0]);
+    if (swish) SwishInPlace(y, count);
+    else Gelu(y, y, count);
+  };
+  b.EmitCustom(swish ? "swish" : "gelu", swish ? label : label + "+Gelu", {{0, Arg{x.slot, x.md, {}}}},
+               std::move(kernel), x.md);
   b.SetAct(out, x);
 }
 

@@ -15,6 +15,7 @@
 
 #include "attrs.h"
 #include "host_eval.h"
+#include "activation_kernels.h"
 #include "lower.h"
 #include "onnxfuse/error.h"
 
@@ -162,10 +163,13 @@ void EmitGelu(Builder& b, NodeId div_id) {
   auto out = MatchGelu(b, x, true);
   Check(out.has_value(), "EmitGelu without a Gelu pattern");
   Arg src = b.UseAsIs(x, div);
-  dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_gelu_erf, src.md);
-  dnnl::eltwise_forward::primitive_desc pd(desc, b.Attr(), b.engine);
-  Act dst = b.NewAct(b.ActOf(x, div).dims, pd.dst_desc());
-  b.Emit(pd, "eltwise", div.name + "+Gelu", {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  Act dst = b.NewAct(b.ActOf(x, div).dims, src.md);
+  const std::int64_t count = static_cast<std::int64_t>(src.md.get_size() / sizeof(float));
+  b.EmitCustom("gelu", div.name + "+Gelu", {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
+               [count](const std::vector<void*>& data) {
+                 Gelu(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), count);
+               },
+               dst.md);
   b.SetAct(*out, dst);
 }
 
