@@ -431,3 +431,44 @@ TEST_CASE("the Gelu decomposition runs as our Gelu kernel, after a MatMul + Add"
   INFO(fused.steps.size() << " steps");
   CHECK(gelu);
 }
+
+TEST_CASE("a Concat read only by convolutions is never copied: each reader runs per part and accumulates",
+          "[backend_ops]") {
+  // SqueezeNet's fire module: two convolutions (1x1 and 3x3) of a squeeze
+  // output, concatenated, read by the next 1x1 conv (+ Relu). With a residual
+  // Add after the reader (a `sum` post-op already), the concat is made after all.
+  std::vector<float> ws = Floats(8 * 4, 0.4f, 1), we1 = Floats(16 * 8, 0.3f, 2), we3 = Floats(24 * 8 * 9, 0.2f, 3),
+                     wn = Floats(12 * 40, 0.25f, 4), bn = Floats(12, 0.5f, 5), wr = Floats(12 * 4, 0.3f, 6);
+  auto model = [&](bool residual) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + List(ws) + R"(, float[16,8,1,1] we1 = )" + List(we1) +
+           R"(, float[24,8,3,3] we3 = )" + List(we3) + R"(, float[12,40,1,1] wn = )" + List(wn) +
+           R"(, float[12] bn = )" + List(bn) + R"(, float[12,4,1,1] wr = )" + List(wr) + R"() => (float[1,12,9,9] y) {
+        sq = Conv (x, ws)
+        s = Relu (sq)
+        e1 = Conv (s, we1)
+        r1 = Relu (e1)
+        e3 = Conv <pads = [1, 1, 1, 1]> (s, we3)
+        r3 = Relu (e3)
+        cat = Concat <axis = 1> (r1, r3)
+        n = Conv (cat, wn, bn)
+        )" + (residual ? "side = Conv (x, wr)\n        y = Add (n, side)" : "y = Relu (n)") + R"(
+      })";
+  };
+  Tensor x = Make({1, 4, 9, 9}, Wave);
+  for (bool residual : {false, true}) {
+    INFO((residual ? "reader with a residual Add" : "reader with a Relu"));
+    Graph graph = test::GraphFromText(model(residual));
+    Run unfused = Execute(graph, false, {x}), fused = Execute(graph, true, {x});
+    std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
+    CheckClose(fused.outputs.at(0), expected, 1e-5);
+    int parts = 0, concats = 0;
+    for (const auto& step : fused.steps) {
+      INFO(step);
+      parts += step.find("(Concat_6 part ") != std::string::npos;
+      concats += step.rfind("concat ", 0) == 0;
+    }
+    CHECK(parts == (residual ? 0 : 2));
+    CHECK(concats == (residual ? 1 : 0));
+  }
+}

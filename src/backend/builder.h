@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -161,6 +162,9 @@ class Builder {
   /// Graph inputs with an unknown dim that Compile took as 1.
   std::vector<std::string> defaulted_inputs;
   std::int64_t weight_bytes = 0;
+  /// Concat outputs not materialized (yet): their readers, convolutions, read
+  /// the concatenated parts directly (lower_concat.cc). Concat node by value.
+  std::map<ValueId, NodeId> deferred_concats;
   /// Nodes already lowered as part of another node's pattern (swish's Mul,
   /// LayerNormalization and Gelu decompositions): skipped when their group comes.
   std::vector<bool> absorbed;

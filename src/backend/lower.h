@@ -184,6 +184,22 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
                  const Dims& dst_dims, std::vector<std::pair<int, Arg>> args, const std::vector<int>& src_slots,
                  std::size_t count = kAllPostOps);
 
+/// Applies the chain's folded affine map (BatchNormalization) per output
+/// channel: weights [out_channels, ...] scaled, bias scaled and shifted (lower_conv.cc).
+void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels);
+/// Input `input` of `node` (a bias) as `n` doubles times `scale`; zeros when absent (lower_conv.cc).
+std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale = 1.0);
+
+/// A Conv's output dims and oneDNN geometry (strides, dilations minus 1,
+/// left / right padding with auto_pad resolved) for input dims `x` and weight
+/// dims `w` [O, I/group, k...] (ONNX Operators.md, Conv). Throws
+/// Error(kUnsupported) for other than 1-D to 3-D, Error(kInvalidModel) when
+/// the channels do not match (lower_conv.cc).
+struct ConvGeometry {
+  Dims out, strides, dil, pl, pr;
+};
+ConvGeometry ConvGeometryOf(const Builder& b, const Node& node, const Dims& x, const Dims& w);
+
 /// A primitive's bias (one value per output channel, BatchNormalization folded
 /// in) as a packed constant of `anchor` (Builder::PackedConstant).
 dnnl::memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias);
@@ -204,6 +220,16 @@ void EmitSoftmax(Builder& b, NodeId node);
 /// on channels-last sources as one pass that writes only the normalized result
 /// (lower_concat.cc).
 void EmitConcat(Builder& b, NodeId node);
+/// A Conv chain reading a deferred concat (Builder::deferred_concats): one
+/// convolution per concatenated part with that part's slice of the weights,
+/// accumulating (`sum` post-op) into one destination, the last one with the
+/// bias and the chain's post-ops. False, with nothing emitted, when the chain
+/// has other than eltwise post-ops or a part would run a slow implementation
+/// (lower_concat.cc).
+bool EmitConvOverConcatParts(Builder& b, const Chain& chain);
+/// Emits the concat deferred for `v` after all, for a reader that cannot take
+/// the parts (lower_concat.cc).
+void EmitDeferredConcat(Builder& b, ValueId v);
 /// PRelu as prelu_forward (slope broadcast to the input's rank) (lower_ops.cc).
 void EmitPrelu(Builder& b, NodeId node);
 /// Resize (opsets 10-18; nearest and linear) as resampling_forward where

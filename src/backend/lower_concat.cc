@@ -1,5 +1,11 @@
-// Concat: one oneDNN concat primitive, or, fused, Concat -> BatchNormalization
-// (-> Relu) in one pass.
+// Concat: one oneDNN concat primitive, or, fused, no copy at all where its
+// readers allow:
+//  - Concat -> BatchNormalization (-> Relu) in one pass (below);
+//  - a Concat along channels read only by convolutions (group 1) is never
+//    materialized: each reader runs as one convolution per part with that
+//    part's slice of the weights, accumulated with the `sum` post-op, since
+//    W * [a; b] = W_a * a + W_b * b (SqueezeNet's fire modules feed their
+//    concatenated expand outputs to the next squeeze conv).
 //
 // DenseNet (Huang et al., "Densely Connected Convolutional Networks", 2017)
 // concatenates all earlier feature maps before each layer and normalizes the
@@ -127,11 +133,135 @@ bool TryConcatNorm(Builder& b, const Node& node) {
   return true;
 }
 
+// A Concat along channels of run-time 4-D parts in one layout, read only by
+// group-1 Convs taking it as their data input.
+bool CanDefer(const Builder& b, const Node& node) {
+  const Value& out = b.graph.value(node.outputs.at(0));
+  if (out.is_graph_output || out.consumers.empty() || node.num_explicit_inputs < 2) return false;
+  std::string layout;
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
+    ValueId v = node.inputs[i];
+    if (!b.IsAct(v)) return false;
+    const Act& a = b.ActOf(v, node);
+    std::int64_t axis = AttrInt(node, "axis", 0);
+    if (a.dims.size() != 4 || (axis != 1 && axis != -3) || Product(a.dims) == 0) return false;
+    if (i == 0) layout = LayoutString(a.md);
+    if (LayoutString(a.md) != layout || !(IsConvLayout(a.md) || IsPlainEquivalent(a.md))) return false;
+  }
+  for (NodeId c : out.consumers) {
+    const Node& n = b.graph.node(c);
+    if (n.op_type != "Conv" || !n.domain.empty() || b.absorbed[c] || n.inputs.size() < 2 || n.inputs[0] != node.outputs[0] ||
+        !b.IsConst(n.inputs[1]) || AttrInt(n, "group", 1) != 1 ||
+        std::count(n.inputs.begin(), n.inputs.end(), node.outputs[0]) != 1)
+      return false;
+  }
+  return true;
+}
+
+void EmitConcatNow(Builder& b, const Node& node);
+
 }  // namespace
 
 void EmitConcat(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   if (b.fuse && TryConcatNorm(b, node)) return;
+  if (b.fuse && CanDefer(b, node)) {
+    b.deferred_concats[node.outputs[0]] = id;
+    return;
+  }
+  EmitConcatNow(b, node);
+}
+
+void EmitDeferredConcat(Builder& b, ValueId v) {
+  const Node& node = b.graph.node(b.deferred_concats.at(v));
+  b.deferred_concats.erase(v);
+  EmitConcatNow(b, node);
+}
+
+bool EmitConvOverConcatParts(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  const Node& concat = b.graph.node(b.deferred_concats.at(node.inputs[0]));
+  for (const PostOp& po : chain.post_ops)
+    if (po.kind != PostOp::Kind::kEltwise) return false;
+  std::vector<Act> parts;
+  Dims x;
+  for (std::size_t i = 0; i < concat.num_explicit_inputs; ++i) {
+    parts.push_back(b.ActOf(concat.inputs[i], concat));
+    if (x.empty()) x = parts.back().dims, x[1] = 0;
+    x[1] += parts.back().dims[1];
+  }
+  Tensor w = b.Const(node.inputs.at(1), node);
+  const ConvGeometry g = ConvGeometryOf(b, node, x, w.dims);
+  const std::int64_t out_channels = w.dims[0], in_channels = w.dims[1];
+  const std::int64_t taps = Product(Dims(w.dims.begin() + 2, w.dims.end()));
+  std::vector<double> bias = BiasOf(b, node, 2, out_channels);
+  FoldAffine(chain, w.data, bias, out_channels);
+
+  // One descriptor per part, all before anything is emitted: the first picks
+  // the destination layout (the parts' own when a fast kernel takes it), the
+  // others accumulate into it.
+  using ConvPd = dnnl::convolution_forward::primitive_desc;
+  std::vector<ConvPd> pds;
+  std::vector<Tensor> slices;
+  memory::desc dst_md = WithLayoutOf(parts[0].md, g.out);
+  if (dst_md.is_zero()) dst_md = AnyDesc(g.out);
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::int64_t c = parts[i].dims[1];
+    Tensor slice;  // w[:, offset : offset + c, ...]
+    slice.dims = w.dims;
+    slice.dims[1] = c;
+    for (std::int64_t o = 0; o < out_channels; ++o) {
+      auto first = w.data.begin() + static_cast<std::ptrdiff_t>((o * in_channels + offset) * taps);
+      slice.data.insert(slice.data.end(), first, first + static_cast<std::ptrdiff_t>(c * taps));
+    }
+    offset += c;
+    const bool last = i + 1 == parts.size();
+    dnnl::post_ops ops;
+    if (i > 0) ops.append_sum(1.f);
+    if (last)
+      for (const PostOp& po : chain.post_ops) ops.append_eltwise(1.f, po.alg, po.alpha, po.beta);
+    memory::desc wmd = AnyDesc(slice.dims);
+    auto desc = last ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::convolution_direct, parts[i].md, wmd,
+                                                        PlainDesc({out_channels}), dst_md, g.strides, g.dil, g.pl, g.pr)
+                     : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::convolution_direct, parts[i].md, wmd, dst_md,
+                                                        g.strides, g.dil, g.pl, g.pr);
+    try {
+      pds.emplace_back(desc, b.Attr(ops), b.engine);
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    if (IsSlowImpl("conv", pds.back().impl_info_str())) return false;
+    dst_md = pds.back().dst_desc();
+    slices.push_back(std::move(slice));
+  }
+
+  Act dst = b.NewAct(g.out, dst_md);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const ConvPd& pd = pds[i];
+    const Tensor& slice = slices[i];
+    std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, Arg{parts[i].slot, parts[i].md, {}}}};
+    memory weights = b.PackedConstant(chain.anchor, "weights:" + std::to_string(i), pd.weights_desc(),
+                                      [&] { return b.HostView(PlainDesc(slice.dims), slice.data.data()); });
+    args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
+    if (i + 1 == parts.size()) {
+      memory bias_mem = BiasMemory(b, chain.anchor, bias);
+      args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
+    }
+    args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, dst.md, {}});
+    b.Emit(pd, "conv", ChainLabel(b, chain) + " (" + concat.name + " part " + std::to_string(i + 1) + "/" +
+                           std::to_string(parts.size()) + ")",
+           std::move(args), dst.md);
+  }
+  b.SetAct(chain.out, dst);
+  return true;
+}
+
+namespace {
+
+void EmitConcatNow(Builder& b, const Node& node) {
   std::vector<Arg> srcs;
   std::vector<ValueId> inputs;
   Dims out;
@@ -195,5 +325,7 @@ void EmitConcat(Builder& b, NodeId id) {
   b.Emit(pd, "concat", node.name, std::move(args), dst.md);
   b.SetAct(node.outputs[0], dst);
 }
+
+}  // namespace
 
 }  // namespace onnxfuse::backend

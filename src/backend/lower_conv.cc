@@ -9,11 +9,8 @@
 
 namespace onnxfuse::backend {
 
-namespace {
-
 using dnnl::memory;
 
-// Per-output-channel weights and bias with the chain's folded affine map applied (in double).
 void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels) {
   if (chain.scale.empty()) return;
   auto per_channel = static_cast<std::int64_t>(weights.size()) / out_channels;
@@ -28,7 +25,7 @@ void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<dou
   }
 }
 
-std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale = 1.0) {
+std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale) {
   std::vector<double> bias(static_cast<std::size_t>(n), 0.0);
   if (node.inputs.size() <= input || node.inputs[input] == kNoValue) return bias;
   const Tensor& t = b.Const(node.inputs[input], node);
@@ -37,42 +34,54 @@ std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std:
   return bias;
 }
 
-}  // namespace
-
 memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias) {
   const memory::desc md = PlainDesc({static_cast<std::int64_t>(bias.size())});
   std::vector<float> f(bias.begin(), bias.end());
   return b.PackedConstant(anchor, "bias", md, [&] { return b.HostView(md, f.data()); });
 }
 
-void EmitConv(Builder& b, const Chain& chain) {
-  const Node& node = b.graph.node(chain.anchor);
-  Dims x = b.ActOf(node.inputs[0], node).dims;
-  Tensor w = b.Const(node.inputs.at(1), node);
-  const std::size_t spatial = w.dims.size() - 2;
-  if (x.size() < 3 || x.size() > 5 || w.dims.size() != x.size()) Unsupported(b, node, "only 1-D to 3-D convolutions");
-  const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims[0];
-  if (x[1] != w.dims[1] * group || out_channels % group != 0)
+ConvGeometry ConvGeometryOf(const Builder& b, const Node& node, const Dims& x, const Dims& w) {
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) Unsupported(b, node, "only 1-D to 3-D convolutions");
+  const std::size_t spatial = w.size() - 2;
+  const std::int64_t group = AttrInt(node, "group", 1), out_channels = w[0];
+  if (x[1] != w[1] * group || out_channels % group != 0)
     throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": channels do not match");
-  Dims kernel(w.dims.begin() + 2, w.dims.end());
-  Dims strides = AttrInts(node, "strides", Dims(spatial, 1)), dilations = AttrInts(node, "dilations", Dims(spatial, 1));
+  ConvGeometry g;
+  Dims kernel(w.begin() + 2, w.end());
+  g.strides = AttrInts(node, "strides", Dims(spatial, 1));
+  Dims dilations = AttrInts(node, "dilations", Dims(spatial, 1));
   Dims pads = AttrInts(node, "pads", Dims(2 * spatial, 0));
   std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
-  Dims pl(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(spatial)), pr(pads.begin() + static_cast<std::ptrdiff_t>(spatial), pads.end());
-  Dims out = {x[0], out_channels}, dil;
+  g.pl.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(spatial));
+  g.pr.assign(pads.begin() + static_cast<std::ptrdiff_t>(spatial), pads.end());
+  g.out = {x[0], out_channels};
   for (std::size_t i = 0; i < spatial; ++i) {
     std::int64_t in = x[i + 2], extent = (kernel[i] - 1) * dilations[i] + 1;
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      std::int64_t o = (in + strides[i] - 1) / strides[i];
-      std::int64_t total = std::max<std::int64_t>(0, (o - 1) * strides[i] + extent - in);
-      pl[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pr[i] = total - pl[i];
+      std::int64_t o = (in + g.strides[i] - 1) / g.strides[i];
+      std::int64_t total = std::max<std::int64_t>(0, (o - 1) * g.strides[i] + extent - in);
+      g.pl[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pr[i] = total - g.pl[i];
     } else if (auto_pad == "VALID") {
-      pl[i] = pr[i] = 0;
+      g.pl[i] = g.pr[i] = 0;
     }
-    out.push_back((in + pl[i] + pr[i] - extent) / strides[i] + 1);
-    dil.push_back(dilations[i] - 1);
+    g.out.push_back((in + g.pl[i] + g.pr[i] - extent) / g.strides[i] + 1);
+    g.dil.push_back(dilations[i] - 1);
   }
+  return g;
+}
+
+void EmitConv(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  if (b.deferred_concats.count(node.inputs[0])) {
+    if (EmitConvOverConcatParts(b, chain)) return;
+    EmitDeferredConcat(b, node.inputs[0]);
+  }
+  Dims x = b.ActOf(node.inputs[0], node).dims;
+  Tensor w = b.Const(node.inputs.at(1), node);
+  const ConvGeometry geometry = ConvGeometryOf(b, node, x, w.dims);
+  const Dims &out = geometry.out, &strides = geometry.strides, &dil = geometry.dil, &pl = geometry.pl, &pr = geometry.pr;
+  const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims[0];
   std::vector<double> bias = BiasOf(b, node, 2, out_channels);
   FoldAffine(chain, w.data, bias, out_channels);
 
