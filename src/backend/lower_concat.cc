@@ -147,6 +147,9 @@ bool CanDefer(const Builder& b, const Node& node) {
     if (a.dims.size() != 4 || (axis != 1 && axis != -3) || Product(a.dims) == 0) return false;
     if (i == 0) layout = LayoutString(a.md);
     if (LayoutString(a.md) != layout || !(IsConvLayout(a.md) || IsPlainEquivalent(a.md))) return false;
+    Dims rest = a.dims, first = b.ActOf(node.inputs[0], node).dims;
+    rest[1] = first[1] = 0;
+    if (rest != first) return false;
   }
   for (NodeId c : out.consumers) {
     const Node& n = b.graph.node(c);
@@ -222,13 +225,13 @@ bool EmitConvOverConcatParts(Builder& b, const Chain& chain) {
     if (last)
       for (const PostOp& po : chain.post_ops) ops.append_eltwise(1.f, po.alg, po.alpha, po.beta);
     memory::desc wmd = AnyDesc(slice.dims);
-    auto desc = last ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                        dnnl::algorithm::convolution_direct, parts[i].md, wmd,
-                                                        PlainDesc({out_channels}), dst_md, g.strides, g.dil, g.pl, g.pr)
-                     : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                        dnnl::algorithm::convolution_direct, parts[i].md, wmd, dst_md,
-                                                        g.strides, g.dil, g.pl, g.pr);
     try {
+      auto desc = last ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, parts[i].md, wmd,
+                                                          PlainDesc({out_channels}), dst_md, g.strides, g.dil, g.pl, g.pr)
+                       : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                          dnnl::algorithm::convolution_direct, parts[i].md, wmd, dst_md,
+                                                          g.strides, g.dil, g.pl, g.pr);
       pds.emplace_back(desc, b.Attr(ops), b.engine);
     } catch (const dnnl::error&) {
       return false;
