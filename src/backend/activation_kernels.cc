@@ -155,7 +155,8 @@ Isa CpuIsa() {
 void Apply(Kernel kernel, const float* src, float* dst, std::int64_t count) {
   constexpr std::int64_t kChunk = 4096;  // floats per task: 16 KiB, a multiple of every vector width
   const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static)
+  // One chunk (a squeeze-and-excitation vector, say): no thread team to wake.
+#pragma omp parallel for schedule(static) if (chunks > 1)
   for (std::int64_t c = 0; c < chunks; ++c)
     kernel(src + c * kChunk, dst + c * kChunk, std::min(kChunk, count - c * kChunk));
 }

@@ -46,7 +46,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConc
     const std::vector<void*>& data, const std::vector<ConcatSource>& sources, const float* k, const float* t,
     std::int64_t rows, std::int64_t total) {
   auto* dst = static_cast<float*>(data.back());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * total > 4096)
   for (std::int64_t r = 0; r < rows; ++r) {
     float* out = dst + r * total;
     for (std::size_t i = 0; i < sources.size(); ++i) {
