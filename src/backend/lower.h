@@ -90,6 +90,16 @@ struct Chain {
   bool norm_relu = false;             ///< BatchNormalization anchor: fused Relu (fuse_norm_relu)
 };
 
+/// A per-channel affine map y = scale * x + shift, in double.
+struct ChannelAffine {
+  std::vector<double> scale, shift;
+};
+/// An inference BatchNormalization as its per-channel affine map (ONNX
+/// Operators.md, BatchNormalization: scale = gamma / sqrt(var + epsilon),
+/// shift = B - mean * scale); nullopt for training_mode, a parameter not known
+/// at build time, or parameters of different lengths (lower_chain.cc).
+std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn);
+
 /// Lowers one fusion group (members in topological order); `fuse` off: one chain per node.
 void LowerGroup(Builder& b, const std::vector<NodeId>& nodes);
 

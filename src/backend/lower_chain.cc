@@ -4,9 +4,10 @@
 #include <cmath>
 #include <limits>
 
-#include "attrs.h"
-#include "lower.h"
 #include "activation_kernels.h"
+#include "attrs.h"
+#include "host_eval.h"
+#include "lower.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -44,20 +45,15 @@ std::vector<NodeId> Uses(const Builder& b, ValueId v) {
 bool FoldBatchNorm(Builder& b, Chain& chain, const Node& bn) {
   const std::string& anchor = b.graph.node(chain.anchor).op_type;
   if ((anchor != "Conv" && anchor != "ConvTranspose" && anchor != "Gemm") || !chain.post_ops.empty()) return false;
-  if (AttrInt(bn, "training_mode", 0) != 0 || bn.outputs.size() > 1) return false;
-  for (std::size_t i = 1; i < 5; ++i)
-    if (i >= bn.inputs.size() || !b.IsConst(bn.inputs[i])) return false;
-  const Tensor &s = b.Const(bn.inputs[1], bn), &t = b.Const(bn.inputs[2], bn);
-  const Tensor &mean = b.Const(bn.inputs[3], bn), &var = b.Const(bn.inputs[4], bn);
-  std::size_t channels = s.data.size();
-  if (t.data.size() != channels || mean.data.size() != channels || var.data.size() != channels) return false;
+  if (bn.outputs.size() > 1) return false;
+  std::optional<ChannelAffine> affine = BatchNormAffine(b, bn);
+  if (!affine) return false;
+  const std::size_t channels = affine->scale.size();
   if (!chain.scale.empty() && chain.scale.size() != channels) return false;
-  double eps = AttrFloat(bn, "epsilon", 1e-5f);
   if (chain.scale.empty()) chain.scale.assign(channels, 1.0), chain.shift.assign(channels, 0.0);
   for (std::size_t c = 0; c < channels; ++c) {
-    double k = static_cast<double>(s.data[c]) / std::sqrt(static_cast<double>(var.data[c]) + eps);
-    chain.scale[c] *= k;
-    chain.shift[c] = (chain.shift[c] - mean.data[c]) * k + t.data[c];
+    chain.scale[c] *= affine->scale[c];
+    chain.shift[c] = chain.shift[c] * affine->scale[c] + affine->shift[c];
   }
   return true;
 }
@@ -227,6 +223,25 @@ void Flush(Builder& b, Chain chain) {
 }
 
 }  // namespace
+
+std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
+  if (AttrInt(bn, "training_mode", 0) != 0 || bn.inputs.size() < 5) return std::nullopt;
+  for (std::size_t i = 1; i < 5; ++i)
+    if (!b.IsConst(bn.inputs[i])) return std::nullopt;
+  const Tensor &gamma = b.Const(bn.inputs[1], bn), &beta = b.Const(bn.inputs[2], bn);
+  const Tensor &mean = b.Const(bn.inputs[3], bn), &var = b.Const(bn.inputs[4], bn);
+  const std::int64_t channels = gamma.NumElements();
+  if (beta.NumElements() != channels || mean.NumElements() != channels || var.NumElements() != channels)
+    return std::nullopt;
+  const double epsilon = AttrFloat(bn, "epsilon", 1e-5f);
+  ChannelAffine affine;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    double k = ElementAt(gamma, c) / std::sqrt(ElementAt(var, c) + epsilon);
+    affine.scale.push_back(k);
+    affine.shift.push_back(ElementAt(beta, c) - ElementAt(mean, c) * k);
+  }
+  return affine;
+}
 
 void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
   std::optional<Chain> chain;

@@ -14,9 +14,8 @@
 // by the normalization: each layer moves its growing input four times. The
 // fused kernel reads each source once and writes the normalized result once,
 // the traffic of the normalization alone. The normalization is the ONNX
-// BatchNormalization inference formula (Operators.md, BatchNormalization):
-//   y = (x - mean) / sqrt(var + epsilon) * scale + B
-// folded per channel into y = x * k + t (computed in double).
+// BatchNormalization inference formula, folded per channel into y = x * k + t
+// (BatchNormAffine).
 #include <algorithm>
 #include <cmath>
 
@@ -66,12 +65,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConc
 // False (nothing emitted) when the pattern or the layouts do not match.
 bool TryConcatNorm(Builder& b, const Node& node) {
   const Node* bn = SoleUser(b, node.outputs.at(0), "BatchNormalization");
-  if (!bn || AttrInt(*bn, "training_mode", 0) != 0 || bn->inputs.size() < 5 || bn->inputs[0] != node.outputs[0])
-    return false;
+  if (!bn || bn->inputs[0] != node.outputs[0]) return false;
   for (std::size_t i = 1; i < bn->outputs.size(); ++i)
     if (bn->outputs[i] != kNoValue && !b.graph.value(bn->outputs[i]).consumers.empty()) return false;
-  for (std::size_t i = 1; i < 5; ++i)
-    if (!b.IsConst(bn->inputs[i])) return false;
+  std::optional<ChannelAffine> affine = BatchNormAffine(b, *bn);
+  if (!affine) return false;
 
   std::vector<Arg> srcs;
   std::vector<ConcatSource> sources;
@@ -99,18 +97,9 @@ bool TryConcatNorm(Builder& b, const Node& node) {
   }
   if (srcs.empty()) return false;
 
-  // Per channel: k = scale / sqrt(var + epsilon), t = B - mean * k.
-  const double epsilon = AttrFloat(*bn, "epsilon", 1e-5f);
-  const Tensor &scale = b.Const(bn->inputs[1], *bn), &shift = b.Const(bn->inputs[2], *bn),
-               &mean = b.Const(bn->inputs[3], *bn), &var = b.Const(bn->inputs[4], *bn);
-  for (const Tensor* p : {&scale, &shift, &mean, &var})
-    if (p->NumElements() != out[1]) Unsupported(b, *bn, "parameters must have one value per channel");
-  std::vector<float> k(static_cast<std::size_t>(out[1])), t(k.size());
-  for (std::int64_t c = 0; c < out[1]; ++c) {
-    double kc = ElementAt(scale, c) / std::sqrt(ElementAt(var, c) + epsilon);
-    k[static_cast<std::size_t>(c)] = static_cast<float>(kc);
-    t[static_cast<std::size_t>(c)] = static_cast<float>(ElementAt(shift, c) - ElementAt(mean, c) * kc);
-  }
+  if (static_cast<std::int64_t>(affine->scale.size()) != out[1])
+    Unsupported(b, *bn, "parameters must have one value per channel");
+  const std::vector<float> k(affine->scale.begin(), affine->scale.end()), t(affine->shift.begin(), affine->shift.end());
 
   const Node* relu = SoleUser(b, bn->outputs[0], "Relu");
   std::vector<const Node*> absorbed = {bn};
