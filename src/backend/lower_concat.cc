@@ -18,6 +18,7 @@
 // (BatchNormAffine).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "attrs.h"
 #include "host_eval.h"
@@ -59,6 +60,34 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConc
   }
 }
 
+// The non-empty parts of a Concat along channels (axis 1) of run-time tensors
+// that agree on every other dim, and the concatenation's dims; nullopt for
+// any other Concat.
+struct ChannelParts {
+  std::vector<ValueId> values;
+  Dims out;
+};
+std::optional<ChannelParts> ChannelPartsOf(const Builder& b, const Node& node) {
+  ChannelParts parts;
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
+    ValueId v = node.inputs[i];
+    if (!b.IsAct(v)) return std::nullopt;
+    const Dims& d = b.ActOf(v, node).dims;
+    std::int64_t axis = AttrInt(node, "axis", 0);
+    if (axis < 0) axis += static_cast<std::int64_t>(d.size());
+    if (axis != 1 || d.size() < 2) return std::nullopt;
+    if (Product(d) == 0) continue;  // empty parts add nothing
+    if (parts.out.empty()) parts.out = d, parts.out[1] = 0;
+    Dims rest = d, rest_out = parts.out;
+    rest[1] = rest_out[1] = 0;
+    if (rest != rest_out) return std::nullopt;
+    parts.out[1] += d[1];
+    parts.values.push_back(v);
+  }
+  if (parts.values.empty()) return std::nullopt;
+  return parts;
+}
+
 // Concat (`node`, along channels) whose only reader is an inference
 // BatchNormalization with constant parameters, optionally followed by its
 // only reader Relu, on channels-last sources: lowered as one custom kernel.
@@ -71,31 +100,20 @@ bool TryConcatNorm(Builder& b, const Node& node) {
   std::optional<ChannelAffine> affine = BatchNormAffine(b, *bn);
   if (!affine) return false;
 
+  std::optional<ChannelParts> parts = ChannelPartsOf(b, node);
+  if (!parts) return false;
+  const Dims& out = parts->out;
   std::vector<Arg> srcs;
   std::vector<ConcatSource> sources;
-  Dims out;
-  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
-    ValueId v = node.inputs[i];
-    if (!b.IsAct(v)) return false;
+  std::int64_t offset = 0;
+  for (ValueId v : parts->values) {
     const Act& a = b.ActOf(v, node);
-    if (Product(a.dims) == 0) continue;  // empty inputs add nothing
-    std::int64_t axis = AttrInt(node, "axis", 0);
-    if (axis < 0) axis += static_cast<std::int64_t>(a.dims.size());
     const memory::desc want = ChannelsLastDesc(a.dims);
-    if (axis != 1 || want.is_zero() || !(a.md == want || (IsPlainEquivalent(a.md) && IsPlainEquivalent(want))))
-      return false;
-    if (out.empty()) {
-      out = a.dims;
-      out[1] = 0;
-    }
-    Dims rest = a.dims, rest_out = out;
-    rest[1] = rest_out[1] = 0;
-    if (rest != rest_out) return false;
-    sources.push_back({a.dims[1], out[1]});
-    out[1] += a.dims[1];
+    if (want.is_zero() || !(a.md == want || (IsPlainEquivalent(a.md) && IsPlainEquivalent(want)))) return false;
+    sources.push_back({a.dims[1], offset});
+    offset += a.dims[1];
     srcs.push_back(b.Use(v, want, node));
   }
-  if (srcs.empty()) return false;
 
   if (static_cast<std::int64_t>(affine->scale.size()) != out[1])
     Unsupported(b, *bn, "parameters must have one value per channel");
@@ -127,18 +145,12 @@ bool TryConcatNorm(Builder& b, const Node& node) {
 bool CanDefer(const Builder& b, const Node& node) {
   const Value& out = b.graph.value(node.outputs.at(0));
   if (out.is_graph_output || out.consumers.empty() || node.num_explicit_inputs < 2) return false;
-  std::string layout;
-  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
-    ValueId v = node.inputs[i];
-    if (!b.IsAct(v)) return false;
-    const Act& a = b.ActOf(v, node);
-    std::int64_t axis = AttrInt(node, "axis", 0);
-    if (a.dims.size() != 4 || (axis != 1 && axis != -3) || Product(a.dims) == 0) return false;
-    if (i == 0) layout = LayoutString(a.md);
-    if (LayoutString(a.md) != layout || !(IsConvLayout(a.md) || IsPlainEquivalent(a.md))) return false;
-    Dims rest = a.dims, first = b.ActOf(node.inputs[0], node).dims;
-    rest[1] = first[1] = 0;
-    if (rest != first) return false;
+  std::optional<ChannelParts> parts = ChannelPartsOf(b, node);
+  if (!parts || parts->values.size() != node.num_explicit_inputs || parts->out.size() != 4) return false;
+  const std::string layout = LayoutString(b.ActOf(parts->values[0], node).md);
+  for (ValueId v : parts->values) {
+    const dnnl::memory::desc& md = b.ActOf(v, node).md;
+    if (LayoutString(md) != layout || !(IsConvLayout(md) || IsPlainEquivalent(md))) return false;
   }
   for (NodeId c : out.consumers) {
     const Node& n = b.graph.node(c);
@@ -175,13 +187,10 @@ bool EmitConvOverConcatParts(Builder& b, const Chain& chain) {
   const Node& concat = b.graph.node(b.deferred_concats.at(node.inputs[0]));
   for (const PostOp& po : chain.post_ops)
     if (po.kind != PostOp::Kind::kEltwise) return false;
+  const ChannelParts channel_parts = *ChannelPartsOf(b, concat);  // CanDefer took it
+  const Dims& x = channel_parts.out;
   std::vector<Act> parts;
-  Dims x;
-  for (std::size_t i = 0; i < concat.num_explicit_inputs; ++i) {
-    parts.push_back(b.ActOf(concat.inputs[i], concat));
-    if (x.empty()) x = parts.back().dims, x[1] = 0;
-    x[1] += parts.back().dims[1];
-  }
+  for (ValueId v : channel_parts.values) parts.push_back(b.ActOf(v, concat));
   Tensor w = b.Const(node.inputs.at(1), node);
   const ConvGeometry g = ConvGeometryOf(b, node, x, w.dims);
   const std::int64_t out_channels = w.dims[0], in_channels = w.dims[1];
