@@ -15,9 +15,13 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/postdom_fuser.h"
+#include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
+using test::CheckBoth;
+using test::CheckClose;
+using test::PlanRun;
 
 namespace {
 
@@ -44,41 +48,6 @@ std::vector<float> Floats(std::size_t n, float scale, int salt) {
   std::vector<float> v;
   for (std::size_t i = 0; i < n; ++i) v.push_back(scale * Wave(static_cast<std::int64_t>(i) * 3 + salt));
   return v;
-}
-
-struct Run {
-  std::vector<Tensor> outputs;
-  PlanStats stats;
-  std::vector<std::string> steps;
-};
-
-Run Execute(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs) {
-  ExecutablePlan plan = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), CompileOptions{fuse});
-  return {plan.Run(inputs), plan.stats(), plan.Describe()};
-}
-
-void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol) {
-  REQUIRE(actual.data.size() == expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    INFO("element " << i);
-    CHECK(actual.data[i] == Approx(expected[i]).margin(tol).epsilon(tol));
-  }
-}
-
-// Runs fused and unfused and checks both; returns the fused run.
-Run CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
-              double tol = 1e-5) {
-  Graph graph = test::GraphFromText(text);
-  Run unfused = Execute(graph, false, inputs), fused = Execute(graph, true, inputs);
-  {
-    INFO("unfused");
-    CheckClose(unfused.outputs.at(0), expected, tol);
-  }
-  {
-    INFO("fused");
-    CheckClose(fused.outputs.at(0), expected, tol);
-  }
-  return fused;
 }
 
 std::string CompileError(const std::string& text) {
@@ -134,7 +103,7 @@ TEST_CASE("grouped ConvTranspose with output_padding, folded BatchNormalization 
       double& e = y[static_cast<std::size_t>(o * out * out + i)];
       e = std::max(0.0, (e - mean[c]) / std::sqrt(static_cast<double>(var[c]) + 1e-3) * gamma[c] + beta[c]);
     }
-  Run fused = CheckBoth(text, {x}, y, 1e-4);
+  PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
   CHECK(fused.stats.kernels <= 3);  // one deconvolution, at most a reorder on each side
   bool one_deconv = false;
   for (const auto& step : fused.steps) one_deconv |= step.find("+BatchNormalization+Relu") != std::string::npos;
@@ -161,7 +130,7 @@ TEST_CASE("PRelu: a prelu primitive, per-channel after a Conv's layout, or broad
         y.push_back(acc < 0 ? slope[o] * acc : acc);
       }
   // Not a post-op: oneDNN 2.6 runs convolutions with a prelu post-op on its reference kernel only.
-  Run fused = CheckBoth(text, {x}, y);
+  PlanRun fused = CheckBoth(text, {x}, y);
   CHECK(fused.stats.kernels - fused.stats.reorders == 2);
 
   // Broadcast along the last axis, slope a run-time input.
@@ -230,7 +199,7 @@ TEST_CASE("Slice with steps above 1 and below 0; Gather with several runs of ind
   for (std::int64_t a = 0; a < 2; ++a)
     for (auto b : idx)
       for (std::int64_t c = 0; c < 6; ++c) y.push_back(at(a, b, c));
-  Run runs = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  PlanRun runs = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,5,6] x) => (float[2,5,6] y) {
       i = Constant <value = int64[5] {3, 4, 0, -1, 1}> ()
       y = Gather <axis = 1> (x, i)
@@ -243,7 +212,7 @@ TEST_CASE("Slice with steps above 1 and below 0; Gather with several runs of ind
   for (std::int64_t a = 0; a < 2; ++a)
     for (std::int64_t b = 0; b < 5; ++b)
       for (auto c : scattered) y.push_back(at(a, b, c));
-  Run loop = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  PlanRun loop = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,5,6] x) => (float[2,5,4,3] y) {
       i = Constant <value = int64[4,3] {5, 0, 4, 1, 3, 2, -1, 5, 0, 2, 4, -5}> ()
       y = Gather <axis = 2> (x, i)
@@ -343,7 +312,7 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of channels-last convolutions 
             y[static_cast<std::size_t>((b * total + channel) * hw + p)] = relu ? std::max(0.0, e) : e;
           }
     }
-    Run fused = CheckBoth(text, {x}, y, 1e-4);
+    PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
     bool one_pass = false, concat_primitive = false;
     for (const auto& step : fused.steps) {
       INFO(step);
@@ -382,7 +351,7 @@ TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in
     }
   CHECK(lowest < -50);  // swish(x) ~ x e^x, a tiny negative value
   CHECK(highest > 50);  // swish(x) ~ x
-  Run fused = CheckBoth(text, {x}, y, 1e-5);
+  PlanRun fused = CheckBoth(text, {x}, y, 1e-5);
   bool swish = false;
   for (const auto& step : fused.steps) {
     INFO(step);
@@ -425,7 +394,7 @@ TEST_CASE("the Gelu decomposition runs as our Gelu kernel, after a MatMul + Add"
     }
   CHECK(lowest < -10);
   CHECK(highest > 10);
-  Run fused = CheckBoth(text, {x}, y, 1e-5);
+  PlanRun fused = CheckBoth(text, {x}, y, 1e-5);
   bool gelu = false;
   for (const auto& step : fused.steps) gelu |= step.rfind("gelu Div_3+Gelu onnxfuse:custom", 0) == 0;
   INFO(fused.steps.size() << " steps");
@@ -459,7 +428,7 @@ TEST_CASE("a Concat read only by convolutions is never copied: each reader runs 
   for (bool residual : {false, true}) {
     INFO((residual ? "reader with a residual Add" : "reader with a Relu"));
     Graph graph = test::GraphFromText(model(residual));
-    Run unfused = Execute(graph, false, {x}), fused = Execute(graph, true, {x});
+    PlanRun unfused = test::RunPlan(graph, false, {x}), fused = test::RunPlan(graph, true, {x});
     std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
     CheckClose(fused.outputs.at(0), expected, 1e-5);
     int parts = 0, concats = 0;

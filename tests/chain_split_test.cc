@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "onnxfuse/executor.h"
-#include "onnxfuse/postdom_fuser.h"
+#include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -69,14 +69,6 @@ std::vector<double> NaiveConv3x3(const Tensor& x, const std::vector<float>& w, s
   return y;
 }
 
-void CheckClose(const Tensor& actual, const std::vector<double>& expected) {
-  REQUIRE(actual.data.size() == expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    INFO("element " << i);
-    CHECK(actual.data[i] == Approx(expected[i]).margin(1e-4).epsilon(1e-4));
-  }
-}
-
 bool Slow(const ScheduleStep& s) {
   bool gemm_conv = (s.kind == "conv" || s.kind == "deconv") && s.impl.find("gemm") != std::string::npos;
   return s.impl.rfind("ref", 0) == 0 || gemm_conv;
@@ -86,33 +78,6 @@ const ScheduleStep* FindStep(const std::vector<ScheduleStep>& schedule, const st
   for (const ScheduleStep& s : schedule)
     if (s.kind == kind) return &s;
   return nullptr;
-}
-
-std::string Joined(const std::vector<std::string>& lines) {
-  std::string all;
-  for (const auto& l : lines) all += l + "\n";
-  return all;
-}
-
-// Fused and unfused results of `text` on `inputs`, both checked against `expected`;
-// returns the fused plan's schedule.
-std::vector<ScheduleStep> RunBoth(const std::string& text, const std::vector<Tensor>& inputs,
-                                  const std::vector<double>& expected, PlanStats* fused_stats = nullptr) {
-  Graph graph = test::GraphFromText(text);
-  FusionPlan plan = FuseByPostDominator(graph, {});
-  ExecutablePlan unfused = ExecutablePlan::Compile(graph, plan, CompileOptions{false});
-  ExecutablePlan fused = ExecutablePlan::Compile(graph, plan, CompileOptions{true});
-  INFO(Joined(fused.Describe()));
-  {
-    INFO("unfused");
-    CheckClose(unfused.Run(inputs).at(0), expected);
-  }
-  {
-    INFO("fused");
-    CheckClose(fused.Run(inputs).at(0), expected);
-  }
-  if (fused_stats) *fused_stats = fused.stats();
-  return fused.Schedule();
 }
 
 }  // namespace
@@ -142,8 +107,9 @@ TEST_CASE("a conv whose broadcast binary post-op needs a gemm kernel is split: j
     std::size_t c = i / static_cast<std::size_t>(H * H), hw = i % static_cast<std::size_t>(H * H);
     y[i] = std::max(0.0, (y[i] - m[c]) * s[c] / std::sqrt(v[c] + 0.001) + t[c] + k[hw]);
   }
-  PlanStats stats;
-  auto schedule = RunBoth(text, {x}, y, &stats);
+  test::PlanRun fused = test::CheckBoth(text, {x}, y, 1e-4);
+  const PlanStats& stats = fused.stats;
+  const auto& schedule = fused.schedule;
   const ScheduleStep* conv = FindStep(schedule, "conv");
   const ScheduleStep* binary = FindStep(schedule, "binary");
   REQUIRE(conv);
@@ -185,7 +151,7 @@ TEST_CASE("a split chain keeps a sum in place only when its tail does not read t
     double zz = std::max(0.0f, z.data[i]);
     y[i] = (std::max(0.0, y[i] + zz) + k[i % static_cast<std::size_t>(H * H)]) * zz;
   }
-  auto schedule = RunBoth(text, {x, z}, y);
+  const auto schedule = test::CheckBoth(text, {x, z}, y, 1e-4).schedule;
   const ScheduleStep* conv = FindStep(schedule, "conv");
   REQUIRE(conv);
   CHECK(conv->impl.find("gemm") == std::string::npos);

@@ -13,6 +13,7 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/postdom_fuser.h"
+#include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -31,41 +32,6 @@ Tensor MakeTensor(std::vector<std::int64_t> dims, std::function<float(std::int64
 Tensor Ramp(std::vector<std::int64_t> dims, std::string name = "x") {
   return MakeTensor(std::move(dims), [](std::int64_t i) { return static_cast<float>((i % 7) - 3) * 0.25f + 0.1f * static_cast<float>(i % 3); },
                     std::move(name));
-}
-
-struct Outcome {
-  std::vector<Tensor> outputs;
-  PlanStats stats;
-};
-
-Outcome RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs) {
-  FusionPlan plan = FuseByPostDominator(graph, {});
-  ExecutablePlan exec = ExecutablePlan::Compile(graph, plan, CompileOptions{fuse});
-  return {exec.Run(inputs), exec.stats()};
-}
-
-void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol = 1e-5) {
-  REQUIRE(actual.data.size() == expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    INFO("element " << i);
-    CHECK(actual.data[i] == Approx(expected[i]).margin(tol).epsilon(tol));
-  }
-}
-
-// Runs fused and unfused, checks both against `expected`; returns the fused plan's stats.
-PlanStats CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
-                    double tol = 1e-5) {
-  Graph graph = test::GraphFromText(text);
-  Outcome unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs);
-  {
-    INFO("unfused");
-    CheckClose(unfused.outputs.at(0), expected, tol);
-  }
-  {
-    INFO("fused");
-    CheckClose(fused.outputs.at(0), expected, tol);
-  }
-  return fused.stats;
 }
 
 // Naive NCHW convolution (one image), in double.
@@ -147,7 +113,7 @@ TEST_CASE("Conv+BatchNormalization+Relu is one primitive with BN folded into the
     std::size_t c = i / 9;
     conv[i] = std::max(0.0, (conv[i] - m[c]) * s[c] / std::sqrt(v[c] + 0.001) + t[c]);
   }
-  PlanStats stats = CheckBoth(text, {x}, conv);
+  PlanStats stats = test::CheckBoth(text, {x}, conv).stats;
   CHECK(stats.kernels - stats.reorders == 1);
 }
 
@@ -165,7 +131,7 @@ TEST_CASE("a residual Add becomes an in-place sum post-op; strides, pads, groups
   for (auto& e : z.data) e -= 0.2f;
   auto conv = NaiveConv(x, kW, {2, 1, 2, 2}, {}, 2, 1, 2);
   for (std::size_t i = 0; i < conv.size(); ++i) conv[i] = std::max(0.0, conv[i] + std::max(0.0f, z.data[i]));
-  PlanStats stats = CheckBoth(residual, {x, z}, conv);
+  PlanStats stats = test::CheckBoth(residual, {x, z}, conv).stats;
   CHECK(stats.kernels - stats.reorders == 2);  // Relu(z), then Conv+Add+Relu
 }
 
@@ -189,7 +155,7 @@ TEST_CASE("x*Sigmoid(x) is swish, x*HardSigmoid(x) is hardswish, Clip bounds com
     e = e * std::clamp(e / 6 + 0.5, 0.0, 1.0);
     e = std::clamp(e, -0.1, 0.3);
   }
-  PlanStats stats = CheckBoth(text, {x}, y);
+  PlanStats stats = test::CheckBoth(text, {x}, y).stats;
   CHECK(stats.kernels - stats.reorders == 1);
 }
 
@@ -208,20 +174,20 @@ TEST_CASE("squeeze-and-excitation: pooled gate multiplies per channel", "[execut
                     1 / (1 + std::exp(-(0.25 * mean[0] + 2 * mean[1] - 0.1)))};
   std::vector<double> y;
   for (std::size_t i = 0; i < 18; ++i) y.push_back(x.data[i] * gate[i / 9]);
-  CheckBoth(text, {x}, y);
+  test::CheckBoth(text, {x}, y);
 }
 
 TEST_CASE("pooling: MaxPool with ceil_mode, AveragePool with and without padding counted", "[executor]") {
   Tensor x = MakeTensor({1, 1, 4, 4}, [](std::int64_t i) { return static_cast<float>(i); });
-  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,1,4,4] x) => (float[1,1,2,2] y) { y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1> (x) })",
             {x}, {10, 11, 14, 15});
   // 3x3 windows at stride 2 with pad 1: corners see 4 values (of 9 with padding counted).
-  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,1,4,4] x) => (float[1,1,2,2] y) { y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x) })",
             {x}, {(0 + 1 + 4 + 5) / 4.0, (1 + 2 + 3 + 5 + 6 + 7) / 6.0, (4 + 5 + 8 + 9 + 12 + 13) / 6.0,
                   (5 + 6 + 7 + 9 + 10 + 11 + 13 + 14 + 15) / 9.0});
-  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,1,4,4] x) => (float[1,1,2,2] y) {
       y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], count_include_pad = 1> (x) })",
             {x}, {10 / 9.0, 24 / 9.0, 51 / 9.0, 90 / 9.0});
@@ -236,7 +202,7 @@ TEST_CASE("Flatten + Gemm (transB=0, alpha, beta) as inner product", "[executor]
     })";
   Tensor x = MakeTensor({1, 2, 1, 1}, [](std::int64_t i) { return i ? -2.f : 3.f; });
   // 2 * [3, -2] . w + 0.5 c = 2*[5, 5, 9] + [0.25, 0.125, -0.5]
-  CheckBoth(text, {x}, {10.25, 10.125, 17.5});
+  test::CheckBoth(text, {x}, {10.25, 10.125, 17.5});
 }
 
 TEST_CASE("shape subgraphs fold at build time; Reshape, Transpose, MatMul, Softmax, Concat", "[executor]") {
@@ -268,7 +234,7 @@ TEST_CASE("shape subgraphs fold at build time; Reshape, Transpose, MatMul, Softm
     for (int j = 0; j < 3; ++j) y.push_back(std::exp(t[j]) / sum);
     for (int j = 0; j < 3; ++j) y.push_back(t[j]);
   }
-  CheckBoth(text, {x}, y);
+  test::CheckBoth(text, {x}, y);
 }
 
 TEST_CASE("an unsupported op is an error at build time naming the node and op", "[executor]") {
@@ -299,7 +265,7 @@ TEST_CASE("the activation arena reuses memory across disjoint lifetimes", "[exec
       y = Abs (e)
     })";
   Graph graph = test::GraphFromText(text);
-  Outcome unfused = RunPlan(graph, false, {Ramp({1, 4, 256, 256})});
+  test::PlanRun unfused = test::RunPlan(graph, false, {Ramp({1, 4, 256, 256})});
   const std::int64_t mb = 4 * 256 * 256 * 4;
   CHECK(unfused.stats.kernels == 6);
   CHECK(unfused.stats.buffer_bytes_total == 7 * mb);
@@ -342,20 +308,20 @@ TEST_CASE("the LayerNormalization and Gelu decompositions run as one primitive e
       y.push_back(0.5 * n * (1 + std::erf(n / std::sqrt(2.0))));
     }
   }
-  PlanStats stats = CheckBoth(text, {x}, y, 1e-4);
+  PlanStats stats = test::CheckBoth(text, {x}, y, 1e-4).stats;
   CHECK(stats.kernels == 2);
 }
 
 TEST_CASE("Pad, Slice, Gather and reductions of run-time tensors", "[executor]") {
   Tensor x = MakeTensor({1, 2, 3}, [](std::int64_t i) { return static_cast<float>(i); });  // [[0 1 2] [3 4 5]]
-  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,3] x) => (float[1,3,4] y) {
       pads = Constant <value = int64[6] {0, 1, 0, 0, 0, 1}> ()
       v = Constant <value = float {-1.0}> ()
       y = Pad (x, pads, v)
     })",
             {x}, {-1, -1, -1, -1, 0, 1, 2, -1, 3, 4, 5, -1});
-  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,3] x) => (float[1,2,2] y) {
       s = Constant <value = int64[1] {1}> ()
       e = Constant <value = int64[1] {9}> ()
@@ -363,13 +329,13 @@ TEST_CASE("Pad, Slice, Gather and reductions of run-time tensors", "[executor]")
       y = Slice (x, s, e, a)
     })",
             {x}, {1, 2, 4, 5});
-  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,3] x) => (float[1,3] y) {
       i = Constant <value = int64 {1}> ()
       y = Gather <axis = 1> (x, i)
     })",
             {x}, {3, 4, 5});
-  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+  test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,3] x) => (float[1,3] y) {
       axes = Constant <value = int64[1] {1}> ()
       s = ReduceSum <keepdims = 0> (x, axes)
@@ -396,7 +362,7 @@ TEST_CASE("channel concat of convolution outputs and transposes as views stay ex
   std::vector<double> y = conv;
   y.insert(y.end(), conv.begin(), conv.end());
   for (auto& e : y) e = std::max(0.0, e);
-  CheckBoth(text, {x}, y);
+  test::CheckBoth(text, {x}, y);
 }
 
 TEST_CASE("RunJob times a model, checks fused against unfused and prints one JSON line", "[executor]") {

@@ -1,0 +1,40 @@
+#include "plan_check.h"
+
+#include <catch2/catch.hpp>
+
+#include "onnxfuse/postdom_fuser.h"
+#include "test_models.h"
+
+namespace onnxfuse::test {
+
+PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs) {
+  ExecutablePlan plan = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), CompileOptions{fuse});
+  return {plan.Run(inputs), plan.stats(), plan.Schedule(), plan.Describe()};
+}
+
+void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol) {
+  REQUIRE(actual.data.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO("element " << i);
+    CHECK(actual.data[i] == Approx(expected[i]).margin(tol).epsilon(tol));
+  }
+}
+
+PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
+                  double tol) {
+  Graph graph = GraphFromText(text);
+  PlanRun unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs);
+  {
+    INFO("unfused");
+    CheckClose(unfused.outputs.at(0), expected, tol);
+  }
+  {
+    std::string steps;
+    for (const auto& step : fused.steps) steps += step + "\n";
+    INFO("fused:\n" << steps);
+    CheckClose(fused.outputs.at(0), expected, tol);
+  }
+  return fused;
+}
+
+}  // namespace onnxfuse::test

@@ -1,0 +1,33 @@
+// Helpers for tests of the oneDNN backend: a model compiled and run fused
+// (post-dominator groups) and unfused, its outputs checked against values
+// computed in the test.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "onnxfuse/executor.h"
+#include "onnxfuse/graph.h"
+
+namespace onnxfuse::test {
+
+/// What one compiled plan did on one set of inputs.
+struct PlanRun {
+  std::vector<Tensor> outputs;
+  PlanStats stats;
+  std::vector<ScheduleStep> schedule;
+  std::vector<std::string> steps;  ///< ExecutablePlan::Describe(): "kind label impl layout"
+};
+
+/// Compiles `graph` (post-dominator fusion when `fuse`) and runs it once.
+PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs);
+
+/// Every element of `actual` within `tol` (absolute or relative) of `expected`.
+void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol = 1e-5);
+
+/// Runs the model `text` unfused and fused, checks the first output of both
+/// against `expected`; returns the fused run.
+PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
+                  double tol = 1e-5);
+
+}  // namespace onnxfuse::test
