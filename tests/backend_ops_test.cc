@@ -361,6 +361,48 @@ TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in
   CHECK(swish);
 }
 
+TEST_CASE("swish followed by a GlobalAveragePool: the means are taken in the swish kernel's pass",
+          "[backend_ops][activation]") {
+  // Squeeze-and-excitation's start: y = swish(conv(x)) * mean over the pixels
+  // of swish(conv(x)). 40 channels (not a multiple of a vector width), 24x24
+  // pixels: several chunks of rows, shared by the threads.
+  const std::int64_t cin = 8, cout = 40, hw = 24 * 24;
+  std::vector<float> w = Floats(cout * cin, 0.7f, 1), bias = Floats(cout, 0.5f, 2);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8,24,24] x, float[40,8,1,1] w = )" + List(w) + R"(, float[40] b = )" + List(bias) +
+                           R"() => (float[1,40,24,24] y) {
+      c = Conv (x, w, b)
+      s = Sigmoid (c)
+      a = Mul (c, s)
+      m = GlobalAveragePool (a)
+      y = Mul (a, m)
+    })";
+  Tensor x = Make({1, cin, 24, 24}, Wave);
+  std::vector<double> a(static_cast<std::size_t>(cout * hw)), y;
+  for (std::int64_t o = 0; o < cout; ++o)
+    for (std::int64_t p = 0; p < hw; ++p) {
+      double c = bias[static_cast<std::size_t>(o)];
+      for (std::int64_t i = 0; i < cin; ++i)
+        c += static_cast<double>(w[static_cast<std::size_t>(o * cin + i)]) * x.data[static_cast<std::size_t>(i * hw + p)];
+      a[static_cast<std::size_t>(o * hw + p)] = c / (1 + std::exp(-c));
+    }
+  for (std::int64_t o = 0; o < cout; ++o) {
+    double mean = 0;
+    for (std::int64_t p = 0; p < hw; ++p) mean += a[static_cast<std::size_t>(o * hw + p)];
+    mean /= static_cast<double>(hw);
+    for (std::int64_t p = 0; p < hw; ++p) y.push_back(a[static_cast<std::size_t>(o * hw + p)] * mean);
+  }
+  PlanRun fused = CheckBoth(text, {x}, y, 1e-5);
+  int pools = 0, fused_pools = 0;
+  for (const auto& step : fused.steps) {
+    INFO(step);
+    pools += step.rfind("pool", 0) == 0;
+    fused_pools += step.rfind("swish Sigmoid_1+Mul_2+GlobalAveragePool_3 onnxfuse:custom", 0) == 0;
+  }
+  CHECK(pools == 0);
+  CHECK(fused_pools == 1);
+}
+
 TEST_CASE("the Gelu decomposition runs as our Gelu kernel, after a MatMul + Add", "[backend_ops][activation]") {
   // 1 x 37 x 27 outputs (999: a vector tail) spread over about [-12, 12]:
   // erf saturates at both ends, Gelu(x) ~ 0 below and ~ x above.
@@ -439,5 +481,49 @@ TEST_CASE("a Concat read only by convolutions is never copied: each reader runs 
     }
     CHECK(parts == (residual ? 0 : 2));
     CHECK(concats == (residual ? 1 : 0));
+  }
+}
+
+TEST_CASE("a squeeze-and-excitation gate x * s read by a Conv scales the Conv's weights instead of x",
+          "[backend_ops]") {
+  // x (a 3x3 conv's output, in the conv's layout) -> GlobalAveragePool -> 1x1
+  // conv -> Relu -> 1x1 conv -> Sigmoid = s; x * s -> 1x1 projection conv with
+  // 24 outputs (not a multiple of oneDNN's 16-channel weight blocks: padding).
+  // At 10x10, x (1600 elements) outweighs the weights (384): the product is
+  // never made. At 3x3 (144 elements) it is a binary primitive as before.
+  std::vector<float> wx = Floats(16 * 4 * 9, 0.2f, 1), w1 = Floats(4 * 16, 0.5f, 2), w2 = Floats(16 * 4, 0.6f, 3),
+                     b2 = Floats(16, 0.4f, 4), wp = Floats(24 * 16, 0.3f, 5), bp = Floats(24, 0.5f, 6);
+  auto model = [&](int side) {
+    const std::string s = std::to_string(side);
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,4,)" + s + "," + s + R"(] x0, float[16,4,3,3] wx = )" + List(wx) + R"(, float[4,16,1,1] w1 = )" +
+           List(w1) + R"(, float[16,4,1,1] w2 = )" + List(w2) + R"(, float[16] b2 = )" + List(b2) +
+           R"(, float[24,16,1,1] wp = )" + List(wp) + R"(, float[24] bp = )" + List(bp) + R"() => (float[1,24,)" + s +
+           "," + s + R"(] y) {
+        x = Conv <pads = [1, 1, 1, 1]> (x0, wx)
+        pooled = GlobalAveragePool (x)
+        f1 = Conv (pooled, w1)
+        r1 = Relu (f1)
+        f2 = Conv (r1, w2, b2)
+        gate = Sigmoid (f2)
+        scaled = Mul (x, gate)
+        y = Conv (scaled, wp, bp)
+      })";
+  };
+  for (int side : {10, 3}) {
+    INFO("spatial " << side << "x" << side);
+    Graph graph = test::GraphFromText(model(side));
+    Tensor x0 = Make({1, 4, side, side}, Wave, "x0");
+    PlanRun unfused = test::RunPlan(graph, false, {x0}), fused = test::RunPlan(graph, true, {x0});
+    std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
+    CheckClose(fused.outputs.at(0), expected, 1e-5);
+    int scales = 0, binaries = 0;
+    for (const auto& step : fused.steps) {
+      INFO(step);
+      scales += step.rfind("channel_scale ", 0) == 0;
+      binaries += step.rfind("binary ", 0) == 0;
+    }
+    CHECK(scales == (side == 10 ? 1 : 0));
+    CHECK(binaries == (side == 10 ? 0 : 1));
   }
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 // GCC 12 warns inside its own avx512fintrin.h: the unmasked intrinsics pass
 // _mm512_undefined_ps() as the (ignored) merge source.
@@ -161,13 +162,47 @@ void Apply(Kernel kernel, const float* src, float* dst, std::int64_t count) {
     kernel(src + c * kChunk, dst + c * kChunk, std::min(kChunk, count - c * kChunk));
 }
 
-}  // namespace
+// sums[c] += rows of x [rows, channels], c < channels.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AddRows(const float* x, std::int64_t rows,
+                                                                          std::int64_t channels, float* sums) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < channels; ++c) sums[c] += x[r * channels + c];
+}
 
-void SwishInPlace(float* data, std::int64_t count) {
+Kernel SwishKernel() {
   static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Swish16>
                                : CpuIsa() == Isa::kAvx2 ? Avx2<Swish8, SwishScalar>
                                                         : SwishScalar;
-  Apply(kernel, data, data, count);
+  return kernel;
+}
+
+}  // namespace
+
+void SwishInPlaceWithMeans(float* data, std::int64_t blocks, std::int64_t rows, std::int64_t block,
+                           std::int64_t channels, float* means) {
+  const Kernel kernel = SwishKernel();
+  const std::int64_t rows_per_chunk = std::max<std::int64_t>(1, 4096 / block);  // about 16 KiB: stays in L1
+  const std::int64_t chunks_per_block = (rows + rows_per_chunk - 1) / rows_per_chunk, chunks = blocks * chunks_per_block;
+  std::vector<float> total(static_cast<std::size_t>(blocks * block), 0.f);
+#pragma omp parallel if (chunks > 1)
+  {
+    std::vector<float> sums(total.size(), 0.f);
+#pragma omp for schedule(static)
+    for (std::int64_t k = 0; k < chunks; ++k) {
+      const std::int64_t b = k / chunks_per_block, first = (k % chunks_per_block) * rows_per_chunk;
+      const std::int64_t n = std::min(rows_per_chunk, rows - first);
+      float* x = data + (b * rows + first) * block;
+      kernel(x, x, n * block);
+      AddRows(x, n, block, sums.data() + b * block);
+    }
+#pragma omp critical
+    for (std::size_t c = 0; c < total.size(); ++c) total[c] += sums[c];
+  }
+  for (std::int64_t c = 0; c < channels; ++c) means[c] = total[static_cast<std::size_t>(c)] / static_cast<float>(rows);
+}
+
+void SwishInPlace(float* data, std::int64_t count) {
+  Apply(SwishKernel(), data, data, count);
 }
 
 void Gelu(const float* src, float* dst, std::int64_t count) {

@@ -24,6 +24,15 @@ namespace onnxfuse::backend {
 /// NaN stays NaN.
 void SwishInPlace(float* data, std::int64_t count);
 
+/// SwishInPlace on `data` [blocks, rows, block] (a row is one pixel: dense
+/// channels-last is one block of all channels, oneDNN's nChw16c blocks of
+/// 16), and means[c] = the mean over the rows of the result's channel c <
+/// `channels` (the rest is padding): squeeze-and-excitation's
+/// GlobalAveragePool taken while the data is in cache, instead of in a pass
+/// of its own. Sums in float, per OpenMP thread.
+void SwishInPlaceWithMeans(float* data, std::int64_t blocks, std::int64_t rows, std::int64_t block,
+                           std::int64_t channels, float* means);
+
 /// dst[i] = 0.5 src[i] (1 + erf(src[i] / sqrt(2))) for i < count, over OpenMP
 /// threads; `dst` may be `src`. Absolute error below 1e-7 |src[i]|.
 void Gelu(const float* src, float* dst, std::int64_t count);

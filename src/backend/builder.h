@@ -165,6 +165,10 @@ class Builder {
   /// Concat outputs not materialized (yet): their readers, convolutions, read
   /// the concatenated parts directly (lower_concat.cc). Concat node by value.
   std::map<ValueId, NodeId> deferred_concats;
+  /// Products x * s (s a [1, C, 1, 1] gate) not made: their reader, a
+  /// convolution, scales its weights by s instead (lower_channel_scale.cc).
+  /// Mul node by value.
+  std::map<ValueId, NodeId> deferred_scales;
   /// Nodes already lowered as part of another node's pattern (swish's Mul,
   /// LayerNormalization and Gelu decompositions): skipped when their group comes.
   std::vector<bool> absorbed;

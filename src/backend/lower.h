@@ -240,6 +240,21 @@ bool EmitConvOverConcatParts(Builder& b, const Chain& chain);
 /// Emits the concat deferred for `v` after all, for a reader that cannot take
 /// the parts (lower_concat.cc).
 void EmitDeferredConcat(Builder& b, ValueId v);
+/// Squeeze-and-excitation's x * s (s: [1, C, 1, 1] computed at run time, x
+/// [1, C, ...]) read only by a group-1 Conv with constant weights no larger
+/// than x: recorded in Builder::deferred_scales instead of lowered, its uses
+/// not consumed; false, with nothing done, otherwise (lower_channel_scale.cc).
+bool DeferChannelScale(Builder& b, NodeId mul);
+/// The unscaled x of a deferred x * s (`v` itself when `v` is not deferred).
+ValueId ScaledInput(const Builder& b, ValueId v);
+/// For the convolution reading deferred `v` = x * s with packed `weights`
+/// ([O, C, k...] in any layout): emits the kernel writing the weights times
+/// s[c] (per input channel c) into a new arena buffer, consumes the Mul and
+/// returns that buffer as the convolution's weights argument. `label`: the
+/// convolution's, for the step label.
+Arg EmitScaledWeights(Builder& b, ValueId v, const dnnl::memory& weights, const std::string& label);
+/// Emits the deferred x * s for `v` after all, as a binary primitive.
+void EmitDeferredChannelScale(Builder& b, ValueId v);
 /// PRelu as prelu_forward (slope broadcast to the input's rank) (lower_ops.cc).
 void EmitPrelu(Builder& b, NodeId node);
 /// Resize (opsets 10-18; nearest and linear) as resampling_forward where

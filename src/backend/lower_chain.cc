@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "activation_kernels.h"
 #include "attrs.h"
@@ -192,6 +195,32 @@ void EmitAnchor(Builder& b, const Chain& chain) {
   else EmitBinary(b, chain);
 }
 
+// The GlobalAveragePool reading `v`, not yet lowered; nullptr when there is none.
+const Node* PoolReading(const Builder& b, ValueId v) {
+  for (NodeId c : b.graph.value(v).consumers) {
+    const Node& n = b.graph.node(c);
+    if (n.op_type == "GlobalAveragePool" && n.domain.empty() && !b.absorbed[c] && n.inputs[0] == v) return &n;
+  }
+  return nullptr;
+}
+
+// `md` (batch 1, 4-D) as [blocks, pixels, block] channels: dense channels-last
+// (one block of all channels) or channel-blocked (nChw8c, nChw16c, padded);
+// nullopt for other layouts.
+std::optional<std::pair<std::int64_t, std::int64_t>> PixelBlocks(const dnnl::memory::desc& md, const Dims& dims) {
+  if (dims.size() != 4 || dims[0] != 1) return std::nullopt;
+  if (md == ChannelsLastDesc(dims)) return std::make_pair(std::int64_t{1}, dims[1]);
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.offset0 != 0 || d.format_desc.blocking.inner_nblks != 1 ||
+      d.format_desc.blocking.inner_idxs[0] != 1)
+    return std::nullopt;
+  const std::int64_t block = d.format_desc.blocking.inner_blks[0], padded = d.padded_dims[1];
+  if (LayoutString(md) != "aBcd" + std::to_string(block) + "b" || padded % block != 0 ||
+      static_cast<std::int64_t>(md.get_size()) != padded * dims[2] * dims[3] * std::int64_t{sizeof(float)})
+    return std::nullopt;
+  return std::make_pair(padded / block, block);
+}
+
 // A chain ending in swish or Gelu runs as its anchor with the other post-ops,
 // then our kernel in place on the anchor's destination (activation_kernels.h:
 // several times faster than oneDNN's post-op here, which more than pays for
@@ -212,6 +241,23 @@ void Flush(Builder& b, Chain chain) {
   std::string label;
   for (NodeId id : removed) label += (label.empty() ? "" : "+") + b.graph.node(id).name;
   const std::int64_t count = static_cast<std::int64_t>(x.md.get_size() / sizeof(float));
+  const Node* pool = swish ? PoolReading(b, out) : nullptr;
+  if (const auto blocks = pool ? PixelBlocks(x.md, x.dims) : std::nullopt) {
+    // Squeeze-and-excitation: the GlobalAveragePool of the result is taken in the same pass.
+    const std::int64_t channels = x.dims[1], pixels = x.dims[2] * x.dims[3];
+    const Dims pooled_dims = {1, channels, 1, 1};
+    const Act pooled = b.NewAct(pooled_dims, PlainDesc(pooled_dims));
+    CustomKernel kernel = [blocks = *blocks, channels, pixels](const std::vector<void*>& data) {
+      SwishInPlaceWithMeans(static_cast<float*>(data[0]), blocks.first, pixels, blocks.second, channels,
+                            static_cast<float*>(data[1]));
+    };
+    b.EmitCustom("swish", label + "+" + pool->name, {{0, Arg{x.slot, x.md, {}}}, {1, Arg{pooled.slot, pooled.md, {}}}},
+                 std::move(kernel), x.md);
+    b.SetAct(out, x);
+    Absorb(b, {pool});
+    b.SetAct(pool->outputs[0], pooled);
+    return;
+  }
   CustomKernel kernel = [count, swish](const std::vector<void*>& data) {
     auto* y = static_cast<float*>(data[0]);
     if (swish) SwishInPlace(y, count);
@@ -259,6 +305,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
       EmitGelu(b, id);
       continue;
     }
+    if (DeferChannelScale(b, id)) continue;  // its uses are consumed where the product is used
     if (StartsChain(b, node)) {
       chain = Chain{id, node.outputs.at(0), {id}, {}, {}, {}, false};
     } else if (!LowerView(b, id) && !LowerSlice(b, id)) {

@@ -77,7 +77,8 @@ void EmitConv(Builder& b, const Chain& chain) {
     if (EmitConvOverConcatParts(b, chain)) return;
     EmitDeferredConcat(b, node.inputs[0]);
   }
-  Dims x = b.ActOf(node.inputs[0], node).dims;
+  const ValueId input = ScaledInput(b, node.inputs[0]);  // x of a deferred x * s: the weights take s
+  Dims x = b.ActOf(input, node).dims;
   Tensor w = b.Const(node.inputs.at(1), node);
   const ConvGeometry geometry = ConvGeometryOf(b, node, x, w.dims);
   const Dims &out = geometry.out, &strides = geometry.strides, &dil = geometry.dil, &pl = geometry.pl, &pr = geometry.pr;
@@ -99,7 +100,7 @@ void EmitConv(Builder& b, const Chain& chain) {
   // Fused: keep the layout the producer chose (e.g. NHWC) when a fast kernel
   // takes it, so that grouped convolutions do not bounce through their own
   // blocked layout with a reorder on each side; otherwise let the conv choose.
-  const memory::desc& have = b.ActOf(node.inputs[0], node).md;
+  const memory::desc& have = b.ActOf(input, node).md;
   memory::desc same = b.fuse && !IsPlainEquivalent(have) ? WithLayoutOf(have, out) : memory::desc();
   std::size_t count = 0;  // post-ops the conv takes; the rest run after it (lower.h, "Splitting")
   auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
@@ -126,11 +127,14 @@ void EmitConv(Builder& b, const Chain& chain) {
     pd = ConvPd(ChooseImpl(b, pd, "conv", "conv:" + node.name, keys).get());
   }
 
-  Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
+  Arg src = b.Use(input, pd.src_desc(), node);
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
                                     [&] { return b.HostView(PlainDesc(wdims), w.data.data()); });
   args.emplace_back(DNNL_ARG_SRC, src);
-  args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
+  if (input != node.inputs[0])
+    args.emplace_back(DNNL_ARG_WEIGHTS, EmitScaledWeights(b, node.inputs[0], weights, ChainLabel(b, chain)));
+  else
+    args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
   memory bias_mem = BiasMemory(b, chain.anchor, bias);
   args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
   FinishChain(b, chain, pd, "conv", out, std::move(args), {src.slot}, count);
