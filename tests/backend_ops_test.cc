@@ -484,16 +484,17 @@ TEST_CASE("a Concat read only by convolutions is never copied: each reader runs 
   }
 }
 
-TEST_CASE("a squeeze-and-excitation gate x * s read by a Conv scales the Conv's weights instead of x",
+TEST_CASE("squeeze-and-excitation: the excitation is one step and the gate x * s scales the next Conv's weights",
           "[backend_ops]") {
   // x (a 3x3 conv's output, in the conv's layout) -> GlobalAveragePool -> 1x1
-  // conv -> Relu -> 1x1 conv -> Sigmoid = s; x * s -> 1x1 projection conv with
-  // 24 outputs (not a multiple of oneDNN's 16-channel weight blocks: padding).
-  // At 10x10, x (1600 elements) outweighs the weights (384): the product is
-  // never made. At 3x3 (144 elements) it is a binary primitive as before.
+  // conv -> Relu or swish -> 1x1 conv -> Sigmoid or HardSigmoid = s (one
+  // squeeze_excite step); x * s -> 1x1 projection conv with 24 outputs (not a
+  // multiple of oneDNN's 16-channel weight blocks: padding). At 10x10, x (1600
+  // elements) outweighs the projection's weights (384): the product is never
+  // made. At 3x3 (144 elements) it is a binary primitive as before.
   std::vector<float> wx = Floats(16 * 4 * 9, 0.2f, 1), w1 = Floats(4 * 16, 0.5f, 2), w2 = Floats(16 * 4, 0.6f, 3),
                      b2 = Floats(16, 0.4f, 4), wp = Floats(24 * 16, 0.3f, 5), bp = Floats(24, 0.5f, 6);
-  auto model = [&](int side) {
+  auto model = [&](int side, bool mobilenet_v3) {
     const std::string s = std::to_string(side);
     return R"(<ir_version: 8, opset_import: ["" : 13]>
       g (float[1,4,)" + s + "," + s + R"(] x0, float[16,4,3,3] wx = )" + List(wx) + R"(, float[4,16,1,1] w1 = )" +
@@ -503,27 +504,32 @@ TEST_CASE("a squeeze-and-excitation gate x * s read by a Conv scales the Conv's 
         x = Conv <pads = [1, 1, 1, 1]> (x0, wx)
         pooled = GlobalAveragePool (x)
         f1 = Conv (pooled, w1)
-        r1 = Relu (f1)
+        )" + (mobilenet_v3 ? "r1 = Relu (f1)" : "g1 = Sigmoid (f1)\n        r1 = Mul (f1, g1)") + R"(
         f2 = Conv (r1, w2, b2)
-        gate = Sigmoid (f2)
+        gate = )" + (mobilenet_v3 ? "HardSigmoid <alpha = 0.25, beta = 0.4> (f2)" : "Sigmoid (f2)") + R"(
         scaled = Mul (x, gate)
         y = Conv (scaled, wp, bp)
       })";
   };
-  for (int side : {10, 3}) {
-    INFO("spatial " << side << "x" << side);
-    Graph graph = test::GraphFromText(model(side));
-    Tensor x0 = Make({1, 4, side, side}, Wave, "x0");
-    PlanRun unfused = test::RunPlan(graph, false, {x0}), fused = test::RunPlan(graph, true, {x0});
-    std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
-    CheckClose(fused.outputs.at(0), expected, 1e-5);
-    int scales = 0, binaries = 0;
-    for (const auto& step : fused.steps) {
-      INFO(step);
-      scales += step.rfind("channel_scale ", 0) == 0;
-      binaries += step.rfind("binary ", 0) == 0;
+  for (int side : {10, 3})
+    for (bool mobilenet_v3 : {false, true}) {
+      INFO("spatial " << side << "x" << side << (mobilenet_v3 ? ", Relu and HardSigmoid" : ", swish and Sigmoid"));
+      Graph graph = test::GraphFromText(model(side, mobilenet_v3));
+      Tensor x0 = Make({1, 4, side, side}, Wave, "x0");
+      PlanRun unfused = test::RunPlan(graph, false, {x0}), fused = test::RunPlan(graph, true, {x0});
+      std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
+      CheckClose(fused.outputs.at(0), expected, 1e-5);
+      int excitations = 0, scales = 0, binaries = 0, convs = 0;
+      for (const auto& step : fused.steps) {
+        INFO(step);
+        excitations += step.rfind("squeeze_excite ", 0) == 0;
+        scales += step.rfind("channel_scale ", 0) == 0;
+        binaries += step.rfind("binary ", 0) == 0;
+        convs += step.rfind("conv ", 0) == 0;
+      }
+      CHECK(excitations == 1);
+      CHECK(convs == 2);  // the 3x3 and the projection
+      CHECK(scales == (side == 10 ? 1 : 0));
+      CHECK(binaries == (side == 10 ? 0 : 1));
     }
-    CHECK(scales == (side == 10 ? 1 : 0));
-    CHECK(binaries == (side == 10 ? 0 : 1));
-  }
 }

@@ -240,6 +240,12 @@ bool EmitConvOverConcatParts(Builder& b, const Chain& chain);
 /// Emits the concat deferred for `v` after all, for a reader that cannot take
 /// the parts (lower_concat.cc).
 void EmitDeferredConcat(Builder& b, ValueId v);
+/// Squeeze-and-excitation's excitation starting at Conv `fc1`: 1x1 Conv of a
+/// [1, C, 1, 1] activation, Relu or swish, 1x1 Conv back to C channels,
+/// Sigmoid or HardSigmoid, as one step of our own (both matrix-vector products
+/// and activations); absorbs the nodes. False, with nothing done, when the
+/// nodes do not form it (lower_squeeze_excite.cc).
+bool TrySqueezeExcite(Builder& b, NodeId fc1);
 /// Squeeze-and-excitation's x * s (s: [1, C, 1, 1] computed at run time, x
 /// [1, C, ...]) read only by a group-1 Conv with constant weights no larger
 /// than x: recorded in Builder::deferred_scales instead of lowered, its uses

@@ -305,6 +305,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
       EmitGelu(b, id);
       continue;
     }
+    if (b.fuse && node.op_type == "Conv" && TrySqueezeExcite(b, id)) continue;
     if (DeferChannelScale(b, id)) continue;  // its uses are consumed where the product is used
     if (StartsChain(b, node)) {
       chain = Chain{id, node.outputs.at(0), {id}, {}, {}, {}, false};
