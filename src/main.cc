@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
   run_command->add_flag("--no-fuse", run_no_fuse, "one primitive per ONNX op in plain layouts (the baseline)");
   run_command->add_flag("--check", run.check, "also run the other mode and compare outputs (fails beyond 1e-4)");
   run_command->add_flag("--json", run.json, "print one JSON line instead of the table");
+  run_command->add_flag("--profile", run.profile,
+                        "also time each step alone over --iterations more runs: the slowest steps, the time per kind");
 
   auto* patterns_command = app.add_subcommand("patterns", "list the fusion patterns, in the order they are tried");
   std::vector<std::string> list_dirs;

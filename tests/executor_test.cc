@@ -398,6 +398,24 @@ TEST_CASE("RunJob times a model, checks fused against unfused and prints one JSO
   REQUIRE(written.size() == 1);
   CHECK(written[0].dims == std::vector<std::int64_t>{1, 2, 3, 3});
 
+  // --profile: each step's mean time, in schedule order, and the time per kind.
+  options.check = false, options.profile = true;
+  std::ostringstream profiled;
+  CHECK(RunJob(options, profiled) == 0);
+  auto p = nlohmann::json::parse(profiled.str())["profile"];
+  REQUIRE(p["steps"].size() == static_cast<std::size_t>(j["kernels"].get<int>()));
+  double steps_ms = 0;
+  int convs = 0;
+  for (const auto& step : p["steps"]) {
+    CHECK(step["ms"].get<double>() > 0);
+    steps_ms += step["ms"].get<double>();
+    convs += step["kind"] == "conv" && step["label"] == "Conv_0+Relu";
+  }
+  CHECK(convs == 1);
+  double kinds_ms = 0;
+  for (const auto& [kind, ms] : p["kinds"].items()) kinds_ms += ms.get<double>();
+  CHECK(kinds_ms == Approx(steps_ms));
+
   RunStats s = Summarize({5, 1, 4, 2, 3});
   CHECK(s.min_ms == 1);
   CHECK(s.median_ms == 3);

@@ -111,7 +111,9 @@ class ExecutablePlan {
   /// Runs one inference. `inputs` in graph-input order (see MatchInputs), plain
   /// row-major with the compiled dims; returns the graph outputs in order, named.
   /// Throws Error(kUsage) when an input's type or dims differ from the compiled ones.
-  std::vector<Tensor> Run(const std::vector<Tensor>& inputs);
+  /// With `step_ms`, also adds each step's wall-clock time in ms to
+  /// (*step_ms)[i], i in Schedule() order (resized to it when smaller).
+  std::vector<Tensor> Run(const std::vector<Tensor>& inputs, std::vector<double>* step_ms = nullptr);
 
   const PlanStats& stats() const;
   /// The steps Run executes, in order.
@@ -139,6 +141,7 @@ struct RunOptions {
   bool fuse = true;          ///< false: --no-fuse
   bool check = false;        ///< also run the other mode and compare outputs
   bool json = false;         ///< one JSON line instead of the table
+  bool profile = false;      ///< also time each step over `iterations` more runs: the slowest steps and the time per kind
   std::string strategy = "postdom";  ///< fuser: "postdom" | "greedy" | "pattern"
   double check_rtol = 1e-4;  ///< --check fails beyond this max relative difference
 };

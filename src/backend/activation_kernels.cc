@@ -41,22 +41,28 @@ void GeluScalar(const float* x, float* y, std::int64_t n) {
 
 // --- AVX-512 ---------------------------------------------------------------
 
-__attribute__((target("avx512f"))) __m512 Exp16(__m512 v) {
-  __m512 t = _mm512_mul_ps(v, _mm512_set1_ps(kLog2e));
-  t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-kMaxExponent)), _mm512_set1_ps(kMaxExponent));
+// 2^t = 2^n 2^f, n = round(t), |f| <= 1/2, 2^f = exp(f ln2) by the Taylor
+// series of exp to degree 6 (the coefficients scaled by ln2^k). vscalefps
+// gives 0 or infinity where 2^n leaves the float range; t is only kept above
+// -200 so that t = -infinity gives 0, not NaN (inf - inf).
+__attribute__((target("avx512f"))) __m512 Exp2_16(__m512 t) {
+  t = _mm512_max_ps(t, _mm512_set1_ps(-200.f));
   __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 g = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(kLn2));
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC6), g, _mm512_set1_ps(kC5));
-  p = _mm512_fmadd_ps(p, g, _mm512_set1_ps(kC4));
-  p = _mm512_fmadd_ps(p, g, _mm512_set1_ps(kC3));
-  p = _mm512_fmadd_ps(p, g, _mm512_set1_ps(kC2));
-  p = _mm512_fmadd_ps(p, g, _mm512_set1_ps(1.f));
-  p = _mm512_fmadd_ps(p, g, _mm512_set1_ps(1.f));
+  __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC6 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2), f,
+                             _mm512_set1_ps(kC5 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC4 * kLn2 * kLn2 * kLn2 * kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC3 * kLn2 * kLn2 * kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC2 * kLn2 * kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
   return _mm512_scalef_ps(p, n);  // p * 2^n
 }
 
+__attribute__((target("avx512f"))) __m512 Exp16(__m512 v) { return Exp2_16(_mm512_mul_ps(v, _mm512_set1_ps(kLog2e))); }
+
 __attribute__((target("avx512f"))) __m512 Swish16(__m512 x) {
-  __m512 e = Exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+  __m512 e = Exp2_16(_mm512_mul_ps(x, _mm512_set1_ps(-kLog2e)));  // exp(-x)
   return _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.f)));
 }
 

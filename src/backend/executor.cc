@@ -3,6 +3,7 @@
 #include "onnxfuse/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <queue>
@@ -213,7 +214,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
   return ExecutablePlan(std::move(impl));
 }
 
-std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs) {
+std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::vector<double>* step_ms) {
   Impl& p = *impl_;
   if (inputs.size() != p.inputs.size())
     throw Error(ErrorKind::kUsage, "expected " + std::to_string(p.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
@@ -224,12 +225,18 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs) {
                                          DimsString(inputs[i].dims) + " (set its shape with --input-shape)");
     std::memcpy(p.SlotData(in.slot), inputs[i].data.data(), inputs[i].data.size() * sizeof(float));
   }
+  if (step_ms && step_ms->size() < p.steps.size()) step_ms->resize(p.steps.size(), 0.0);
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const auto start = step_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     if (p.steps[i].custom) {
       p.stream.wait();  // in-order CPU stream: a no-op, kept for clarity
       p.steps[i].custom(p.pointers[i]);
     } else {
       p.steps[i].prim.execute(p.stream, p.bound[i]);
+    }
+    if (step_ms) {
+      p.stream.wait();
+      (*step_ms)[i] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
   }
   p.stream.wait();

@@ -7,10 +7,15 @@
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -133,6 +138,48 @@ RunStats Summarize(std::vector<double> times_ms) {
   return s;
 }
 
+namespace {
+
+// Mean ms per inference of each kind of step ("conv", "reorder", ...), slowest first.
+std::vector<std::pair<std::string, double>> MsPerKind(const std::vector<ScheduleStep>& schedule,
+                                                     const std::vector<double>& step_ms) {
+  std::map<std::string, double> per_kind;
+  for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i) per_kind[schedule[i].kind] += step_ms[i];
+  std::vector<std::pair<std::string, double>> sorted(per_kind.begin(), per_kind.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return sorted;
+}
+
+nlohmann::json ProfileJson(const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms) {
+  nlohmann::json steps = nlohmann::json::array(), kinds = nlohmann::json::object();
+  for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i)
+    steps.push_back({{"kind", schedule[i].kind}, {"label", schedule[i].label}, {"impl", schedule[i].impl},
+                     {"ms", step_ms[i]}});
+  for (const auto& [kind, ms] : MsPerKind(schedule, step_ms)) kinds[kind] = ms;
+  return {{"steps", steps}, {"kinds", kinds}};
+}
+
+void PrintProfile(std::ostream& out, const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms,
+                  int runs) {
+  constexpr std::size_t kShown = 15;
+  double total = 0;
+  for (double ms : step_ms) total += ms;
+  out << std::setprecision(3);
+  out << "  profile: " << total << " ms per inference in steps timed one by one (" << runs << " runs); by kind:";
+  for (const auto& [kind, ms] : MsPerKind(schedule, step_ms)) out << " " << kind << " " << ms;
+  out << "\n  slowest steps (ms, kind, nodes, implementation):\n";
+  std::vector<std::size_t> order(std::min(schedule.size(), step_ms.size()));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return step_ms[a] > step_ms[b]; });
+  order.resize(std::min(order.size(), kShown));
+  for (std::size_t i : order)
+    out << "    " << std::setw(7) << step_ms[i] << "  " << schedule[i].kind << "  " << schedule[i].label << "  "
+        << schedule[i].impl << "\n";
+  out << std::setw(0) << std::setprecision(2);
+}
+
+}  // namespace
+
 int RunJob(const RunOptions& options, std::ostream& out) {
   if (options.iterations < 1 || options.warmup < 0 || options.threads < 0)
     throw Error(ErrorKind::kUsage, "--iterations must be >= 1, --warmup and --threads >= 0");
@@ -157,6 +204,13 @@ int RunJob(const RunOptions& options, std::ostream& out) {
     outputs = exec.Run(inputs);
     times.push_back(MsSince(t0));
     progress.Update(i + 1);
+  }
+  // --profile: more runs, each step timed alone (a wait after each: the
+  // total exceeds the plain median slightly).
+  std::vector<double> step_ms;
+  if (options.profile) {
+    for (int i = 0; i < options.iterations; ++i) exec.Run(inputs, &step_ms);
+    for (double& ms : step_ms) ms /= options.iterations;
   }
   RunStats stats = Summarize(times);
   stats.threads = threads;
@@ -204,6 +258,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
                         {"scratchpad_bytes", ps.scratchpad_bytes},
                         {"weight_bytes", ps.weight_bytes}};
     if (options.check) j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks}};
+    if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms);
     if (prepared.plan_file) {
       const PlanFileInfo& info = *prepared.plan_file;
       j["plan_file"] = {{"producer", info.producer},           {"source", info.source},
@@ -230,6 +285,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
         << Megabytes(ps.intermediate_bytes_total) << "), weights " << Megabytes(ps.weight_bytes) << "\n";
     out << "  " << stats.iterations << " iterations after " << options.warmup << " warmup: min " << stats.min_ms
         << " ms, median " << stats.median_ms << " ms, p90 " << stats.p90_ms << " ms, max " << stats.max_ms << " ms\n";
+    if (options.profile) PrintProfile(out, exec.Schedule(), step_ms, options.iterations);
     for (const auto& c : checks)
       out << std::scientific << std::setprecision(2) << "  check " << c["output"].get<std::string>()
           << " (fused vs unfused): max abs " << c["max_abs"].get<double>() << ", max rel " << c["max_rel"].get<double>()
