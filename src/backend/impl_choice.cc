@@ -15,17 +15,22 @@ namespace onnxfuse::backend {
 
 namespace {
 
-constexpr int kTimedRuns = 5;
+constexpr int kTimedRounds = 7;
 // A later candidate must beat oneDNN's first choice by this factor: timing
 // noise alone then rarely changes the plan from one build to the next.
 constexpr double kMargin = 0.95;
 
-// Median time of one execution of `pd`, in ms, on scratch buffers of its
-// argument layouts (`arg_keys`, DNNL_ARG_*), filled with a small constant so
-// that no denormal or NaN skews the timing.
-// Stops after one run when that is over `give_up` ms (a candidate far slower than the best so far).
-double TimeImpl(Builder& b, const dnnl::primitive_desc& pd, const std::vector<int>& arg_keys, double give_up) {
+// One candidate, ready to run on scratch buffers of its argument layouts
+// (`arg_keys`, DNNL_ARG_*) filled with a small constant, so that no denormal
+// or NaN skews the timing.
+struct Timed {
+  dnnl::primitive prim;
   std::unordered_map<int, dnnl::memory> args;
+  std::vector<double> ms;
+};
+
+Timed Prepare(Builder& b, const dnnl::primitive_desc& pd, const std::vector<int>& arg_keys) {
+  Timed t;
   auto scratch = [&](const dnnl::memory::desc& md) {
     dnnl::memory m(md, b.engine);
     auto* p = static_cast<float*>(m.get_data_handle());
@@ -34,22 +39,45 @@ double TimeImpl(Builder& b, const dnnl::primitive_desc& pd, const std::vector<in
   };
   for (int key : arg_keys) {
     dnnl::memory::desc md = pd.query_md(dnnl::query::exec_arg_md, key);
-    if (!md.is_zero()) args[key] = scratch(md);
+    if (!md.is_zero()) t.args[key] = scratch(md);
   }
-  if (pd.scratchpad_desc().get_size() > 0) args[DNNL_ARG_SCRATCHPAD] = scratch(pd.scratchpad_desc());
-  dnnl::primitive prim(pd.get());
-  prim.execute(b.stream, args);  // warm-up: first-touch of the buffers, caches
+  if (pd.scratchpad_desc().get_size() > 0) t.args[DNNL_ARG_SCRATCHPAD] = scratch(pd.scratchpad_desc());
+  t.prim = dnnl::primitive(pd.get());
+  t.prim.execute(b.stream, t.args);  // warm-up: first-touch of the buffers, caches
   b.stream.wait();
-  std::vector<double> ms;
-  for (int i = 0; i < kTimedRuns; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    prim.execute(b.stream, args);
-    b.stream.wait();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    if (ms.back() > give_up) return ms.back();
+  return t;
+}
+
+// Median of `ms`, in ms.
+double Median(std::vector<double> ms) {
+  std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// The median time of one execution of each candidate, in ms, timed in
+// interleaved rounds (each candidate once per round): a burst of load from
+// elsewhere on the machine slows every candidate of its round alike instead
+// of making one look slow. A candidate over twice the first one's time after
+// a round drops out (far slower: no need to time it further).
+std::vector<double> TimeInterleaved(Builder& b, const std::vector<dnnl::primitive_desc>& candidates,
+                                    const std::vector<int>& arg_keys) {
+  std::vector<Timed> timed;
+  for (const auto& pd : candidates) timed.push_back(Prepare(b, pd, arg_keys));
+  std::vector<bool> dropped(timed.size(), false);
+  for (int round = 0; round < kTimedRounds; ++round) {
+    for (std::size_t i = 0; i < timed.size(); ++i) {
+      if (dropped[i]) continue;
+      auto start = std::chrono::steady_clock::now();
+      timed[i].prim.execute(b.stream, timed[i].args);
+      b.stream.wait();
+      timed[i].ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    for (std::size_t i = 1; i < timed.size(); ++i)
+      dropped[i] = dropped[i] || Median(timed[i].ms) > 2 * Median(timed[0].ms);
   }
-  std::nth_element(ms.begin(), ms.begin() + kTimedRuns / 2, ms.end());
-  return ms[kTimedRuns / 2];
+  std::vector<double> medians;
+  for (const Timed& t : timed) medians.push_back(Median(t.ms));
+  return medians;
 }
 
 // An owned copy of the implementation `pd` currently holds.
@@ -87,13 +115,13 @@ dnnl::primitive_desc ChooseImpl(Builder& b, const dnnl::primitive_desc& pd, cons
     for (const auto& c : candidates)
       if (c.impl_info_str() == *stored) return c;
   }
+  const std::vector<double> ms = TimeInterleaved(b, candidates, arg_keys);
   std::size_t best = 0;
-  double best_ms = TimeImpl(b, candidates[0], arg_keys, 1e30) * kMargin;
+  double best_ms = ms[0] * kMargin;
   for (std::size_t i = 1; i < candidates.size(); ++i) {
-    double ms = TimeImpl(b, candidates[i], arg_keys, 2 * best_ms);
-    spdlog::debug("{} [{}]: '{}' {:.4f} ms, '{}' {:.4f} ms", kind, key, candidates[best].impl_info_str(), best_ms,
-                  candidates[i].impl_info_str(), ms);
-    if (ms < best_ms) best = i, best_ms = ms;
+    spdlog::debug("{} [{}]: '{}' {:.4f} ms, '{}' {:.4f} ms", kind, key, candidates[0].impl_info_str(), ms[0],
+                  candidates[i].impl_info_str(), ms[i]);
+    if (ms[i] < best_ms) best = i, best_ms = ms[i];
   }
   return candidates[best];
 }
