@@ -533,3 +533,35 @@ TEST_CASE("squeeze-and-excitation: the excitation is one step and the gate x * s
       CHECK(binaries == (side == 10 ? 0 : 1));
     }
 }
+
+TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) unless a Concat reads it",
+          "[backend_ops]") {
+  // Read by a Conv, the 64 -> 64 3x3 conv takes oneDNN's Winograd kernel (on
+  // AVX-512, where it exists); read by a Concat with a channels-last branch,
+  // it stays direct (its blocked layout would make the concat plain).
+  std::vector<float> w1 = Floats(64 * 64 * 9, 0.05f, 1), w2 = Floats(16 * 64, 0.2f, 2), b1 = Floats(64, 0.3f, 3);
+  auto model = [&](bool concat) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,64,12,12] x, float[64,64,3,3] w1 = )" + List(w1) + R"(, float[64] b1 = )" + List(b1) +
+           R"(, float[16,64,1,1] w2 = )" + List(w2) + R"() => (float[1,)" + (concat ? "80" : "16") + R"(,12,12] y) {
+        c = Conv <pads = [1, 1, 1, 1]> (x, w1, b1)
+        r = Relu (c)
+        )" + (concat ? "side = Conv (x, w2)\n        y = Concat <axis = 1> (r, side)" : "y = Conv (r, w2)") + R"(
+      })";
+  };
+  Tensor x = Make({1, 64, 12, 12}, Wave);
+  for (bool concat : {false, true}) {
+    INFO((concat ? "read by a Concat" : "read by a Conv"));
+    Graph graph = test::GraphFromText(model(concat));
+    PlanRun unfused = test::RunPlan(graph, false, {x}), fused = test::RunPlan(graph, true, {x});
+    std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
+    CheckClose(fused.outputs.at(0), expected, 1e-4);
+    int winograd = 0, avx512 = 0;
+    for (const auto& step : fused.steps) {
+      INFO(step);
+      winograd += step.find("wino") != std::string::npos;
+      avx512 += step.find("avx512") != std::string::npos;
+    }
+    CHECK(winograd == (!concat && avx512 > 0 ? 1 : 0));
+  }
+}

@@ -94,7 +94,7 @@ TEST_CASE("damaged plans are refused with a reason", "[plan_file]") {
   refused(bytes.substr(0, bytes.size() - 1), ErrorKind::kInvalidModel, "truncated");
   refused(bytes + "x", ErrorKind::kInvalidModel, "longer than its payload");
   refused("ONNXFP", ErrorKind::kInvalidModel, "not an onnx-fuse plan file");
-  refused(WithHeader(bytes.substr(kPlanHeaderBytes), 2), ErrorKind::kUnsupported, "plan format version 2");
+  refused(WithHeader(bytes.substr(kPlanHeaderBytes), 3), ErrorKind::kUnsupported, "plan format version 3");
 
   SECTION("a node in two groups") {
     planfile::Plan plan = Payload(bytes);
@@ -176,4 +176,55 @@ TEST_CASE("a depthwise convolution's implementation is chosen by timing; a plan 
   for (std::size_t i = 0; i < got[0].data.size(); ++i)
     max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[0].data[i] - expected[0].data[i])));
   CHECK(max_diff <= 1e-5);
+}
+
+TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layout and used as stored",
+          "[plan_file]") {
+  // A 3x3, stride-1, 64 -> 64 convolution read by another convolution runs as
+  // Winograd F(2x2, 3x3) on AVX-512 (lower_conv.cc): its weights' layout is
+  // dnnl_format_kind_wino, which the plan file keeps as such (format version 2).
+  TempDir dir;
+  std::string w1 = "{", w2 = "{";
+  for (int i = 0; i < 64 * 64 * 9; ++i) w1 += (i ? ", " : "") + std::to_string(((i * 7) % 11 - 5) * 0.01);
+  for (int i = 0; i < 16 * 64; ++i) w2 += (i ? ", " : "") + std::to_string(((i * 5) % 13 - 6) * 0.02);
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,64,14,14] x, float[64,64,3,3] w1 = )" + w1 + R"(}, float[16,64,1,1] w2 = )" + w2 +
+                                    R"(}) => (float[1,16,14,14] y) {
+      c = Conv <pads = [1, 1, 1, 1]> (x, w1)
+      r = Relu (c)
+      y = Conv (r, w2)
+    })");
+  FusionPlan fusion = FuseByPostDominator(graph, {});
+  const fs::path path = dir.path / "wino.plan";
+  WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "wino.onnx");
+  const std::string bytes = ReadBytes(path);
+  planfile::Plan plan = Payload(bytes);
+  int winograd = 0;
+  for (const auto& c : plan.constants()) winograd += c.desc().has_wino();
+  bool wino_step = false;
+  for (const auto& s : plan.schedule()) wino_step |= s.impl().find("wino") != std::string::npos;
+  if (!wino_step) WARN("this CPU has no Winograd kernel (oneDNN's is AVX-512 only): nothing stored in its layout");
+  CHECK(winograd == (wino_step ? 1 : 0));
+
+  LoadedPlan loaded = ParsePlanFile(bytes.data(), bytes.size(), "wino.plan");
+  CHECK(loaded.info.same_schedule);
+  CHECK(loaded.info.constants_reused == loaded.info.constants);
+  std::vector<Tensor> expected = ExecutablePlan::Compile(graph, fusion, CompileOptions{false}).Run(Inputs(graph));
+  std::vector<Tensor> got = loaded.executable.Run(Inputs(*loaded.graph));
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].data.size() == expected[0].data.size());
+  double max_rel = 0;
+  for (std::size_t i = 0; i < got[0].data.size(); ++i)
+    max_rel = std::max(max_rel, std::fabs(got[0].data[i] - expected[0].data[i]) / (std::fabs(expected[0].data[i]) + 1e-3));
+  CHECK(max_rel <= 1e-4);
+
+  SECTION("a Winograd descriptor whose size is not its data's is refused") {
+    for (auto& c : *plan.mutable_constants())
+      if (c.desc().has_wino()) c.mutable_desc()->mutable_wino()->set_size(c.desc().wino().size() + 4);
+    if (winograd > 0) {
+      const std::string altered = WithHeader(plan.SerializeAsString());
+      CHECK_THROWS_WITH(ParsePlanFile(altered.data(), altered.size(), "wino.plan"),
+                        Catch::Contains("malformed Winograd memory descriptor"));
+    }
+  }
 }

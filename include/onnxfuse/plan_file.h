@@ -33,7 +33,7 @@
 namespace onnxfuse {
 
 /// The plan-file format this build writes and the only one it reads.
-inline constexpr std::uint32_t kPlanFormatVersion = 1;
+inline constexpr std::uint32_t kPlanFormatVersion = 2;  ///< 2: Winograd weights layouts
 /// Bytes before the payload.
 inline constexpr std::size_t kPlanHeaderBytes = 24;
 

@@ -157,7 +157,11 @@ dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, c
   const std::string key = std::to_string(node) + ":" + graph.node(node).op_type + ":" + argument;
   if (packed_ && packed_->replay) {
     auto it = packed_->by_key.find(key);
-    if (it != packed_->by_key.end() && it->second.get_desc().dims() == want.dims()) {
+    // A stored layout that is not blocked (Winograd's) is never a reorder
+    // source: oneDNN only writes those, and only one it made itself is trusted.
+    const bool usable = it != packed_->by_key.end() && it->second.get_desc().dims() == want.dims() &&
+                        (it->second.get_desc().data.format_kind == dnnl_blocked || it->second.get_desc() == want);
+    if (usable) {
       weight_bytes += static_cast<std::int64_t>(want.get_size());
       if (it->second.get_desc() == want) {
         ++packed_->reused;

@@ -32,8 +32,19 @@ std::uint32_t Crc32(const void* data, std::size_t size, std::uint32_t crc) {
 
 void StoreDesc(const dnnl::memory::desc& md, planfile::MemoryDesc& out) {
   const dnnl_memory_desc_t& d = md.data;
-  Check(d.format_kind == dnnl_blocked && d.offset0 == 0 && d.extra.flags == 0,
+  Check((d.format_kind == dnnl_blocked || d.format_kind == dnnl_format_kind_wino) && d.offset0 == 0 &&
+            d.extra.flags == 0,
         "a prepacked constant has a layout the plan file cannot store");
+  if (d.format_kind == dnnl_format_kind_wino) {
+    const dnnl_wino_desc_t& w = d.format_desc.wino_desc;
+    for (int i = 0; i < d.ndims; ++i) out.add_dims(d.dims[i]), out.add_padded_dims(d.padded_dims[i]);
+    out.set_data_type(d.data_type);
+    planfile::WinogradDesc& o = *out.mutable_wino();
+    o.set_wino_format(w.wino_format), o.set_r(w.r), o.set_alpha(w.alpha), o.set_ic(w.ic), o.set_oc(w.oc);
+    o.set_ic_block(w.ic_block), o.set_oc_block(w.oc_block), o.set_ic2_block(w.ic2_block), o.set_oc2_block(w.oc2_block);
+    o.set_adj_scale(w.adj_scale), o.set_size(static_cast<std::int64_t>(w.size));
+    return;
+  }
   const auto& blk = d.format_desc.blocking;
   for (int i = 0; i < d.ndims; ++i) {
     Check(d.padded_offsets[i] == 0, "a prepacked constant has padded offsets");
@@ -53,6 +64,28 @@ void StoreDesc(const dnnl::memory::desc& md, planfile::MemoryDesc& out) {
 // the bytes that come with it: oneDNN trusts a descriptor's strides.
 dnnl::memory::desc LoadDesc(const planfile::MemoryDesc& in, std::size_t data_bytes, const std::string& what) {
   const int ndims = in.dims_size();
+  if (in.has_wino()) {  // only ever used when equal to a layout this CPU's primitive chose (Builder::PackedConstant)
+    const planfile::WinogradDesc& w = in.wino();
+    if (ndims < 1 || ndims > DNNL_MAX_NDIMS || in.padded_dims_size() != ndims || in.data_type() != dnnl_f32 ||
+        w.size() < 0 || static_cast<std::uint64_t>(w.size()) != data_bytes)
+      throw std::invalid_argument(what + ": malformed Winograd memory descriptor");
+    dnnl_memory_desc_t d;
+    std::memset(&d, 0, sizeof d);
+    d.ndims = ndims;
+    d.data_type = dnnl_f32;
+    d.format_kind = dnnl_format_kind_wino;
+    for (int i = 0; i < ndims; ++i) {
+      if (in.dims(i) < 1 || in.dims(i) > kMaxDim || in.padded_dims(i) != in.dims(i))
+        throw std::invalid_argument(what + ": bad dims");
+      d.dims[i] = d.padded_dims[i] = in.dims(i);
+    }
+    dnnl_wino_desc_t& o = d.format_desc.wino_desc;
+    o.wino_format = static_cast<dnnl_wino_memory_format_t>(w.wino_format());
+    o.r = w.r(), o.alpha = w.alpha(), o.ic = w.ic(), o.oc = w.oc(), o.ic_block = w.ic_block(), o.oc_block = w.oc_block();
+    o.ic2_block = w.ic2_block(), o.oc2_block = w.oc2_block(), o.adj_scale = w.adj_scale();
+    o.size = static_cast<std::size_t>(w.size());
+    return dnnl::memory::desc(d);
+  }
   if (ndims < 1 || ndims > DNNL_MAX_NDIMS || in.padded_dims_size() != ndims || in.strides_size() != ndims ||
       in.inner_blks_size() != in.inner_idxs_size() || in.inner_blks_size() > DNNL_MAX_NDIMS)
     throw std::invalid_argument(what + ": malformed memory descriptor");

@@ -35,11 +35,14 @@ inline std::uint64_t GetLe(const unsigned char* p, int bytes) {
 /// CRC-32 (ISO-HDLC, zlib's crc32) of `size` bytes, continuing from `crc` (0 to start).
 std::uint32_t Crc32(const void* data, std::size_t size, std::uint32_t crc = 0);
 
-/// Stores a blocked f32 descriptor (no offset, no extra flags). Throws Error(kInternal) otherwise.
+/// Stores a blocked or Winograd f32 descriptor (no offset, no extra flags).
+/// Throws Error(kInternal) otherwise.
 void StoreDesc(const dnnl::memory::desc& md, planfile::MemoryDesc& out);
 
 /// A stored descriptor, validated so that every element it addresses lies inside
-/// the `data_bytes` that come with it (oneDNN trusts a descriptor's strides).
+/// the `data_bytes` that come with it (oneDNN trusts a descriptor's strides);
+/// a Winograd one only so that its size is `data_bytes`: it must not be used
+/// unless it equals a descriptor oneDNN made.
 /// Throws std::invalid_argument naming `what`.
 dnnl::memory::desc LoadDesc(const planfile::MemoryDesc& in, std::size_t data_bytes, const std::string& what);
 
