@@ -565,3 +565,46 @@ TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) un
     CHECK(winograd == (!concat && avx512 > 0 ? 1 : 0));
   }
 }
+
+TEST_CASE("a Concat read by a MaxPool is pooled per part; the pooled parts feed the next Conv unconcatenated",
+          "[backend_ops]") {
+  // SqueezeNet between stages: fire module -> Concat -> MaxPool (3x3, stride
+  // 2, ceil_mode) -> squeeze conv. With a Flatten reading the pool instead,
+  // the pooled parts are concatenated (smaller than the unpooled concat).
+  std::vector<float> ws = Floats(8 * 4, 0.4f, 1), we1 = Floats(16 * 8, 0.3f, 2), we3 = Floats(24 * 8 * 9, 0.2f, 3),
+                     wn = Floats(12 * 40, 0.25f, 4);
+  auto model = [&](bool conv_reads_pool) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + List(ws) + R"(, float[16,8,1,1] we1 = )" + List(we1) +
+           R"(, float[24,8,3,3] we3 = )" + List(we3) + R"(, float[12,40,1,1] wn = )" + List(wn) + R"() => (float[1,)" +
+           (conv_reads_pool ? "12,4,4" : "640") + R"(] y) {
+        sq = Conv (x, ws)
+        s = Relu (sq)
+        e1 = Conv (s, we1)
+        r1 = Relu (e1)
+        e3 = Conv <pads = [1, 1, 1, 1]> (s, we3)
+        r3 = Relu (e3)
+        cat = Concat <axis = 1> (r1, r3)
+        p = MaxPool <kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1> (cat)
+        )" + (conv_reads_pool ? "n = Conv (p, wn)\n        y = Relu (n)" : "y = Flatten (p)") + R"(
+      })";
+  };
+  Tensor x = Make({1, 4, 9, 9}, Wave);
+  for (bool conv_reads_pool : {true, false}) {
+    INFO((conv_reads_pool ? "a Conv reads the pool" : "a Flatten reads the pool"));
+    Graph graph = test::GraphFromText(model(conv_reads_pool));
+    PlanRun unfused = test::RunPlan(graph, false, {x}), fused = test::RunPlan(graph, true, {x});
+    std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
+    CheckClose(fused.outputs.at(0), expected, 1e-5);
+    int pooled_parts = 0, conv_parts = 0, concats = 0;
+    for (const auto& step : fused.steps) {
+      INFO(step);
+      pooled_parts += step.rfind("pooling MaxPool_7 (Concat_6 part ", 0) == 0;
+      conv_parts += step.rfind("conv ", 0) == 0 && step.find("+MaxPool_7 part ") != std::string::npos;
+      concats += step.rfind("concat ", 0) == 0;
+    }
+    CHECK(pooled_parts == 2);
+    CHECK(conv_parts == (conv_reads_pool ? 2 : 0));
+    CHECK(concats == (conv_reads_pool ? 0 : 1));
+  }
+}

@@ -162,9 +162,14 @@ class Builder {
   /// Graph inputs with an unknown dim that Compile took as 1.
   std::vector<std::string> defaulted_inputs;
   std::int64_t weight_bytes = 0;
-  /// Concat outputs not materialized (yet): their readers, convolutions, read
-  /// the concatenated parts directly (lower_concat.cc). Concat node by value.
-  std::map<ValueId, NodeId> deferred_concats;
+  /// A channel Concat not materialized (yet): its readers, convolutions and
+  /// poolings, read the concatenated parts directly (lower_concat.cc).
+  struct DeferredConcat {
+    std::string name;        ///< the Concat node's, for step labels
+    std::vector<Act> parts;  ///< in order along channels
+    Dims out;                ///< the concatenation's dims
+  };
+  std::map<ValueId, DeferredConcat> deferred_concats;
   /// Products x * s (s a [1, C, 1, 1] gate) not made: their reader, a
   /// convolution, scales its weights by s instead (lower_channel_scale.cc).
   /// Mul node by value.

@@ -240,6 +240,12 @@ bool EmitConvOverConcatParts(Builder& b, const Chain& chain);
 /// Emits the concat deferred for `v` after all, for a reader that cannot take
 /// the parts (lower_concat.cc).
 void EmitDeferredConcat(Builder& b, ValueId v);
+/// A pooling `node` reading a deferred concat pools each part (pooling works
+/// per channel: pool(concat(a, b)) = concat(pool(a), pool(b))); its output is
+/// deferred in turn when only group-1 Convs read it, else concatenated, now
+/// from the smaller pooled parts (lower_concat.cc). `pool(part)` emits the
+/// pooling of one part and returns its destination.
+void PoolConcatParts(Builder& b, const Node& node, const std::function<Act(const Act& part)>& pool);
 /// Squeeze-and-excitation's excitation starting at Conv `fc1`: 1x1 Conv of a
 /// [1, C, 1, 1] activation, Relu or swish, 1x1 Conv back to C channels,
 /// Sigmoid or HardSigmoid, as one step of our own (both matrix-vector products

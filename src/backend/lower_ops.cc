@@ -190,7 +190,8 @@ void EmitPool(Builder& b, NodeId id) {
   const std::string& op = node.op_type;
   if (node.outputs.size() > 1 && node.outputs[1] != kNoValue && !b.graph.value(node.outputs[1]).consumers.empty())
     Unsupported(b, node, "the Indices output is not supported");
-  Dims x = b.ActOf(node.inputs.at(0), node).dims;
+  auto deferred = b.deferred_concats.find(node.inputs.at(0));
+  Dims x = deferred != b.deferred_concats.end() ? deferred->second.out : b.ActOf(node.inputs[0], node).dims;
   if (x.size() < 3 || x.size() > 5) Unsupported(b, node, "only 1-D to 3-D pooling");
   const std::size_t spatial = x.size() - 2;
   bool global = op.rfind("Global", 0) == 0;
@@ -225,14 +226,27 @@ void EmitPool(Builder& b, NodeId id) {
   algorithm alg = op.find("Max") != std::string::npos ? algorithm::pooling_max
                   : AttrInt(node, "count_include_pad", 0) ? algorithm::pooling_avg_include_padding
                                                            : algorithm::pooling_avg_exclude_padding;
-  Arg src = OpInput(b, node, 0);
-  auto dst_md = b.fuse ? AnyDesc(out) : PlainDesc(out);
-  dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src.md, dst_md, strides, kernel, dil,
-                                      pl, pr);
-  auto pd = MakePd<dnnl::pooling_v2_forward::primitive_desc>(b, node, desc, b.Attr());
-  Act dst = b.NewAct(out, pd.dst_desc());
-  b.Emit(pd, "pooling", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
-  b.SetAct(node.outputs[0], dst);
+  // One pooling of `src` (dims `in`: the input's, or one part's of a deferred concat).
+  auto pool = [&](const Arg& src, const Dims& in, const std::string& label) {
+    Dims dims = out;
+    dims[1] = in[1];
+    auto dst_md = b.fuse ? AnyDesc(dims) : PlainDesc(dims);
+    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src.md, dst_md, strides, kernel, dil,
+                                        pl, pr);
+    auto pd = MakePd<dnnl::pooling_v2_forward::primitive_desc>(b, node, desc, b.Attr());
+    Act dst = b.NewAct(dims, pd.dst_desc());
+    b.Emit(pd, "pooling", label, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+    return dst;
+  };
+  if (deferred != b.deferred_concats.end()) {
+    const std::string concat = deferred->second.name;
+    int part = 0;
+    PoolConcatParts(b, node, [&](const Act& p) {
+      return pool(Arg{p.slot, p.md, {}}, p.dims, node.name + " (" + concat + " part " + std::to_string(++part) + ")");
+    });
+    return;
+  }
+  b.SetAct(node.outputs[0], pool(OpInput(b, node, 0), x, node.name));
 }
 
 void EmitSoftmax(Builder& b, NodeId id) {
