@@ -608,3 +608,40 @@ TEST_CASE("a Concat read by a MaxPool is pooled per part; the pooled parts feed 
     CHECK(concats == (conv_reads_pool ? 0 : 1));
   }
 }
+
+TEST_CASE("attention's Q / sqrt(d) scales the Q K^T MatMul's result, which reads both transposed views in place",
+          "[backend_ops]") {
+  // ViT's attention: q and k [tokens, heads, d] transposed to [heads, tokens, d]
+  // and [heads, d, tokens]; q / 2 (a constant scalar) feeds only the MatMul:
+  // (q / 2) k^T = (q k^T) / 2, no pass over q. The product of two run-time
+  // operands may run on gemm, which reads the transposed views without copies.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[5,2,4] q, float[5,2,4] k, float[1] two = {2.0}) => (float[2,5,5] y) {
+      qt = Transpose <perm = [1, 0, 2]> (q)
+      qs = Div (qt, two)
+      kt = Transpose <perm = [1, 2, 0]> (k)
+      y = MatMul (qs, kt)
+    })";
+  Tensor q = Make({5, 2, 4}, Wave, "q"), k = Make({5, 2, 4}, [](std::int64_t i) { return Wave(i * 3 + 1); }, "k");
+  std::vector<double> y;
+  for (std::int64_t h = 0; h < 2; ++h)
+    for (std::int64_t i = 0; i < 5; ++i)
+      for (std::int64_t j = 0; j < 5; ++j) {
+        double sum = 0;
+        for (std::int64_t d = 0; d < 4; ++d)
+          sum += static_cast<double>(q.data[static_cast<std::size_t>((i * 2 + h) * 4 + d)]) / 2 *
+                 k.data[static_cast<std::size_t>((j * 2 + h) * 4 + d)];
+        y.push_back(sum);
+      }
+  PlanRun fused = CheckBoth(text, {q, k}, y, 1e-5);
+  int binaries = 0, reorders = 0, matmuls = 0;
+  for (const auto& step : fused.steps) {
+    INFO(step);
+    binaries += step.rfind("binary ", 0) == 0;
+    reorders += step.rfind("reorder ", 0) == 0;
+    matmuls += step.rfind("matmul ", 0) == 0;
+  }
+  CHECK(binaries == 0);
+  CHECK(reorders == 0);
+  CHECK(matmuls == 1);
+}

@@ -174,6 +174,10 @@ class Builder {
   /// convolution, scales its weights by s instead (lower_channel_scale.cc).
   /// Mul node by value.
   std::map<ValueId, NodeId> deferred_scales;
+  /// Products x * k and quotients x / k (k a constant scalar) not made: their
+  /// reader, a MatMul, scales its result instead (lower_channel_scale.cc).
+  /// Mul or Div node by value.
+  std::map<ValueId, NodeId> deferred_scalars;
   /// Nodes already lowered as part of another node's pattern (swish's Mul,
   /// LayerNormalization and Gelu decompositions): skipped when their group comes.
   std::vector<bool> absorbed;

@@ -267,6 +267,14 @@ ValueId ScaledInput(const Builder& b, ValueId v);
 Arg EmitScaledWeights(Builder& b, ValueId v, const dnnl::memory& weights, const std::string& label);
 /// Emits the deferred x * s for `v` after all, as a binary primitive.
 void EmitDeferredChannelScale(Builder& b, ValueId v);
+/// x * k or x / k (k a constant scalar, x computed at run time) read only by a
+/// MatMul, once: recorded in Builder::deferred_scalars instead of lowered, its
+/// uses not consumed; (k A) B = k (A B), so the MatMul scales its result. False,
+/// with nothing done, otherwise (lower_channel_scale.cc).
+bool DeferScalarScale(Builder& b, NodeId node);
+/// For a MatMul operand `v`: when `v` is a deferred x * k or x / k, consumes
+/// that node, multiplies `scale` by k or 1/k and returns x; else returns `v`.
+ValueId TakeScalarScale(Builder& b, ValueId v, float& scale);
 /// PRelu as prelu_forward (slope broadcast to the input's rank) (lower_ops.cc).
 void EmitPrelu(Builder& b, NodeId node);
 /// Resize (opsets 10-18; nearest and linear) as resampling_forward where

@@ -306,7 +306,8 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
       continue;
     }
     if (b.fuse && node.op_type == "Conv" && TrySqueezeExcite(b, id)) continue;
-    if (DeferChannelScale(b, id)) continue;  // its uses are consumed where the product is used
+    // Their uses are consumed where the product is used.
+    if (DeferChannelScale(b, id) || DeferScalarScale(b, id)) continue;
     if (StartsChain(b, node)) {
       chain = Chain{id, node.outputs.at(0), {id}, {}, {}, {}, false};
     } else if (!LowerView(b, id) && !LowerSlice(b, id)) {

@@ -1,4 +1,7 @@
-// A per-channel scale of a convolution's input, moved onto its weights.
+// Scales moved into their reader: a per-channel scale of a convolution's
+// input onto its weights; a scalar factor of a MatMul operand onto its result
+// (attention's Q / sqrt(d) before Q K^T: (k A) B = k (A B), an eltwise_linear
+// post-op instead of a pass over Q).
 //
 // Squeeze-and-excitation (Hu et al., "Squeeze-and-Excitation Networks", 2018;
 // in MobileNetV3, EfficientNet, RegNetY) ends in y = x * s, with x [1, C, H, W]
@@ -12,6 +15,8 @@
 // saved each time. Only for batch 1: the scale differs per image.
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "attrs.h"
 #include "lower.h"
@@ -119,6 +124,49 @@ Arg EmitScaledWeights(Builder& b, ValueId v, const memory& weights, const std::s
                {{0, Arg{-1, md, weights}}, {1, gate}, {2, Arg{scaled.slot, md, {}}}}, std::move(kernel), md);
   b.Consume(mul);
   return Arg{scaled.slot, md, {}};
+}
+
+namespace {
+
+// The factor k of `node` = x * k, k * x or x / k (k a constant float scalar,
+// x a run-time tensor) as x's input index and the multiplier (k or 1/k); nullopt
+// for anything else.
+std::optional<std::pair<std::size_t, float>> ScalarFactor(Builder& b, const Node& node) {
+  if (node.num_explicit_inputs != 2 || !node.domain.empty() || (node.op_type != "Mul" && node.op_type != "Div"))
+    return std::nullopt;
+  for (std::size_t x = 0; x < 2; ++x) {
+    const ValueId k = node.inputs[1 - x];
+    if (!b.IsAct(node.inputs[x]) || !b.IsConst(k) || (node.op_type == "Div" && x != 0)) continue;
+    const Tensor& t = b.Const(k, node);
+    // A scalar of no higher rank than x: the result has x's dims.
+    if (t.elem_type != onnx::TensorProto::FLOAT || t.NumElements() != 1 || t.data[0] == 0.f ||
+        t.dims.size() > b.ActOf(node.inputs[x], node).dims.size())
+      continue;
+    return std::make_pair(x, node.op_type == "Div" ? 1.f / t.data[0] : t.data[0]);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool DeferScalarScale(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  if (!b.fuse || node.outputs.size() != 1 || !ScalarFactor(b, node)) return false;
+  const Node* matmul = SoleUser(b, node.outputs[0], "MatMul");
+  if (!matmul || std::count(matmul->inputs.begin(), matmul->inputs.end(), node.outputs[0]) != 1) return false;
+  b.deferred_scalars[node.outputs[0]] = id;
+  return true;
+}
+
+ValueId TakeScalarScale(Builder& b, ValueId v, float& scale) {
+  auto it = b.deferred_scalars.find(v);
+  if (it == b.deferred_scalars.end()) return v;
+  const Node& node = b.graph.node(it->second);
+  b.deferred_scalars.erase(it);
+  const auto factor = *ScalarFactor(b, node);
+  scale *= factor.second;
+  b.Consume(node);
+  return node.inputs[factor.first];
 }
 
 void EmitDeferredChannelScale(Builder& b, ValueId v) {
