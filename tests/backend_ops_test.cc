@@ -470,9 +470,7 @@ TEST_CASE("a Concat read only by convolutions is never copied: each reader runs 
   for (bool residual : {false, true}) {
     INFO((residual ? "reader with a residual Add" : "reader with a Relu"));
     Graph graph = test::GraphFromText(model(residual));
-    PlanRun unfused = test::RunPlan(graph, false, {x}), fused = test::RunPlan(graph, true, {x});
-    std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
-    CheckClose(fused.outputs.at(0), expected, 1e-5);
+    PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-5);
     int parts = 0, concats = 0;
     for (const auto& step : fused.steps) {
       INFO(step);
@@ -516,9 +514,7 @@ TEST_CASE("squeeze-and-excitation: the excitation is one step and the gate x * s
       INFO("spatial " << side << "x" << side << (mobilenet_v3 ? ", Relu and HardSigmoid" : ", swish and Sigmoid"));
       Graph graph = test::GraphFromText(model(side, mobilenet_v3));
       Tensor x0 = Make({1, 4, side, side}, Wave, "x0");
-      PlanRun unfused = test::RunPlan(graph, false, {x0}), fused = test::RunPlan(graph, true, {x0});
-      std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
-      CheckClose(fused.outputs.at(0), expected, 1e-5);
+      PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x0}, 1e-5);
       int excitations = 0, scales = 0, binaries = 0, convs = 0;
       for (const auto& step : fused.steps) {
         INFO(step);
@@ -553,9 +549,7 @@ TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) un
   for (bool concat : {false, true}) {
     INFO((concat ? "read by a Concat" : "read by a Conv"));
     Graph graph = test::GraphFromText(model(concat));
-    PlanRun unfused = test::RunPlan(graph, false, {x}), fused = test::RunPlan(graph, true, {x});
-    std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
-    CheckClose(fused.outputs.at(0), expected, 1e-4);
+    PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-4);
     int winograd = 0, avx512 = 0;
     for (const auto& step : fused.steps) {
       INFO(step);
@@ -593,9 +587,7 @@ TEST_CASE("a Concat read by a MaxPool is pooled per part; the pooled parts feed 
   for (bool conv_reads_pool : {true, false}) {
     INFO((conv_reads_pool ? "a Conv reads the pool" : "a Flatten reads the pool"));
     Graph graph = test::GraphFromText(model(conv_reads_pool));
-    PlanRun unfused = test::RunPlan(graph, false, {x}), fused = test::RunPlan(graph, true, {x});
-    std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
-    CheckClose(fused.outputs.at(0), expected, 1e-5);
+    PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-5);
     int pooled_parts = 0, conv_parts = 0, concats = 0;
     for (const auto& step : fused.steps) {
       INFO(step);

@@ -20,6 +20,16 @@ void CheckClose(const Tensor& actual, const std::vector<double>& expected, doubl
   }
 }
 
+PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol) {
+  PlanRun unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs);
+  std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
+  std::string steps;
+  for (const auto& step : fused.steps) steps += step + "\n";
+  INFO("fused:\n" << steps);
+  CheckClose(fused.outputs.at(0), expected, tol);
+  return fused;
+}
+
 PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
                   double tol) {
   Graph graph = GraphFromText(text);

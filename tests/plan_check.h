@@ -25,6 +25,11 @@ PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs
 /// Every element of `actual` within `tol` (absolute or relative) of `expected`.
 void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol = 1e-5);
 
+/// Runs `graph` unfused and fused and checks the fused plan's first output
+/// against the unfused one's (the reference: one primitive per node, plain
+/// layouts); returns the fused run.
+PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol = 1e-5);
+
 /// Runs the model `text` unfused and fused, checks the first output of both
 /// against `expected`; returns the fused run.
 PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
