@@ -265,8 +265,6 @@ ValueId ScaledInput(const Builder& b, ValueId v);
 /// returns that buffer as the convolution's weights argument. `label`: the
 /// convolution's, for the step label.
 Arg EmitScaledWeights(Builder& b, ValueId v, const dnnl::memory& weights, const std::string& label);
-/// Emits the deferred x * s for `v` after all, as a binary primitive.
-void EmitDeferredChannelScale(Builder& b, ValueId v);
 /// x * k or x / k (k a constant scalar, x computed at run time) read only by a
 /// MatMul, once: recorded in Builder::deferred_scalars instead of lowered, its
 /// uses not consumed; (k A) B = k (A B), so the MatMul scales its result. False,

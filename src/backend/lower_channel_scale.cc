@@ -14,7 +14,6 @@
 // 96x56x56 in against 24x96 weights), and a pass over x and one primitive are
 // saved each time. Only for batch 1: the scale differs per image.
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -167,14 +166,6 @@ ValueId TakeScalarScale(Builder& b, ValueId v, float& scale) {
   scale *= factor.second;
   b.Consume(node);
   return node.inputs[factor.first];
-}
-
-void EmitDeferredChannelScale(Builder& b, ValueId v) {
-  const NodeId id = b.deferred_scales.at(v);
-  b.deferred_scales.erase(v);
-  const Node& mul = b.graph.node(id);
-  EmitBinary(b, Chain{id, mul.outputs[0], {id}, {}, {}, {}, false});
-  b.Consume(mul);
 }
 
 }  // namespace onnxfuse::backend
