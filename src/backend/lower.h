@@ -328,6 +328,12 @@ dnnl::primitive_desc ChooseImpl(Builder& b, const dnnl::primitive_desc& pd, cons
 /// The node of type `op` (default domain, not yet absorbed) reading `v`, when
 /// it is the only read of `v` and `v` is not a graph output; else nullptr (lower_norm.cc).
 const Node* SoleUser(const Builder& b, ValueId v, const char* op);
+/// True when `n` is a Conv (default domain, group 1) with constant weights
+/// reading `v` once, as its data input X (lower_norm.cc).
+bool ConvReadsAsData(const Builder& b, const Node& n, ValueId v);
+/// True for the pooling ops EmitPool lowers (MaxPool, AveragePool and their
+/// Global forms): each works per channel, in any layout (lower_norm.cc).
+bool IsPooling(const std::string& op);
 /// Marks `nodes` lowered as part of another node's pattern: their uses are
 /// consumed and LowerGroup skips them when their group comes (lower_norm.cc).
 void Absorb(Builder& b, const std::vector<const Node*>& nodes);

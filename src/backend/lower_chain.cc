@@ -312,8 +312,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
       chain = Chain{id, node.outputs.at(0), {id}, {}, {}, {}, false};
     } else if (!LowerView(b, id) && !LowerSlice(b, id)) {
       const std::string& op = node.op_type;
-      if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
-        EmitPool(b, id);
+      if (IsPooling(op)) EmitPool(b, id);
       else if (op == "Softmax") EmitSoftmax(b, id);
       else if (op == "Concat") EmitConcat(b, id);
       else if (op == "PRelu") EmitPrelu(b, id);

@@ -89,9 +89,7 @@ bool DeferChannelScale(Builder& b, NodeId id) {
   const int gate = GateInput(b, mul);
   if (gate < 0) return false;
   const Node* conv = SoleUser(b, mul.outputs[0], "Conv");
-  if (!conv || conv->inputs.size() < 2 || conv->inputs[0] != mul.outputs[0] || !b.IsConst(conv->inputs[1]) ||
-      AttrInt(*conv, "group", 1) != 1)
-    return false;
+  if (!conv || !ConvReadsAsData(b, *conv, mul.outputs[0])) return false;
   const Dims& x = b.ActOf(mul.inputs[static_cast<std::size_t>(1 - gate)], mul).dims;
   const Dims w = b.DimsOfValue(conv->inputs[1], *conv);
   if (w.size() != x.size() || w[1] != x[1]) return false;

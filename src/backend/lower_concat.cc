@@ -149,11 +149,7 @@ bool ReadersTakeParts(const Builder& b, ValueId v, bool pools) {
   for (NodeId c : out.consumers) {
     const Node& n = b.graph.node(c);
     if (!n.domain.empty() || b.absorbed[c] || n.inputs.empty() || n.inputs[0] != v) return false;
-    const std::string& op = n.op_type;
-    if (pools && (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")) continue;
-    if (op != "Conv" || n.inputs.size() < 2 || !b.IsConst(n.inputs[1]) || AttrInt(n, "group", 1) != 1 ||
-        std::count(n.inputs.begin(), n.inputs.end(), v) != 1)
-      return false;
+    if (!(pools && IsPooling(n.op_type)) && !ConvReadsAsData(b, n, v)) return false;
   }
   return true;
 }

@@ -94,10 +94,7 @@ bool WinogradWorthIt(const Builder& b, const Chain& chain, const Dims& x, const 
   if (out.is_graph_output || out.consumers.empty()) return false;
   for (NodeId c : out.consumers) {
     const Node& n = b.graph.node(c);
-    const std::string& op = n.op_type;
-    if (!n.domain.empty() || !(op == "Conv" || op == "Add" || op == "MaxPool" || op == "AveragePool" ||
-                               op == "GlobalAveragePool" || op == "GlobalMaxPool"))
-      return false;
+    if (!n.domain.empty() || !(n.op_type == "Conv" || n.op_type == "Add" || IsPooling(n.op_type))) return false;
   }
   return true;
 }

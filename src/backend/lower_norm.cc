@@ -8,14 +8,15 @@
 //   Gelu (erf form): y = Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5) -> eltwise gelu_erf
 // The pattern's inner values must have no other readers; its nodes may belong
 // to several fusion groups (they are absorbed wherever they are).
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include <omp.h>
 
 #include "attrs.h"
-#include "host_eval.h"
 #include "activation_kernels.h"
+#include "host_eval.h"
 #include "lower.h"
 #include "onnxfuse/error.h"
 
@@ -50,6 +51,15 @@ const Node* SoleUser(const Builder& b, ValueId v, const char* op) {
   if (value.consumers.size() != 1 || value.is_graph_output) return nullptr;
   const Node& n = b.graph.node(value.consumers[0]);
   return n.op_type == op && n.domain.empty() && !b.absorbed[value.consumers[0]] ? &n : nullptr;
+}
+
+bool ConvReadsAsData(const Builder& b, const Node& n, ValueId v) {
+  return n.op_type == "Conv" && n.domain.empty() && n.inputs.size() >= 2 && n.inputs[0] == v &&
+         std::count(n.inputs.begin(), n.inputs.end(), v) == 1 && b.IsConst(n.inputs[1]) && AttrInt(n, "group", 1) == 1;
+}
+
+bool IsPooling(const std::string& op) {
+  return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool";
 }
 
 void Absorb(Builder& b, const std::vector<const Node*>& nodes) {

@@ -44,9 +44,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void MatVec(const f
 // A 1x1 Conv of `in` (dims `x`: [1, C, 1, 1]) with constant weights [M, C, 1, 1]
 // whose output is [1, M, 1, 1]; its weights' M, else 0.
 std::int64_t PointwiseOnPixel(Builder& b, const Node& conv, ValueId in, const Dims& x) {
-  if (conv.inputs.size() < 2 || conv.inputs[0] != in || !b.IsConst(conv.inputs[1]) || AttrInt(conv, "group", 1) != 1 ||
-      b.Const(conv.inputs[1], conv).elem_type != onnx::TensorProto::FLOAT)
-    return 0;
+  if (!ConvReadsAsData(b, conv, in) || b.Const(conv.inputs[1], conv).elem_type != onnx::TensorProto::FLOAT) return 0;
   if (conv.inputs.size() > 2 && conv.inputs[2] != kNoValue && !b.IsConst(conv.inputs[2])) return 0;
   const Dims w = b.DimsOfValue(conv.inputs[1], conv);
   if (x.size() != 4 || x[0] != 1 || x[2] != 1 || x[3] != 1 || w.size() != 4 || w[2] != 1 || w[3] != 1 || w[1] != x[1])
