@@ -105,9 +105,8 @@ TEST_CASE("grouped ConvTranspose with output_padding, folded BatchNormalization 
     }
   PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
   CHECK(fused.stats.kernels <= 3);  // one deconvolution, at most a reorder on each side
-  bool one_deconv = false;
-  for (const auto& step : fused.steps) one_deconv |= step.find("+BatchNormalization+Relu") != std::string::npos;
-  CHECK(one_deconv);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsContaining(fused, "+BatchNormalization+Relu") > 0);
   CHECK(fused.stats.kernels - fused.stats.reorders == 1);
 }
 
@@ -313,16 +312,11 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of channels-last convolutions 
           }
     }
     PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
-    bool one_pass = false, concat_primitive = false;
-    for (const auto& step : fused.steps) {
-      INFO(step);
-      one_pass |= step.rfind(relu ? "concat_batch_norm Concat_3+BatchNormalization_4+Relu_5 "
-                                  : "concat_batch_norm Concat_3+BatchNormalization_4 ",
-                             0) == 0;
-      concat_primitive |= step.rfind("concat ", 0) == 0 || step.rfind("batch_norm ", 0) == 0;
-    }
-    CHECK(one_pass);
-    CHECK_FALSE(concat_primitive);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsStartingWith(fused, relu ? "concat_batch_norm Concat_3+BatchNormalization_4+Relu_5 "
+                                              : "concat_batch_norm Concat_3+BatchNormalization_4 ") > 0);
+    CHECK(test::StepsStartingWith(fused, "concat ") == 0);
+    CHECK(test::StepsStartingWith(fused, "batch_norm ") == 0);
   }
 }
 
@@ -352,13 +346,9 @@ TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in
   CHECK(lowest < -50);  // swish(x) ~ x e^x, a tiny negative value
   CHECK(highest > 50);  // swish(x) ~ x
   PlanRun fused = CheckBoth(text, {x}, y, 1e-5);
-  bool swish = false;
-  for (const auto& step : fused.steps) {
-    INFO(step);
-    swish |= step.rfind("swish Sigmoid_1+Mul_2 onnxfuse:custom", 0) == 0;
-    CHECK(step.find("Conv_0+Sigmoid") == std::string::npos);  // not a post-op of the conv
-  }
-  CHECK(swish);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "swish Sigmoid_1+Mul_2 onnxfuse:custom") > 0);
+  CHECK(test::StepsContaining(fused, "Conv_0+Sigmoid") == 0);  // not a post-op of the conv
 }
 
 TEST_CASE("swish followed by a GlobalAveragePool: the means are taken in the swish kernel's pass",
@@ -393,14 +383,9 @@ TEST_CASE("swish followed by a GlobalAveragePool: the means are taken in the swi
     for (std::int64_t p = 0; p < hw; ++p) y.push_back(a[static_cast<std::size_t>(o * hw + p)] * mean);
   }
   PlanRun fused = CheckBoth(text, {x}, y, 1e-5);
-  int pools = 0, fused_pools = 0;
-  for (const auto& step : fused.steps) {
-    INFO(step);
-    pools += step.rfind("pool", 0) == 0;
-    fused_pools += step.rfind("swish Sigmoid_1+Mul_2+GlobalAveragePool_3 onnxfuse:custom", 0) == 0;
-  }
-  CHECK(pools == 0);
-  CHECK(fused_pools == 1);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "pool") == 0);
+  CHECK(test::StepsStartingWith(fused, "swish Sigmoid_1+Mul_2+GlobalAveragePool_3 onnxfuse:custom") == 1);
 }
 
 TEST_CASE("the Gelu decomposition runs as our Gelu kernel, after a MatMul + Add", "[backend_ops][activation]") {
@@ -437,10 +422,8 @@ TEST_CASE("the Gelu decomposition runs as our Gelu kernel, after a MatMul + Add"
   CHECK(lowest < -10);
   CHECK(highest > 10);
   PlanRun fused = CheckBoth(text, {x}, y, 1e-5);
-  bool gelu = false;
-  for (const auto& step : fused.steps) gelu |= step.rfind("gelu Div_3+Gelu onnxfuse:custom", 0) == 0;
-  INFO(fused.steps.size() << " steps");
-  CHECK(gelu);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "gelu Div_3+Gelu onnxfuse:custom") > 0);
 }
 
 TEST_CASE("a Concat read only by convolutions is never copied: each reader runs per part and accumulates",
@@ -471,14 +454,9 @@ TEST_CASE("a Concat read only by convolutions is never copied: each reader runs 
     INFO((residual ? "reader with a residual Add" : "reader with a Relu"));
     Graph graph = test::GraphFromText(model(residual));
     PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-5);
-    int parts = 0, concats = 0;
-    for (const auto& step : fused.steps) {
-      INFO(step);
-      parts += step.find("(Concat_6 part ") != std::string::npos;
-      concats += step.rfind("concat ", 0) == 0;
-    }
-    CHECK(parts == (residual ? 0 : 2));
-    CHECK(concats == (residual ? 1 : 0));
+    INFO(test::StepList(fused));
+    CHECK(test::StepsContaining(fused, "(Concat_6 part ") == (residual ? 0 : 2));
+    CHECK(test::StepsStartingWith(fused, "concat ") == (residual ? 1 : 0));
   }
 }
 
@@ -515,18 +493,11 @@ TEST_CASE("squeeze-and-excitation: the excitation is one step and the gate x * s
       Graph graph = test::GraphFromText(model(side, mobilenet_v3));
       Tensor x0 = Make({1, 4, side, side}, Wave, "x0");
       PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x0}, 1e-5);
-      int excitations = 0, scales = 0, binaries = 0, convs = 0;
-      for (const auto& step : fused.steps) {
-        INFO(step);
-        excitations += step.rfind("squeeze_excite ", 0) == 0;
-        scales += step.rfind("channel_scale ", 0) == 0;
-        binaries += step.rfind("binary ", 0) == 0;
-        convs += step.rfind("conv ", 0) == 0;
-      }
-      CHECK(excitations == 1);
-      CHECK(convs == 2);  // the 3x3 and the projection
-      CHECK(scales == (side == 10 ? 1 : 0));
-      CHECK(binaries == (side == 10 ? 0 : 1));
+      INFO(test::StepList(fused));
+      CHECK(test::StepsStartingWith(fused, "squeeze_excite ") == 1);
+      CHECK(test::StepsStartingWith(fused, "conv ") == 2);  // the 3x3 and the projection
+      CHECK(test::StepsStartingWith(fused, "channel_scale ") == (side == 10 ? 1 : 0));
+      CHECK(test::StepsStartingWith(fused, "binary ") == (side == 10 ? 0 : 1));
     }
 }
 
@@ -550,13 +521,9 @@ TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) un
     INFO((concat ? "read by a Concat" : "read by a Conv"));
     Graph graph = test::GraphFromText(model(concat));
     PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-4);
-    int winograd = 0, avx512 = 0;
-    for (const auto& step : fused.steps) {
-      INFO(step);
-      winograd += step.find("wino") != std::string::npos;
-      avx512 += step.find("avx512") != std::string::npos;
-    }
-    CHECK(winograd == (!concat && avx512 > 0 ? 1 : 0));
+    INFO(test::StepList(fused));
+    const bool avx512 = test::StepsContaining(fused, "avx512") > 0;
+    CHECK(test::StepsContaining(fused, "wino") == (!concat && avx512 ? 1 : 0));
   }
 }
 
@@ -588,16 +555,10 @@ TEST_CASE("a Concat read by a MaxPool is pooled per part; the pooled parts feed 
     INFO((conv_reads_pool ? "a Conv reads the pool" : "a Flatten reads the pool"));
     Graph graph = test::GraphFromText(model(conv_reads_pool));
     PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-5);
-    int pooled_parts = 0, conv_parts = 0, concats = 0;
-    for (const auto& step : fused.steps) {
-      INFO(step);
-      pooled_parts += step.rfind("pooling MaxPool_7 (Concat_6 part ", 0) == 0;
-      conv_parts += step.rfind("conv ", 0) == 0 && step.find("+MaxPool_7 part ") != std::string::npos;
-      concats += step.rfind("concat ", 0) == 0;
-    }
-    CHECK(pooled_parts == 2);
-    CHECK(conv_parts == (conv_reads_pool ? 2 : 0));
-    CHECK(concats == (conv_reads_pool ? 0 : 1));
+    INFO(test::StepList(fused));
+    CHECK(test::StepsStartingWith(fused, "pooling MaxPool_7 (Concat_6 part ") == 2);
+    CHECK(test::StepsContaining(fused, "(Concat_6+MaxPool_7 part ") == (conv_reads_pool ? 2 : 0));  // conv steps
+    CHECK(test::StepsStartingWith(fused, "concat ") == (conv_reads_pool ? 0 : 1));
   }
 }
 
@@ -626,14 +587,8 @@ TEST_CASE("attention's Q / sqrt(d) scales the Q K^T MatMul's result, which reads
         y.push_back(sum);
       }
   PlanRun fused = CheckBoth(text, {q, k}, y, 1e-5);
-  int binaries = 0, reorders = 0, matmuls = 0;
-  for (const auto& step : fused.steps) {
-    INFO(step);
-    binaries += step.rfind("binary ", 0) == 0;
-    reorders += step.rfind("reorder ", 0) == 0;
-    matmuls += step.rfind("matmul ", 0) == 0;
-  }
-  CHECK(binaries == 0);
-  CHECK(reorders == 0);
-  CHECK(matmuls == 1);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "binary ") == 0);
+  CHECK(test::StepsStartingWith(fused, "reorder ") == 0);
+  CHECK(test::StepsStartingWith(fused, "matmul ") == 1);
 }

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "onnxfuse/postdom_fuser.h"
 #include "test_models.h"
 
@@ -20,12 +22,26 @@ void CheckClose(const Tensor& actual, const std::vector<double>& expected, doubl
   }
 }
 
+std::string StepList(const PlanRun& run) {
+  std::string list;
+  for (const auto& step : run.steps) list += step + "\n";
+  return list;
+}
+
+int StepsStartingWith(const PlanRun& run, const std::string& prefix) {
+  return static_cast<int>(std::count_if(run.steps.begin(), run.steps.end(),
+                                        [&](const std::string& step) { return step.rfind(prefix, 0) == 0; }));
+}
+
+int StepsContaining(const PlanRun& run, const std::string& text) {
+  return static_cast<int>(std::count_if(run.steps.begin(), run.steps.end(),
+                                        [&](const std::string& step) { return step.find(text) != std::string::npos; }));
+}
+
 PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol) {
   PlanRun unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs);
   std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
-  std::string steps;
-  for (const auto& step : fused.steps) steps += step + "\n";
-  INFO("fused:\n" << steps);
+  INFO("fused:\n" << StepList(fused));
   CheckClose(fused.outputs.at(0), expected, tol);
   return fused;
 }
@@ -39,9 +55,7 @@ PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, co
     CheckClose(unfused.outputs.at(0), expected, tol);
   }
   {
-    std::string steps;
-    for (const auto& step : fused.steps) steps += step + "\n";
-    INFO("fused:\n" << steps);
+    INFO("fused:\n" << StepList(fused));
     CheckClose(fused.outputs.at(0), expected, tol);
   }
   return fused;

@@ -19,6 +19,13 @@ struct PlanRun {
   std::vector<std::string> steps;  ///< ExecutablePlan::Describe(): "kind label impl layout"
 };
 
+/// The steps of `run`, one Describe() line each, for INFO on a failure.
+std::string StepList(const PlanRun& run);
+/// How many steps of `run` start with `prefix` ("conv ", "swish Sigmoid_1+Mul_2 onnxfuse:custom").
+int StepsStartingWith(const PlanRun& run, const std::string& prefix);
+/// How many steps of `run` contain `text` anywhere (a node name, an implementation).
+int StepsContaining(const PlanRun& run, const std::string& text);
+
 /// Compiles `graph` (post-dominator fusion when `fuse`) and runs it once.
 PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs);
 
