@@ -320,6 +320,27 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of channels-last convolutions 
   }
 }
 
+TEST_CASE("a planar three-channel image reaches a channels-last first Conv through our own reorder",
+          "[backend_ops][activation]") {
+  // Two images of 70x70 pixels: 4900 per plane, more than one block of 4096
+  // for the threads and not a multiple of 16 (the scalar tail). On AVX-512
+  // the first Conv reads channels-last and the reorder to it is
+  // layout_kernels.h's; on AVX2 the Conv reads the planes itself.
+  std::vector<float> w = Floats(16 * 3 * 9, 0.3f, 1), bias = Floats(16, 0.2f, 2);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3,70,70] x, float[16,3,3,3] w = )" + List(w) + R"(, float[16] b = )" + List(bias) +
+                           R"() => (float[2,16,35,35] y) {
+      c = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w, b)
+      y = Relu (c)
+    })";
+  Graph graph = test::GraphFromText(text);
+  Tensor x = Make({2, 3, 70, 70}, Wave);
+  PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-5);
+  INFO(test::StepList(fused));
+  const bool avx512 = test::StepsContaining(fused, "avx512") > 0;
+  CHECK(test::StepsStartingWith(fused, "reorder Conv_0 onnxfuse:custom acdb") == (avx512 ? 1 : 0));
+}
+
 TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in place", "[backend_ops][activation]") {
   // Convolution outputs beyond +-50 (exp(-x) huge and tiny), 105
   // elements (not a multiple of any vector width: the tail path too).

@@ -1,12 +1,11 @@
 #include "activation_kernels.h"
 
+#include "cpu_isa.h"
+
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <cstdlib>
-#include <string>
 #include <vector>
 
 // GCC 12 warns inside its own avx512fintrin.h: the unmasked intrinsics pass
@@ -137,27 +136,6 @@ __attribute__((target("avx2,fma"))) void Avx2(const float* x, float* y, std::int
 }
 
 // --- dispatch ----------------------------------------------------------------
-
-enum class Isa { kAvx512, kAvx2, kScalar };
-
-// The widest ISA the CPU runs, no wider than oneDNN may use: ONEDNN_MAX_CPU_ISA
-// (AVX2, SSE41, ...) caps both, so that a run standing in for an older CPU is one.
-Isa PickIsa() {
-  __builtin_cpu_init();
-  const char* env = std::getenv("ONEDNN_MAX_CPU_ISA");
-  std::string cap = env ? env : "";
-  std::transform(cap.begin(), cap.end(), cap.begin(), [](unsigned char c) { return std::toupper(c); });
-  const bool avx512_allowed = cap.empty() || cap == "ALL" || cap.rfind("AVX512", 0) == 0 || cap.rfind("AVX10", 0) == 0;
-  const bool avx2_allowed = avx512_allowed || cap.rfind("AVX2", 0) == 0;
-  if (avx512_allowed && __builtin_cpu_supports("avx512f")) return Isa::kAvx512;
-  if (avx2_allowed && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
-  return Isa::kScalar;
-}
-
-Isa CpuIsa() {
-  static const Isa isa = PickIsa();
-  return isa;
-}
 
 void Apply(Kernel kernel, const float* src, float* dst, std::int64_t count) {
   constexpr std::int64_t kChunk = 4096;  // floats per task: 16 KiB, a multiple of every vector width

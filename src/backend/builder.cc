@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "attrs.h"
+#include "layout_kernels.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -227,6 +228,17 @@ void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::p
 
 Act Builder::EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label) {
   Act dst = NewAct(dims, want);
+  if (dims.size() == 4 && dims[1] == 3 && src.md == PlainDesc(dims) && want == ChannelsLastDesc(dims) &&
+      HaveNchwToNhwc3()) {  // an image for the first convolution (layout_kernels.h)
+    const std::int64_t images = dims[0], pixels = dims[2] * dims[3];
+    EmitCustom("reorder", label, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, want, {}}}},
+               [images, pixels](const std::vector<void*>& data) {
+                 NchwToNhwc3(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), images, pixels);
+               },
+               want);
+    steps.back().reorder = true;
+    return dst;
+  }
   dnnl::reorder::primitive_desc pd(engine, src.md, engine, want, Attr());
   Emit(pd, "reorder", label, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, want, {}}}}, want);
   steps.back().reorder = true;
