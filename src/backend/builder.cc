@@ -119,6 +119,7 @@ Arg Builder::Use(ValueId v, const dnnl::memory::desc& want, const Node& user) {
   if (a.md == want) return Arg{a.slot, a.md, {}};
   if (IsPlainEquivalent(a.md) && IsPlainEquivalent(want) && Product(a.md.dims()) == Product(want.dims()))
     return Arg{a.slot, want, {}};
+  if (SameBytes(a.md, want)) return Arg{a.slot, want, {}};
   for (const Act& alt : alternates_[v])
     if (alt.md == want) return Arg{alt.slot, alt.md, {}};
   Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name);

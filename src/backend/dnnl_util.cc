@@ -46,6 +46,38 @@ dnnl::memory::desc AnyDesc(const Dims& dims) { return dnnl::memory::desc(NonEmpt
 
 Dims DimsOf(const dnnl::memory::desc& md) { return md.dims(); }
 
+namespace {
+
+// The element strides of a dense, unpadded layout with at most one inner
+// block, and that block covering its whole dim (then that dim's stride is 1);
+// size-1 dims get stride 0. nullopt for anything else.
+std::optional<Dims> DenseStrides(const dnnl::memory::desc& md) {
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.offset0 != 0) return std::nullopt;
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return std::nullopt;
+  const auto& blk = d.format_desc.blocking;
+  Dims strides(blk.strides, blk.strides + d.ndims);
+  if (blk.inner_nblks > 1) return std::nullopt;
+  if (blk.inner_nblks == 1) {
+    const auto dim = static_cast<std::size_t>(blk.inner_idxs[0]);
+    if (blk.inner_blks[0] != d.dims[dim]) return std::nullopt;
+    strides[dim] = 1;
+  }
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.dims[i] == 1) strides[static_cast<std::size_t>(i)] = 0;
+  return strides;
+}
+
+}  // namespace
+
+bool SameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
+  if (a == b) return true;
+  if (a.data.ndims != b.data.ndims || a.data.data_type != b.data.data_type || a.dims() != b.dims()) return false;
+  const std::optional<Dims> sa = DenseStrides(a), sb = DenseStrides(b);
+  return sa && sb && *sa == *sb;
+}
+
 bool IsPlainEquivalent(const dnnl::memory::desc& md) {
   const auto& d = md.data;
   if (d.format_kind != dnnl_blocked || d.offset0 != 0) return false;

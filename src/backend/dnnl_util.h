@@ -33,6 +33,13 @@ Dims DimsOf(const dnnl::memory::desc& md);
 /// read through a plain view without a reorder.
 bool IsPlainEquivalent(const dnnl::memory::desc& md);
 
+/// True when `a` and `b` store every element at the same place: equal
+/// descriptors, or dense layouts that differ only in how they spell it: a
+/// channel block covering all channels (nChw16c of 16 channels is nhwc), or
+/// strides of size-1 dims. One may then be read through the other without a
+/// reorder.
+bool SameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b);
+
 /// A layout convolutions produce: channel-blocked (nChw16c, ...) or channels-last (nhwc, nwc, ndhwc).
 bool IsConvLayout(const dnnl::memory::desc& md);
 

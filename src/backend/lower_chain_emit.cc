@@ -203,7 +203,11 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
   const Node& anchor = b.graph.node(chain.anchor);
   count = std::min(count, chain.post_ops.size());
   dnnl::memory::desc dst_md = pd.dst_desc(0);
-  const dnnl::memory::desc cur_md = TailDesc(dst_md, dst_dims);
+  // A channel block holding all channels (nChw16c of 16) is channels-last:
+  // recorded as such, readers that look for channels-last (concat, pooling)
+  // take it as it is.
+  const dnnl::memory::desc tail_md = TailDesc(dst_md, dst_dims), channels_last = ChannelsLastDesc(dst_dims);
+  const dnnl::memory::desc cur_md = SameBytes(tail_md, channels_last) ? channels_last : tail_md;
 
   // The tail: post-ops the anchor's primitive does not take, as primitives of
   // their own, each taking as many following non-sum post-ops as stays fast

@@ -150,6 +150,19 @@ void EmitConv(Builder& b, const Chain& chain) {
       } catch (const dnnl::error&) {
       }
     }
+    if (b.fuse && IsPlainEquivalent(have)) {
+      // A planar source (the network's image) read as it is, when the
+      // result is channels-last anyway (nChw16c of 16 channels):
+      // MobileNetV3's first conv, 3 -> 16 at 224x224, on jit:avx512_core
+      // takes 0.062 ms against 0.074 ms for brgconv plus 0.017 ms to make
+      // the image channels-last first.
+      try {
+        ConvPd direct(conv_desc(have, AnyDesc(out)), attr, b.engine);
+        if (!IsSlowImpl("conv", direct.impl_info_str()) && SameBytes(direct.dst_desc(), ChannelsLastDesc(out)))
+          return direct;
+      } catch (const dnnl::error&) {
+      }
+    }
     return ConvPd(conv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)), attr,
                   b.engine);
   };
