@@ -193,7 +193,7 @@ TEST_CASE("pooling: MaxPool with ceil_mode, AveragePool with and without padding
             {x}, {10 / 9.0, 24 / 9.0, 51 / 9.0, 90 / 9.0});
 }
 
-TEST_CASE("Flatten + Gemm (transB=0, alpha, beta) as inner product", "[executor]") {
+TEST_CASE("Flatten + Gemm (transB=0, alpha, beta) as one matmul", "[executor]") {
   const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,1,1] x, float[2,3] w = {1.0, 2.0, 3.0, -1.0, 0.5, 0.0}, float[3] c = {0.5, 0.25, -1.0}) => (float[1,3] y) {
       f = Flatten (x)

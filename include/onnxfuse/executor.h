@@ -73,7 +73,7 @@ struct CompileOptions {
 
 /// One step of a compiled schedule.
 struct ScheduleStep {
-  std::string kind;    ///< "conv", "inner_product", "reorder", ...
+  std::string kind;    ///< "conv", "matmul", "reorder", ...
   std::string label;   ///< the ONNX nodes it executes, e.g. "Conv_0+Relu_1"
   std::string impl;    ///< oneDNN's implementation (impl_info_str), or "onnxfuse:custom"
   std::string layout;  ///< its destination's layout, e.g. "nChw16c"

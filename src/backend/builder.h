@@ -59,7 +59,7 @@ struct Step {
   std::vector<std::pair<int, Arg>> args;  ///< DNNL_ARG_* -> argument
   dnnl::memory::desc scratchpad;          ///< zero md when none
   bool reorder = false;
-  std::string kind;   ///< "conv", "inner_product", "reorder", ...
+  std::string kind;   ///< "conv", "matmul", "reorder", ...
   std::string label;  ///< the ONNX nodes it executes
   std::string impl;   ///< oneDNN's implementation name (impl_info_str)
   std::string layout; ///< layout of its destination

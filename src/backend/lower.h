@@ -211,8 +211,9 @@ struct ConvGeometry {
 ConvGeometry ConvGeometryOf(const Builder& b, const Node& node, const Dims& x, const Dims& w);
 
 /// A primitive's bias (one value per output channel, BatchNormalization folded
-/// in) as a packed constant of `anchor` (Builder::PackedConstant).
-dnnl::memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias);
+/// in) as a packed constant of `anchor` (Builder::PackedConstant): dims [O],
+/// or [1, O] with `as_row` (matmul's bias).
+dnnl::memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias, bool as_row = false);
 
 // Anchors that take post-ops (lower_conv.cc).
 void EmitConv(Builder& b, const Chain& chain);

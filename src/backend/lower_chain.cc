@@ -105,7 +105,7 @@ bool AttachBinary(Builder& b, Chain& chain, const Node& node) {
     if (!b.IsAct(other) || (main == 1 && (op == "Sub" || op == "Div"))) return false;
     bool has_sum = std::any_of(chain.post_ops.begin(), chain.post_ops.end(),
                                [](const PostOp& p) { return p.kind == Kind::kSum; });
-    // `sum` accumulates into the destination of a (de)convolution, inner product or matmul.
+    // `sum` accumulates into the destination of a (de)convolution or matmul.
     const std::string& anchor = b.graph.node(chain.anchor).op_type;
     bool sum_anchor = anchor == "Conv" || anchor == "ConvTranspose" || anchor == "Gemm" || anchor == "MatMul";
     po.kind = op == "Add" && sum_anchor && !has_sum && b.ActOf(other, node).dims == out ? Kind::kSum : Kind::kBinary;
