@@ -14,7 +14,8 @@ DEB_PACKAGES=(
   graphviz
   time  # GNU time (/usr/bin/time -f %M): peak RSS in scripts/bench.sh
   python3-torch python3-torchvision python3-onnx
-  clang libclang-rt-14-dev libomp-dev  # libFuzzer + sanitizer runtimes, OpenMP for clang (scripts/fuzz.sh)
+  libomp-dev  # LLVM's OpenMP runtime, which the build links (CMakeLists.txt, ONNXFUSE_LLVM_OPENMP)
+  clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes (scripts/fuzz.sh)
 )
 # Node.js drives ONNX Runtime; keep a Node the machine already has (it may not be Debian's).
 command -v npm >/dev/null || DEB_PACKAGES+=(nodejs npm)
