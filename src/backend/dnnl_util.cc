@@ -48,10 +48,11 @@ Dims DimsOf(const dnnl::memory::desc& md) { return md.dims(); }
 
 namespace {
 
-// The element strides of a dense, unpadded layout with at most one inner
-// block, and that block covering its whole dim (then that dim's stride is 1);
-// size-1 dims get stride 0. nullopt for anything else.
-std::optional<Dims> DenseStrides(const dnnl::memory::desc& md) {
+// Where each element of an unpadded layout lives, as one stride per dim:
+// plain strides, or at most one inner block that covers its whole dim (that
+// dim's stride is then 1); size-1 dims get stride 0. nullopt for anything
+// else. Equal results mean the same address for every element.
+std::optional<Dims> ElementStrides(const dnnl::memory::desc& md) {
   const auto& d = md.data;
   if (d.format_kind != dnnl_blocked || d.offset0 != 0) return std::nullopt;
   for (int i = 0; i < d.ndims; ++i)
@@ -74,7 +75,7 @@ std::optional<Dims> DenseStrides(const dnnl::memory::desc& md) {
 bool SameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
   if (a == b) return true;
   if (a.data.ndims != b.data.ndims || a.data.data_type != b.data.data_type || a.dims() != b.dims()) return false;
-  const std::optional<Dims> sa = DenseStrides(a), sb = DenseStrides(b);
+  const std::optional<Dims> sa = ElementStrides(a), sb = ElementStrides(b);
   return sa && sb && *sa == *sb;
 }
 

@@ -34,7 +34,7 @@ Dims DimsOf(const dnnl::memory::desc& md);
 bool IsPlainEquivalent(const dnnl::memory::desc& md);
 
 /// True when `a` and `b` store every element at the same place: equal
-/// descriptors, or dense layouts that differ only in how they spell it: a
+/// descriptors, or unpadded layouts that differ only in how they spell it: a
 /// channel block covering all channels (nChw16c of 16 channels is nhwc), or
 /// strides of size-1 dims. One may then be read through the other without a
 /// reorder.
