@@ -137,32 +137,27 @@ void EmitConv(Builder& b, const Chain& chain) {
   std::size_t count = 0;  // post-ops the conv takes; the rest run after it (lower.h, "Splitting")
   auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
     if (!dst.is_zero()) return ConvPd(conv_desc(WithLayoutOf(dst, x), dst), attr, b.engine);  // channels-last
-    if (winograd) {  // in the layouts it chooses, with these post-ops if it takes them
+    // A preferred descriptor, when oneDNN has a fast kernel for it; else an empty pd.
+    auto fast = [&](const dnnl::convolution_forward::desc& desc) {
       try {
-        ConvPd wino(conv_desc(AnyDesc(x), AnyDesc(out), dnnl::algorithm::convolution_winograd), attr, b.engine);
-        if (!IsSlowImpl("conv", wino.impl_info_str())) return wino;
+        ConvPd pd(desc, attr, b.engine);
+        if (!IsSlowImpl("conv", pd.impl_info_str())) return pd;
       } catch (const dnnl::error&) {
       }
-    }
-    if (!same.is_zero()) {
-      try {
-        ConvPd kept(conv_desc(have, same), attr, b.engine);
-        if (!IsSlowImpl("conv", kept.impl_info_str())) return kept;
-      } catch (const dnnl::error&) {
-      }
-    }
+      return ConvPd();
+    };
+    if (winograd)  // in the layouts it chooses, with these post-ops if it takes them
+      if (ConvPd wino = fast(conv_desc(AnyDesc(x), AnyDesc(out), dnnl::algorithm::convolution_winograd))) return wino;
+    if (!same.is_zero())
+      if (ConvPd kept = fast(conv_desc(have, same))) return kept;
     if (b.fuse && IsPlainEquivalent(have)) {
       // A planar source (the network's image) read as it is, when the
       // result is channels-last anyway (nChw16c of 16 channels):
       // MobileNetV3's first conv, 3 -> 16 at 224x224, on jit:avx512_core
       // takes 0.062 ms against 0.074 ms for brgconv plus 0.017 ms to make
       // the image channels-last first.
-      try {
-        ConvPd direct(conv_desc(have, AnyDesc(out)), attr, b.engine);
-        if (!IsSlowImpl("conv", direct.impl_info_str()) && SameBytes(direct.dst_desc(), ChannelsLastDesc(out)))
-          return direct;
-      } catch (const dnnl::error&) {
-      }
+      ConvPd direct = fast(conv_desc(have, AnyDesc(out)));
+      if (direct && SameBytes(direct.dst_desc(), ChannelsLastDesc(out))) return direct;
     }
     return ConvPd(conv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)), attr,
                   b.engine);
