@@ -45,8 +45,9 @@ struct AxisSamples {
 /// maps coordinates with (scales[d], or out / in when sizes are given), and
 /// length_resized: scale * in unrounded when scales are given, out when sizes
 /// are (ONNX's reference implementation uses scale * in; it matters for
-/// align_corners: 4 * 0.6 = 2.4). roi_start, roi_end (normalized) serve
-/// tf_crop_and_resize only.
+/// align_corners: 4 * 0.6 = 2.4, where ONNX Runtime 1.30 takes the output
+/// size, 2, and so fails that node test). roi_start, roi_end (normalized)
+/// serve tf_crop_and_resize only.
 struct AxisResize {
   std::int64_t in = 1, out = 1;
   double scale = 1, length_resized = 1;
