@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 
 #include "dnnl_util.h"
 #include "packed_constants.h"
+#include "pointwise_kernel.h"
 #include "onnxfuse/graph.h"
 #include "onnxfuse/tensor_io.h"
 
@@ -178,6 +180,14 @@ class Builder {
   /// reader, a MatMul, scales its result instead (lower_channel_scale.cc).
   /// Mul or Div node by value.
   std::map<ValueId, NodeId> deferred_scalars;
+  /// Steps running PointwiseConv, in schedule order: each is told the next
+  /// one's first weight panel to prefetch (LinkPointwise, lower_pointwise.cc).
+  struct PointwiseStep {
+    std::size_t step = 0;
+    PointwiseNext first_panel;
+    std::shared_ptr<PointwiseNext> next;
+  };
+  std::vector<PointwiseStep> pointwise_steps;
   /// Nodes already lowered as part of another node's pattern (swish's Mul,
   /// LayerNormalization and Gelu decompositions): skipped when their group comes.
   std::vector<bool> absorbed;

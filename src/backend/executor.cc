@@ -139,6 +139,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     impl->inputs.push_back({value.name, act.slot, dims, std::nullopt});
   }
   for (const auto& unit : Units(graph, plan, options.fuse)) LowerGroup(b, unit);
+  LinkPointwise(b);
 
   for (ValueId v : graph.outputs()) {
     const Value& value = graph.value(v);

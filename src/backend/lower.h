@@ -217,6 +217,16 @@ dnnl::memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bi
 
 // Anchors that take post-ops (lower_conv.cc).
 void EmitConv(Builder& b, const Chain& chain);
+/// A 1x1, stride-1, group-1 Conv on at most 256 channels-last pixels, its
+/// post-ops all Relu, Clip, linear, HardSwish or a residual Add, as
+/// PointwiseConv (pointwise_kernel.h): `w` [out, in, 1, 1] and `bias` with
+/// the chain's BatchNormalization folded in. Returns false, emitting
+/// nothing, for any other Conv (lower_pointwise.cc).
+bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+                   const ConvGeometry& geometry);
+/// After lowering: each PointwiseConv step prefetches the first weight panel
+/// of the next one when it comes soon after (lower_pointwise.cc).
+void LinkPointwise(Builder& b);
 void EmitGemm(Builder& b, const Chain& chain);
 void EmitMatMul(Builder& b, const Chain& chain);
 /// ConvTranspose as deconvolution_forward, with folded BatchNormalization and post-ops (lower_deconv.cc).

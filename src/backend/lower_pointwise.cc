@@ -1,0 +1,124 @@
+// A 1x1 convolution on a small channels-last map as our own GEMM
+// (pointwise_kernel.h), when its weights outweigh its activations.
+#include <limits>
+#include <memory>
+
+#include "lower.h"
+#include "pointwise_kernel.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using dnnl::memory;
+using Kind = PostOp::Kind;
+
+// At most this many output pixels (a 14x14 map at batch 1): beyond, each
+// weight is reused over enough rows that oneDNN's kernel no longer waits on
+// memory, and it stays.
+constexpr std::int64_t kMaxRows = 256;
+
+// A PointwiseConv prefetches the next one's first panel when at most this
+// many steps apart (expand, depthwise, project: 2): further, the steps
+// between would evict it from L2 again.
+constexpr std::size_t kMaxPrefetchDistance = 2;
+
+// oihw [out, in, 1, 1] blocked by kPointwisePanel output channels: block p
+// holds [in][64] (oneDNN's blocking descriptor: inner block 64 on dim 0).
+memory::desc PanelDesc(std::int64_t out, std::int64_t in) {
+  memory::desc md(Dims{out, in, 1, 1}, memory::data_type::f32, Dims{in * kPointwisePanel, kPointwisePanel, 1, 1});
+  dnnl_memory_desc_t& d = md.data;
+  d.padded_dims[0] = (out + kPointwisePanel - 1) / kPointwisePanel * kPointwisePanel;
+  d.format_desc.blocking.inner_nblks = 1;
+  d.format_desc.blocking.inner_blks[0] = kPointwisePanel;
+  d.format_desc.blocking.inner_idxs[0] = 0;
+  d.format_desc.blocking.strides[2] = d.format_desc.blocking.strides[3] = in * kPointwisePanel;
+  return md;
+}
+
+// The chain's post-ops as the kernel's epilogue; nullopt when one is not
+// among Relu, Clip, a linear map, HardSwish and a residual Add.
+std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const PostOp** sum) {
+  std::vector<PointwiseOp> ops;
+  for (const PostOp& po : chain.post_ops) {
+    PointwiseOp op;
+    if (po.kind == Kind::kSum) {
+      op.kind = PointwiseOp::Kind::kAdd;
+      *sum = &po;
+    } else if (po.kind != Kind::kEltwise) {
+      return std::nullopt;
+    } else if (po.alg == dnnl::algorithm::eltwise_relu && po.alpha == 0) {
+      op = {PointwiseOp::Kind::kClamp, 0.0f, std::numeric_limits<float>::infinity()};
+    } else if (po.alg == dnnl::algorithm::eltwise_clip) {
+      op = {PointwiseOp::Kind::kClamp, po.alpha, po.beta};
+    } else if (po.alg == dnnl::algorithm::eltwise_linear) {
+      op = {PointwiseOp::Kind::kLinear, po.alpha, po.beta};
+    } else if (po.alg == dnnl::algorithm::eltwise_hardswish) {
+      op = {PointwiseOp::Kind::kHardSwish, po.alpha, po.beta};
+    } else {
+      return std::nullopt;
+    }
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+}  // namespace
+
+bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+                   const ConvGeometry& geometry) {
+  const Node& node = b.graph.node(chain.anchor);
+  const Dims x = b.ActOf(input, node).dims, &out = geometry.out;
+  const std::int64_t out_channels = w.dims[0], in_channels = x.size() == 4 ? x[1] : 0;
+  if (!b.fuse || !HavePointwiseConv() || x.size() != 4 || input != node.inputs[0]) return false;
+  if (AttrInt(node, "group", 1) != 1 || w.dims[2] != 1 || w.dims[3] != 1 || out_channels % 16 != 0) return false;
+  for (const Dims* d : {&geometry.strides, &geometry.pl, &geometry.pr})
+    for (auto v : *d)
+      if (v != (d == &geometry.strides ? 1 : 0)) return false;
+  const std::int64_t rows = x[0] * x[2] * x[3];
+  if (rows > kMaxRows || !SameBytes(b.ActOf(input, node).md, ChannelsLastDesc(x))) return false;
+  const PostOp* sum = nullptr;
+  std::optional<std::vector<PointwiseOp>> epilogue = EpilogueOf(chain, &sum);
+  if (!epilogue) return false;
+
+  memory weights = b.PackedConstant(chain.anchor, "weights", PanelDesc(out_channels, in_channels),
+                                    [&] { return b.HostView(PlainDesc(w.dims), w.data.data()); });
+  memory bias_mem = BiasMemory(b, chain.anchor, bias);
+  const memory::desc dst_md = ChannelsLastDesc(out);
+  Arg src = b.Use(input, ChannelsLastDesc(x), node);
+  std::vector<std::pair<int, Arg>> args = {{0, src}};
+  Act dst;
+  if (sum) {  // the residual: in place when nothing reads it later, else from its own buffer
+    Arg addend = b.Use(sum->operand, dst_md, node);
+    dst = b.DeadNow(addend.slot) && addend.slot != src.slot ? Act{addend.slot, dst_md, out} : b.NewAct(out, dst_md);
+    args.push_back({1, addend});
+  } else {
+    dst = b.NewAct(out, dst_md);
+    args.push_back({1, Arg{dst.slot, dst_md, {}}});  // unused addend: any valid pointer
+  }
+  args.push_back({2, Arg{dst.slot, dst_md, {}}});
+  args.push_back({3, Arg{-1, weights.get_desc(), weights}});
+  args.push_back({4, Arg{-1, bias_mem.get_desc(), bias_mem}});
+  const PointwiseShape shape{rows, in_channels, out_channels};
+  auto next = std::make_shared<PointwiseNext>();  // set by LinkPointwise
+  b.EmitCustom("conv", ChainLabel(b, chain), std::move(args),
+               [shape, ops = *epilogue, next](const std::vector<void*>& data) {
+                 PointwiseConv(static_cast<const float*>(data[0]), static_cast<const float*>(data[3]),
+                               static_cast<const float*>(data[4]), static_cast<const float*>(data[1]),
+                               static_cast<float*>(data[2]), shape, ops, *next);
+               },
+               dst_md);
+  b.steps.back().impl = "onnxfuse:pointwise";
+  b.pointwise_steps.push_back(
+      {b.steps.size() - 1, {static_cast<const float*>(weights.get_data_handle()), in_channels}, next});
+  b.SetAct(chain.out, dst);
+  return true;
+}
+
+void LinkPointwise(Builder& b) {
+  auto& list = b.pointwise_steps;
+  for (std::size_t i = 0; i + 1 < list.size(); ++i)
+    if (list[i + 1].step - list[i].step <= kMaxPrefetchDistance) *list[i].next = list[i + 1].first_panel;
+}
+
+}  // namespace onnxfuse::backend
