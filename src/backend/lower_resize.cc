@@ -204,15 +204,15 @@ void EmitResize(Builder& b, NodeId id) {
   Arg src = b.UsePlain(node.inputs[0], node);
   Act dst = b.NewAct(out, PlainDesc(out));
   std::vector<std::pair<int, Arg>> args = {{0, src}, {1, Arg{dst.slot, dst.md, {}}}};
-  if (const std::int64_t scratch = ResizeScratchElements(in, samples); scratch > 0) {
+  SeparableResize plan = PlanSeparableResize(in, samples, AttrFloat(node, "extrapolation_value", 0.0f));
+  if (const std::int64_t scratch = plan.ScratchElements(); scratch > 0) {
     Act tmp = b.NewAct({scratch}, PlainDesc({scratch}));
     args.push_back({2, Arg{tmp.slot, tmp.md, {}}});
   }
-  const float extrapolation_value = AttrFloat(node, "extrapolation_value", 0.0f);
   b.EmitCustom("resize", node.name, std::move(args),
-               [in, samples, extrapolation_value](const std::vector<void*>& data) {
-                 ResizeSeparable(static_cast<const float*>(data[0]), in, samples, extrapolation_value,
-                                 static_cast<float*>(data[1]), data.size() > 2 ? static_cast<float*>(data[2]) : nullptr);
+               [plan = std::move(plan)](const std::vector<void*>& data) {
+                 ResizeSeparable(plan, static_cast<const float*>(data[0]), static_cast<float*>(data[1]),
+                                 data.size() > 2 ? static_cast<float*>(data[2]) : nullptr);
                },
                dst.md);
   b.SetAct(node.outputs[0], dst);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dnnl_util.h"
+
 namespace onnxfuse::backend {
 
 bool AxisSamples::Identity() const {
@@ -135,49 +137,41 @@ void ResampleAxis(const float* src, float* dst, std::int64_t outer, std::int64_t
   }
 }
 
-std::vector<std::size_t> ResampledAxes(const std::vector<AxisSamples>& axes) {
-  std::vector<std::size_t> list;
-  for (std::size_t d = 0; d < axes.size(); ++d)
-    if (!axes[d].Identity()) list.push_back(d);
-  return list;
-}
-
 }  // namespace
 
-std::int64_t ResizeScratchElements(const std::vector<std::int64_t>& in_dims, const std::vector<AxisSamples>& axes) {
-  const std::vector<std::size_t> passes = ResampledAxes(axes);
-  if (passes.size() < 2) return 0;
-  std::vector<std::int64_t> dims = in_dims;
-  std::int64_t largest = 0;
-  for (std::size_t p = 0; p + 1 < passes.size(); ++p) {  // the last pass writes y
-    dims[passes[p]] = axes[passes[p]].out;
-    std::int64_t n = 1;
-    for (auto d : dims) n *= d;
-    largest = std::max(largest, n);
-  }
-  return passes.size() == 2 ? largest : 2 * largest;
+std::int64_t SeparableResize::ScratchElements() const {
+  return passes.size() < 2 ? 0 : passes.size() == 2 ? scratch_half : 2 * scratch_half;
 }
 
-void ResizeSeparable(const float* x, const std::vector<std::int64_t>& in_dims, const std::vector<AxisSamples>& axes,
-                     float extrapolation_value, float* y, float* scratch) {
-  const std::vector<std::size_t> passes = ResampledAxes(axes);
-  if (passes.empty()) {
-    std::int64_t n = 1;
-    for (auto d : in_dims) n *= d;
-    std::copy_n(x, n, y);
+SeparableResize PlanSeparableResize(const std::vector<std::int64_t>& in_dims, const std::vector<AxisSamples>& axes,
+                                    float extrapolation_value) {
+  SeparableResize plan;
+  plan.elements = Product(in_dims);
+  plan.extrapolation_value = extrapolation_value;
+  Dims dims = in_dims;
+  for (std::size_t d = 0; d < axes.size(); ++d) {
+    if (axes[d].Identity()) continue;
+    if (!plan.passes.empty()) plan.scratch_half = std::max(plan.scratch_half, Product(dims));  // the previous pass's result
+    SeparableResize::Pass pass;
+    pass.samples = axes[d];
+    pass.outer = Product(Dims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(d)));
+    pass.inner = Product(Dims(dims.begin() + static_cast<std::ptrdiff_t>(d) + 1, dims.end()));
+    plan.passes.push_back(std::move(pass));
+    dims[d] = axes[d].out;
+  }
+  return plan;
+}
+
+void ResizeSeparable(const SeparableResize& plan, const float* x, float* y, float* scratch) {
+  if (plan.passes.empty()) {
+    std::copy_n(x, plan.elements, y);
     return;
   }
-  const std::int64_t half = passes.size() > 2 ? ResizeScratchElements(in_dims, axes) / 2 : 0;
-  std::vector<std::int64_t> dims = in_dims;
   const float* src = x;
-  for (std::size_t p = 0; p < passes.size(); ++p) {
-    const std::size_t d = passes[p];
-    std::int64_t outer = 1, inner = 1;
-    for (std::size_t k = 0; k < d; ++k) outer *= dims[k];
-    for (std::size_t k = d + 1; k < dims.size(); ++k) inner *= dims[k];
-    float* dst = p + 1 == passes.size() ? y : scratch + static_cast<std::int64_t>(p % 2) * half;
-    ResampleAxis(src, dst, outer, inner, axes[d], extrapolation_value);
-    dims[d] = axes[d].out;
+  for (std::size_t p = 0; p < plan.passes.size(); ++p) {
+    const SeparableResize::Pass& pass = plan.passes[p];
+    float* dst = p + 1 == plan.passes.size() ? y : scratch + static_cast<std::int64_t>(p % 2) * plan.scratch_half;
+    ResampleAxis(src, dst, pass.outer, pass.inner, pass.samples, plan.extrapolation_value);
     src = dst;
   }
 }

@@ -74,14 +74,30 @@ double SourceCoordinate(const ResizeMode& mode, const AxisResize& axis, std::int
 /// IEEE TASSP 1981, with A = cubic_coeff_a). An integer x reads x alone.
 AxisSamples SampleAxis(const ResizeMode& mode, const AxisResize& axis);
 
-/// Floats of scratch ResizeSeparable needs (0 when at most one axis resamples).
-std::int64_t ResizeScratchElements(const std::vector<std::int64_t>& in_dims, const std::vector<AxisSamples>& axes);
+/// Resize as one pass per resampled axis, planned once at build: x plain
+/// row-major float32 of `in_dims`, y plain row-major of the axes' `out` sizes.
+struct SeparableResize {
+  /// One resampled axis: [outer, in, inner] -> [outer, out, inner].
+  struct Pass {
+    AxisSamples samples;
+    std::int64_t outer = 1, inner = 1;
+  };
+  std::vector<Pass> passes;       ///< the axes that are not Identity(), in order; none: y is a copy of x
+  std::int64_t elements = 0;      ///< of x, for the copy
+  std::int64_t scratch_half = 0;  ///< floats of each scratch buffer between passes
+  float extrapolation_value = 0;  ///< tf_crop_and_resize's value outside the input
 
-/// y = Resize(x): x plain row-major float32 of `in_dims`, y plain row-major of
-/// the axes' `out` sizes; axes[d] describes axis d. Each resampled axis is one
-/// pass (identity axes none, a copy when all are); passes ping-pong through
-/// `scratch` (ResizeScratchElements floats). Rows are split over OpenMP threads.
-void ResizeSeparable(const float* x, const std::vector<std::int64_t>& in_dims, const std::vector<AxisSamples>& axes,
-                     float extrapolation_value, float* y, float* scratch);
+  /// Floats of scratch ResizeSeparable needs: none for one pass, one buffer
+  /// for two, two it alternates between for more.
+  std::int64_t ScratchElements() const;
+};
+
+/// The passes for X of `in_dims`, axes[d] describing axis d.
+SeparableResize PlanSeparableResize(const std::vector<std::int64_t>& in_dims, const std::vector<AxisSamples>& axes,
+                                    float extrapolation_value);
+
+/// y = Resize(x) by `plan`, through `scratch` (plan.ScratchElements() floats).
+/// Rows are split over OpenMP threads.
+void ResizeSeparable(const SeparableResize& plan, const float* x, float* y, float* scratch);
 
 }  // namespace onnxfuse::backend
