@@ -215,11 +215,11 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
 }
 
 void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
-                         CustomKernel kernel, const dnnl::memory::desc& dst_md) {
+                         CustomKernel kernel, const dnnl::memory::desc& dst_md, std::string impl) {
   Step step;
   step.custom = std::move(kernel);
   step.args = std::move(args);
-  step.impl = "onnxfuse:custom";
+  step.impl = std::move(impl);
   step.kind = std::move(kind);
   step.label = std::move(label);
   step.layout = LayoutString(dst_md);

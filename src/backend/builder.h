@@ -153,9 +153,9 @@ class Builder {
   /// a slow one, IsSlowImpl: the chain lowering has already tried to avoid it).
   void Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
             const dnnl::memory::desc& dst_md);
-  /// Appends a custom-kernel step.
+  /// Appends a custom-kernel step; `impl` names the kernel in step lists.
   void EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args, CustomKernel kernel,
-                  const dnnl::memory::desc& dst_md);
+                  const dnnl::memory::desc& dst_md, std::string impl = "onnxfuse:custom");
   /// A reorder step from `src` into a fresh slot in `want`; returns the new Act.
   Act EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label);
 

@@ -1,7 +1,9 @@
 // A 1x1 convolution on a small channels-last map as our own GEMM
 // (pointwise_kernel.h), when its weights outweigh its activations.
+#include <algorithm>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "lower.h"
 #include "pointwise_kernel.h"
@@ -69,12 +71,11 @@ bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& 
                    const ConvGeometry& geometry) {
   const Node& node = b.graph.node(chain.anchor);
   const Dims x = b.ActOf(input, node).dims, &out = geometry.out;
-  const std::int64_t out_channels = w.dims[0], in_channels = x.size() == 4 ? x[1] : 0;
   if (!b.fuse || !HavePointwiseConv() || x.size() != 4 || input != node.inputs[0]) return false;
+  const std::int64_t out_channels = w.dims[0], in_channels = x[1];
+  auto all = [](const Dims& d, std::int64_t v) { return std::all_of(d.begin(), d.end(), [v](auto e) { return e == v; }); };
   if (AttrInt(node, "group", 1) != 1 || w.dims[2] != 1 || w.dims[3] != 1 || out_channels % 16 != 0) return false;
-  for (const Dims* d : {&geometry.strides, &geometry.pl, &geometry.pr})
-    for (auto v : *d)
-      if (v != (d == &geometry.strides ? 1 : 0)) return false;
+  if (!all(geometry.strides, 1) || !all(geometry.pl, 0) || !all(geometry.pr, 0)) return false;
   const std::int64_t rows = x[0] * x[2] * x[3];
   if (rows > kMaxRows || !SameBytes(b.ActOf(input, node).md, ChannelsLastDesc(x))) return false;
   const PostOp* sum = nullptr;
@@ -86,29 +87,30 @@ bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& 
   memory bias_mem = BiasMemory(b, chain.anchor, bias);
   const memory::desc dst_md = ChannelsLastDesc(out);
   Arg src = b.Use(input, ChannelsLastDesc(x), node);
-  std::vector<std::pair<int, Arg>> args = {{0, src}};
+  // Arguments: x, y, weights, bias, and the residual (read by kAdd) if any.
+  std::optional<Arg> addend;
   Act dst;
-  if (sum) {  // the residual: in place when nothing reads it later, else from its own buffer
-    Arg addend = b.Use(sum->operand, dst_md, node);
-    dst = b.DeadNow(addend.slot) && addend.slot != src.slot ? Act{addend.slot, dst_md, out} : b.NewAct(out, dst_md);
-    args.push_back({1, addend});
+  if (sum) {  // the residual: y in place over it when nothing reads it later, else read from its own buffer
+    addend = b.Use(sum->operand, dst_md, node);
+    dst = b.DeadNow(addend->slot) && addend->slot != src.slot ? Act{addend->slot, dst_md, out} : b.NewAct(out, dst_md);
   } else {
     dst = b.NewAct(out, dst_md);
-    args.push_back({1, Arg{dst.slot, dst_md, {}}});  // unused addend: any valid pointer
   }
-  args.push_back({2, Arg{dst.slot, dst_md, {}}});
-  args.push_back({3, Arg{-1, weights.get_desc(), weights}});
-  args.push_back({4, Arg{-1, bias_mem.get_desc(), bias_mem}});
+  std::vector<std::pair<int, Arg>> args = {{0, src},
+                                           {1, Arg{dst.slot, dst_md, {}}},
+                                           {2, Arg{-1, weights.get_desc(), weights}},
+                                           {3, Arg{-1, bias_mem.get_desc(), bias_mem}}};
+  if (addend) args.push_back({4, *addend});
   const PointwiseShape shape{rows, in_channels, out_channels};
   auto next = std::make_shared<PointwiseNext>();  // set by LinkPointwise
-  b.EmitCustom("conv", ChainLabel(b, chain), std::move(args),
-               [shape, ops = *epilogue, next](const std::vector<void*>& data) {
-                 PointwiseConv(static_cast<const float*>(data[0]), static_cast<const float*>(data[3]),
-                               static_cast<const float*>(data[4]), static_cast<const float*>(data[1]),
-                               static_cast<float*>(data[2]), shape, ops, *next);
-               },
-               dst_md);
-  b.steps.back().impl = "onnxfuse:pointwise";
+  b.EmitCustom(
+      "conv", ChainLabel(b, chain), std::move(args),
+      [shape, ops = *epilogue, next](const std::vector<void*>& data) {
+        PointwiseConv(static_cast<const float*>(data[0]), static_cast<const float*>(data[2]),
+                      static_cast<const float*>(data[3]), data.size() > 4 ? static_cast<const float*>(data[4]) : nullptr,
+                      static_cast<float*>(data[1]), shape, ops, *next);
+      },
+      dst_md, "onnxfuse:pointwise");
   b.pointwise_steps.push_back(
       {b.steps.size() - 1, {static_cast<const float*>(weights.get_data_handle()), in_channels}, next});
   b.SetAct(chain.out, dst);

@@ -52,10 +52,10 @@ struct PointwiseNext {
 /// y = epilogue(bias + x * w). `w`: oihw weights [out_channels, in_channels]
 /// blocked by kPointwisePanel output channels, each block [in_channels][64]
 /// (oneDNN's blocked layout with inner block 64 on dim 0; the last block
-/// zero-padded). `addend` [rows, out_channels], read by kAdd, may be `y`
-/// itself. Rows are split over OpenMP threads in blocks of 12; each thread
-/// prefetches the weight panel after the one it computes. Requires
-/// HavePointwiseConv().
+/// zero-padded). `addend` [rows, out_channels], read by kAdd (nullptr when
+/// there is none), may be `y` itself. Rows are split over OpenMP threads in
+/// blocks of 12; each thread prefetches the weight panel after the one it
+/// computes. Requires HavePointwiseConv().
 void PointwiseConv(const float* x, const float* w, const float* bias, const float* addend, float* y,
                    const PointwiseShape& shape, const std::vector<PointwiseOp>& epilogue,
                    const PointwiseNext& next = {});
