@@ -320,7 +320,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
       else if (op == "LayerNormalization") EmitLayerNormalization(b, id);
       else if (op == "InstanceNormalization") EmitInstanceNormalization(b, id);
       else if (op.rfind("Reduce", 0) == 0) EmitReduce(b, id);
-      else if (op == "Erf") EmitErf(b, id);
+      else if (op == "Erf" || op == "Log") EmitStdUnary(b, id);
       else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
       else
         throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) +

@@ -231,18 +231,24 @@ void EmitReduce(Builder& b, NodeId id) {
   b.SetAct(node.outputs[0], dst);
 }
 
-void EmitErf(Builder& b, NodeId id) {  // oneDNN 2.6 has no erf: a parallel loop of std::erf
+void EmitStdUnary(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
+  const bool erf = node.op_type == "Erf";
   Arg src = b.UsePlain(node.inputs.at(0), node);
   Dims dims = b.ActOf(node.inputs[0], node).dims;
   Act dst = b.NewAct(dims, PlainDesc(dims));
   const std::int64_t n = Product(dims);
-  b.EmitCustom("erf", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
-               [n](const std::vector<void*>& data) {
+  b.EmitCustom(erf ? "erf" : "log", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
+               [n, erf](const std::vector<void*>& data) {
                  const auto* in = static_cast<const float*>(data[0]);
                  auto* out = static_cast<float*>(data[1]);
+                 if (erf) {
 #pragma omp parallel for schedule(static)
-                 for (std::int64_t i = 0; i < n; ++i) out[i] = std::erf(in[i]);
+                   for (std::int64_t i = 0; i < n; ++i) out[i] = std::erf(in[i]);
+                 } else {
+#pragma omp parallel for schedule(static)
+                   for (std::int64_t i = 0; i < n; ++i) out[i] = std::log(in[i]);
+                 }
                },
                dst.md);
   b.SetAct(node.outputs[0], dst);

@@ -44,7 +44,6 @@ std::vector<PostOp> EltwiseOf(Builder& b, const Node& node) {
   if (op == "Tanh") return {Eltwise(algorithm::eltwise_tanh)};
   if (op == "Elu") return {Eltwise(algorithm::eltwise_elu, AttrFloat(node, "alpha", 1.f))};
   if (op == "Exp") return {Eltwise(algorithm::eltwise_exp)};
-  if (op == "Log") return {Eltwise(algorithm::eltwise_log)};
   if (op == "Abs") return {Eltwise(algorithm::eltwise_abs)};
   if (op == "Sqrt") return {Eltwise(algorithm::eltwise_sqrt)};
   if (op == "Neg") return {Eltwise(algorithm::eltwise_linear, -1.f, 0.f)};
@@ -138,8 +137,7 @@ void EmitBinary(Builder& b, const Chain& chain) {
     first = 1;
   }
   ValueId other = node.inputs[1 - first];
-  Arg src0 = OpInput(b, node, first);
-  if (out.empty()) out = {1};
+  Arg src0 = OpInput(b, node, first);  // a rank-0 result keeps dims [] (its memory is one element of dims {1})
   Arg src1;
   if (b.IsConst(other)) {
     const Tensor& t = b.Const(other, node);
