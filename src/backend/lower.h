@@ -236,6 +236,8 @@ void EmitBinary(Builder& b, const Chain& chain);
 void EmitBatchNorm(Builder& b, const Chain& chain);
 void EmitEltwise(Builder& b, NodeId node);
 void EmitPool(Builder& b, NodeId node);
+/// Softmax and LogSoftmax (softmax_forward, logsoftmax_forward) over a plain
+/// buffer; before opset 13 over the input coerced to 2-D at `axis`.
 void EmitSoftmax(Builder& b, NodeId node);
 /// Concat as a concat primitive; fused, Concat -> BatchNormalization (-> Relu)
 /// on channels-last sources as one pass that writes only the normalized result

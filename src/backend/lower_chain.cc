@@ -313,7 +313,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
     } else if (!LowerView(b, id) && !LowerSlice(b, id)) {
       const std::string& op = node.op_type;
       if (IsPooling(op)) EmitPool(b, id);
-      else if (op == "Softmax") EmitSoftmax(b, id);
+      else if (op == "Softmax" || op == "LogSoftmax") EmitSoftmax(b, id);
       else if (op == "Concat") EmitConcat(b, id);
       else if (op == "PRelu") EmitPrelu(b, id);
       else if (op == "Resize") EmitResize(b, id);
