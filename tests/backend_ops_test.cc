@@ -223,6 +223,38 @@ TEST_CASE("Softmax and LogSoftmax: over one axis from opset 13, over all trailin
   }
 }
 
+TEST_CASE("Max, Min, Sum and Mean of broadcast inputs, the full-shaped one not first", "[backend_ops]") {
+  Tensor a = Make({3}, [](std::int64_t i) { return 0.5f * static_cast<float>(i) - 0.4f; }, "a");
+  Tensor b = Make({2, 3}, Wave, "b");
+  const float c[3] = {0.25f, -0.75f, 0.1f};
+  for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
+    INFO(op);
+    const std::string text = std::string(R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[3] a, float[2,3] b, float[1,3] c = {0.25, -0.75, 0.1}) => (float[2,3] y) {
+        y = )") + op + R"( (a, b, c)
+      })";
+    std::vector<double> y;
+    for (std::size_t i = 0; i < 6; ++i) {
+      const double x0 = a.data[i % 3], x1 = b.data[i], x2 = c[i % 3];
+      const std::string o = op;
+      y.push_back(o == "Max"   ? std::max({x0, x1, x2})
+                  : o == "Min" ? std::min({x0, x1, x2})
+                  : o == "Sum" ? x0 + x1 + x2
+                               : (x0 + x1 + x2) / 3);
+    }
+    CheckBoth(text, {a, b}, y, 1e-6);
+  }
+  const char* single = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] b) => (float[2,3] y) {
+      y = Mean (b)
+    })";
+  CheckBoth(single, {b}, std::vector<double>(b.data.begin(), b.data.end()), 0);
+  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,1] a, float[1,3] b) => (float[2,3] y) {
+      y = Max (a, b)
+    })"), Catch::Matchers::Contains("no run-time input has the output's shape"));
+}
+
 TEST_CASE("Slice with steps above 1 and below 0; Gather with several runs of indices", "[backend_ops]") {
   Tensor x = Make({2, 5, 6}, [](std::int64_t i) { return static_cast<float>(i); });
   auto at = [](std::int64_t a, std::int64_t b, std::int64_t c) { return static_cast<double>(a * 30 + b * 6 + c); };

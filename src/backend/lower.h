@@ -236,6 +236,12 @@ void EmitBinary(Builder& b, const Chain& chain);
 void EmitBatchNorm(Builder& b, const Chain& chain);
 void EmitEltwise(Builder& b, NodeId node);
 void EmitPool(Builder& b, NodeId node);
+/// Max, Min, Sum and Mean of one or more inputs, multidirectionally
+/// broadcast (ONNX Max-13 ...), as a chain of binary_max / binary_min /
+/// binary_add steps on plain buffers; Mean scales the last by 1/N (an
+/// eltwise_linear post-op). Refused when no run-time input has the output's
+/// shape.
+void EmitVariadic(Builder& b, NodeId node);
 /// Softmax and LogSoftmax (softmax_forward, logsoftmax_forward) over a plain
 /// buffer; before opset 13 over the input coerced to 2-D at `axis`.
 void EmitSoftmax(Builder& b, NodeId node);

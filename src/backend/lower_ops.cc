@@ -247,6 +247,61 @@ void EmitPool(Builder& b, NodeId id) {
   b.SetAct(node.outputs[0], pool(OpInput(b, node, 0), x, node.name));
 }
 
+void EmitVariadic(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  const std::string& op = node.op_type;
+  std::vector<ValueId> inputs;
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i)
+    if (node.inputs[i] != kNoValue) inputs.push_back(node.inputs[i]);
+  if (inputs.empty())
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": no inputs");
+  Dims out = b.DimsOfValue(inputs[0], node);
+  try {
+    for (ValueId v : inputs) out = BroadcastDims(out, b.DimsOfValue(v, node));
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  // oneDNN's binary writes src0's shape: start from an input of the output's
+  // shape (the ops are commutative), broadcast the others onto it.
+  auto start = std::find_if(inputs.begin(), inputs.end(),
+                            [&](ValueId v) { return b.IsAct(v) && b.ActOf(v, node).dims == out; });
+  if (start == inputs.end()) Unsupported(b, node, "no run-time input has the output's shape " + DimsString(out));
+  std::iter_swap(inputs.begin(), start);
+  const dnnl::memory::desc out_md = PlainDesc(out);
+  const float mean_scale = op == "Mean" ? 1.f / static_cast<float>(inputs.size()) : 1.f;
+  Arg acc = b.UsePlain(inputs[0], node);
+  if (inputs.size() == 1) {  // a copy (scaled by 1 for Mean too)
+    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm::eltwise_linear, acc.md, 1.f, 0.f);
+    auto pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, desc, b.Attr());
+    Act dst = b.NewAct(out, out_md);
+    b.Emit(pd, "eltwise", node.name, {{DNNL_ARG_SRC, acc}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+    acc = Arg{dst.slot, dst.md, {}};
+  }
+  const algorithm alg = op == "Max" ? algorithm::binary_max : op == "Min" ? algorithm::binary_min : algorithm::binary_add;
+  for (std::size_t k = 1; k < inputs.size(); ++k) {
+    const ValueId v = inputs[k];
+    Arg src1;
+    if (b.IsConst(v)) {
+      const Tensor& t = b.Const(v, node);
+      if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
+      src1.md = PlainDesc(ExpandRank(t.dims, out.size()));
+      src1.fixed = b.HostMemory(src1.md, t.data.data());
+    } else {
+      src1 = b.UsePlain(v, node);
+      src1.md = PlainDesc(ExpandRank(b.ActOf(v, node).dims, out.size()));
+    }
+    dnnl::post_ops ops;
+    if (k + 1 == inputs.size() && mean_scale != 1.f) ops.append_eltwise(1.f, algorithm::eltwise_linear, mean_scale, 0.f);
+    dnnl::binary::desc desc(alg, acc.md, src1.md, out_md);
+    auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
+    Act dst = b.NewAct(out, out_md);
+    b.Emit(pd, "binary", node.name,
+           {{DNNL_ARG_SRC_0, acc}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+    acc = Arg{dst.slot, dst.md, {}};
+  }
+  b.SetAct(node.outputs[0], Act{acc.slot, acc.md, out});
+}
+
 void EmitSoftmax(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const bool log = node.op_type == "LogSoftmax";
