@@ -255,6 +255,36 @@ TEST_CASE("Max, Min, Sum and Mean of broadcast inputs, the full-shaped one not f
     })"), Catch::Matchers::Contains("no run-time input has the output's shape"));
 }
 
+TEST_CASE("Split: given sizes after a Conv's layout, equal parts before opset 13, bad sizes refused", "[backend_ops]") {
+  Tensor x = Make({1, 4, 2, 3}, Wave);
+  // The identity Conv hands Split a convolution's layout in fused mode.
+  const char* sized = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,2,3] x, float[4,4,1,1] w = {1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1}, int64[2] s = {1, 3})
+        => (float[1,3,2,3] b, float[1,1,2,3] a) {
+      c = Conv (x, w)
+      a, b = Split <axis = 1> (c, s)
+    })";
+  // The first output is b: channels 1..3 of x.
+  CheckBoth(sized, {x}, std::vector<double>(x.data.begin() + 6, x.data.end()), 1e-6);
+  const char* equal = R"(<ir_version: 8, opset_import: ["" : 11]>
+    g (float[1,4,2,3] x) => (float[1,4,2,1] z, float[1,4,2,2] y) {
+      y, z = Split <axis = -1, split = [2, 1]> (x)
+    })";
+  std::vector<double> last;
+  for (std::size_t i = 2; i < x.data.size(); i += 3) last.push_back(x.data[i]);
+  CheckBoth(equal, {x}, last, 0);
+  const char* halves = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,2,3] x) => (float[1,2,2,3] q, float[1,2,2,3] p) {
+      p, q = Split <axis = 1> (x)
+    })";
+  CheckBoth(halves, {x}, std::vector<double>(x.data.begin() + 12, x.data.end()), 0);
+  // Sizes that do not add up to the axis: refused when loading (shape inference).
+  CHECK_THROWS_WITH(test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,2,3] x, int64[2] s = {1, 2}) => (float[1,1,2,3] a, float[1,2,2,3] b) {
+      a, b = Split <axis = 1> (x, s)
+    })"), Catch::Matchers::Contains("Mismatch between the sum of 'split' (3) and the split dimension of the input (4)"));
+}
+
 TEST_CASE("Slice with steps above 1 and below 0; Gather with several runs of indices", "[backend_ops]") {
   Tensor x = Make({2, 5, 6}, [](std::int64_t i) { return static_cast<float>(i); });
   auto at = [](std::int64_t a, std::int64_t b, std::int64_t c) { return static_cast<double>(a * 30 + b * 6 + c); };

@@ -333,8 +333,8 @@ Act EmitLayerNormPrimitive(Builder& b, const Node& node, const std::string& labe
 /// (lower_norm_ops.cc).
 void EmitLayerNormalization(Builder& b, NodeId node);
 void EmitInstanceNormalization(Builder& b, NodeId node);
-/// Pad, Slice (any steps) and Gather (constant indices) of run-time tensors
-/// (lower_slice.cc); false when `node` is none of these.
+/// Pad, Slice (any steps), Split (constant sizes) and Gather (constant indices)
+/// of run-time tensors (lower_slice.cc); false when `node` is none of these.
 bool LowerSlice(Builder& b, NodeId node);
 
 /// The implementation to run for `pd`'s operation and attributes: among

@@ -1,6 +1,7 @@
-// Pad, Slice and Gather of run-time tensors, as reorders between a plain
-// tensor and a (strided) sub-memory view of another:
+// Pad, Slice, Split and Gather of run-time tensors, as reorders between a
+// plain tensor and a (strided) sub-memory view of another:
 //   Slice, steps >= 1     reorder view(x, offset = starts, strides * steps) -> y
+//   Split                 one reorder view(x, offset of part i) -> y_i per output
 //   Slice, a step < 0     a parallel copy loop (oneDNN descriptors take no
 //                         negative strides)
 //   Gather, constant      x viewed as [outer, n, inner] (n the gathered axis);
@@ -36,12 +37,12 @@ std::int64_t NormAxis(const Builder& b, const Node& node, std::int64_t axis, std
 }
 
 // y = x[offsets : offsets + dims] (a reorder from a sub-memory view of plain x).
-Act EmitSubTensor(Builder& b, const Node& node, const Dims& dims, const Dims& offsets) {
+Act EmitSubTensor(Builder& b, const Node& node, const Dims& dims, const Dims& offsets, const char* kind = "slice") {
   Arg src = b.UsePlain(node.inputs[0], node);
   src.md = src.md.submemory_desc(dims, offsets);
   Act dst = b.NewAct(dims, PlainDesc(dims));
   dnnl::reorder::primitive_desc pd(b.engine, src.md, b.engine, dst.md, b.Attr());
-  b.Emit(pd, "slice", node.name, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  b.Emit(pd, kind, node.name, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, dst.md, {}}}}, dst.md);
   return dst;
 }
 
@@ -84,8 +85,8 @@ Dims PlainStrides(const Dims& dims) {
 }
 
 // An output with no elements: a buffer of no bytes, no step.
-void SetEmpty(Builder& b, const Node& node, const Dims& out) {
-  b.SetAct(node.outputs[0], b.NewAct(out, PlainDesc(out)));
+void SetEmpty(Builder& b, const Node& node, const Dims& out, std::size_t output = 0) {
+  b.SetAct(node.outputs[output], b.NewAct(out, PlainDesc(out)));
 }
 
 void LowerStridedSlice(Builder& b, const Node& node, const Dims& in) {
@@ -156,6 +157,45 @@ void LowerStridedSlice(Builder& b, const Node& node, const Dims& in) {
   b.SetAct(node.outputs[0], dst);
 }
 
+// Split (ONNX Split-13; before, the sizes are the `split` attribute): the
+// sizes given, or equal parts; output i = x[.., offset_i : offset_i + size_i, ..].
+void LowerSplit(Builder& b, const Node& node, const Dims& in) {
+  auto axis = static_cast<std::size_t>(NormAxis(b, node, AttrInt(node, "axis", 0), in.size()));
+  std::vector<std::int64_t> sizes;
+  if (b.graph.opset() < 13) {
+    sizes = AttrInts(node, "split");
+  } else if (node.num_explicit_inputs > 1 && node.inputs[1] != kNoValue) {
+    if (!b.IsConst(node.inputs[1])) Unsupported(b, node, "the split sizes must be constant");
+    sizes = ConstInts(b, node, 1);
+  }
+  const std::size_t parts = node.outputs.size();
+  auto invalid = [&](const std::string& why) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+  };
+  if (sizes.empty()) {
+    if (in[axis] % static_cast<std::int64_t>(parts) != 0)
+      invalid("an axis of " + std::to_string(in[axis]) + " does not split into " + std::to_string(parts) + " equal parts");
+    sizes.assign(parts, in[axis] / static_cast<std::int64_t>(parts));
+  }
+  if (sizes.size() != parts) invalid(std::to_string(sizes.size()) + " split sizes for " + std::to_string(parts) + " outputs");
+  std::int64_t total = 0;
+  for (std::int64_t size : sizes) {
+    if (size < 0) invalid("a negative split size");
+    total += size;
+  }
+  if (total != in[axis]) invalid("split sizes add up to " + std::to_string(total) + ", not the axis' " + std::to_string(in[axis]));
+  Dims offsets(in.size(), 0);
+  for (std::size_t i = 0; i < parts; ++i) {
+    Dims dims = in;
+    dims[axis] = sizes[i];
+    if (node.outputs[i] != kNoValue) {
+      if (Product(dims) == 0) SetEmpty(b, node, dims, i);
+      else b.SetAct(node.outputs[i], EmitSubTensor(b, node, dims, offsets, "split"));
+    }
+    offsets[axis] += sizes[i];
+  }
+}
+
 constexpr std::size_t kMaxGatherRuns = 8;  // more runs of indices: one copy loop instead of a reorder each
 
 void LowerGather(Builder& b, const Node& node, const Dims& in) {
@@ -224,11 +264,13 @@ void LowerGather(Builder& b, const Node& node, const Dims& in) {
 bool LowerSlice(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const std::string& op = node.op_type;
-  if (!node.domain.empty() || (op != "Pad" && op != "Slice" && op != "Gather") || !b.IsAct(node.inputs.at(0)))
+  if (!node.domain.empty() || (op != "Pad" && op != "Slice" && op != "Gather" && op != "Split") ||
+      !b.IsAct(node.inputs.at(0)))
     return false;
   const Dims in = b.ActOf(node.inputs[0], node).dims;
   if (op == "Pad") LowerPad(b, node, in);
   else if (op == "Slice") LowerStridedSlice(b, node, in);
+  else if (op == "Split") LowerSplit(b, node, in);
   else LowerGather(b, node, in);
   return true;
 }
