@@ -285,6 +285,32 @@ TEST_CASE("Split: given sizes after a Conv's layout, equal parts before opset 13
     })"), Catch::Matchers::Contains("Mismatch between the sum of 'split' (3) and the split dimension of the input (4)"));
 }
 
+TEST_CASE("Clip with bounds computed at run time: either bound alone, and min above max", "[backend_ops]") {
+  Tensor x = Make({2, 6}, Wave);
+  auto scalar = [](float v, const char* name) { return Make({}, [v](auto) { return v; }, name); };
+  auto clipped = [&](double lo, double hi) {
+    std::vector<double> y;
+    for (float v : x.data) y.push_back(std::min(std::max(static_cast<double>(v), lo), hi));
+    return y;
+  };
+  const char* both = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,6] x, float lo, float hi) => (float[2,6] y) {
+      y = Clip (x, lo, hi)
+    })";
+  CheckBoth(both, {x, scalar(-0.3f, "lo"), scalar(0.2f, "hi")}, clipped(-0.3f, 0.2f), 0);
+  CheckBoth(both, {x, scalar(0.4f, "lo"), scalar(-0.1f, "hi")}, clipped(0.4f, -0.1f), 0);  // all max
+  const char* min_only = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,6] x, float lo) => (float[2,6] y) {
+      y = Clip (x, lo)
+    })";
+  CheckBoth(min_only, {x, scalar(0.1f, "lo")}, clipped(0.1f, INFINITY), 0);
+  const char* max_only = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,6] x, float hi) => (float[2,6] y) {
+      y = Clip (x, , hi)
+    })";
+  CheckBoth(max_only, {x, scalar(-0.2f, "hi")}, clipped(-INFINITY, -0.2f), 0);
+}
+
 TEST_CASE("Slice with steps above 1 and below 0; Gather with several runs of indices", "[backend_ops]") {
   Tensor x = Make({2, 5, 6}, [](std::int64_t i) { return static_cast<float>(i); });
   auto at = [](std::int64_t a, std::int64_t b, std::int64_t c) { return static_cast<double>(a * 30 + b * 6 + c); };

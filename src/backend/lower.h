@@ -242,6 +242,10 @@ void EmitPool(Builder& b, NodeId node);
 /// eltwise_linear post-op). Refused when no run-time input has the output's
 /// shape.
 void EmitVariadic(Builder& b, NodeId node);
+/// Clip (opset 11+) whose min or max is computed at run time (a scalar): a
+/// binary_max with min, then a binary_min with max, on plain buffers. Clip
+/// with constant bounds is an eltwise_clip (EltwiseOf) instead.
+void EmitClip(Builder& b, NodeId node);
 /// Softmax and LogSoftmax (softmax_forward, logsoftmax_forward) over a plain
 /// buffer; before opset 13 over the input coerced to 2-D at `axis`.
 void EmitSoftmax(Builder& b, NodeId node);

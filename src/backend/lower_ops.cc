@@ -302,6 +302,38 @@ void EmitVariadic(Builder& b, NodeId id) {
   b.SetAct(node.outputs[0], Act{acc.slot, acc.md, out});
 }
 
+void EmitClip(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  const Dims dims = b.ActOf(node.inputs.at(0), node).dims;
+  const dnnl::memory::desc scalar_md = PlainDesc(Dims(dims.size(), 1));
+  Arg cur = b.UsePlain(node.inputs[0], node);
+  // min(max(x, min), max): all max where min > max, as ONNX Clip-11 says.
+  for (const auto& [input, alg] : {std::pair{1, algorithm::binary_max}, std::pair{2, algorithm::binary_min}}) {
+    const auto i = static_cast<std::size_t>(input);
+    if (node.num_explicit_inputs <= i || node.inputs[i] == kNoValue) continue;
+    const ValueId v = node.inputs[i];
+    Arg bound;
+    if (b.IsConst(v)) {
+      const Tensor& t = b.Const(v, node);
+      if (t.elem_type != onnx::TensorProto::FLOAT || t.NumElements() != 1)
+        Unsupported(b, node, "min and max must be float scalars");
+      bound.md = scalar_md;
+      bound.fixed = b.HostMemory(scalar_md, t.data.data());
+    } else {
+      if (Product(b.ActOf(v, node).dims) != 1) Unsupported(b, node, "min and max must be scalars");
+      bound = b.UsePlain(v, node);
+      bound.md = scalar_md;
+    }
+    Act dst = b.NewAct(dims, PlainDesc(dims));
+    dnnl::binary::desc desc(alg, cur.md, bound.md, dst.md);
+    auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr());
+    b.Emit(pd, "binary", node.name,
+           {{DNNL_ARG_SRC_0, cur}, {DNNL_ARG_SRC_1, bound}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+    cur = Arg{dst.slot, dst.md, {}};
+  }
+  b.SetAct(node.outputs[0], Act{cur.slot, cur.md, dims});
+}
+
 void EmitSoftmax(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const bool log = node.op_type == "LogSoftmax";
