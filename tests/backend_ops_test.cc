@@ -311,6 +311,25 @@ TEST_CASE("Clip with bounds computed at run time: either bound alone, and min ab
   CheckBoth(max_only, {x, scalar(-0.2f, "hi")}, clipped(-INFINITY, -0.2f), 0);
 }
 
+TEST_CASE("Gemm with transA = 1 reads A [K, M] as [M, K] in place, with alpha, beta, bias and a Relu", "[backend_ops]") {
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[3,2] a, float[3,4] w = {0.5, -1, 0.25, 2, 1, 0.75, -0.5, 0, -0.25, 1.5, 1, -1},
+       float[4] c = {0.1, -0.2, 0.3, -0.4}) => (float[2,4] y) {
+      g = Gemm <transA = 1, alpha = 0.5, beta = 2.0> (a, w, c)
+      y = Relu (g)
+    })";
+  Tensor a = Make({3, 2}, Wave, "a");
+  const double w[3][4] = {{0.5, -1, 0.25, 2}, {1, 0.75, -0.5, 0}, {-0.25, 1.5, 1, -1}}, c[4] = {0.1, -0.2, 0.3, -0.4};
+  std::vector<double> y;
+  for (int m = 0; m < 2; ++m)
+    for (int n = 0; n < 4; ++n) {
+      double sum = 0;
+      for (int k = 0; k < 3; ++k) sum += a.data[static_cast<std::size_t>(k * 2 + m)] * w[k][n];
+      y.push_back(std::max(0.0, 0.5 * sum + 2.0 * c[n]));
+    }
+  CheckBoth(text, {a}, y, 1e-6);
+}
+
 TEST_CASE("Slice with steps above 1 and below 0; Gather with several runs of indices", "[backend_ops]") {
   Tensor x = Make({2, 5, 6}, [](std::int64_t i) { return static_cast<float>(i); });
   auto at = [](std::int64_t a, std::int64_t b, std::int64_t c) { return static_cast<double>(a * 30 + b * 6 + c); };

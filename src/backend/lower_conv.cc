@@ -190,11 +190,15 @@ void EmitConv(Builder& b, const Chain& chain) {
 
 void EmitGemm(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
-  if (AttrInt(node, "transA", 0) != 0) Unsupported(b, node, "transA=1 is not supported");
   if (!b.IsConst(node.inputs.at(1))) Unsupported(b, node, "B must be a constant");
-  Dims a = b.ActOf(node.inputs[0], node).dims;
+  const Dims stored_a = b.ActOf(node.inputs[0], node).dims;
   Tensor w = b.Const(node.inputs[1], node);
-  if (a.size() != 2 || w.dims.size() != 2) Unsupported(b, node, "A and B must be 2-D");
+  if (stored_a.size() != 2 || w.dims.size() != 2) Unsupported(b, node, "A and B must be 2-D");
+  // transA = 1: A is stored [K, M]; the product reads it as [M, K] through
+  // swapped strides (a plain buffer, no copy).
+  const bool trans_a = AttrInt(node, "transA", 0) != 0;
+  const Dims a = trans_a ? Dims{stored_a[1], stored_a[0]} : stored_a;
+  const memory::desc src_md = trans_a ? memory::desc(a, DataType::f32, Dims{1, a[0]}) : PlainDesc(a);
   const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
   // B as [N, K] (one row per output, as FoldAffine scales it), viewed as the
   // [K, N] operand of the product.
@@ -219,7 +223,7 @@ void EmitGemm(Builder& b, const Chain& chain) {
   const Dims out = {a[0], n}, weights_dims = {k, n};
   const memory::desc weights_view(weights_dims, DataType::f32, Dims{1, k});  // [N, K] data read as [K, N]
   using MatMulPd = dnnl::matmul::primitive_desc;
-  dnnl::matmul::desc desc(PlainDesc(a), AnyDesc(weights_dims), PlainDesc({1, n}), PlainDesc(out));
+  dnnl::matmul::desc desc(src_md, AnyDesc(weights_dims), PlainDesc({1, n}), PlainDesc(out));
   std::size_t count = 0;
   MatMulPd pd = MakeChainPd<MatMulPd>(b, chain, out, "matmul", count,
                                       [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
@@ -227,7 +231,13 @@ void EmitGemm(Builder& b, const Chain& chain) {
                                       });
   std::vector<std::pair<int, Arg>> args;
   MakePostOps(b, chain, out, args, count);
-  Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
+  Arg src;
+  if (trans_a) {
+    src = b.UsePlain(node.inputs[0], node);
+    src.md = src_md;
+  } else {
+    src = b.Use(node.inputs[0], pd.src_desc(), node);
+  }
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
                                     [&] { return b.HostView(weights_view, w.data.data()); });
   memory bias_mem = BiasMemory(b, chain.anchor, bias, true);
