@@ -121,6 +121,27 @@ void EmitPrelu(Builder& b, NodeId id) {
   b.SetAct(node.outputs[0], dst);
 }
 
+namespace {
+
+// Operand `v` of a broadcasting binary op as a plain tensor of `rank` dims
+// (leading 1s added, ONNX multidirectional broadcasting): a constant's host
+// memory, or the run-time tensor's plain buffer.
+Arg BroadcastOperand(Builder& b, const Node& node, ValueId v, std::size_t rank) {
+  Arg arg;
+  if (b.IsConst(v)) {
+    const Tensor& t = b.Const(v, node);
+    if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
+    arg.md = PlainDesc(ExpandRank(t.dims, rank));
+    arg.fixed = b.HostMemory(arg.md, t.data.data());
+  } else {
+    arg = b.UsePlain(v, node);
+    arg.md = PlainDesc(ExpandRank(b.ActOf(v, node).dims, rank));
+  }
+  return arg;
+}
+
+}  // namespace
+
 void EmitBinary(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
   const std::string& op = node.op_type;
@@ -138,18 +159,9 @@ void EmitBinary(Builder& b, const Chain& chain) {
   }
   ValueId other = node.inputs[1 - first];
   Arg src0 = OpInput(b, node, first);  // a rank-0 result keeps dims [] (its memory is one element of dims {1})
-  Arg src1;
-  if (b.IsConst(other)) {
-    const Tensor& t = b.Const(other, node);
-    if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
-    src1.md = PlainDesc(ExpandRank(t.dims, out.size()));
-    src1.fixed = b.HostMemory(src1.md, t.data.data());
-  } else if (b.ActOf(other, node).dims == out) {
-    src1 = b.Use(other, src0.md, node);
-  } else {
-    src1 = b.UsePlain(other, node);
-    src1.md = PlainDesc(ExpandRank(b.ActOf(other, node).dims, out.size()));
-  }
+  // The same shape as src0: read in src0's layout; else broadcast from plain.
+  const Arg src1 = b.IsAct(other) && b.ActOf(other, node).dims == out ? b.Use(other, src0.md, node)
+                                                                      : BroadcastOperand(b, node, other, out.size());
   algorithm alg = op == "Add" ? algorithm::binary_add
                   : op == "Sub" ? algorithm::binary_sub
                   : op == "Mul" ? algorithm::binary_mul
@@ -279,17 +291,7 @@ void EmitVariadic(Builder& b, NodeId id) {
   }
   const algorithm alg = op == "Max" ? algorithm::binary_max : op == "Min" ? algorithm::binary_min : algorithm::binary_add;
   for (std::size_t k = 1; k < inputs.size(); ++k) {
-    const ValueId v = inputs[k];
-    Arg src1;
-    if (b.IsConst(v)) {
-      const Tensor& t = b.Const(v, node);
-      if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
-      src1.md = PlainDesc(ExpandRank(t.dims, out.size()));
-      src1.fixed = b.HostMemory(src1.md, t.data.data());
-    } else {
-      src1 = b.UsePlain(v, node);
-      src1.md = PlainDesc(ExpandRank(b.ActOf(v, node).dims, out.size()));
-    }
+    const Arg src1 = BroadcastOperand(b, node, inputs[k], out.size());
     dnnl::post_ops ops;
     if (k + 1 == inputs.size() && mean_scale != 1.f) ops.append_eltwise(1.f, algorithm::eltwise_linear, mean_scale, 0.f);
     dnnl::binary::desc desc(alg, acc.md, src1.md, out_md);
@@ -305,25 +307,14 @@ void EmitVariadic(Builder& b, NodeId id) {
 void EmitClip(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const Dims dims = b.ActOf(node.inputs.at(0), node).dims;
-  const dnnl::memory::desc scalar_md = PlainDesc(Dims(dims.size(), 1));
   Arg cur = b.UsePlain(node.inputs[0], node);
   // min(max(x, min), max): all max where min > max, as ONNX Clip-11 says.
   for (const auto& [input, alg] : {std::pair{1, algorithm::binary_max}, std::pair{2, algorithm::binary_min}}) {
     const auto i = static_cast<std::size_t>(input);
     if (node.num_explicit_inputs <= i || node.inputs[i] == kNoValue) continue;
     const ValueId v = node.inputs[i];
-    Arg bound;
-    if (b.IsConst(v)) {
-      const Tensor& t = b.Const(v, node);
-      if (t.elem_type != onnx::TensorProto::FLOAT || t.NumElements() != 1)
-        Unsupported(b, node, "min and max must be float scalars");
-      bound.md = scalar_md;
-      bound.fixed = b.HostMemory(scalar_md, t.data.data());
-    } else {
-      if (Product(b.ActOf(v, node).dims) != 1) Unsupported(b, node, "min and max must be scalars");
-      bound = b.UsePlain(v, node);
-      bound.md = scalar_md;
-    }
+    if (Product(b.DimsOfValue(v, node)) != 1) Unsupported(b, node, "min and max must be scalars");
+    const Arg bound = BroadcastOperand(b, node, v, dims.size());
     Act dst = b.NewAct(dims, PlainDesc(dims));
     dnnl::binary::desc desc(alg, cur.md, bound.md, dst.md);
     auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr());
