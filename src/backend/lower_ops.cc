@@ -140,6 +140,18 @@ Arg BroadcastOperand(Builder& b, const Node& node, ValueId v, std::size_t rank) 
   return arg;
 }
 
+// One binary step dst = alg(src0, src1) (then `ops`) into a new plain tensor
+// of `out` dims; returns dst.
+Arg EmitBinaryStep(Builder& b, const Node& node, algorithm alg, const Arg& src0, const Arg& src1, const Dims& out,
+                   const dnnl::post_ops& ops = dnnl::post_ops()) {
+  Act dst = b.NewAct(out, PlainDesc(out));
+  dnnl::binary::desc desc(alg, src0.md, src1.md, dst.md);
+  auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
+  b.Emit(pd, "binary", node.name,
+         {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  return Arg{dst.slot, dst.md, {}};
+}
+
 }  // namespace
 
 void EmitBinary(Builder& b, const Chain& chain) {
@@ -291,15 +303,9 @@ void EmitVariadic(Builder& b, NodeId id) {
   }
   const algorithm alg = op == "Max" ? algorithm::binary_max : op == "Min" ? algorithm::binary_min : algorithm::binary_add;
   for (std::size_t k = 1; k < inputs.size(); ++k) {
-    const Arg src1 = BroadcastOperand(b, node, inputs[k], out.size());
     dnnl::post_ops ops;
     if (k + 1 == inputs.size() && mean_scale != 1.f) ops.append_eltwise(1.f, algorithm::eltwise_linear, mean_scale, 0.f);
-    dnnl::binary::desc desc(alg, acc.md, src1.md, out_md);
-    auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
-    Act dst = b.NewAct(out, out_md);
-    b.Emit(pd, "binary", node.name,
-           {{DNNL_ARG_SRC_0, acc}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
-    acc = Arg{dst.slot, dst.md, {}};
+    acc = EmitBinaryStep(b, node, alg, acc, BroadcastOperand(b, node, inputs[k], out.size()), out, ops);
   }
   b.SetAct(node.outputs[0], Act{acc.slot, acc.md, out});
 }
@@ -314,13 +320,7 @@ void EmitClip(Builder& b, NodeId id) {
     if (node.num_explicit_inputs <= i || node.inputs[i] == kNoValue) continue;
     const ValueId v = node.inputs[i];
     if (Product(b.DimsOfValue(v, node)) != 1) Unsupported(b, node, "min and max must be scalars");
-    const Arg bound = BroadcastOperand(b, node, v, dims.size());
-    Act dst = b.NewAct(dims, PlainDesc(dims));
-    dnnl::binary::desc desc(alg, cur.md, bound.md, dst.md);
-    auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr());
-    b.Emit(pd, "binary", node.name,
-           {{DNNL_ARG_SRC_0, cur}, {DNNL_ARG_SRC_1, bound}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
-    cur = Arg{dst.slot, dst.md, {}};
+    cur = EmitBinaryStep(b, node, alg, cur, BroadcastOperand(b, node, v, dims.size()), dims);
   }
   b.SetAct(node.outputs[0], Act{cur.slot, cur.md, dims});
 }
