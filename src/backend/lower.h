@@ -239,8 +239,8 @@ void EmitPool(Builder& b, NodeId node);
 /// Max, Min, Sum and Mean of one or more inputs, multidirectionally
 /// broadcast (ONNX Max-13 ...), as a chain of binary_max / binary_min /
 /// binary_add steps on plain buffers; Mean scales the last by 1/N (an
-/// eltwise_linear post-op). Refused when no run-time input has the output's
-/// shape.
+/// eltwise_linear post-op); one input is the output itself, without a step.
+/// Refused when no run-time input has the output's shape.
 void EmitVariadic(Builder& b, NodeId node);
 /// Clip (opset 11+) whose min or max is computed at run time (a scalar): a
 /// binary_max with min, then a binary_min with max, on plain buffers. Clip

@@ -291,16 +291,13 @@ void EmitVariadic(Builder& b, NodeId id) {
                             [&](ValueId v) { return b.IsAct(v) && b.ActOf(v, node).dims == out; });
   if (start == inputs.end()) Unsupported(b, node, "no run-time input has the output's shape " + DimsString(out));
   std::iter_swap(inputs.begin(), start);
-  const dnnl::memory::desc out_md = PlainDesc(out);
+  if (inputs.size() == 1) {  // the input itself, in any layout, as for Identity (LowerView)
+    const Arg src = b.UseAsIs(inputs[0], node);
+    b.SetAct(node.outputs[0], Act{src.slot, src.md, out});
+    return;
+  }
   const float mean_scale = op == "Mean" ? 1.f / static_cast<float>(inputs.size()) : 1.f;
   Arg acc = b.UsePlain(inputs[0], node);
-  if (inputs.size() == 1) {  // a copy (scaled by 1 for Mean too)
-    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm::eltwise_linear, acc.md, 1.f, 0.f);
-    auto pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, desc, b.Attr());
-    Act dst = b.NewAct(out, out_md);
-    b.Emit(pd, "eltwise", node.name, {{DNNL_ARG_SRC, acc}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
-    acc = Arg{dst.slot, dst.md, {}};
-  }
   const algorithm alg = op == "Max" ? algorithm::binary_max : op == "Min" ? algorithm::binary_min : algorithm::binary_add;
   for (std::size_t k = 1; k < inputs.size(); ++k) {
     dnnl::post_ops ops;
