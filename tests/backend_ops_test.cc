@@ -899,3 +899,112 @@ TEST_CASE("attention's Q / sqrt(d) scales the Q K^T MatMul's result, which reads
   CHECK(test::StepsStartingWith(fused, "reorder ") == 0);
   CHECK(test::StepsStartingWith(fused, "matmul ") == 1);
 }
+
+TEST_CASE("fused, Slice, Split and a Gather of one run are views: attention's Q and K slices reach the MatMul uncopied",
+          "[backend_ops][views]") {
+  // ViT's in-projection result qkv [tokens, 1, 3 * E] is sliced into Q, K and
+  // V along its last axis; each is reshaped to [tokens, heads, d] and
+  // transposed. The slices are strided views (rows 3 * E apart) that the
+  // MatMul reads in place: no slice, no reorder.
+  const std::int64_t tokens = 5, heads = 2, d = 4, e = heads * d;
+  Tensor qkv = Make({tokens, 1, 3 * e}, Wave, "qkv");
+  auto at = [&](std::int64_t t, std::int64_t part, std::int64_t h, std::int64_t i) {
+    return static_cast<double>(qkv.data[static_cast<std::size_t>(t * 3 * e + part * e + h * d + i)]);
+  };
+  std::vector<double> y;
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < tokens; ++i)
+      for (std::int64_t j = 0; j < tokens; ++j) {
+        double sum = 0;
+        for (std::int64_t k = 0; k < d; ++k) sum += at(i, 0, h, k) * at(j, 1, h, k);
+        y.push_back(sum);
+      }
+  PlanRun fused = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[5,1,24] qkv) => (float[2,5,5] y) {
+      axis = Constant <value = int64[1] {-1}> ()
+      s0 = Constant <value = int64[1] {0}> ()
+      s1 = Constant <value = int64[1] {8}> ()
+      s2 = Constant <value = int64[1] {16}> ()
+      shape = Constant <value = int64[3] {5, 2, 4}> ()
+      q = Slice (qkv, s0, s1, axis)
+      k = Slice (qkv, s1, s2, axis)
+      q3 = Reshape (q, shape)
+      k3 = Reshape (k, shape)
+      qt = Transpose <perm = [1, 0, 2]> (q3)
+      kt = Transpose <perm = [1, 2, 0]> (k3)
+      y = MatMul (qt, kt)
+    })",
+                            {qkv}, y);
+  INFO(test::StepList(fused));
+  CHECK(fused.stats.kernels == 1);
+  CHECK(test::StepsStartingWith(fused, "matmul ") == 1);
+
+  // Split along the outer axis: each part is a plain view at its offset; a
+  // Relu reads part b in place and the Add reads both. A part that is a graph
+  // output is copied out of the shared buffer.
+  Tensor x = Make({2, 3, 4}, Wave);
+  const std::string split = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3,4] x) => (float[1,3,4] y, float[1,3,4] b) {
+      a, b = Split <axis = 0> (x)
+      r = Relu (b)
+      y = Add (r, a)
+    })";
+  std::vector<double> sum, second(x.data.begin() + 12, x.data.end());
+  for (std::size_t i = 0; i < 12; ++i) sum.push_back(std::max(0.f, x.data[i + 12]) + x.data[i]);
+  PlanRun parts = CheckBoth(split, {x}, sum, 1e-6);
+  INFO(test::StepList(parts));
+  CheckClose(parts.outputs.at(1), second, 0);
+  CHECK(test::StepsStartingWith(parts, "split ") == 0);
+  CHECK(test::StepsStartingWith(parts, "reorder ") == 0);
+
+  // A Gather of one index (ViT's class token x[:, 0]) is a view too; the Gemm reads it.
+  Tensor tokens_in = Make({1, 5, 6}, Wave);
+  std::vector<float> w = Floats(18, 0.5f, 2);
+  std::vector<double> cls;
+  for (std::int64_t j = 0; j < 3; ++j) {
+    double s = 0;
+    for (std::int64_t c = 0; c < 6; ++c) s += static_cast<double>(tokens_in.data[static_cast<std::size_t>(c)]) * w[static_cast<std::size_t>(c * 3 + j)];
+    cls.push_back(s);
+  }
+  PlanRun gathered = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,5,6] x, float[6,3] w = )" + List(w) + R"() => (float[1,3] y) {
+      i = Constant <value = int64 {0}> ()
+      c = Gather <axis = 1> (x, i)
+      y = MatMul (c, w)
+    })",
+                               {tokens_in}, cls);
+  INFO(test::StepList(gathered));
+  CHECK(gathered.stats.kernels == 1);
+}
+
+TEST_CASE("a buffer a view still reads is not overwritten in place by a sum post-op", "[backend_ops][views]") {
+  // s views c's buffer (the odd columns) and is a graph output; the second
+  // Conv, of x, takes c (in the convolutions' layout) as the sum addend of its
+  // residual Add. Writing that Conv's result over c would change s: the addend
+  // is copied instead.
+  Tensor x = Make({1, 2, 2, 4}, Wave);
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,2,4] x, float[2,2,1,1] w0 = {1, 0.5, -0.5, 1}, float[2,2,1,1] w = {0.5, -1, 2, 0.25})
+        => (float[1,2,2,2] s, float[1,2,2,4] y) {
+      u = Conv (x, w0)
+      c = Relu (u)
+      st = Constant <value = int64[1] {1}> ()
+      en = Constant <value = int64[1] {4}> ()
+      ax = Constant <value = int64[1] {3}> ()
+      k = Constant <value = int64[1] {2}> ()
+      s = Slice (c, st, en, ax, k)
+      v = Conv (x, w)
+      y = Add (v, c)
+    })";
+  const double w0[2][2] = {{1, 0.5}, {-0.5, 1}}, w[2][2] = {{0.5, -1}, {2, 0.25}};
+  std::vector<double> c, s, y;
+  for (std::size_t o = 0; o < 2; ++o)
+    for (std::size_t p = 0; p < 8; ++p) c.push_back(std::max(0.0, w0[o][0] * x.data[p] + w0[o][1] * x.data[8 + p]));
+  for (std::size_t i = 1; i < c.size(); i += 2) s.push_back(c[i]);
+  for (std::size_t o = 0; o < 2; ++o)
+    for (std::size_t p = 0; p < 8; ++p) y.push_back(w[o][0] * x.data[p] + w[o][1] * x.data[8 + p] + c[o * 8 + p]);
+  PlanRun fused = CheckBoth(text, {x}, s, 1e-6);
+  INFO(test::StepList(fused));
+  CheckClose(fused.outputs.at(1), y, 1e-6);
+  CHECK(test::StepsStartingWith(fused, "slice ") == 0);
+}

@@ -100,11 +100,29 @@ void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
 }
 
 bool Builder::DeadNow(int slot) const {
-  const Slot& s = slots[static_cast<std::size_t>(slot)];
-  if (s.graph_output) return false;
-  for (ValueId v : s.values)
-    if (remaining_[v] > 0) return false;
+  const int root = RootOf(slot);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const Slot& s = slots[i];
+    if (static_cast<int>(i) != root && s.root != root) continue;
+    if (s.graph_output) return false;
+    for (ValueId v : s.values)
+      if (remaining_[v] > 0) return false;
+  }
   return true;
+}
+
+int Builder::RootOf(int slot) const {
+  const int root = slots[static_cast<std::size_t>(slot)].root;
+  return root >= 0 ? root : slot;
+}
+
+Act Builder::NewView(int slot, std::int64_t byte_offset, const Dims& dims, const dnnl::memory::desc& md) {
+  if (byte_offset == 0) return Act{slot, md, dims};
+  Slot view;
+  view.root = RootOf(slot);
+  view.view_offset = slots[static_cast<std::size_t>(slot)].view_offset + byte_offset;
+  slots.push_back(view);
+  return Act{static_cast<int>(slots.size() - 1), md, dims};
 }
 
 Act Builder::NewAct(const Dims& dims, const dnnl::memory::desc& md) {
@@ -216,6 +234,10 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
 
 void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
                          CustomKernel kernel, const dnnl::memory::desc& dst_md, std::string impl) {
+  for (const auto& [key, arg] : args)
+    if (arg.slot >= 0 && arg.md.data.format_kind == dnnl_blocked && !IsDense(arg.md))
+      throw Error(ErrorKind::kInternal, "internal error: custom kernel " + kind + " [" + label +
+                                            "] given a buffer with gaps (" + LayoutString(arg.md) + ")");
   Step step;
   step.custom = std::move(kernel);
   step.args = std::move(args);

@@ -27,10 +27,13 @@
 
 namespace onnxfuse::backend {
 
-/// One activation buffer of the arena.
+/// One activation buffer of the arena, or a view into one (a sub-tensor:
+/// Slice, Split, Gather of one run), which has no bytes of its own.
 struct Slot {
   std::int64_t bytes = 0;
-  std::int64_t offset = -1;        ///< set by the arena planner
+  std::int64_t offset = -1;        ///< set by the arena planner; a view: its root's plus view_offset
+  int root = -1;                   ///< a view: the slot whose buffer it points into (never a view itself)
+  std::int64_t view_offset = 0;    ///< a view: bytes from the start of the root's buffer
   bool graph_input = false;        ///< written by Run before the first step
   bool graph_output = false;       ///< read by Run after the last step
   std::vector<ValueId> values;     ///< values whose data (in some layout) lives here
@@ -108,12 +111,19 @@ class Builder {
   /// lowered its weights live on only in their prepacked form, which keeps the
   /// compiler's peak memory near the model's size.
   void ReleaseConsts(const std::vector<NodeId>& nodes);
-  /// True when no value stored in `slot` is read again and none is a graph output.
+  /// True when no value stored in `slot`, in the buffer it views or in another
+  /// view of that buffer is read again, and none is a graph output.
   bool DeadNow(int slot) const;
 
   // --- buffers --------------------------------------------------------------
   /// A fresh slot sized for `md`.
   Act NewAct(const Dims& dims, const dnnl::memory::desc& md);
+  /// A view of `slot`'s data from `byte_offset` bytes past its start, laid out
+  /// as `md` (strides without offset0: primitives get a pointer to its first
+  /// element); `slot` itself when the offset is 0.
+  Act NewView(int slot, std::int64_t byte_offset, const Dims& dims, const dnnl::memory::desc& md);
+  /// The slot whose buffer `slot` lives in: its root when a view, else itself.
+  int RootOf(int slot) const;
   /// `v` in layout `want`: as is, through a plain view when the bytes already
   /// match (`want` may then have other dims with as many elements: a reshape),
   /// or through one reorder step (shared by all consumers wanting it).
@@ -154,6 +164,8 @@ class Builder {
   void Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
             const dnnl::memory::desc& dst_md);
   /// Appends a custom-kernel step; `impl` names the kernel in step lists.
+  /// Custom kernels index their buffers densely: an argument that is not
+  /// (IsDense, e.g. a sub-tensor view) is an internal error.
   void EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args, CustomKernel kernel,
                   const dnnl::memory::desc& dst_md, std::string impl = "onnxfuse:custom");
   /// A reorder step from `src` into a fresh slot in `want`; returns the new Act.

@@ -102,9 +102,31 @@ bool IsPlainEquivalent(const dnnl::memory::desc& md) {
   return true;
 }
 
+bool IsDense(const dnnl::memory::desc& md) {
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.offset0 != 0) return false;
+  const auto& blk = d.format_desc.blocking;
+  std::int64_t inner = 1;  // elements in one innermost block
+  Dims blocks(d.padded_dims, d.padded_dims + d.ndims);  // per dim: its padded size over its inner blocks
+  for (int b = 0; b < blk.inner_nblks; ++b) {
+    inner *= blk.inner_blks[b];
+    blocks[static_cast<std::size_t>(blk.inner_idxs[b])] /= blk.inner_blks[b];
+  }
+  std::vector<int> order;  // outer extents above 1, innermost first
+  for (int i = 0; i < d.ndims; ++i)
+    if (blocks[static_cast<std::size_t>(i)] > 1) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return blk.strides[a] < blk.strides[b]; });
+  std::int64_t expected = inner;
+  for (int i : order) {
+    if (blk.strides[i] != expected) return false;
+    expected *= blocks[static_cast<std::size_t>(i)];
+  }
+  return true;
+}
+
 bool IsConvLayout(const dnnl::memory::desc& md) {
   const auto& d = md.data;
-  if (d.format_kind != dnnl_blocked || d.ndims < 3) return false;
+  if (d.format_kind != dnnl_blocked || d.ndims < 3 || !IsDense(md)) return false;
   if (d.format_desc.blocking.inner_nblks > 0) return true;
   std::string order = LayoutString(md);
   std::string channels_last = "a";

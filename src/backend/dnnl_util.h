@@ -40,7 +40,13 @@ bool IsPlainEquivalent(const dnnl::memory::desc& md);
 /// reorder.
 bool SameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b);
 
-/// A layout convolutions produce: channel-blocked (nChw16c, ...) or channels-last (nhwc, nwc, ndhwc).
+/// True when `md` (blocked, no offset) covers its buffer without gaps: its
+/// strides, in decreasing order, are the products of the padded dims inside
+/// them (any dimension order, any inner blocks). A sub-tensor view (a Slice
+/// along an inner axis) is not dense: its rows have gaps.
+bool IsDense(const dnnl::memory::desc& md);
+
+/// A dense layout convolutions produce: channel-blocked (nChw16c, ...) or channels-last (nhwc, nwc, ndhwc).
 bool IsConvLayout(const dnnl::memory::desc& md);
 
 /// A descriptor for `dims` with the same dimension order as `like` (e.g. nhwc),

@@ -154,24 +154,29 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     impl->outputs.push_back({value.name, arg.slot, b.ActOf(v, pseudo).dims, std::nullopt});
   }
 
-  // Lifetimes from the steps' arguments; inputs are live from the start, outputs to the end.
+  // Lifetimes from the steps' arguments; inputs are live from the start,
+  // outputs to the end. A use of a view is a use of the buffer it views.
   const int end = static_cast<int>(b.steps.size());
   std::vector<BufferLifetime> lifetimes(b.slots.size());
+  for (std::size_t s = 0; s < b.slots.size(); ++s) lifetimes[s] = {b.slots[s].bytes, end, -1};
+  auto touch = [&](int slot, int first, int last) {
+    auto& life = lifetimes[static_cast<std::size_t>(b.RootOf(slot))];
+    life.first = std::min(life.first, first), life.last = std::max(life.last, last);
+  };
   for (std::size_t s = 0; s < b.slots.size(); ++s) {
-    lifetimes[s] = {b.slots[s].bytes, end, -1};
-    if (b.slots[s].graph_input) lifetimes[s].first = 0;
-    if (b.slots[s].graph_output) lifetimes[s].first = std::min(lifetimes[s].first, end), lifetimes[s].last = end;
+    if (b.slots[s].graph_input) touch(static_cast<int>(s), 0, 0);
+    if (b.slots[s].graph_output) touch(static_cast<int>(s), end, end);
   }
   for (int i = 0; i < end; ++i)
     for (const auto& [key, arg] : b.steps[static_cast<std::size_t>(i)].args)
-      if (arg.slot >= 0) {
-        auto& life = lifetimes[static_cast<std::size_t>(arg.slot)];
-        life.first = std::min(life.first, i), life.last = std::max(life.last, i);
-      }
+      if (arg.slot >= 0) touch(arg.slot, i, i);
   for (auto& life : lifetimes)
-    if (life.last < life.first) life.first = life.last = 0;  // never touched
+    if (life.last < life.first) life.first = life.last = 0;  // never touched, or a view (no bytes)
   ArenaPlan arena = PlanArena(lifetimes);
-  for (std::size_t s = 0; s < b.slots.size(); ++s) b.slots[s].offset = arena.offsets[s];
+  for (std::size_t s = 0; s < b.slots.size(); ++s) {
+    const Slot& slot = b.slots[s];
+    b.slots[s].offset = slot.root >= 0 ? arena.offsets[static_cast<std::size_t>(slot.root)] + slot.view_offset : arena.offsets[s];
+  }
 
   try {
     impl->arena = Allocate(arena.total_bytes);

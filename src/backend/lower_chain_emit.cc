@@ -55,9 +55,9 @@ dnnl::post_ops BuildPostOps(Builder& b, const Chain& chain, std::size_t begin, s
         if (args) arg.fixed = b.HostMemory(arg.md, po.constant->data.data());
       } else {
         const Act& a = b.ActOf(po.operand, anchor);
-        if (a.dims == dst_dims) {
+        if (a.dims == dst_dims && IsDense(a.md)) {
           arg = args ? b.UseAsIs(po.operand, anchor) : Arg{a.slot, a.md, {}};
-        } else {  // broadcast operand: a plain view with the destination's rank
+        } else {  // broadcast operand or sub-tensor view: plain, with the destination's rank
           if (args) arg = b.UsePlain(po.operand, anchor);
           arg.md = PlainDesc(ExpandRank(a.dims, dst_dims.size()));
         }

@@ -172,7 +172,7 @@ void EmitGelu(Builder& b, NodeId div_id) {
   ValueId x = div.inputs[0];
   auto out = MatchGelu(b, x, true);
   Check(out.has_value(), "EmitGelu without a Gelu pattern");
-  Arg src = b.UseAsIs(x, div);
+  Arg src = IsDense(b.ActOf(x, div).md) ? b.UseAsIs(x, div) : b.UsePlain(x, div);  // the kernel runs over all bytes
   Act dst = b.NewAct(b.ActOf(x, div).dims, src.md);
   const std::int64_t count = static_cast<std::int64_t>(src.md.get_size() / sizeof(float));
   b.EmitCustom("gelu", div.name + "+Gelu", {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},

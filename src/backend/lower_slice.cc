@@ -1,5 +1,10 @@
-// Pad, Slice, Split and Gather of run-time tensors, as reorders between a
-// plain tensor and a (strided) sub-memory view of another:
+// Pad, Slice, Split and Gather of run-time tensors. Fused, a sub-tensor with
+// steps >= 1 (Slice, each part of a Split, a Gather of one run of indices) is
+// a view of x's buffer, no step: x's strides times the steps, from the first
+// selected element (Builder::NewView; x is made plain first when it has
+// inner blocks); a reader that cannot take its strides reorders it. Unfused,
+// and otherwise, as reorders between a plain tensor and a (strided)
+// sub-memory view of another:
 //   Slice, steps >= 1     reorder view(x, offset = starts, strides * steps) -> y
 //   Split                 one reorder view(x, offset of part i) -> y_i per output
 //   Slice, a step < 0     a parallel copy loop (oneDNN descriptors take no
@@ -44,6 +49,19 @@ Act EmitSubTensor(Builder& b, const Node& node, const Dims& dims, const Dims& of
   dnnl::reorder::primitive_desc pd(b.engine, src.md, b.engine, dst.md, b.Attr());
   b.Emit(pd, kind, node.name, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, dst.md, {}}}}, dst.md);
   return dst;
+}
+
+// Fused: y = x[begin + i * step] (each step >= 1) as a view of x's buffer.
+Act SubTensorView(Builder& b, const Node& node, const Dims& dims, const Dims& begin, const Dims& step) {
+  const auto& have = b.ActOf(node.inputs[0], node).md.data;
+  const bool strided = have.format_kind == dnnl_blocked && have.format_desc.blocking.inner_nblks == 0;
+  Arg src = strided ? b.UseAsIs(node.inputs[0], node) : b.UsePlain(node.inputs[0], node);
+  const auto& blk = src.md.data.format_desc.blocking;
+  Dims strides(dims.size());
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d < dims.size(); ++d) strides[d] = blk.strides[d] * step[d], offset += begin[d] * blk.strides[d];
+  return b.NewView(src.slot, offset * static_cast<std::int64_t>(sizeof(float)), dims,
+                   dnnl::memory::desc(dims, DataType::f32, strides));
 }
 
 void LowerPad(Builder& b, const Node& node, const Dims& in) {
@@ -116,6 +134,10 @@ void LowerStridedSlice(Builder& b, const Node& node, const Dims& in) {
     begin[axis] = s, step[axis] = st;
   }
   if (Product(out) == 0) return SetEmpty(b, node, out);
+  if (b.fuse && std::all_of(step.begin(), step.end(), [](std::int64_t st) { return st > 0; })) {
+    b.SetAct(node.outputs[0], SubTensorView(b, node, out, begin, step));
+    return;
+  }
   if (std::all_of(step.begin(), step.end(), [](std::int64_t st) { return st == 1; })) {
     b.SetAct(node.outputs[0], EmitSubTensor(b, node, out, begin));
     return;
@@ -190,6 +212,7 @@ void LowerSplit(Builder& b, const Node& node, const Dims& in) {
     dims[axis] = sizes[i];
     if (node.outputs[i] != kNoValue) {
       if (Product(dims) == 0) SetEmpty(b, node, dims, i);
+      else if (b.fuse) b.SetAct(node.outputs[i], SubTensorView(b, node, dims, offsets, Dims(in.size(), 1)));
       else b.SetAct(node.outputs[i], EmitSubTensor(b, node, dims, offsets, "split"));
     }
     offsets[axis] += sizes[i];
@@ -226,8 +249,18 @@ void LowerGather(Builder& b, const Node& node, const Dims& in) {
   if (runs.size() == 1) {  // one sub-tensor, then a view with the indices' dims
     Dims dims = in, offsets(in.size(), 0);
     offsets[axis] = idx[0], dims[axis] = static_cast<std::int64_t>(idx.size());
-    Act sub = EmitSubTensor(b, node, dims, offsets);
-    b.SetAct(node.outputs[0], Act{sub.slot, PlainDesc(out), out});
+    if (!b.fuse) {
+      Act sub = EmitSubTensor(b, node, dims, offsets);
+      b.SetAct(node.outputs[0], Act{sub.slot, PlainDesc(out), out});
+      return;
+    }
+    Act sub = SubTensorView(b, node, dims, offsets, Dims(in.size(), 1));
+    const auto& blk = sub.md.data.format_desc.blocking;
+    // Only the gathered axis changes (into the indices' dims): always a view.
+    auto strides = ReshapeStrides(dims, Dims(blk.strides, blk.strides + dims.size()), out);
+    Check(strides.has_value(), "a gathered run cannot be viewed with the indices' dims");
+    if (out.empty()) strides = Dims{1};  // a scalar: one element, as PlainDesc spells it
+    b.SetAct(node.outputs[0], Act{sub.slot, dnnl::memory::desc(out.empty() ? Dims{1} : out, DataType::f32, *strides), out});
     return;
   }
   const std::int64_t outer = Product(Dims(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis)));
