@@ -227,6 +227,9 @@ bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& 
 /// After lowering: each PointwiseConv step prefetches the first weight panel
 /// of the next one when it comes soon after (lower_pointwise.cc).
 void LinkPointwise(Builder& b);
+/// Gemm (2-D A, constant B; transA, transB, alpha, beta) as a matmul: alpha
+/// and a folded BatchNormalization in the prepacked B; C of one value per
+/// output as the bias, a [M, 1] or [M, N] C as a binary post-op (lower_conv.cc).
 void EmitGemm(Builder& b, const Chain& chain);
 void EmitMatMul(Builder& b, const Chain& chain);
 /// ConvTranspose as deconvolution_forward, with folded BatchNormalization and post-ops (lower_deconv.cc).

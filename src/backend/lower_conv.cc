@@ -188,8 +188,9 @@ void EmitConv(Builder& b, const Chain& chain) {
   FinishChain(b, chain, pd, "conv", out, std::move(args), {src.slot}, count);
 }
 
-void EmitGemm(Builder& b, const Chain& chain) {
-  const Node& node = b.graph.node(chain.anchor);
+void EmitGemm(Builder& b, const Chain& chain_in) {
+  const Node& node = b.graph.node(chain_in.anchor);
+  Chain chain = chain_in;
   if (!b.IsConst(node.inputs.at(1))) Unsupported(b, node, "B must be a constant");
   const Dims stored_a = b.ActOf(node.inputs[0], node).dims;
   Tensor w = b.Const(node.inputs[1], node);
@@ -214,7 +215,29 @@ void EmitGemm(Builder& b, const Chain& chain) {
   if (k != a[1]) throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
   if (alpha != 1.f)
     for (auto& v : w.data) v *= alpha;
-  std::vector<double> bias = BiasOf(b, node, 2, n, beta);
+  // C, unidirectionally broadcast to [M, N] (ONNX Gemm-13): one value per
+  // output ([N], [1, N], a scalar) is the matmul's bias; any other shape
+  // ([M, 1], [M, N]) is added as beta * C, scaled per output by a folded
+  // BatchNormalization, by a binary post-op ahead of the chain's own.
+  const Tensor* c = node.inputs.size() > 2 && node.inputs[2] != kNoValue ? &b.Const(node.inputs[2], node) : nullptr;
+  const bool per_output = !c || c->NumElements() == 1 || (!c->dims.empty() && c->dims.back() == n && c->NumElements() == n);
+  std::vector<double> bias = per_output ? BiasOf(b, node, 2, n, beta) : std::vector<double>(static_cast<std::size_t>(n), 0.0);
+  if (!per_output) {
+    const Dims cd = ExpandRank(c->dims, 2);
+    if (c->dims.size() > 2 || (cd[0] != 1 && cd[0] != a[0]) || (cd[1] != 1 && cd[1] != n))
+      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": C of shape " +
+                                                DimsString(c->dims) + " does not broadcast to [M, N]");
+    Tensor added;
+    added.dims = {a[0], n};
+    for (std::int64_t i = 0; i < a[0]; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double v = beta * ElementAt(*c, (cd[0] == 1 ? 0 : i) * cd[1] + (cd[1] == 1 ? 0 : j));
+        if (!chain.scale.empty()) v *= chain.scale[static_cast<std::size_t>(j)];
+        added.data.push_back(static_cast<float>(v));
+      }
+    chain.post_ops.insert(chain.post_ops.begin(),
+                          PostOp{PostOp::Kind::kBinary, dnnl::algorithm::binary_add, 0.f, 0.f, kNoValue, added, 0});
+  }
   FoldAffine(chain, w.data, bias, n);
 
   // oneDNN's matmul, not inner_product: the same kernels family (brgemm), but
