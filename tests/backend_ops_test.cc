@@ -1041,3 +1041,55 @@ TEST_CASE("a buffer a view still reads is not overwritten in place by a sum post
   CheckClose(fused.outputs.at(1), y, 1e-6);
   CHECK(test::StepsStartingWith(fused, "slice ") == 0);
 }
+
+TEST_CASE("fused, an elementwise op or Add writes over its source when nothing reads that later", "[backend_ops][in_place]") {
+  // x [1, 2, 4, 4] (128 bytes); p, q its 2x2 max and average pools (32 bytes each).
+  Tensor x = Make({1, 2, 4, 4}, Wave);
+  std::vector<double> p, q;
+  for (std::int64_t c = 0; c < 2; ++c)
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 2; ++j) {
+        double high = -1e9, sum = 0;
+        for (std::int64_t di = 0; di < 2; ++di)
+          for (std::int64_t dj = 0; dj < 2; ++dj) {
+            const double v = x.data[static_cast<std::size_t>(c * 16 + (2 * i + di) * 4 + 2 * j + dj)];
+            high = std::max(high, v), sum += v;
+          }
+        p.push_back(high), q.push_back(sum / 4);
+      }
+  auto bytes = [](const std::string& text, const std::vector<Tensor>& inputs, bool fuse) {
+    return test::RunPlan(test::GraphFromText(text), fuse, inputs).stats.buffer_bytes_total;
+  };
+  // A Relu after a pooling (no chain to join) runs in place over the pooled values.
+  const std::string relu = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,4,4] x) => (float[1,2,2,2] y) {
+      p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+      y = Relu (p)
+    })";
+  std::vector<double> y;
+  for (double v : p) y.push_back(std::max(0.0, v));
+  CheckBoth(relu, {x}, y, 1e-6);
+  CHECK(bytes(relu, {x}, true) == 128 + 32);
+  CHECK(bytes(relu, {x}, false) == 128 + 32 + 32);
+  // The Add writes over p; q is read by the Add itself.
+  const std::string add = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,4,4] x) => (float[1,2,2,2] s) {
+      p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+      q = AveragePool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+      s = Add (p, q)
+    })";
+  std::vector<double> s;
+  for (std::size_t i = 0; i < p.size(); ++i) s.push_back(p[i] + q[i]);
+  CheckBoth(add, {x}, s, 1e-6);
+  CHECK(bytes(add, {x}, true) == 128 + 32 + 32);
+  // p is also a graph output: it keeps its values, the sum gets its own buffer.
+  const std::string kept = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,4,4] x) => (float[1,2,2,2] s, float[1,2,2,2] p) {
+      p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+      q = AveragePool <kernel_shape = [2, 2], strides = [2, 2]> (x)
+      s = Add (p, q)
+    })";
+  PlanRun both = CheckBoth(kept, {x}, s, 1e-6);
+  CheckClose(both.outputs.at(1), p, 0);
+  CHECK(both.stats.buffer_bytes_total == 128 + 32 + 32 + 32);
+}

@@ -99,14 +99,18 @@ void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
       }
 }
 
-bool Builder::DeadNow(int slot) const {
+bool Builder::DeadNow(int slot, const Node* reading) const {
+  auto uses_by_reading = [&](ValueId v) {
+    if (!reading) return 0;
+    return static_cast<int>(std::count(reading->inputs.begin(), reading->inputs.begin() + static_cast<std::ptrdiff_t>(reading->num_explicit_inputs), v));
+  };
   const int root = RootOf(slot);
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const Slot& s = slots[i];
     if (static_cast<int>(i) != root && s.root != root) continue;
     if (s.graph_output) return false;
     for (ValueId v : s.values)
-      if (remaining_[v] > 0) return false;
+      if (remaining_[v] - uses_by_reading(v) > 0) return false;
   }
   return true;
 }

@@ -112,8 +112,9 @@ class Builder {
   /// compiler's peak memory near the model's size.
   void ReleaseConsts(const std::vector<NodeId>& nodes);
   /// True when no value stored in `slot`, in the buffer it views or in another
-  /// view of that buffer is read again, and none is a graph output.
-  bool DeadNow(int slot) const;
+  /// view of that buffer is read again, and none is a graph output; with
+  /// `reading`, the node being lowered (not consumed yet), apart from its reads.
+  bool DeadNow(int slot, const Node* reading = nullptr) const;
 
   // --- buffers --------------------------------------------------------------
   /// A fresh slot sized for `md`.

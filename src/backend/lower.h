@@ -107,6 +107,8 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes);
 std::string ChainLabel(const Builder& b, const Chain& chain);
 
 constexpr std::size_t kAllPostOps = std::numeric_limits<std::size_t>::max();
+/// No DNNL_ARG_* (they are all positive).
+constexpr int kNoArg = 0;
 
 /// Builds the first `count` post-ops of `chain` for a primitive whose
 /// destination has `dst_dims`; appends the binary operands' arguments to `args`.
@@ -189,10 +191,13 @@ PD MakeChainPd(Builder& b, const Chain& chain, const Dims& dst_dims, const std::
 /// appends DNNL_ARG_DST and emits the step; then emits the remaining post-ops
 /// as primitives of their own in place on that destination (see "Splitting"
 /// above) and records chain.out. `src_slots` are the slots the primitive reads
-/// (never written in place).
+/// (never written in place by the sum post-op). Without a sum post-op, an
+/// elementwise anchor (binary, batch norm) writes over its source argument
+/// `in_place_arg` (DNNL_ARG_*) when that buffer is read by nothing else and
+/// never again and has the destination's layout.
 void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base& pd, const std::string& kind,
                  const Dims& dst_dims, std::vector<std::pair<int, Arg>> args, const std::vector<int>& src_slots,
-                 std::size_t count = kAllPostOps);
+                 std::size_t count = kAllPostOps, int in_place_arg = kNoArg);
 
 /// Applies the chain's folded affine map (BatchNormalization) per output
 /// channel: weights [out_channels, ...] scaled, bias scaled and shifted (lower_conv.cc).

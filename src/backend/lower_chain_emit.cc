@@ -197,9 +197,27 @@ AnchorChoice ChooseAnchor(Builder& b, const Chain& chain, const Dims& dst_dims, 
   return fallback.value_or(AnchorChoice{n, false});  // nothing at all: the caller reports it
 }
 
+// The slot of argument `key` of an elementwise primitive when its destination
+// (`dst_md`) may overwrite it: the same layout, no other argument of the
+// primitive or of its tail reads that buffer, and nothing reads it later
+// (the chain's nodes are consumed by now). Else nullopt.
+std::optional<int> OverwritableSource(const Builder& b, const std::vector<std::pair<int, Arg>>& args,
+                                      const std::vector<TailStep>& tail, int key, const dnnl::memory::desc& dst_md) {
+  if (key == kNoArg || !b.fuse) return std::nullopt;
+  auto it = std::find_if(args.begin(), args.end(), [&](const auto& a) { return a.first == key; });
+  if (it == args.end() || it->second.slot < 0 || !(it->second.md == dst_md) || !b.DeadNow(it->second.slot))
+    return std::nullopt;
+  const int root = b.RootOf(it->second.slot);
+  auto shares = [&](const std::pair<int, Arg>& a) { return a.first != key && a.second.slot >= 0 && b.RootOf(a.second.slot) == root; };
+  if (std::any_of(args.begin(), args.end(), shares)) return std::nullopt;
+  for (const TailStep& t : tail)
+    if (std::any_of(t.args.begin(), t.args.end(), shares)) return std::nullopt;
+  return it->second.slot;
+}
+
 void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base& pd, const std::string& kind,
                  const Dims& dst_dims, std::vector<std::pair<int, Arg>> args, const std::vector<int>& src_slots,
-                 std::size_t count) {
+                 std::size_t count, int in_place_arg) {
   const Node& anchor = b.graph.node(chain.anchor);
   count = std::min(count, chain.post_ops.size());
   dnnl::memory::desc dst_md = pd.dst_desc(0);
@@ -246,6 +264,8 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
     bool read_here = std::find(read.begin(), read.end(), addend.slot) != read.end();
     if (b.DeadNow(addend.slot) && !read_here) dst = Act{addend.slot, dst_md, dst_dims};
     else dst = b.EmitReorder(addend, dst_dims, dst_md, label + " (copy of the sum addend)");
+  } else if (auto over = OverwritableSource(b, args, tail, in_place_arg, dst_md)) {
+    dst = Act{*over, dst_md, dst_dims};
   } else {
     dst = b.NewAct(dst_dims, dst_md);
   }

@@ -75,10 +75,13 @@ void EmitEltwise(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   Arg src = OpInput(b, node, 0);
   Dims dims = b.ActOf(node.inputs[0], node).dims;
+  // Fused, in place over x when nothing reads x later.
+  bool in_place = b.fuse && b.DeadNow(src.slot, &node);
   for (const PostOp& po : EltwiseOf(b, node)) {
     dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, po.alg, src.md, po.alpha, po.beta);
     auto pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, desc, b.Attr());
-    Act dst = b.NewAct(dims, pd.dst_desc());
+    Act dst = in_place && pd.dst_desc() == src.md ? Act{src.slot, src.md, dims} : b.NewAct(dims, pd.dst_desc());
+    in_place = b.fuse;  // the next step (HardSigmoid's clip) works on this step's own result
     b.Emit(pd, "eltwise", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
     src = Arg{dst.slot, dst.md, {}};
   }
@@ -182,7 +185,7 @@ void EmitBinary(Builder& b, const Chain& chain) {
   dnnl::post_ops ops = MakePostOps(b, chain, out, args);
   dnnl::binary::desc desc(alg, src0.md, src1.md, src0.md);
   auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
-  FinishChain(b, chain, pd, "binary", out, std::move(args), {src0.slot, src1.slot});
+  FinishChain(b, chain, pd, "binary", out, std::move(args), {src0.slot, src1.slot}, kAllPostOps, DNNL_ARG_SRC_0);
 }
 
 void EmitBatchNorm(Builder& b, const Chain& chain) {
@@ -204,7 +207,7 @@ void EmitBatchNorm(Builder& b, const Chain& chain) {
     memory m = b.HostMemory(PlainDesc({dims[1]}), t.data.data());
     args.emplace_back(keys[i], Arg{-1, m.get_desc(), m});
   }
-  FinishChain(b, chain, pd, "batch_norm", dims, std::move(args), {src.slot});
+  FinishChain(b, chain, pd, "batch_norm", dims, std::move(args), {src.slot}, kAllPostOps, DNNL_ARG_SRC);
 }
 
 void EmitPool(Builder& b, NodeId id) {
