@@ -1093,3 +1093,33 @@ TEST_CASE("fused, an elementwise op or Add writes over its source when nothing r
   CheckClose(both.outputs.at(1), p, 0);
   CHECK(both.stats.buffer_bytes_total == 128 + 32 + 32 + 32);
 }
+
+TEST_CASE("0-size tensors: Split, Slice and views pass them on; any other reader is refused at build time",
+          "[backend_ops]") {
+  Tensor empty = Make({0, 3}, Wave);
+  const std::string parts = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[0,3] x) => (float[0,1] a, float[0,2] b) {
+      s = Constant <value = int64[2] {1, 2}> ()
+      a, b = Split <axis = 1> (x, s)
+    })";
+  for (bool fuse : {false, true}) {
+    test::PlanRun run = test::RunPlan(test::GraphFromText(parts), fuse, {empty});
+    CHECK(run.outputs.at(0).dims == Dims{0, 1});
+    CHECK(run.outputs.at(1).dims == Dims{0, 2});
+    CHECK(run.outputs.at(1).data.empty());
+  }
+  // An empty Slice read by a MatMul (its kernel would see a zero dim; it divided by it before).
+  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4,3] x, float[3,2] w = {1, 2, 3, 4, 5, 6}) => (float[0,2] y) {
+      s = Constant <value = int64[1] {2}> ()
+      e = Constant <value = int64[1] {2}> ()
+      t = Slice (x, s, e)
+      y = MatMul (t, w)
+    })"),
+             Catch::Matchers::Contains("node 'MatMul_3' (MatMul): input 't' has no elements (shape [0,3])"));
+  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[0,3] x) => (float[0,3] y) {
+      y = Relu (x)
+    })"),
+             Catch::Matchers::Contains("0-size tensors are not supported here"));
+}

@@ -72,7 +72,7 @@ void Builder::SetAct(ValueId v, Act act) {
     if (!defaulted_inputs.empty())  // the guess of 1 for an unknown input dim was wrong
       throw Error(ErrorKind::kUnsupported,
                   graph.source_path() + ": graph input '" + defaulted_inputs.front() +
-                      "' has unknown or zero-size dims, taken as 1, but then '" + graph.value(v).name + "' would be " +
+                      "' has unknown dims, taken as 1, but then '" + graph.value(v).name + "' would be " +
                       DimsString(act.dims) + " where the model says " + type.ShapeString() +
                       ": give the input's shape with --input-shape");
     throw Error(ErrorKind::kInternal, "internal error: computed shape " + DimsString(act.dims) + " of '" +

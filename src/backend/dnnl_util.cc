@@ -105,6 +105,8 @@ bool IsPlainEquivalent(const dnnl::memory::desc& md) {
 bool IsDense(const dnnl::memory::desc& md) {
   const auto& d = md.data;
   if (d.format_kind != dnnl_blocked || d.offset0 != 0) return false;
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.padded_dims[i] == 0) return true;  // no elements: nothing to index
   const auto& blk = d.format_desc.blocking;
   std::int64_t inner = 1;  // elements in one innermost block
   Dims blocks(d.padded_dims, d.padded_dims + d.ndims);  // per dim: its padded size over its inner blocks

@@ -124,14 +124,14 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     if (value.type.elem_type != onnx::TensorProto::FLOAT)
       throw Error(ErrorKind::kUnsupported, graph.source_path() + ": input '" + value.name + "' is not float32");
     Dims dims;
-    for (auto d : value.type.dims) dims.push_back(d > 0 ? d : 1);
+    for (auto d : value.type.dims) dims.push_back(d >= 0 ? d : 1);
     // A declared shape is untrusted: its byte size must be computable before anything is sized from it.
     std::optional<std::int64_t> bytes = 4;
     for (auto d : dims) bytes = bytes ? CheckedMultiply(*bytes, d) : bytes;
     if (!bytes || *bytes > kMaxTensorBytes)
       throw Error(ErrorKind::kUnsupported, graph.source_path() + ": input '" + value.name + "' of shape " +
                                                DimsString(dims) + " is larger than run handles (2^40 bytes)");
-    if (std::count_if(value.type.dims.begin(), value.type.dims.end(), [](auto d) { return d <= 0; }) > 0)
+    if (std::count_if(value.type.dims.begin(), value.type.dims.end(), [](auto d) { return d < 0; }) > 0)
       b.defaulted_inputs.push_back(value.name);
     Act act = b.NewAct(dims, PlainDesc(dims));
     b.slots[static_cast<std::size_t>(act.slot)].graph_input = true;
@@ -229,7 +229,7 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::
     if (inputs[i].elem_type != onnx::TensorProto::FLOAT || inputs[i].dims != in.dims)
       throw Error(ErrorKind::kUsage, "input '" + in.name + "' must be float32 " + DimsString(in.dims) + ", got " +
                                          DimsString(inputs[i].dims) + " (set its shape with --input-shape)");
-    std::memcpy(p.SlotData(in.slot), inputs[i].data.data(), inputs[i].data.size() * sizeof(float));
+    std::copy_n(inputs[i].data.data(), inputs[i].data.size(), reinterpret_cast<float*>(p.SlotData(in.slot)));  // none for a 0-size input
   }
   if (step_ms && step_ms->size() < p.steps.size()) step_ms->resize(p.steps.size(), 0.0);
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
@@ -257,7 +257,7 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::
     t.name = out.name;
     t.dims = out.dims;
     t.data.resize(static_cast<std::size_t>(Product(out.dims)));
-    std::memcpy(t.data.data(), p.SlotData(out.slot), t.data.size() * sizeof(float));
+    std::copy_n(reinterpret_cast<const float*>(p.SlotData(out.slot)), t.data.size(), t.data.data());
     outputs.push_back(std::move(t));
   }
   return outputs;

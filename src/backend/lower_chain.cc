@@ -268,6 +268,21 @@ void Flush(Builder& b, Chain chain) {
   b.SetAct(out, x);
 }
 
+// Tensors with no elements (a 0-size graph input, an empty Slice or Split
+// part) are only taken by the ops that select or re-view elements; any other
+// reader is refused at build time, before a primitive sees a zero dim.
+void RefuseEmptyInputs(const Builder& b, const Node& node) {
+  static const std::set<std::string> kTakesEmpty = {"Split", "Slice", "Gather", "Identity", "Dropout",
+                                                    "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Shape", "Size"};
+  if (node.domain.empty() && kTakesEmpty.count(node.op_type)) return;
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
+    const ValueId v = node.inputs[i];
+    if (v != kNoValue && b.IsAct(v) && Product(b.ActOf(v, node).dims) == 0)
+      Unsupported(b, node, "input '" + b.graph.value(v).name + "' has no elements (shape " +
+                               DimsString(b.ActOf(v, node).dims) + "): 0-size tensors are not supported here");
+  }
+}
+
 }  // namespace
 
 std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
@@ -294,6 +309,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
   for (NodeId id : nodes) {
     if (b.absorbed[id]) continue;
     const Node& node = b.graph.node(id);
+    RefuseEmptyInputs(b, node);
     if (TryFold(b, id)) {
       b.Consume(node);
       continue;

@@ -238,7 +238,7 @@ std::vector<Tensor> RandomInputs(const Graph& graph) {
     const Value& value = graph.value(graph.inputs()[i]);
     Tensor t;
     t.name = value.name;
-    for (auto d : value.type.dims) t.dims.push_back(d > 0 ? d : 1);
+    for (auto d : value.type.dims) t.dims.push_back(d >= 0 ? d : 1);
     if (value.type.elem_type == onnx::TensorProto::INT64 || value.type.elem_type == onnx::TensorProto::INT32) {
       t.elem_type = onnx::TensorProto::INT64;
       t.int_data.assign(static_cast<std::size_t>(t.NumElements()), 0);
