@@ -347,6 +347,8 @@ void EmitLayerNormalization(Builder& b, NodeId node);
 void EmitInstanceNormalization(Builder& b, NodeId node);
 /// Pad, Slice (any steps), Split (constant sizes) and Gather (constant indices)
 /// of run-time tensors (lower_slice.cc); false when `node` is none of these.
+/// Fused, a Slice with steps >= 1, each Split output and a Gather of one run
+/// of indices are views of the input's buffer (Builder::NewView), no step.
 bool LowerSlice(Builder& b, NodeId node);
 
 /// The implementation to run for `pd`'s operation and attributes: among
