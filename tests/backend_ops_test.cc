@@ -1123,3 +1123,25 @@ TEST_CASE("0-size tensors: Split, Slice and views pass them on; any other reader
     })"),
              Catch::Matchers::Contains("0-size tensors are not supported here"));
 }
+
+TEST_CASE("Pow with a constant exponent of several values, broadcast along the last axis", "[backend_ops]") {
+  Tensor x = Make({2, 3}, [](std::int64_t i) { return 0.5f + 0.25f * static_cast<float>(i); });
+  const double p[3] = {2, 0.5, -1.5};
+  std::vector<double> y;
+  for (std::size_t i = 0; i < 6; ++i) y.push_back(std::pow(static_cast<double>(x.data[i]), p[i % 3]));
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, float[3] p = {2, 0.5, -1.5}) => (float[2,3] y) {
+      y = Pow (x, p)
+    })",
+            {x}, y, 1e-6);
+  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, float[3] p) => (float[2,3] y) {
+      y = Pow (x, p)
+    })"),
+             Catch::Matchers::Contains("input 'p' must be a constant known at build time"));
+  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x, float[2,3] p = {1, 2, 3, 4, 5, 6}) => (float[2,3] y) {
+      y = Pow (x, p)
+    })"),
+             Catch::Matchers::Contains("broadcasts X to a larger shape"));
+}

@@ -323,6 +323,11 @@ void EmitReduce(Builder& b, NodeId node);
 /// (ONNX node test test_log_example wants 0 within 1e-7), so Log is no
 /// post-op either.
 void EmitStdUnary(Builder& b, NodeId node);
+/// Pow(X, Y) whose Y is a constant of several values (a scalar Y is an
+/// eltwise_pow, EltwiseOf): Y broadcast to X's shape at build time, then a
+/// parallel loop of std::pow over a plain buffer. Refused when Y is computed
+/// at run time or would broadcast X to a larger shape.
+void EmitPow(Builder& b, NodeId node);
 /// Lowers the LayerNormalization decomposition starting at ReduceMean `node`
 /// (fused mode) and absorbs its nodes; false when the pattern does not match.
 bool TryLayerNorm(Builder& b, NodeId node);
