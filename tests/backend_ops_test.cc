@@ -1145,3 +1145,20 @@ TEST_CASE("Pow with a constant exponent of several values, broadcast along the l
     })"),
              Catch::Matchers::Contains("broadcasts X to a larger shape"));
 }
+
+TEST_CASE("ReduceSum with no axes: all of them, or none with noop_with_empty_axes", "[backend_ops]") {
+  Tensor x = Make({2, 3}, Wave);
+  double total = 0;
+  for (float v : x.data) total += v;
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[1,1] y) {
+      y = ReduceSum (x)
+    })",
+            {x}, {total}, 1e-6);
+  PlanRun noop = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2,3] y) {
+      y = ReduceSum <noop_with_empty_axes = 1> (x)
+    })",
+                           {x}, std::vector<double>(x.data.begin(), x.data.end()), 0);
+  CHECK(noop.stats.kernels == 0);
+}

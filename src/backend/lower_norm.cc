@@ -191,7 +191,11 @@ void EmitReduce(Builder& b, NodeId id) {
   std::vector<std::int64_t> axes = AttrInts(node, "axes");
   if ((op == "ReduceSum" && b.graph.opset() >= 13) || b.graph.opset() >= 18) {
     if (node.num_explicit_inputs > 1 && node.inputs[1] != kNoValue) axes = AsInts(b.Const(node.inputs[1], node));
-    if (axes.empty() && AttrInt(node, "noop_with_empty_axes", 0)) Unsupported(b, node, "noop_with_empty_axes");
+    if (axes.empty() && AttrInt(node, "noop_with_empty_axes", 0)) {  // the input itself (ONNX ReduceSum-13)
+      Arg x = b.UseAsIs(node.inputs[0], node);
+      b.SetAct(node.outputs[0], Act{x.slot, x.md, in});
+      return;
+    }
   }
   Dims kept = in, squeezed;
   for (std::size_t d = 0; d < in.size(); ++d) {
