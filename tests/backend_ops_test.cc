@@ -1162,3 +1162,25 @@ TEST_CASE("ReduceSum with no axes: all of them, or none with noop_with_empty_axe
                            {x}, std::vector<double>(x.data.begin(), x.data.end()), 0);
   CHECK(noop.stats.kernels == 0);
 }
+
+TEST_CASE("Sub and Div whose first input is a constant or a broadcast tensor: operands swapped, result negated or inverted",
+          "[backend_ops]") {
+  Tensor x = Make({2, 3}, [](std::int64_t i) { return 0.5f + 0.25f * static_cast<float>(i); });
+  Tensor a = Make({3}, [](std::int64_t i) { return 1.f - static_cast<float>(i); }, "a");
+  std::vector<double> y;
+  for (std::size_t i = 0; i < 6; ++i) y.push_back(std::max(0.0, 1.0 - x.data[i]));
+  PlanRun sub = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, float one = {1.0}) => (float[2,3] y) {
+      d = Sub (one, x)
+      y = Relu (d)
+    })",
+                          {x}, y, 1e-6);
+  CHECK(sub.stats.kernels == 1);  // the negation and the Relu are post-ops of the one binary step
+  y.clear();
+  for (std::size_t i = 0; i < 6; ++i) y.push_back(a.data[i % 3] / x.data[i]);
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, float[3] a) => (float[2,3] y) {
+      y = Div (a, x)
+    })",
+            {x, a}, y, 1e-6);
+}

@@ -157,8 +157,9 @@ Arg EmitBinaryStep(Builder& b, const Node& node, algorithm alg, const Arg& src0,
 
 }  // namespace
 
-void EmitBinary(Builder& b, const Chain& chain) {
-  const Node& node = b.graph.node(chain.anchor);
+void EmitBinary(Builder& b, const Chain& chain_in) {
+  const Node& node = b.graph.node(chain_in.anchor);
+  Chain chain = chain_in;
   const std::string& op = node.op_type;
   Dims d0 = b.DimsOfValue(node.inputs.at(0), node), d1 = b.DimsOfValue(node.inputs.at(1), node), out;
   try {
@@ -168,9 +169,15 @@ void EmitBinary(Builder& b, const Chain& chain) {
   }
   std::size_t first = 0;  // oneDNN's src0 must have the destination's shape
   if (!(b.IsAct(node.inputs[0]) && d0 == out)) {
-    if (!(op == "Add" || op == "Mul") || !(b.IsAct(node.inputs[1]) && d1 == out))
-      Unsupported(b, node, "the first input must be a run-time tensor of the output's shape");
+    if (!(b.IsAct(node.inputs[1]) && d1 == out))
+      Unsupported(b, node, "neither input is a run-time tensor of the output's shape");
     first = 1;
+    // Operands swapped: c - x = -(x - c), c / x = (x / c)^-1, as an eltwise
+    // post-op on the step itself, ahead of the chain's own.
+    if (op == "Sub" || op == "Div")
+      chain.post_ops.insert(chain.post_ops.begin(),
+                            PostOp{PostOp::Kind::kEltwise, op == "Sub" ? algorithm::eltwise_linear : algorithm::eltwise_pow,
+                                   op == "Sub" ? -1.f : 1.f, op == "Sub" ? 0.f : -1.f, kNoValue, {}, 0});
   }
   ValueId other = node.inputs[1 - first];
   Arg src0 = OpInput(b, node, first);  // a rank-0 result keeps dims [] (its memory is one element of dims {1})
