@@ -240,6 +240,10 @@ void EmitMatMul(Builder& b, const Chain& chain);
 /// ConvTranspose as deconvolution_forward, with folded BatchNormalization and post-ops (lower_deconv.cc).
 void EmitDeconv(Builder& b, const Chain& chain);
 // Other primitives (lower_ops.cc).
+/// Add, Sub, Mul, Div as binary_forward with the chain's post-ops, src0 the
+/// run-time input of the output's shape, the other broadcast from plain; when
+/// that is the second input of Sub or Div, c - x runs as -(x - c) and c / x as
+/// (x / c)^-1 (an eltwise post-op first).
 void EmitBinary(Builder& b, const Chain& chain);
 void EmitBatchNorm(Builder& b, const Chain& chain);
 void EmitEltwise(Builder& b, NodeId node);
