@@ -1184,3 +1184,25 @@ TEST_CASE("Sub and Div whose first input is a constant or a broadcast tensor: op
     })",
             {x, a}, y, 1e-6);
 }
+
+TEST_CASE("ReduceLogSum and ReduceLogSumExp: a sum reduction with a log post-op, after an exp step for the latter",
+          "[backend_ops]") {
+  Tensor x = Make({2, 3}, [](std::int64_t i) { return 0.5f + 0.3f * static_cast<float>(i); });
+  std::vector<double> log_sum, log_sum_exp;
+  for (std::size_t r = 0; r < 2; ++r) {
+    double s = 0, e = 0;
+    for (std::size_t c = 0; c < 3; ++c) s += x.data[r * 3 + c], e += std::exp(static_cast<double>(x.data[r * 3 + c]));
+    log_sum.push_back(std::log(s)), log_sum_exp.push_back(std::log(e));
+  }
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2] y) {
+      y = ReduceLogSum <axes = [1], keepdims = 0> (x)
+    })",
+            {x}, log_sum, 1e-5);
+  PlanRun fused = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2,1] y) {
+      y = ReduceLogSumExp <axes = [-1]> (x)
+    })",
+                            {x}, log_sum_exp, 1e-5);
+  CHECK(fused.stats.kernels == 2);
+}

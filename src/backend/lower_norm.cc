@@ -219,14 +219,25 @@ void EmitReduce(Builder& b, NodeId id) {
       {"ReduceL1", {dnnl::algorithm::reduction_norm_lp_sum, 1.f}},
       {"ReduceL2", {dnnl::algorithm::reduction_norm_lp_sum, 2.f}},
       {"ReduceSumSquare", {dnnl::algorithm::reduction_norm_lp_power_p_sum, 2.f}},
+      {"ReduceLogSum", {dnnl::algorithm::reduction_sum, 0.f}},
+      {"ReduceLogSumExp", {dnnl::algorithm::reduction_sum, 0.f}},
   };
   auto reduction = kReductions.find(op);
   if (reduction == kReductions.end()) Unsupported(b, node, op + " has no oneDNN reduction");
   Arg src = b.UsePlain(node.inputs[0], node);
+  if (op == "ReduceLogSumExp") {  // log(sum(exp(x))) as ONNX defines it: exp first, as its own step
+    dnnl::eltwise_forward::desc exp_desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_exp, src.md);
+    auto exp_pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, exp_desc, b.Attr());
+    Act exp = b.NewAct(in, PlainDesc(in));
+    b.Emit(exp_pd, "eltwise", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{exp.slot, exp.md, {}}}}, exp.md);
+    src = Arg{exp.slot, exp.md, {}};
+  }
+  dnnl::post_ops ops;  // ReduceLogSum, ReduceLogSumExp: the log of the sum, a post-op
+  if (op == "ReduceLogSum" || op == "ReduceLogSumExp") ops.append_eltwise(1.f, dnnl::algorithm::eltwise_log, 0.f, 0.f);
   dnnl::reduction::desc desc(reduction->second.alg, src.md, PlainDesc(kept), reduction->second.p, 0.f);
   dnnl::reduction::primitive_desc pd;
   try {
-    pd = dnnl::reduction::primitive_desc(desc, b.Attr(), b.engine);
+    pd = dnnl::reduction::primitive_desc(desc, b.Attr(ops), b.engine);
   } catch (const dnnl::error& e) {
     Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
   }
