@@ -1206,3 +1206,29 @@ TEST_CASE("ReduceLogSum and ReduceLogSumExp: a sum reduction with a log post-op,
                             {x}, log_sum_exp, 1e-5);
   CHECK(fused.stats.kernels == 2);
 }
+
+TEST_CASE("standard-library elementwise ops: Round halves to even, Selu and ThresholdedRelu take their attributes",
+          "[backend_ops]") {
+  Tensor x = Make({1, 8}, [](std::int64_t i) { return -2.5f + 0.75f * static_cast<float>(i); });  // -2.5 .. 2.75
+  std::vector<double> y;
+  for (float v : x.data) y.push_back(std::nearbyint(v));
+  CHECK(y.front() == -2.0);  // -2.5 rounds to the even -2, not -3
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8] x) => (float[1,8] y) {
+      y = Round (x)
+    })",
+            {x}, y, 0);
+  y.clear();
+  for (float v : x.data) {
+    const double selu = 1.5 * (v > 0 ? v : 2.0 * (std::exp(static_cast<double>(v)) - 1));
+    y.push_back(selu > 0.8 ? selu : 0.0);
+  }
+  PlanRun fused = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8] x) => (float[1,8] y) {
+      s = Selu <alpha = 2.0, gamma = 1.5> (x)
+      y = ThresholdedRelu <alpha = 0.8> (s)
+    })",
+                            {x}, y, 1e-6);
+  CHECK(test::StepsStartingWith(fused, "selu ") == 1);
+  CHECK(test::StepsStartingWith(fused, "thresholded_relu ") == 1);
+}

@@ -320,12 +320,16 @@ bool LowerView(Builder& b, NodeId node);
 /// of an activation). Returns false when it cannot be folded.
 bool TryFold(Builder& b, NodeId node);
 
-// Reductions, Erf, Log and recognized decompositions (lower_norm.cc).
+// Reductions, Pow and recognized decompositions (lower_norm.cc); standard-library elementwise functions (lower_unary.cc).
 void EmitReduce(Builder& b, NodeId node);
-/// Erf or Log as a parallel loop of std::erf / std::log over a plain buffer:
-/// oneDNN 2.6 has no erf, and its eltwise_log is off by 1.4e-6 at log(1)
-/// (ONNX node test test_log_example wants 0 within 1e-7), so Log is no
-/// post-op either.
+/// True for the elementwise math ops EmitStdUnary lowers: Erf, Log, the
+/// trigonometric and hyperbolic functions and their inverses, Floor, Ceil,
+/// Round, Sign, Softsign, ThresholdedRelu, Selu, Shrink, Celu (lower_unary.cc).
+bool IsStdUnary(const Node& node);
+/// One of those as a parallel loop of the standard library's function over a
+/// plain buffer: oneDNN 2.6 has none of them but Log, and its eltwise_log is
+/// off by 1.4e-6 at log(1) (ONNX node test test_log_example wants 0 within
+/// 1e-7), so Log is no post-op either.
 void EmitStdUnary(Builder& b, NodeId node);
 /// Pow(X, Y) whose Y is a constant of several values (a scalar Y is an
 /// eltwise_pow, EltwiseOf): Y broadcast to X's shape at build time, then a

@@ -337,7 +337,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
       else if (op == "LayerNormalization") EmitLayerNormalization(b, id);
       else if (op == "InstanceNormalization") EmitInstanceNormalization(b, id);
       else if (op.rfind("Reduce", 0) == 0) EmitReduce(b, id);
-      else if (op == "Erf" || op == "Log") EmitStdUnary(b, id);
+      else if (IsStdUnary(node)) EmitStdUnary(b, id);
       else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
       else if (op == "Pow") EmitPow(b, id);  // an exponent of several values
       else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time

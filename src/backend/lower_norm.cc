@@ -1,4 +1,4 @@
-// Reductions, Erf, and the two decompositions exporters write for ops ONNX
+// Reductions, Pow with a tensor exponent, and the two decompositions exporters write for ops ONNX
 // opset 13 lacks, recognized as one primitive each in fused mode (as ONNX
 // Runtime's level-1 LayerNormFusion and GeluFusion do):
 //   LayerNormalization over the last axis:
@@ -244,29 +244,6 @@ void EmitReduce(Builder& b, NodeId id) {
   Act dst = b.NewAct(kept, pd.dst_desc());
   b.Emit(pd, "reduction", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
   if (AttrInt(node, "keepdims", 1) == 0) dst = Act{dst.slot, PlainDesc(squeezed), squeezed};
-  b.SetAct(node.outputs[0], dst);
-}
-
-void EmitStdUnary(Builder& b, NodeId id) {
-  const Node& node = b.graph.node(id);
-  const bool erf = node.op_type == "Erf";
-  Arg src = b.UsePlain(node.inputs.at(0), node);
-  Dims dims = b.ActOf(node.inputs[0], node).dims;
-  Act dst = b.NewAct(dims, PlainDesc(dims));
-  const std::int64_t n = Product(dims);
-  b.EmitCustom(erf ? "erf" : "log", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
-               [n, erf](const std::vector<void*>& data) {
-                 const auto* in = static_cast<const float*>(data[0]);
-                 auto* out = static_cast<float*>(data[1]);
-                 if (erf) {
-#pragma omp parallel for schedule(static)
-                   for (std::int64_t i = 0; i < n; ++i) out[i] = std::erf(in[i]);
-                 } else {
-#pragma omp parallel for schedule(static)
-                   for (std::int64_t i = 0; i < n; ++i) out[i] = std::log(in[i]);
-                 }
-               },
-               dst.md);
   b.SetAct(node.outputs[0], dst);
 }
 
