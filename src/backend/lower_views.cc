@@ -1,7 +1,8 @@
 // Build-time folding (constants, Shape of known dims) and layout-only ops:
 // Reshape, Flatten, Squeeze, Unsqueeze, Identity and Dropout are views of
 // their input's buffer when it is laid out row-major (otherwise one reorder to
-// plain first); Transpose is one reorder through a permuted-strides descriptor.
+// plain first); Transpose is one reorder through a permuted-strides descriptor
+// (fused: a view with those strides), and so are DepthToSpace and SpaceToDepth.
 #include <algorithm>
 
 #include "attrs.h"
@@ -114,10 +115,56 @@ bool TryFold(Builder& b, NodeId id) {
   return true;
 }
 
+namespace {
+
+// DepthToSpace and SpaceToDepth (ONNX Operators.md: reshape, transpose,
+// reshape) as one reorder: the output, plain, seen as 6-D, and the input read
+// in the same element order through permuted strides. b = blocksize.
+//   DepthToSpace DCR: x [N, b, b, C, H, W] -> y [N, C, H, b, W, b]
+//   DepthToSpace CRD: x [N, C, b, b, H, W] -> y [N, C, H, b, W, b]
+//   SpaceToDepth:     x [N, C, H, b, W, b] -> y [N, b, b, C, H, W]
+void LowerDepthSpace(Builder& b, const Node& node, const Dims& in) {
+  const std::int64_t k = AttrInt(node, "blocksize", 0);
+  if (in.size() != 4 || k < 1) Unsupported(b, node, "needs a 4-D input and a blocksize of at least 1");
+  const bool to_space = node.op_type == "DepthToSpace";
+  const std::int64_t n = in[0];
+  if (to_space ? in[1] % (k * k) != 0 : in[2] % k != 0 || in[3] % k != 0)
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": dims " + DimsString(in) +
+                                              " do not divide by the blocksize");
+  Dims out, y6, x6;  // y6: output dims as 6-D; x6: the input's 6-D dims, in its own order
+  std::vector<int> order;  // for each of y6's axes, its axis in x6
+  if (to_space) {
+    const std::int64_t c = in[1] / (k * k), h = in[2], w = in[3];
+    out = {n, c, h * k, w * k}, y6 = {n, c, h, k, w, k};
+    if (AttrString(node, "mode", "DCR") == "DCR") x6 = {n, k, k, c, h, w}, order = {0, 3, 4, 1, 5, 2};
+    else x6 = {n, c, k, k, h, w}, order = {0, 1, 4, 2, 5, 3};
+  } else {
+    const std::int64_t c = in[1], h = in[2] / k, w = in[3] / k;
+    out = {n, c * k * k, h, w}, y6 = {n, k, k, c, h, w};
+    x6 = {n, c, h, k, w, k}, order = {0, 3, 5, 1, 2, 4};
+  }
+  Dims x_strides(6, 1), strides;
+  for (int d = 4; d >= 0; --d) x_strides[static_cast<std::size_t>(d)] = x_strides[static_cast<std::size_t>(d) + 1] * x6[static_cast<std::size_t>(d) + 1];
+  for (int axis : order) strides.push_back(x_strides[static_cast<std::size_t>(axis)]);
+  Arg src = b.UsePlain(node.inputs[0], node);
+  src.md = dnnl::memory::desc(y6, DataType::f32, strides);
+  Act dst = b.NewAct(out, PlainDesc(out));
+  const Arg to{dst.slot, PlainDesc(y6), {}};
+  dnnl::reorder::primitive_desc pd(b.engine, src.md, b.engine, to.md, b.Attr());
+  b.Emit(pd, to_space ? "depth_to_space" : "space_to_depth", node.name, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, to}}, dst.md);
+  b.SetAct(node.outputs[0], dst);
+}
+
+}  // namespace
+
 bool LowerView(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   if (!node.domain.empty() || node.inputs.empty() || node.outputs.empty() || !b.IsAct(node.inputs[0])) return false;
   const Dims in = b.ActOf(node.inputs[0], node).dims;
+  if (node.op_type == "DepthToSpace" || node.op_type == "SpaceToDepth") {
+    LowerDepthSpace(b, node, in);
+    return true;
+  }
   if (node.op_type == "Transpose") {
     Dims perm = AttrInts(node, "perm");
     if (perm.empty())
