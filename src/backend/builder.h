@@ -125,6 +125,8 @@ class Builder {
   Act NewView(int slot, std::int64_t byte_offset, const Dims& dims, const dnnl::memory::desc& md);
   /// The slot whose buffer `slot` lives in: its root when a view, else itself.
   int RootOf(int slot) const;
+  /// True when slots `a` and `b` (-1: none) live in the same buffer.
+  bool SameBuffer(int a, int b) const { return a >= 0 && b >= 0 && RootOf(a) == RootOf(b); }
   /// `v` in layout `want`: as is, through a plain view when the bytes already
   /// match (`want` may then have other dims with as many elements: a reshape),
   /// or through one reorder step (shared by all consumers wanting it).

@@ -207,8 +207,7 @@ std::optional<int> OverwritableSource(const Builder& b, const std::vector<std::p
   auto it = std::find_if(args.begin(), args.end(), [&](const auto& a) { return a.first == key; });
   if (it == args.end() || it->second.slot < 0 || !(it->second.md == dst_md) || !b.DeadNow(it->second.slot))
     return std::nullopt;
-  const int root = b.RootOf(it->second.slot);
-  auto shares = [&](const std::pair<int, Arg>& a) { return a.first != key && a.second.slot >= 0 && b.RootOf(a.second.slot) == root; };
+  auto shares = [&](const std::pair<int, Arg>& a) { return a.first != key && b.SameBuffer(a.second.slot, it->second.slot); };
   if (std::any_of(args.begin(), args.end(), shares)) return std::nullopt;
   for (const TailStep& t : tail)
     if (std::any_of(t.args.begin(), t.args.end(), shares)) return std::nullopt;
@@ -261,7 +260,7 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
   if (sum != chain.post_ops.begin() + static_cast<std::ptrdiff_t>(count)) {
     // The sum post-op adds into the destination: it must hold the addend first.
     Arg addend = b.Use(sum->operand, dst_md, anchor);
-    bool read_here = std::find(read.begin(), read.end(), addend.slot) != read.end();
+    bool read_here = std::any_of(read.begin(), read.end(), [&](int slot) { return b.SameBuffer(slot, addend.slot); });
     if (b.DeadNow(addend.slot) && !read_here) dst = Act{addend.slot, dst_md, dst_dims};
     else dst = b.EmitReorder(addend, dst_dims, dst_md, label + " (copy of the sum addend)");
   } else if (auto over = OverwritableSource(b, args, tail, in_place_arg, dst_md)) {
