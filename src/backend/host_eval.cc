@@ -37,17 +37,6 @@ Dims Strides(const Dims& dims) {
   return s;
 }
 
-// Flat index into `in` (broadcast to `out`) of the element at out-flat index i.
-std::int64_t BroadcastIndex(std::int64_t i, const Dims& out, const Dims& in) {
-  Dims x = ExpandRank(in, out.size()), s = Strides(x), os = Strides(out);
-  std::int64_t idx = 0;
-  for (std::size_t d = 0; d < out.size(); ++d) {
-    std::int64_t coord = (i / os[d]) % out[d];
-    if (x[d] != 1) idx += coord * s[d];
-  }
-  return idx;
-}
-
 std::int64_t NormAxis(std::int64_t axis, std::size_t rank, const Node& node) {
   std::int64_t r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= std::max<std::int64_t>(r, 1))
@@ -168,6 +157,16 @@ Dims ReshapeDims(const Node& node, const Dims& in, const std::vector<std::int64_
 
 double ElementAt(const Tensor& t, std::int64_t i) {
   return IsInt(t) ? static_cast<double>(t.int_data[static_cast<std::size_t>(i)]) : t.data[static_cast<std::size_t>(i)];
+}
+
+std::int64_t BroadcastIndex(std::int64_t i, const Dims& out, const Dims& in) {
+  Dims x = ExpandRank(in, out.size()), s = Strides(x), os = Strides(out);
+  std::int64_t idx = 0;
+  for (std::size_t d = 0; d < out.size(); ++d) {
+    std::int64_t coord = (i / os[d]) % out[d];
+    if (x[d] != 1) idx += coord * s[d];
+  }
+  return idx;
 }
 
 std::vector<std::int64_t> AsInts(const Tensor& t) {

@@ -25,6 +25,9 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
 
 /// The element at flat index i as a double, whatever the tensor's type.
 double ElementAt(const Tensor& t, std::int64_t i);
+/// Flat index into a tensor of dims `in`, multidirectionally broadcast to
+/// `out` (ONNX Broadcasting.md), of the element at flat index i of `out`.
+std::int64_t BroadcastIndex(std::int64_t i, const std::vector<std::int64_t>& out, const std::vector<std::int64_t>& in);
 /// All elements as int64 (shape-like tensors).
 std::vector<std::int64_t> AsInts(const Tensor& t);
 

@@ -320,7 +320,7 @@ bool LowerView(Builder& b, NodeId node);
 /// of an activation). Returns false when it cannot be folded.
 bool TryFold(Builder& b, NodeId node);
 
-// Reductions, Pow and recognized decompositions (lower_norm.cc); standard-library elementwise functions (lower_unary.cc).
+// Reductions and recognized decompositions (lower_norm.cc); standard-library elementwise functions (lower_unary.cc).
 void EmitReduce(Builder& b, NodeId node);
 /// True for the elementwise math ops EmitStdUnary lowers: Erf, Log, the
 /// trigonometric and hyperbolic functions and their inverses, Floor, Ceil,
@@ -334,7 +334,7 @@ void EmitStdUnary(Builder& b, NodeId node);
 /// Pow(X, Y) whose Y is a constant of several values (a scalar Y is an
 /// eltwise_pow, EltwiseOf): Y broadcast to X's shape at build time, then a
 /// parallel loop of std::pow over a plain buffer. Refused when Y is computed
-/// at run time or would broadcast X to a larger shape.
+/// at run time or would broadcast X to a larger shape (lower_unary.cc).
 void EmitPow(Builder& b, NodeId node);
 /// Lowers the LayerNormalization decomposition starting at ReduceMean `node`
 /// (fused mode) and absorbs its nodes; false when the pattern does not match.

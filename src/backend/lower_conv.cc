@@ -229,12 +229,11 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
                                                 DimsString(c->dims) + " does not broadcast to [M, N]");
     Tensor added;
     added.dims = {a[0], n};
-    for (std::int64_t i = 0; i < a[0]; ++i)
-      for (std::int64_t j = 0; j < n; ++j) {
-        double v = beta * ElementAt(*c, (cd[0] == 1 ? 0 : i) * cd[1] + (cd[1] == 1 ? 0 : j));
-        if (!chain.scale.empty()) v *= chain.scale[static_cast<std::size_t>(j)];
-        added.data.push_back(static_cast<float>(v));
-      }
+    for (std::int64_t i = 0; i < a[0] * n; ++i) {
+      double v = beta * ElementAt(*c, BroadcastIndex(i, added.dims, c->dims));
+      if (!chain.scale.empty()) v *= chain.scale[static_cast<std::size_t>(i % n)];
+      added.data.push_back(static_cast<float>(v));
+    }
     chain.post_ops.insert(chain.post_ops.begin(),
                           PostOp{PostOp::Kind::kBinary, dnnl::algorithm::binary_add, 0.f, 0.f, kNoValue, added, 0});
   }

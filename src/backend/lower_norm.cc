@@ -1,4 +1,4 @@
-// Reductions, Pow with a tensor exponent, and the two decompositions exporters write for ops ONNX
+// Reductions, and the two decompositions exporters write for ops ONNX
 // opset 13 lacks, recognized as one primitive each in fused mode (as ONNX
 // Runtime's level-1 LayerNormFusion and GeluFusion do):
 //   LayerNormalization over the last axis:
@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <stdexcept>
 
 #include <omp.h>
 
@@ -244,43 +243,6 @@ void EmitReduce(Builder& b, NodeId id) {
   Act dst = b.NewAct(kept, pd.dst_desc());
   b.Emit(pd, "reduction", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
   if (AttrInt(node, "keepdims", 1) == 0) dst = Act{dst.slot, PlainDesc(squeezed), squeezed};
-  b.SetAct(node.outputs[0], dst);
-}
-
-void EmitPow(Builder& b, NodeId id) {
-  const Node& node = b.graph.node(id);
-  if (!b.IsAct(node.inputs.at(0))) Unsupported(b, node, "X must be computed at run time");
-  const Tensor& y = b.Const(node.inputs.at(1), node);
-  const Dims dims = b.ActOf(node.inputs[0], node).dims;
-  Dims out;
-  try {
-    out = BroadcastDims(dims, y.dims);
-  } catch (const std::invalid_argument& e) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
-  }
-  if (out != dims) Unsupported(b, node, "an exponent that broadcasts X to a larger shape is not supported");
-  // Y broadcast to X's shape now (ONNX multidirectional broadcasting): one exponent per element.
-  const std::int64_t n = Product(dims);
-  const Dims ye = ExpandRank(y.dims, dims.size());
-  std::vector<float> exponent(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    std::int64_t rest = i, at = 0, stride = 1;
-    for (std::size_t d = dims.size(); d-- > 0;) {
-      if (ye[d] != 1) at += rest % dims[d] * stride;
-      rest /= dims[d], stride *= ye[d];
-    }
-    exponent[static_cast<std::size_t>(i)] = static_cast<float>(ElementAt(y, at));
-  }
-  Arg src = b.UsePlain(node.inputs[0], node);
-  Act dst = b.NewAct(dims, PlainDesc(dims));
-  b.EmitCustom("pow", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
-               [n, exponent = std::move(exponent)](const std::vector<void*>& data) {
-                 const auto* in = static_cast<const float*>(data[0]);
-                 auto* result = static_cast<float*>(data[1]);
-#pragma omp parallel for schedule(static)
-                 for (std::int64_t i = 0; i < n; ++i) result[i] = std::pow(in[i], exponent[static_cast<std::size_t>(i)]);
-               },
-               dst.md);
   b.SetAct(node.outputs[0], dst);
 }
 

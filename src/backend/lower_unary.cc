@@ -1,21 +1,26 @@
 // Elementwise math ops that oneDNN 2.6 lacks or computes too loosely, as one
 // parallel loop over a plain buffer: y[i] = f(x[i]) with f from the C++
 // standard library, written as ONNX Operators.md defines each op (attributes
-// and defaults from there). oneDNN has no erf, trigonometric, rounding or sign
+// and defaults from there); Pow with a constant exponent tensor likewise,
+// y[i] = pow(x[i], e[i]). oneDNN has no erf, trigonometric, rounding or sign
 // functions, and its eltwise_log gives log(1) = -1.4e-6 where ONNX's node test
 // test_log_example wants 0 within 1e-7.
 #include <cmath>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "attrs.h"
+#include "host_eval.h"
 #include "lower.h"
 
 namespace onnxfuse::backend {
 
 namespace {
 
-// One step y = f(x) over the plain buffer of the node's input; `kind` names it in step lists.
+// One step y[i] = f(x[i]), or f(x[i], i) when f takes the index too, over the
+// plain buffer of the node's first input; `kind` names it in step lists.
 template <typename F>
 void EmitLoop(Builder& b, const Node& node, std::string kind, F f) {
   Arg src = b.UsePlain(node.inputs.at(0), node);
@@ -27,7 +32,10 @@ void EmitLoop(Builder& b, const Node& node, std::string kind, F f) {
                  const auto* x = static_cast<const float*>(data[0]);
                  auto* y = static_cast<float*>(data[1]);
 #pragma omp parallel for schedule(static)
-                 for (std::int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+                 for (std::int64_t i = 0; i < n; ++i) {
+                   if constexpr (std::is_invocable_v<const F&, float, std::int64_t>) y[i] = f(x[i], i);
+                   else y[i] = f(x[i]);
+                 }
                },
                dst.md);
   b.SetAct(node.outputs[0], dst);
@@ -87,6 +95,27 @@ void EmitStdUnary(Builder& b, NodeId id) {
     });
   }
   Unsupported(b, node, "not an elementwise function of the standard library");
+}
+
+void EmitPow(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  if (!b.IsAct(node.inputs.at(0))) Unsupported(b, node, "X must be computed at run time");
+  const Tensor& y = b.Const(node.inputs.at(1), node);
+  const Dims dims = b.ActOf(node.inputs[0], node).dims;
+  Dims out;
+  try {
+    out = BroadcastDims(dims, y.dims);
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  if (out != dims) Unsupported(b, node, "an exponent that broadcasts X to a larger shape is not supported");
+  // Y broadcast to X's shape now (ONNX multidirectional broadcasting): one exponent per element.
+  std::vector<float> exponent(static_cast<std::size_t>(Product(dims)));
+  for (std::size_t i = 0; i < exponent.size(); ++i)
+    exponent[i] = static_cast<float>(ElementAt(y, BroadcastIndex(static_cast<std::int64_t>(i), dims, y.dims)));
+  EmitLoop(b, node, "pow", [exponent = std::move(exponent)](float x, std::int64_t i) {
+    return std::pow(x, exponent[static_cast<std::size_t>(i)]);
+  });
 }
 
 }  // namespace onnxfuse::backend

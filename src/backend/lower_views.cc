@@ -143,9 +143,9 @@ void LowerDepthSpace(Builder& b, const Node& node, const Dims& in) {
     out = {n, c * k * k, h, w}, y6 = {n, k, k, c, h, w};
     x6 = {n, c, h, k, w, k}, order = {0, 3, 5, 1, 2, 4};
   }
-  Dims x_strides(6, 1), strides;
-  for (int d = 4; d >= 0; --d) x_strides[static_cast<std::size_t>(d)] = x_strides[static_cast<std::size_t>(d) + 1] * x6[static_cast<std::size_t>(d) + 1];
-  for (int axis : order) strides.push_back(x_strides[static_cast<std::size_t>(axis)]);
+  const dnnl::memory::desc x_md = PlainDesc(x6);
+  Dims strides;
+  for (int axis : order) strides.push_back(x_md.data.format_desc.blocking.strides[axis]);
   Arg src = b.UsePlain(node.inputs[0], node);
   src.md = dnnl::memory::desc(y6, DataType::f32, strides);
   Act dst = b.NewAct(out, PlainDesc(out));
