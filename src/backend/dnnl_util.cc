@@ -137,21 +137,35 @@ bool IsConvLayout(const dnnl::memory::desc& md) {
 }
 
 dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims) {
+  if (like.data.format_kind != dnnl_blocked || like.data.format_desc.blocking.inner_nblks > 0) return {};
+  return WithBlockingOf(like, dims);
+}
+
+dnnl::memory::desc WithBlockingOf(const dnnl::memory::desc& like, const Dims& dims) {
   const auto& d = like.data;
-  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks > 0 || d.ndims != static_cast<int>(dims.size()))
-    return {};
-  const auto& strides = d.format_desc.blocking.strides;
+  if (d.format_kind != dnnl_blocked || d.ndims != static_cast<int>(dims.size())) return {};
+  const auto& blk = d.format_desc.blocking;
+  Dims block(dims.size(), 1);  // per dim: the product of its inner blocks
+  std::int64_t inner = 1;
+  for (int i = 0; i < blk.inner_nblks; ++i) {
+    block[static_cast<std::size_t>(blk.inner_idxs[i])] *= blk.inner_blks[i];
+    inner *= blk.inner_blks[i];
+  }
+  dnnl_memory_desc_t out = d;
+  out.offset0 = 0;
   std::vector<int> order(dims.size());  // outermost first
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return strides[a] > strides[b]; });
-  Dims out(dims.size());
-  std::int64_t stride = 1;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return blk.strides[a] > blk.strides[b]; });
+  std::int64_t stride = inner;
   for (std::size_t i = order.size(); i-- > 0;) {
-    auto dim = static_cast<std::size_t>(order[i]);
-    out[dim] = stride;
-    stride *= dims[dim];
+    const auto dim = static_cast<std::size_t>(order[i]);
+    out.dims[dim] = dims[dim];
+    out.padded_dims[dim] = (dims[dim] + block[dim] - 1) / block[dim] * block[dim];  // blocked dims padded up
+    out.padded_offsets[dim] = 0;
+    out.format_desc.blocking.strides[dim] = stride;
+    stride *= out.padded_dims[dim] / block[dim];
   }
-  return dnnl::memory::desc(dims, DataType::f32, out);
+  return dnnl::memory::desc(out);
 }
 
 std::optional<Dims> ReshapeStrides(const Dims& dims, const Dims& strides, const Dims& out) {

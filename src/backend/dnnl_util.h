@@ -53,6 +53,13 @@ bool IsConvLayout(const dnnl::memory::desc& md);
 /// or a zero md when `like` has inner blocks (nChw16c) or is not blocked.
 dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims);
 
+/// A dense descriptor for `dims` with the dimension order and inner blocks of
+/// `like` (nChw8c for [1, C, 1, 1] like an nChw8c [1, C, H, W]; blocked dims
+/// padded up to their block), or a zero md when `like` is not blocked or has
+/// another rank. oneDNN 2.6's jit binary on AVX2 wants a per-channel operand
+/// blocked as src0 is; with a plain one it runs ref:any, ~100x slower.
+dnnl::memory::desc WithBlockingOf(const dnnl::memory::desc& like, const Dims& dims);
+
 /// Strides that view a strided tensor (`dims`, `strides`) as `out` dims without
 /// copying (numpy's _attempt_nocopy_reshape), or nullopt when impossible.
 std::optional<Dims> ReshapeStrides(const Dims& dims, const Dims& strides, const Dims& out);

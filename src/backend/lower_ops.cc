@@ -1,6 +1,8 @@
 // Binary, elementwise, PRelu, batch normalization, pooling and softmax primitives.
 #include <cfloat>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "attrs.h"
 #include "host_eval.h"
@@ -126,21 +128,49 @@ void EmitPrelu(Builder& b, NodeId id) {
 
 namespace {
 
-// Operand `v` of a broadcasting binary op as a plain tensor of `rank` dims
-// (leading 1s added, ONNX multidirectional broadcasting): a constant's host
-// memory, or the run-time tensor's plain buffer.
-Arg BroadcastOperand(Builder& b, const Node& node, ValueId v, std::size_t rank) {
-  Arg arg;
+// The dims of operand `v` of a broadcasting binary op with `rank` dims
+// (leading 1s added, ONNX multidirectional broadcasting).
+Dims BroadcastDimsOf(Builder& b, const Node& node, ValueId v, std::size_t rank) {
+  return ExpandRank(b.IsConst(v) ? b.Const(v, node).dims : b.ActOf(v, node).dims, rank);
+}
+
+// Operand `v` of a broadcasting binary op with `rank` dims, in `layout` (plain
+// when zero): a constant's host memory, or the run-time tensor's buffer.
+Arg BroadcastOperand(Builder& b, const Node& node, ValueId v, std::size_t rank, memory::desc layout = {}) {
+  const Dims dims = BroadcastDimsOf(b, node, v, rank);
+  if (layout.is_zero()) layout = PlainDesc(dims);
   if (b.IsConst(v)) {
     const Tensor& t = b.Const(v, node);
     if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
-    arg.md = PlainDesc(ExpandRank(t.dims, rank));
-    arg.fixed = b.HostMemory(arg.md, t.data.data());
-  } else {
-    arg = b.UsePlain(v, node);
-    arg.md = PlainDesc(ExpandRank(b.ActOf(v, node).dims, rank));
+    const memory::desc plain = PlainDesc(dims);
+    if (layout == plain) return Arg{-1, plain, b.HostMemory(plain, t.data.data())};
+    return Arg{-1, layout, b.Prepack(b.HostView(plain, t.data.data()), layout)};
   }
-  return arg;
+  if (IsPlainEquivalent(layout)) {  // the leading 1s are the descriptor's alone
+    Arg arg = b.UsePlain(v, node);
+    arg.md = layout;
+    return arg;
+  }
+  return b.Use(v, layout, node);
+}
+
+// The layout of broadcast operand `v` (`rank` dims) for a binary step on
+// `src0`: plain, unless oneDNN's binary runs its reference code on that and a
+// jit one with the operand blocked as src0 is (oneDNN 2.6 on AVX2 takes a
+// per-channel operand of an nChw8c src0 only so: ref:any, ~100x slower).
+memory::desc BroadcastLayout(Builder& b, const Node& node, ValueId v, const memory::desc& src0, std::size_t rank,
+                             algorithm alg) {
+  const Dims dims = BroadcastDimsOf(b, node, v, rank);
+  const memory::desc plain = PlainDesc(dims), blocked = WithBlockingOf(src0, dims);
+  auto fast = [&](const memory::desc& md) {
+    try {
+      return !IsSlowImpl("binary", dnnl::binary::primitive_desc(dnnl::binary::desc(alg, src0, md, src0), b.Attr(),
+                                                                 b.engine).impl_info_str());
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  };
+  return blocked.is_zero() || fast(plain) || !fast(blocked) ? plain : blocked;
 }
 
 // One binary step dst = alg(src0, src1) (then `ops`) into a new plain tensor
@@ -179,15 +209,16 @@ void EmitBinary(Builder& b, const Chain& chain_in) {
                             PostOp{PostOp::Kind::kEltwise, op == "Sub" ? algorithm::eltwise_linear : algorithm::eltwise_pow,
                                    op == "Sub" ? -1.f : 1.f, op == "Sub" ? 0.f : -1.f, kNoValue, {}, 0});
   }
-  ValueId other = node.inputs[1 - first];
-  Arg src0 = OpInput(b, node, first);  // a rank-0 result keeps dims [] (its memory is one element of dims {1})
-  // The same shape as src0: read in src0's layout; else broadcast from plain.
-  const Arg src1 = b.IsAct(other) && b.ActOf(other, node).dims == out ? b.Use(other, src0.md, node)
-                                                                      : BroadcastOperand(b, node, other, out.size());
-  algorithm alg = op == "Add" ? algorithm::binary_add
+  const algorithm alg = op == "Add" ? algorithm::binary_add
                   : op == "Sub" ? algorithm::binary_sub
                   : op == "Mul" ? algorithm::binary_mul
                                 : algorithm::binary_div;
+  ValueId other = node.inputs[1 - first];
+  Arg src0 = OpInput(b, node, first);  // a rank-0 result keeps dims [] (its memory is one element of dims {1})
+  // The same shape as src0: read in src0's layout; else broadcast (BroadcastLayout).
+  const Arg src1 = b.IsAct(other) && b.ActOf(other, node).dims == out
+                       ? b.Use(other, src0.md, node)
+                       : BroadcastOperand(b, node, other, out.size(), BroadcastLayout(b, node, other, src0.md, out.size(), alg));
   std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}};
   dnnl::post_ops ops = MakePostOps(b, chain, out, args);
   dnnl::binary::desc desc(alg, src0.md, src1.md, src0.md);
