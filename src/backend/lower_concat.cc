@@ -32,33 +32,64 @@ namespace {
 
 using dnnl::memory;
 
-// One source of the fused kernel: `channels` channels per row, written at
-// channel `offset` of each destination row.
+// One source of the fused kernel: `channels` channels, written at channel
+// `offset` of each destination row; channels-last (`block` 0: a row of
+// `channels` per pixel) or channel-blocked (nChw8c: `block` 8, channels
+// padded up to `padded`; oneDNN's choice on AVX2).
 struct ConcatSource {
   std::int64_t channels = 0;
   std::int64_t offset = 0;
+  std::int64_t block = 0, padded = 0;
 };
 
+template <bool kRelu>
+inline void ScaleShiftRun(const float* in, float* out, const float* k, const float* t, std::int64_t n) {
+  for (std::int64_t c = 0; c < n; ++c) {
+    float y = in[c] * k[c] + t[c];
+    out[c] = kRelu ? std::max(y, 0.f) : y;
+  }
+}
+
 // dst[r, offset_i + c] = f(src_i[r, c] * k[offset_i + c] + t[offset_i + c]) over
-// `rows` rows of `total` channels (channels-last: a row is one pixel).
-// Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load time by the CPU.
+// `rows` rows (images x `pixels`) of `total` channels (channels-last: a row is
+// one pixel). Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load
+// time by the CPU.
 template <bool kRelu>
 __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConcat(
     const std::vector<void*>& data, const std::vector<ConcatSource>& sources, const float* k, const float* t,
-    std::int64_t rows, std::int64_t total) {
+    std::int64_t rows, std::int64_t pixels, std::int64_t total) {
   auto* dst = static_cast<float*>(data.back());
 #pragma omp parallel for schedule(static) if (rows * total > 4096)
   for (std::int64_t r = 0; r < rows; ++r) {
     float* out = dst + r * total;
+    const std::int64_t image = r / pixels, pixel = r % pixels;
     for (std::size_t i = 0; i < sources.size(); ++i) {
-      const std::int64_t n = sources[i].channels, o = sources[i].offset;
-      const float* in = static_cast<const float*>(data[i]) + r * n;
-      for (std::int64_t c = 0; c < n; ++c) {
-        float y = in[c] * k[o + c] + t[o + c];
-        out[o + c] = kRelu ? std::max(y, 0.f) : y;
+      const ConcatSource& s = sources[i];
+      const auto* src = static_cast<const float*>(data[i]);
+      if (s.block == 0) {
+        ScaleShiftRun<kRelu>(src + r * s.channels, out + s.offset, k + s.offset, t + s.offset, s.channels);
+        continue;
+      }
+      for (std::int64_t first = 0; first < s.channels; first += s.block) {  // one channel block of this pixel
+        const float* in = src + ((image * s.padded + first) * pixels + pixel * s.block);
+        const std::int64_t o = s.offset + first;
+        ScaleShiftRun<kRelu>(in, out + o, k + o, t + o, std::min(s.block, s.channels - first));
       }
     }
   }
+}
+
+// The inner channel block of `md` (dims `dims`) when it is a dense
+// channel-blocked layout (nCw8c, nChw16c, ...): 8 or 16; 0 otherwise.
+std::int64_t ChannelBlockOf(const memory::desc& md, const Dims& dims) {
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked || !IsDense(md) || d.format_desc.blocking.inner_nblks != 1 ||
+      d.format_desc.blocking.inner_idxs[0] != 1)
+    return 0;
+  const std::int64_t block = d.format_desc.blocking.inner_blks[0];
+  std::string order = "aB";
+  for (std::size_t i = 2; i < dims.size(); ++i) order += static_cast<char>('a' + i);
+  return LayoutString(md) == order + std::to_string(block) + "b" ? block : 0;
 }
 
 // The non-empty parts of a Concat along channels (axis 1) of run-time tensors
@@ -91,7 +122,8 @@ std::optional<ChannelParts> ChannelPartsOf(const Builder& b, const Node& node) {
 
 // Concat (`node`, along channels) whose only reader is an inference
 // BatchNormalization with constant parameters, optionally followed by its
-// only reader Relu, on channels-last sources: lowered as one custom kernel.
+// only reader Relu, on channels-last or channel-blocked sources: lowered as
+// one custom kernel, writing channels-last.
 // False (nothing emitted) when the pattern or the layouts do not match.
 bool TryConcatNorm(Builder& b, const Node& node) {
   const Node* bn = SoleUser(b, node.outputs.at(0), "BatchNormalization");
@@ -110,10 +142,17 @@ bool TryConcatNorm(Builder& b, const Node& node) {
   for (ValueId v : parts->values) {
     const Act& a = b.ActOf(v, node);
     const memory::desc want = ChannelsLastDesc(a.dims);
-    if (want.is_zero() || !(a.md == want || (IsPlainEquivalent(a.md) && IsPlainEquivalent(want)))) return false;
-    sources.push_back({a.dims[1], offset});
+    if (want.is_zero()) return false;
+    if (const std::int64_t block = ChannelBlockOf(a.md, a.dims)) {
+      sources.push_back({a.dims[1], offset, block, a.md.data.padded_dims[1]});
+      srcs.push_back(b.UseAsIs(v, node));
+    } else if (a.md == want || (IsPlainEquivalent(a.md) && IsPlainEquivalent(want))) {
+      sources.push_back({a.dims[1], offset});
+      srcs.push_back(b.Use(v, want, node));
+    } else {
+      return false;
+    }
     offset += a.dims[1];
-    srcs.push_back(b.Use(v, want, node));
   }
 
   if (static_cast<std::int64_t>(affine->scale.size()) != out[1])
@@ -130,10 +169,10 @@ bool TryConcatNorm(Builder& b, const Node& node) {
   std::vector<std::pair<int, Arg>> args;
   for (std::size_t i = 0; i < srcs.size(); ++i) args.emplace_back(static_cast<int>(i), srcs[i]);
   args.emplace_back(static_cast<int>(srcs.size()), Arg{dst.slot, dst_md, {}});
-  const std::int64_t rows = Product(out) / out[1], total = out[1];
-  CustomKernel kernel = [sources, k, t, rows, total, relu = relu != nullptr](const std::vector<void*>& data) {
-    if (relu) ScaleShiftConcat<true>(data, sources, k.data(), t.data(), rows, total);
-    else ScaleShiftConcat<false>(data, sources, k.data(), t.data(), rows, total);
+  const std::int64_t rows = Product(out) / out[1], pixels = rows / out[0], total = out[1];
+  CustomKernel kernel = [sources, k, t, rows, pixels, total, relu = relu != nullptr](const std::vector<void*>& data) {
+    if (relu) ScaleShiftConcat<true>(data, sources, k.data(), t.data(), rows, pixels, total);
+    else ScaleShiftConcat<false>(data, sources, k.data(), t.data(), rows, pixels, total);
   };
   b.EmitCustom("concat_batch_norm", label, std::move(args), std::move(kernel), dst_md);
   Absorb(b, absorbed);
