@@ -228,3 +228,51 @@ TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layo
     }
   }
 }
+
+TEST_CASE("constant MatMul weights on oneDNN's gemm are stored column-major; numbers as computed", "[plan_file]") {
+  // Where oneDNN has no brgemm matmul (AVX2) it runs its sgemm, which reads
+  // the weights [K, N] faster column-major than row-major (lower_conv.cc,
+  // WithGemmWeights); with brgemm (AVX-512) they are blocked.
+  const int k = 48, n = 40;
+  std::vector<float> w;
+  std::string text = "{";
+  for (int i = 0; i < k * n; ++i) {
+    w.push_back(static_cast<float>((i * 7) % 13 - 6) * 0.05f);
+    text += (i ? ", " : "") + std::to_string(w.back());
+  }
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[5,48] x, float[48,40] w = )" + text + R"(}) => (float[5,40] y) {
+      y = MatMul (x, w)
+    })");
+  TempDir dir;
+  const fs::path path = dir.path / "matmul.plan";
+  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "matmul.onnx");
+  const std::string bytes = ReadBytes(path);
+  planfile::Plan plan = Payload(bytes);
+  REQUIRE(plan.schedule_size() == 1);
+  const bool gemm = plan.schedule(0).impl().find("gemm") != std::string::npos;
+  INFO(plan.schedule(0).impl());
+  const planfile::PackedConstant* weights = nullptr;
+  for (const auto& c : plan.constants())
+    if (c.key().find("MatMul:weights") != std::string::npos) weights = &c;
+  REQUIRE(weights != nullptr);
+  if (gemm) {
+    CHECK(weights->desc().inner_blks_size() == 0);
+    CHECK(std::vector<std::int64_t>(weights->desc().strides().begin(), weights->desc().strides().end()) ==
+          std::vector<std::int64_t>{1, k});
+  } else {
+    CHECK(weights->desc().inner_blks_size() > 0);
+  }
+
+  LoadedPlan loaded = ParsePlanFile(bytes.data(), bytes.size(), "matmul.plan");
+  const std::vector<Tensor> inputs = Inputs(*loaded.graph);
+  const std::vector<Tensor> got = loaded.executable.Run(inputs);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].data.size() == 5u * n);
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < n; ++c) {
+      double sum = 0;
+      for (int i = 0; i < k; ++i) sum += static_cast<double>(inputs[0].data[static_cast<std::size_t>(r * k + i)]) * w[static_cast<std::size_t>(i * n + c)];
+      CHECK(got[0].data[static_cast<std::size_t>(r * n + c)] == Approx(sum).margin(1e-4).epsilon(1e-4));
+    }
+}
