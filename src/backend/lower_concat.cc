@@ -79,17 +79,52 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConc
   }
 }
 
+// The same into a channel-blocked destination (padded channels `padded`,
+// block `block`) when every source is blocked so and starts at a multiple of
+// the block: each source block of each image is one run of pixels x block
+// values, scaled and shifted by its channels' k and t (padded with zeros:
+// the destination's padding stays 0).
+template <bool kRelu>
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConcatBlocked(
+    const std::vector<void*>& data, const std::vector<ConcatSource>& sources, const float* k, const float* t,
+    std::int64_t images, std::int64_t pixels, std::int64_t padded, std::int64_t block) {
+  auto* dst = static_cast<float*>(data.back());
+  std::vector<std::pair<std::size_t, std::int64_t>> runs;  // (source, first channel in it) per destination block
+  for (std::size_t i = 0; i < sources.size(); ++i)
+    for (std::int64_t first = 0; first < sources[i].padded; first += block) runs.emplace_back(i, first);
+  const auto count = static_cast<std::int64_t>(runs.size());
+#pragma omp parallel for collapse(2) schedule(static) if (images * padded * pixels > 4096)
+  for (std::int64_t image = 0; image < images; ++image)
+    for (std::int64_t r = 0; r < count; ++r) {
+      const auto [i, first] = runs[static_cast<std::size_t>(r)];
+      const ConcatSource& s = sources[i];
+      const std::int64_t channel = s.offset + first;
+      const float* in = static_cast<const float*>(data[i]) + (image * s.padded + first) * pixels;
+      float* out = dst + (image * padded + channel) * pixels;
+      const float *kb = k + channel, *tb = t + channel;
+      for (std::int64_t p = 0; p < pixels; ++p)
+        ScaleShiftRun<kRelu>(in + p * block, out + p * block, kb, tb, block);
+    }
+}
+
+// nCw8c, nChw8c, nCdhw8c (or 16c) for `dims` of 3 to 5 dims; a zero md otherwise.
+memory::desc ChannelBlockedDesc(const Dims& dims, std::int64_t block) {
+  using Tag = memory::format_tag;
+  if (dims.size() < 3 || dims.size() > 5 || (block != 8 && block != 16)) return {};
+  const Tag tags[2][3] = {{Tag::nCw8c, Tag::nChw8c, Tag::nCdhw8c}, {Tag::nCw16c, Tag::nChw16c, Tag::nCdhw16c}};
+  return memory::desc(dims, memory::data_type::f32, tags[block == 16][dims.size() - 3]);
+}
+
 // The inner channel block of `md` (dims `dims`) when it is a dense
-// channel-blocked layout (nCw8c, nChw16c, ...): 8 or 16; 0 otherwise.
+// channel-blocked layout (nCw8c, nChw16c, ...; compared by bytes: with a
+// single block or a single image, its strides may differ from the canonical
+// ones): 8 or 16; 0 otherwise.
 std::int64_t ChannelBlockOf(const memory::desc& md, const Dims& dims) {
-  const auto& d = md.data;
-  if (d.format_kind != dnnl_blocked || !IsDense(md) || d.format_desc.blocking.inner_nblks != 1 ||
-      d.format_desc.blocking.inner_idxs[0] != 1)
-    return 0;
-  const std::int64_t block = d.format_desc.blocking.inner_blks[0];
-  std::string order = "aB";
-  for (std::size_t i = 2; i < dims.size(); ++i) order += static_cast<char>('a' + i);
-  return LayoutString(md) == order + std::to_string(block) + "b" ? block : 0;
+  for (std::int64_t block : {8, 16}) {
+    const memory::desc canonical = ChannelBlockedDesc(dims, block);
+    if (!canonical.is_zero() && SameBytes(md, canonical)) return block;
+  }
+  return 0;
 }
 
 // The non-empty parts of a Concat along channels (axis 1) of run-time tensors
@@ -123,7 +158,7 @@ std::optional<ChannelParts> ChannelPartsOf(const Builder& b, const Node& node) {
 // Concat (`node`, along channels) whose only reader is an inference
 // BatchNormalization with constant parameters, optionally followed by its
 // only reader Relu, on channels-last or channel-blocked sources: lowered as
-// one custom kernel, writing channels-last.
+// one custom kernel, writing channel-blocked or channels-last.
 // False (nothing emitted) when the pattern or the layouts do not match.
 bool TryConcatNorm(Builder& b, const Node& node) {
   const Node* bn = SoleUser(b, node.outputs.at(0), "BatchNormalization");
@@ -157,23 +192,39 @@ bool TryConcatNorm(Builder& b, const Node& node) {
 
   if (static_cast<std::int64_t>(affine->scale.size()) != out[1])
     Unsupported(b, *bn, "parameters must have one value per channel");
-  const std::vector<float> k(affine->scale.begin(), affine->scale.end()), t(affine->shift.begin(), affine->shift.end());
+  std::vector<float> k(affine->scale.begin(), affine->scale.end()), t(affine->shift.begin(), affine->shift.end());
 
   const Node* relu = SoleUser(b, bn->outputs[0], "Relu");
   std::vector<const Node*> absorbed = {bn};
   if (relu) absorbed.push_back(relu);
   std::string label = node.name + "+" + bn->name + (relu ? "+" + relu->name : "");
 
-  const memory::desc dst_md = ChannelsLastDesc(out);
+  // Blocked parts at block boundaries (DenseNet's 32-channel growth on AVX2)
+  // give a blocked result, the layout the next convolution wants; else channels-last.
+  const std::int64_t block = sources[0].block;
+  const bool blocked = block > 0 && std::all_of(sources.begin(), sources.end(), [&](const ConcatSource& s) {
+    return s.block == block && s.offset % block == 0;
+  });
+  const memory::desc dst_md = blocked ? ChannelBlockedDesc(out, block) : ChannelsLastDesc(out);
   Act dst = b.NewAct(out, dst_md);
   std::vector<std::pair<int, Arg>> args;
   for (std::size_t i = 0; i < srcs.size(); ++i) args.emplace_back(static_cast<int>(i), srcs[i]);
   args.emplace_back(static_cast<int>(srcs.size()), Arg{dst.slot, dst_md, {}});
   const std::int64_t rows = Product(out) / out[1], pixels = rows / out[0], total = out[1];
-  CustomKernel kernel = [sources, k, t, rows, pixels, total, relu = relu != nullptr](const std::vector<void*>& data) {
-    if (relu) ScaleShiftConcat<true>(data, sources, k.data(), t.data(), rows, pixels, total);
-    else ScaleShiftConcat<false>(data, sources, k.data(), t.data(), rows, pixels, total);
-  };
+  CustomKernel kernel;
+  if (blocked) {
+    const std::int64_t padded = dst_md.data.padded_dims[1];
+    k.resize(static_cast<std::size_t>(padded), 0.f), t.resize(static_cast<std::size_t>(padded), 0.f);
+    kernel = [sources, k, t, images = out[0], pixels, padded, block, relu = relu != nullptr](const std::vector<void*>& data) {
+      if (relu) ScaleShiftConcatBlocked<true>(data, sources, k.data(), t.data(), images, pixels, padded, block);
+      else ScaleShiftConcatBlocked<false>(data, sources, k.data(), t.data(), images, pixels, padded, block);
+    };
+  } else {
+    kernel = [sources, k, t, rows, pixels, total, relu = relu != nullptr](const std::vector<void*>& data) {
+      if (relu) ScaleShiftConcat<true>(data, sources, k.data(), t.data(), rows, pixels, total);
+      else ScaleShiftConcat<false>(data, sources, k.data(), t.data(), rows, pixels, total);
+    };
+  }
   b.EmitCustom("concat_batch_norm", label, std::move(args), std::move(kernel), dst_md);
   Absorb(b, absorbed);
   b.SetAct((relu ? relu : bn)->outputs[0], dst);
