@@ -43,7 +43,7 @@ if ((${#models[@]} == 0)); then
 fi
 for m in "${models[@]}"; do [[ -f models/$m/model.onnx ]] || { echo "bench: no models/$m/model.onnx" >&2; exit 2; }; done
 ((${#models[@]})) || { echo "bench: no models (run /usr/bin/python3 scripts/export_models.py)" >&2; exit 2; }
-[[ -x build/onnx-fuse ]] || { echo "bench: build/onnx-fuse missing (scripts/build.sh)" >&2; exit 2; }
+[[ -x build/onnx-fuse && -x build/onnxfuse_peak_gflops ]] || { echo "bench: build/onnx-fuse missing (scripts/build.sh)" >&2; exit 2; }
 [[ -d scripts/ort/node_modules/onnxruntime-node ]] || { echo "bench: onnxruntime-node missing (scripts/setup.sh)" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "bench: GNU time missing (scripts/setup.sh installs package 'time')" >&2; exit 2; }
 
@@ -56,6 +56,9 @@ results=$work/raw.tsv
 : >"$results"
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# This machine's peak fp32 rate per core (GFLOPS), the reference of the resnet50 target, before any load of ours.
+read -r _ peak_gflops peak_isa < <(build/onnxfuse_peak_gflops 2)
+echo "bench: peak fp32 rate $peak_gflops GFLOPS per core ($peak_isa FMA)" >&2
 load_start=$(loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 t0=$SECONDS
@@ -111,7 +114,7 @@ load_end=$(loadavg)
        "onnxruntime-node $(node -p "require('./scripts/ort/node_modules/onnxruntime-node/package.json').version")," \
        "$rounds rounds x $iterations timed iterations (after 3 warm-up runs) per process, batch 1."
   echo
-  /usr/bin/python3 scripts/bench_table.py "$results"
+  PEAK_GFLOPS_CORE=$peak_gflops PEAK_ISA=$peak_isa /usr/bin/python3 scripts/bench_table.py "$results"
 } >"$work/table.md"
 cat "$work/table.md"
 [[ -n $out ]] && cp "$work/table.md" "$out"
