@@ -860,22 +860,27 @@ TEST_CASE("x * s with per-channel s on a channel-blocked x runs a jit binary, ne
   // layout), read by no convolution: a binary step. oneDNN 2.6 on AVX2 has a
   // jit binary for an nChw8c src0 only when s is blocked the same way; with s
   // plain it fell back to ref:any (7 ms instead of 0.05 on EfficientNet-B0's
-  // 1152-channel blocks). C = 20 and 32: padded to the block, and not.
-  for (std::int64_t channels : {20, 32}) {
-    INFO(channels << " channels");
-    const std::string c = std::to_string(channels);
-    std::vector<float> w = Floats(static_cast<std::size_t>(channels * 4 * 9), 0.2f, 7);
-    Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[1,4,6,6] x0, float[)" + c + R"(,4,3,3] w = )" + List(w) + R"() => (float[1,)" + c + R"(,6,6] y) {
-        x = Conv <pads = [1, 1, 1, 1]> (x0, w)
-        means = GlobalAveragePool (x)
-        y = Mul (x, means)
-      })");
-    PlanRun fused = test::CheckFusedAgainstUnfused(graph, {Make({1, 4, 6, 6}, Wave, "x0")}, 1e-5);
-    INFO(test::StepList(fused));
-    CHECK(test::StepsStartingWith(fused, "binary ") == 1);
-    CHECK(test::StepsContaining(fused, "ref:") == 0);
-  }
+  // 1152-channel blocks). C = 20 and 32: padded to the block, and not. The
+  // same with a constant s, when x is also a graph output (so the Mul is no
+  // post-op of the conv): s is then blocked at build time.
+  for (bool constant : {false, true})
+    for (std::int64_t channels : {20, 32}) {
+      INFO(channels << " channels, s " << (constant ? "constant" : "computed"));
+      const std::string c = std::to_string(channels);
+      std::vector<float> w = Floats(static_cast<std::size_t>(channels * 4 * 9), 0.2f, 7),
+                         scale = Floats(static_cast<std::size_t>(channels), 0.5f, 8);
+      Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+        g (float[1,4,6,6] x0, float[)" + c + R"(,4,3,3] w = )" + List(w) + R"(, float[1,)" + c + R"(,1,1] s = )" +
+                                        List(scale) + R"() => (float[1,)" + c + R"(,6,6] y, float[1,)" + c +
+                                        R"(,6,6] x) {
+          x = Conv <pads = [1, 1, 1, 1]> (x0, w)
+          )" + (constant ? "y = Mul (x, s)" : "means = GlobalAveragePool (x)\n          y = Mul (x, means)") + R"(
+        })");
+      PlanRun fused = test::CheckFusedAgainstUnfused(graph, {Make({1, 4, 6, 6}, Wave, "x0")}, 1e-5);
+      INFO(test::StepList(fused));
+      CHECK(test::StepsStartingWith(fused, "binary ") == 1);
+      CHECK(test::StepsContaining(fused, "ref:") == 0);
+    }
 }
 
 TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) unless a Concat reads it",
