@@ -1291,3 +1291,51 @@ TEST_CASE("SpaceToDepth then DepthToSpace (DCR) give the input back, one reorder
     })"), true, {x}).outputs.at(0);
   CHECK(s.data[static_cast<std::size_t>(((1 * 2 + 0) * 3 + 2) * 6 + 1 * 3 + 2)] == x.data[2 * 24 + 3 * 6 + 4]);
 }
+
+TEST_CASE("MaxPool after a Conv runs our own kernel in the Conv's layout: pads, strides, ceil_mode, padded channels",
+          "[backend_ops]") {
+  // A 1x1 Conv of x [1,4,9,9] to 20 channels (blocked: padded to the block;
+  // or, reading a channels-last input, channels-last: 20 lanes, not a vector
+  // multiple), then MaxPool 3x3, strides 2, pads 1, ceil_mode: a 5x5 output
+  // whose edge windows are cut by the image. Against a double loop.
+  const std::int64_t cin = 4, c = 20, side = 9, out_side = 5;
+  const std::vector<float> w = Floats(static_cast<std::size_t>(c * cin), 0.5f, 11);
+  Tensor x = Make({1, cin, side, side}, Wave);
+  std::vector<double> conv(static_cast<std::size_t>(c * side * side));
+  for (std::int64_t o = 0; o < c; ++o)
+    for (std::int64_t p = 0; p < side * side; ++p)
+      for (std::int64_t i = 0; i < cin; ++i)
+        conv[static_cast<std::size_t>(o * side * side + p)] +=
+            static_cast<double>(w[static_cast<std::size_t>(o * cin + i)]) * x.data[static_cast<std::size_t>(i * side * side + p)];
+  std::vector<double> y;
+  for (std::int64_t o = 0; o < c; ++o)
+    for (std::int64_t oh = 0; oh < out_side; ++oh)
+      for (std::int64_t ow = 0; ow < out_side; ++ow) {
+        double m = -INFINITY;
+        for (std::int64_t ih = std::max<std::int64_t>(oh * 2 - 1, 0); ih < std::min<std::int64_t>(oh * 2 + 2, side); ++ih)
+          for (std::int64_t iw = std::max<std::int64_t>(ow * 2 - 1, 0); iw < std::min<std::int64_t>(ow * 2 + 2, side); ++iw)
+            m = std::max(m, conv[static_cast<std::size_t>((o * side + ih) * side + iw)]);
+        y.push_back(m);
+      }
+  for (bool channels_last_input : {false, true}) {
+    INFO((channels_last_input ? "channels-last input" : "planar input"));
+    Tensor input = x;
+    std::string read = "c = Conv (x, w)";
+    if (channels_last_input) {  // x given as [1, 9, 9, 4], read through a Transpose
+      input.name = "xt", input.dims = {1, side, side, cin};
+      for (std::int64_t p = 0; p < side * side; ++p)
+        for (std::int64_t i = 0; i < cin; ++i)
+          input.data[static_cast<std::size_t>(p * cin + i)] = x.data[static_cast<std::size_t>(i * side * side + p)];
+      read = "t = Transpose <perm = [0, 3, 1, 2]> (xt)\n        c = Conv (t, w)";
+    }
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[)" + std::string(channels_last_input ? "1,9,9,4] xt" : "1,4,9,9] x") + R"(, float[20,4,1,1] w = )" + List(w) +
+                             R"() => (float[1,20,5,5] y) {
+        )" + read + R"(
+        y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1> (c)
+      })";
+    PlanRun fused = CheckBoth(text, {input}, y, 1e-5);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsContaining(fused, "onnxfuse:max_pool") == 1);
+  }
+}

@@ -136,6 +136,20 @@ bool IsConvLayout(const dnnl::memory::desc& md) {
   return order == channels_last + "b";
 }
 
+dnnl::memory::desc ChannelBlockedDesc(const Dims& dims, std::int64_t block) {
+  if (dims.size() < 3 || dims.size() > 5 || (block != 8 && block != 16)) return {};
+  const Tag tags[2][3] = {{Tag::nCw8c, Tag::nChw8c, Tag::nCdhw8c}, {Tag::nCw16c, Tag::nChw16c, Tag::nCdhw16c}};
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, tags[block == 16][dims.size() - 3]);
+}
+
+std::int64_t ChannelBlockOf(const dnnl::memory::desc& md, const Dims& dims) {
+  for (std::int64_t block : {8, 16}) {
+    const dnnl::memory::desc canonical = ChannelBlockedDesc(dims, block);
+    if (!canonical.is_zero() && SameBytes(md, canonical)) return block;
+  }
+  return 0;
+}
+
 dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims) {
   if (like.data.format_kind != dnnl_blocked || like.data.format_desc.blocking.inner_nblks > 0) return {};
   return WithBlockingOf(like, dims);

@@ -49,6 +49,15 @@ bool IsDense(const dnnl::memory::desc& md);
 /// A dense layout convolutions produce: channel-blocked (nChw16c, ...) or channels-last (nhwc, nwc, ndhwc).
 bool IsConvLayout(const dnnl::memory::desc& md);
 
+/// nCw8c, nChw8c, nCdhw8c (or 16c: `block`) for `dims` of 3 to 5 dims; a zero md otherwise.
+dnnl::memory::desc ChannelBlockedDesc(const Dims& dims, std::int64_t block);
+
+/// The inner channel block of `md` (dims `dims`) when it is a dense
+/// channel-blocked layout (nCw8c, nChw16c, ...; compared by bytes: with a
+/// single block or a single image, its strides may differ from the canonical
+/// ones): 8 or 16; 0 otherwise.
+std::int64_t ChannelBlockOf(const dnnl::memory::desc& md, const Dims& dims);
+
 /// A descriptor for `dims` with the same dimension order as `like` (e.g. nhwc),
 /// or a zero md when `like` has inner blocks (nChw16c) or is not blocked.
 dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims);

@@ -107,26 +107,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConc
     }
 }
 
-// nCw8c, nChw8c, nCdhw8c (or 16c) for `dims` of 3 to 5 dims; a zero md otherwise.
-memory::desc ChannelBlockedDesc(const Dims& dims, std::int64_t block) {
-  using Tag = memory::format_tag;
-  if (dims.size() < 3 || dims.size() > 5 || (block != 8 && block != 16)) return {};
-  const Tag tags[2][3] = {{Tag::nCw8c, Tag::nChw8c, Tag::nCdhw8c}, {Tag::nCw16c, Tag::nChw16c, Tag::nCdhw16c}};
-  return memory::desc(dims, memory::data_type::f32, tags[block == 16][dims.size() - 3]);
-}
-
-// The inner channel block of `md` (dims `dims`) when it is a dense
-// channel-blocked layout (nCw8c, nChw16c, ...; compared by bytes: with a
-// single block or a single image, its strides may differ from the canonical
-// ones): 8 or 16; 0 otherwise.
-std::int64_t ChannelBlockOf(const memory::desc& md, const Dims& dims) {
-  for (std::int64_t block : {8, 16}) {
-    const memory::desc canonical = ChannelBlockedDesc(dims, block);
-    if (!canonical.is_zero() && SameBytes(md, canonical)) return block;
-  }
-  return 0;
-}
-
 // The non-empty parts of a Concat along channels (axis 1) of run-time tensors
 // that agree on every other dim, and the concatenation's dims; nullopt for
 // any other Concat.

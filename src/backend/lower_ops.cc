@@ -7,6 +7,7 @@
 #include "attrs.h"
 #include "host_eval.h"
 #include "lower.h"
+#include "max_pool_kernel.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -248,6 +249,40 @@ void EmitBatchNorm(Builder& b, const Chain& chain) {
   FinishChain(b, chain, pd, "batch_norm", dims, std::move(args), {src.slot}, kAllPostOps, DNNL_ARG_SRC);
 }
 
+namespace {
+
+// A 2-D max pooling (dilation 1) of `src` (dims `in`) in a channel-blocked or
+// channels-last layout as our own kernel (max_pool_kernel.h), its result in
+// the same layout; nullopt (nothing emitted) for other poolings and layouts.
+std::optional<Act> EmitOwnMaxPool(Builder& b, const Arg& src, const Dims& in, const Dims& out, const Dims& kernel,
+                                  const Dims& strides, const Dims& dilations, const Dims& pads_begin,
+                                  const std::string& label) {
+  if (in.size() != 4 || dilations != Dims{1, 1} || !IsDense(src.md)) return std::nullopt;
+  MaxPoolShape shape;
+  memory::desc dst_md;
+  if (const std::int64_t block = ChannelBlockOf(src.md, in)) {
+    shape.planes = in[0] * (src.md.data.padded_dims[1] / block), shape.lanes = block;
+    dst_md = ChannelBlockedDesc(out, block);
+  } else if (SameBytes(src.md, ChannelsLastDesc(in))) {
+    shape.planes = in[0], shape.lanes = in[1];
+    dst_md = ChannelsLastDesc(out);
+  } else {
+    return std::nullopt;
+  }
+  shape.in_h = in[2], shape.in_w = in[3], shape.out_h = out[2], shape.out_w = out[3];
+  shape.kernel_h = kernel[0], shape.kernel_w = kernel[1], shape.stride_h = strides[0], shape.stride_w = strides[1];
+  shape.pad_top = pads_begin[0], shape.pad_left = pads_begin[1];
+  const Act dst = b.NewAct(out, dst_md);
+  b.EmitCustom("pooling", label, {{0, src}, {1, Arg{dst.slot, dst_md, {}}}},
+               [shape](const std::vector<void*>& data) {
+                 MaxPool2d(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), shape);
+               },
+               dst_md, "onnxfuse:max_pool");
+  return dst;
+}
+
+}  // namespace
+
 void EmitPool(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const std::string& op = node.op_type;
@@ -293,6 +328,8 @@ void EmitPool(Builder& b, NodeId id) {
   auto pool = [&](const Arg& src, const Dims& in, const std::string& label) {
     Dims dims = out;
     dims[1] = in[1];
+    if (b.fuse && alg == algorithm::pooling_max)
+      if (auto dst = EmitOwnMaxPool(b, src, in, dims, kernel, strides, dilations, pl, label)) return *dst;
     auto dst_md = b.fuse ? AnyDesc(dims) : PlainDesc(dims);
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src.md, dst_md, strides, kernel, dil,
                                         pl, pr);
