@@ -150,6 +150,13 @@ std::int64_t ChannelBlockOf(const dnnl::memory::desc& md, const Dims& dims) {
   return 0;
 }
 
+std::optional<ChannelVectors> ChannelVectorsOf(const dnnl::memory::desc& md, const Dims& dims) {
+  if (const std::int64_t block = ChannelBlockOf(md, dims)) return ChannelVectors{(dims[1] + block - 1) / block, block};
+  const dnnl::memory::desc channels_last = ChannelsLastDesc(dims);
+  if (!channels_last.is_zero() && SameBytes(md, channels_last)) return ChannelVectors{1, dims[1]};
+  return std::nullopt;
+}
+
 dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims) {
   if (like.data.format_kind != dnnl_blocked || like.data.format_desc.blocking.inner_nblks > 0) return {};
   return WithBlockingOf(like, dims);

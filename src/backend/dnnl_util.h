@@ -58,6 +58,15 @@ dnnl::memory::desc ChannelBlockedDesc(const Dims& dims, std::int64_t block);
 /// ones): 8 or 16; 0 otherwise.
 std::int64_t ChannelBlockOf(const dnnl::memory::desc& md, const Dims& dims);
 
+/// A dense layout of `md` (dims [N, C, spatial...]) that holds, per image,
+/// `blocks` planes of [pixels][lanes] floats: channel-blocked (nChw8c: lanes
+/// 8, blocks = C padded up / 8) or channels-last (one block of C lanes).
+struct ChannelVectors {
+  std::int64_t blocks = 0, lanes = 0;
+};
+/// `md` as ChannelVectors; nullopt for other layouts.
+std::optional<ChannelVectors> ChannelVectorsOf(const dnnl::memory::desc& md, const Dims& dims);
+
 /// A descriptor for `dims` with the same dimension order as `like` (e.g. nhwc),
 /// or a zero md when `like` has inner blocks (nChw16c) or is not blocked.
 dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims);

@@ -204,23 +204,6 @@ const Node* PoolReading(const Builder& b, ValueId v) {
   return nullptr;
 }
 
-// `md` (batch 1, 4-D) as [blocks, pixels, block] channels: dense channels-last
-// (one block of all channels) or channel-blocked (nChw8c, nChw16c, padded);
-// nullopt for other layouts.
-std::optional<std::pair<std::int64_t, std::int64_t>> PixelBlocks(const dnnl::memory::desc& md, const Dims& dims) {
-  if (dims.size() != 4 || dims[0] != 1) return std::nullopt;
-  if (md == ChannelsLastDesc(dims)) return std::make_pair(std::int64_t{1}, dims[1]);
-  const auto& d = md.data;
-  if (d.format_kind != dnnl_blocked || d.offset0 != 0 || d.format_desc.blocking.inner_nblks != 1 ||
-      d.format_desc.blocking.inner_idxs[0] != 1)
-    return std::nullopt;
-  const std::int64_t block = d.format_desc.blocking.inner_blks[0], padded = d.padded_dims[1];
-  if (LayoutString(md) != "aBcd" + std::to_string(block) + "b" || padded % block != 0 ||
-      static_cast<std::int64_t>(md.get_size()) != padded * dims[2] * dims[3] * std::int64_t{sizeof(float)})
-    return std::nullopt;
-  return std::make_pair(padded / block, block);
-}
-
 // A chain ending in swish or Gelu runs as its anchor with the other post-ops,
 // then our kernel in place on the anchor's destination (activation_kernels.h:
 // several times faster than oneDNN's post-op here, which more than pays for
@@ -242,13 +225,15 @@ void Flush(Builder& b, Chain chain) {
   for (NodeId id : removed) label += (label.empty() ? "" : "+") + b.graph.node(id).name;
   const std::int64_t count = static_cast<std::int64_t>(x.md.get_size() / sizeof(float));
   const Node* pool = swish ? PoolReading(b, out) : nullptr;
-  if (const auto blocks = pool ? PixelBlocks(x.md, x.dims) : std::nullopt) {
+  // Batch 1, 4-D: the means are per channel of one image.
+  const bool one_image = x.dims.size() == 4 && x.dims[0] == 1;
+  if (const auto blocks = pool && one_image ? ChannelVectorsOf(x.md, x.dims) : std::nullopt) {
     // Squeeze-and-excitation: the GlobalAveragePool of the result is taken in the same pass.
     const std::int64_t channels = x.dims[1], pixels = x.dims[2] * x.dims[3];
     const Dims pooled_dims = {1, channels, 1, 1};
     const Act pooled = b.NewAct(pooled_dims, PlainDesc(pooled_dims));
     CustomKernel kernel = [blocks = *blocks, channels, pixels](const std::vector<void*>& data) {
-      SwishInPlaceWithMeans(static_cast<float*>(data[0]), blocks.first, pixels, blocks.second, channels,
+      SwishInPlaceWithMeans(static_cast<float*>(data[0]), blocks.blocks, pixels, blocks.lanes, channels,
                             static_cast<float*>(data[1]));
     };
     b.EmitCustom("swish", label + "+" + pool->name, {{0, Arg{x.slot, x.md, {}}}, {1, Arg{pooled.slot, pooled.md, {}}}},

@@ -101,10 +101,6 @@ bool WinogradWorthIt(const Builder& b, const Chain& chain, const Dims& x, const 
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 using MatMulPd = dnnl::matmul::primitive_desc;
 
 // The matmul `make(weights_md)` makes for constant 2-D weights [K, N],

@@ -257,18 +257,14 @@ namespace {
 std::optional<Act> EmitOwnMaxPool(Builder& b, const Arg& src, const Dims& in, const Dims& out, const Dims& kernel,
                                   const Dims& strides, const Dims& dilations, const Dims& pads_begin,
                                   const std::string& label) {
-  if (in.size() != 4 || dilations != Dims{1, 1} || !IsDense(src.md)) return std::nullopt;
+  if (in.size() != 4 || dilations != Dims{1, 1}) return std::nullopt;
+  const std::optional<ChannelVectors> vectors = ChannelVectorsOf(src.md, in);
+  if (!vectors) return std::nullopt;
   MaxPoolShape shape;
-  memory::desc dst_md;
-  if (const std::int64_t block = ChannelBlockOf(src.md, in)) {
-    shape.planes = in[0] * (src.md.data.padded_dims[1] / block), shape.lanes = block;
-    dst_md = ChannelBlockedDesc(out, block);
-  } else if (SameBytes(src.md, ChannelsLastDesc(in))) {
-    shape.planes = in[0], shape.lanes = in[1];
-    dst_md = ChannelsLastDesc(out);
-  } else {
-    return std::nullopt;
-  }
+  shape.planes = in[0] * vectors->blocks, shape.lanes = vectors->lanes;
+  // One block of all C channels is channels-last; otherwise channel-blocked.
+  const memory::desc dst_md = vectors->blocks == 1 && vectors->lanes == in[1] ? ChannelsLastDesc(out)
+                                                                               : ChannelBlockedDesc(out, vectors->lanes);
   shape.in_h = in[2], shape.in_w = in[3], shape.out_h = out[2], shape.out_w = out[3];
   shape.kernel_h = kernel[0], shape.kernel_w = kernel[1], shape.stride_h = strides[0], shape.stride_w = strides[1];
   shape.pad_top = pads_begin[0], shape.pad_left = pads_begin[1];
