@@ -625,6 +625,61 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of convolutions' outputs is on
   }
 }
 
+TEST_CASE("a Concat whose parts are whole runs of its result is copied run by run", "[backend_ops]") {
+  // Plain parts along axis 1 of [2, C, 4]: per image, runs of 12, 20 and 4
+  // floats. Then three 1x1 convolutions of x [2,4,3,3] with 16, 8 and 24
+  // output channels: nChw8c on AVX2, where each part is a whole number of
+  // 8-channel blocks and each image of the result is the three parts one
+  // after another.
+  {
+    Tensor p = Make({2, 3, 4}, Wave, "p"), q = Make({2, 5, 4}, [](std::int64_t i) { return Wave(i + 5); }, "q"),
+           r = Make({2, 1, 4}, [](std::int64_t i) { return Wave(i + 9); }, "r");
+    const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[2,3,4] p, float[2,5,4] q, float[2,1,4] r) => (float[2,9,4] y) {
+        y = Concat <axis = 1> (p, q, r)
+      })";
+    std::vector<double> y;
+    for (std::int64_t n = 0; n < 2; ++n)
+      for (const Tensor* t : {&p, &q, &r})
+        for (std::int64_t i = 0; i < t->dims[1] * 4; ++i) y.push_back(t->data[static_cast<std::size_t>(n * t->dims[1] * 4 + i)]);
+    PlanRun fused = CheckBoth(text, {p, q, r}, y, 0);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsStartingWith(fused, "concat Concat_0 onnxfuse:concat_copy ") == 1);
+  }
+  const std::int64_t n = 2, cin = 4, hw = 9;
+  const std::vector<std::int64_t> couts = {16, 8, 24};
+  const std::int64_t total = 48;
+  Tensor x = Make({n, cin, 3, 3}, Wave);
+  std::vector<std::vector<float>> w;
+  for (std::size_t i = 0; i < couts.size(); ++i)
+    w.push_back(Floats(static_cast<std::size_t>(couts[i] * cin), 0.5f, static_cast<int>(i) + 1));
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,4,3,3] x, float[16,4,1,1] w0 = )" + List(w[0]) + R"(, float[8,4,1,1] w1 = )" + List(w[1]) +
+                           R"(, float[24,4,1,1] w2 = )" + List(w[2]) + R"() => (float[2,48,3,3] y) {
+      a = Conv (x, w0)
+      b = Conv (x, w1)
+      c = Conv (x, w2)
+      y = Concat <axis = 1> (a, b, c)
+    })";
+  std::vector<double> y(static_cast<std::size_t>(n * total * hw));
+  for (std::int64_t b = 0; b < n; ++b) {
+    std::int64_t channel = 0;
+    for (std::size_t i = 0; i < couts.size(); ++i)
+      for (std::int64_t o = 0; o < couts[i]; ++o, ++channel)
+        for (std::int64_t p = 0; p < hw; ++p) {
+          double sum = 0;
+          for (std::int64_t ci = 0; ci < cin; ++ci)
+            sum += static_cast<double>(w[i][static_cast<std::size_t>(o * cin + ci)]) *
+                   x.data[static_cast<std::size_t>((b * cin + ci) * hw + p)];
+          y[static_cast<std::size_t>((b * total + channel) * hw + p)] = sum;
+        }
+  }
+  PlanRun fused = CheckBoth(text, {x}, y, 1e-5);
+  INFO(test::StepList(fused));
+  const bool blocked_parts = test::StepsContaining(fused, "Conv_2 jit_1x1:avx2 aBcd8b") == 1;
+  CHECK(test::StepsStartingWith(fused, "concat Concat_3 onnxfuse:concat_copy aBcd8b") == (blocked_parts ? 1 : 0));
+}
+
 TEST_CASE("a planar three-channel image reaches a channels-last first Conv through our own reorder",
           "[backend_ops][activation]") {
   // Two images of 70x70 pixels: 4900 per plane, more than one block of 4096
