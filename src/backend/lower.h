@@ -229,6 +229,20 @@ void EmitConv(Builder& b, const Chain& chain);
 /// nothing, for any other Conv (lower_pointwise.cc).
 bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
                    const ConvGeometry& geometry);
+/// The chain's post-ops as the epilogue of our own kernels (PointwiseOp,
+/// pointwise_kernel.h), `*sum` set to the residual Add's when there is one;
+/// nullopt when one is not among Relu, Clip, a linear map, HardSwish and a
+/// residual Add (lower_pointwise.cc).
+std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const PostOp** sum);
+/// A product of a run-time operand `input` (read as [rows, depth] row-major)
+/// and constant weights (`weights`, `weights_md` a view of dims [depth,
+/// cols]) into `out` (cols its last dim, rows the product of the others), its
+/// bias (empty: none, or a first post-op adding one constant per column) and
+/// post-ops as the epilogue, as Gemm (gemm_kernel.h) on AVX2 CPUs. Returns
+/// false, emitting nothing, when the CPU, the shapes (cols a multiple of 16,
+/// at least 16 rows) or the post-ops do not fit (lower_gemm.cc).
+bool EmitOwnGemm(Builder& b, const Chain& chain, ValueId input, const Dims& out, std::int64_t depth,
+                 const dnnl::memory::desc& weights_md, const float* weights, std::vector<double> bias);
 /// After lowering: each PointwiseConv step prefetches the first weight panel
 /// of the next one when it comes soon after (lower_pointwise.cc).
 void LinkPointwise(Builder& b);

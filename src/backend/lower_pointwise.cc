@@ -38,8 +38,8 @@ memory::desc PanelDesc(std::int64_t out, std::int64_t in) {
   return md;
 }
 
-// The chain's post-ops as the kernel's epilogue; nullopt when one is not
-// among Relu, Clip, a linear map, HardSwish and a residual Add.
+}  // namespace
+
 std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const PostOp** sum) {
   std::vector<PointwiseOp> ops;
   for (const PostOp& po : chain.post_ops) {
@@ -64,8 +64,6 @@ std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const Pos
   }
   return ops;
 }
-
-}  // namespace
 
 bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
                    const ConvGeometry& geometry) {

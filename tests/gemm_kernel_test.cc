@@ -1,0 +1,122 @@
+// Products of a run-time matrix and constant weights run as our own AVX2 GEMM
+// (src/backend/gemm_kernel.h): MatMul with its bias Add, a residual Add and
+// Relu in the epilogue; Gemm with transB, alpha, a bias C and Clip; rows not
+// a multiple of the 6-row micro-kernel, depths of one and of two blocks, the
+// residual overwritten in place. Numbers are checked against naive loops in
+// double.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "onnxfuse/plan_file.h"
+#include "plan_check.h"
+
+using namespace onnxfuse;
+using test::CheckBoth;
+using test::PlanRun;
+using test::StepsContaining;
+
+namespace {
+
+using Dims = std::vector<std::int64_t>;
+
+// The GEMM is written for AVX2 machines without AVX-512 (gemm_kernel.h);
+// elsewhere these products stay on oneDNN.
+bool HaveGemmKernel() { return CpuIsaName().rfind("avx2", 0) == 0; }
+
+std::vector<float> Values(std::int64_t n, int salt) {
+  std::vector<float> v;
+  for (std::int64_t i = 0; i < n; ++i)
+    v.push_back(static_cast<float>(((i * 5 + salt * 7) % 17) - 8) * 0.0625f + 0.01f * static_cast<float>(salt));
+  return v;
+}
+
+std::string List(const std::vector<float>& v) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "{";
+  for (std::size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
+  out << "}";
+  return out.str();
+}
+
+std::string DimsText(const Dims& d) {
+  std::string s;
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s;
+}
+
+Tensor Input(const std::string& name, Dims dims, int salt) {
+  Tensor t;
+  t.name = name;
+  t.dims = std::move(dims);
+  t.data = Values(t.NumElements(), salt);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("MatMul + bias + residual Add + Relu runs as our own GEMM on AVX2", "[gemm]") {
+  // a [2, 25, depth] x w [depth, 48]: 50 rows (8 blocks of 6 and 2 left),
+  // three 16-column panels; a depth of 700 takes two depth blocks.
+  for (std::int64_t depth : {40, 700}) {
+    INFO("depth " << depth);
+    const std::int64_t rows = 50, cols = 48;
+    Tensor a = Input("a", {2, 25, depth}, 1), r = Input("r", {2, 25, cols}, 2);
+    const std::vector<float> w = Values(depth * cols, 3), bias = Values(cols, 4);
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[2,25,)" + std::to_string(depth) + R"(] a, float[2,25,48] r, float[)" + std::to_string(depth) +
+                             R"(,48] w = )" + List(w) + R"(, float[48] bias = )" + List(bias) +
+                             R"() => (float[2,25,48] y) {
+        m = MatMul (a, w)
+        s = Add (m, bias)
+        t = Add (s, r)
+        y = Relu (t)
+      })";
+    std::vector<double> y;
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t n = 0; n < cols; ++n) {
+        double sum = bias[static_cast<std::size_t>(n)] + r.data[static_cast<std::size_t>(i * cols + n)];
+        for (std::int64_t k = 0; k < depth; ++k)
+          sum += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) * w[static_cast<std::size_t>(k * cols + n)];
+        y.push_back(std::max(sum, 0.0));
+      }
+    PlanRun fused = CheckBoth(text, {a, r}, y, 1e-4);
+    INFO(test::StepList(fused));
+    CHECK(StepsContaining(fused, "matmul MatMul_0+Add+Add+Relu onnxfuse:gemm") == (HaveGemmKernel() ? 1 : 0));
+    if (HaveGemmKernel()) CHECK(fused.stats.kernels == 1);
+  }
+}
+
+TEST_CASE("Gemm with transB, alpha, a bias C and Clip runs as our own GEMM on AVX2; other widths stay on oneDNN",
+          "[gemm]") {
+  // A [20, 64], B stored [N, 64] (transB = 1), alpha 0.5, C [N], Clip [0, 6].
+  // N = 32: two panels. N = 40 is not a multiple of the 16-column panel.
+  for (std::int64_t cols : {32, 40}) {
+    INFO("N " << cols);
+    const std::int64_t rows = 20, depth = 64;
+    Tensor a = Input("a", {rows, depth}, 5);
+    const std::vector<float> w = Values(cols * depth, 6), c = Values(cols, 7);
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[20,64] a, float[)" + DimsText({cols, depth}) + "] w = " + List(w) + R"(, float[)" +
+                             std::to_string(cols) + "] c = " + List(c) + R"(, float lo = {0.0}, float hi = {6.0}) => (float[)" + DimsText({rows, cols}) +
+                             R"(] y) {
+        m = Gemm <transB = 1, alpha = 0.5> (a, w, c)
+        y = Clip (m, lo, hi)
+      })";
+    std::vector<double> y;
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t n = 0; n < cols; ++n) {
+        double sum = 0;
+        for (std::int64_t k = 0; k < depth; ++k)
+          sum += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) * w[static_cast<std::size_t>(n * depth + k)];
+        y.push_back(std::clamp(0.5 * sum + c[static_cast<std::size_t>(n)], 0.0, 6.0));
+      }
+    PlanRun fused = CheckBoth(text, {a}, y, 1e-4);
+    INFO(test::StepList(fused));
+    CHECK(StepsContaining(fused, "onnxfuse:gemm") == (HaveGemmKernel() && cols % 16 == 0 ? 1 : 0));
+  }
+}
