@@ -2,11 +2,12 @@
 // (src/backend/gemm_kernel.h): MatMul with its bias Add, a residual Add and
 // Relu in the epilogue; Gemm with transB, alpha, a bias C and Clip; rows not
 // a multiple of the 6-row micro-kernel, depths of one and of two blocks, the
-// residual overwritten in place. Numbers are checked against naive loops in
-// double.
+// residual overwritten in place; MatMul with Gelu after it. Numbers are
+// checked against naive loops in double.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -119,4 +120,39 @@ TEST_CASE("Gemm with transB, alpha, a bias C and Clip runs as our own GEMM on AV
     INFO(test::StepList(fused));
     CHECK(StepsContaining(fused, "onnxfuse:gemm") == (HaveGemmKernel() && cols % 16 == 0 ? 1 : 0));
   }
+}
+
+TEST_CASE("MatMul + bias + Gelu (ONNX's Div, Erf, Add, Mul, Mul) is one chain: the product, then Gelu in place",
+          "[gemm]") {
+  // a [30, 24] x w [24, 32]; Gelu(x) = x * (erf(x / sqrt 2) + 1) * 0.5 runs
+  // as activation_kernels.h's on the product's result.
+  const std::int64_t rows = 30, depth = 24, cols = 32;
+  Tensor a = Input("a", {rows, depth}, 8);
+  const std::vector<float> w = Values(depth * cols, 9), bias = Values(cols, 10);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[30,24] a, float[24,32] w = )" + List(w) + R"(, float[32] bias = )" + List(bias) +
+                           R"(, float root2 = {1.41421356}, float one = {1.0}, float half = {0.5}) => (float[30,32] y) {
+      m = MatMul (a, w)
+      x = Add (m, bias)
+      d = Div (x, root2)
+      e = Erf (d)
+      p = Add (e, one)
+      q = Mul (x, p)
+      y = Mul (q, half)
+    })";
+  std::vector<double> y;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t n = 0; n < cols; ++n) {
+      double x = bias[static_cast<std::size_t>(n)];
+      for (std::int64_t k = 0; k < depth; ++k)
+        x += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) * w[static_cast<std::size_t>(k * cols + n)];
+      y.push_back(0.5 * x * (1 + std::erf(x / std::sqrt(2.0))));
+    }
+  PlanRun fused = CheckBoth(text, {a}, y, 1e-5);
+  INFO(test::StepList(fused));
+  CHECK(StepsContaining(fused, "matmul MatMul_0+Add ") == 1);
+  CHECK(StepsContaining(fused, "onnxfuse:gemm") == (HaveGemmKernel() ? 1 : 0));
+  CHECK(test::StepsStartingWith(fused, "gelu Div_2+Gelu ") == 1);
+  CHECK(fused.stats.kernels == 2);
+  CHECK(fused.stats.reorders == 0);
 }

@@ -135,6 +135,13 @@ bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& g
     if (extend) chain.norm_relu = true;
   } else if (node.op_type == "BatchNormalization") {
     extend = sole_use && node.inputs[0] == chain.out && FoldBatchNorm(b, chain, node);
+  } else if (node.op_type == "Div" && !sole_use && node.inputs[0] == chain.out && MatchGelu(b, chain.out, false)) {
+    // Gelu's decomposition reads x twice (Div and the Mul): taken whole.
+    const ValueId gelu = *MatchGelu(b, chain.out, true);  // consumes the pattern's nodes
+    chain.post_ops.push_back(PostOp{Kind::kEltwise, dnnl::algorithm::eltwise_gelu_erf, 0, 0, kNoValue, {}});
+    chain.members.push_back(id);
+    chain.out = gelu;
+    return true;
   } else if (IsBinaryOp(node.op_type)) {
     extend = sole_use && AttachBinary(b, chain, node);
   } else if (node.inputs[0] == chain.out) {
@@ -153,14 +160,6 @@ bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& g
         chain.members.push_back(id), chain.members.push_back(mul);
         b.absorbed[mul] = true;
         chain.out = m.outputs[0];
-        return true;
-      }
-    }
-    if (node.op_type == "Div" && !sole_use) {
-      if (auto gelu = MatchGelu(b, chain.out, true)) {  // consumes the pattern's nodes
-        chain.post_ops.push_back(PostOp{Kind::kEltwise, dnnl::algorithm::eltwise_gelu_erf, 0, 0, kNoValue, {}});
-        chain.members.push_back(id);
-        chain.out = *gelu;
         return true;
       }
     }
