@@ -156,3 +156,77 @@ TEST_CASE("MatMul + bias + Gelu (ONNX's Div, Erf, Add, Mul, Mul) is one chain: t
   CHECK(fused.stats.kernels == 2);
   CHECK(fused.stats.reorders == 0);
 }
+
+namespace {
+
+// y[o, p] = sum_{c, kh, kw} w[o, c, kh, kw] x[c, p's tap] (one image, NCHW), in double.
+std::vector<double> Conv2d(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels, std::int64_t k,
+                           std::int64_t stride, std::int64_t pad) {
+  const std::int64_t c_in = x.dims[1], h = x.dims[2], wd = x.dims[3];
+  const std::int64_t oh_n = (h + 2 * pad - k) / stride + 1, ow_n = (wd + 2 * pad - k) / stride + 1;
+  std::vector<double> y;
+  for (std::int64_t o = 0; o < out_channels; ++o)
+    for (std::int64_t oh = 0; oh < oh_n; ++oh)
+      for (std::int64_t ow = 0; ow < ow_n; ++ow) {
+        double sum = 0;
+        for (std::int64_t c = 0; c < c_in; ++c)
+          for (std::int64_t kh = 0; kh < k; ++kh)
+            for (std::int64_t kw = 0; kw < k; ++kw) {
+              const std::int64_t ih = oh * stride - pad + kh, iw = ow * stride - pad + kw;
+              if (ih < 0 || iw < 0 || ih >= h || iw >= wd) continue;
+              sum += static_cast<double>(w[static_cast<std::size_t>(((o * c_in + c) * k + kh) * k + kw)]) *
+                     x.data[static_cast<std::size_t>((c * h + ih) * wd + iw)];
+            }
+        y.push_back(sum);
+      }
+  return y;
+}
+
+Tensor AsTensor(const std::vector<double>& v, Dims dims) {
+  Tensor t;
+  t.dims = std::move(dims);
+  for (double e : v) t.data.push_back(static_cast<float>(e));
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a convolution on a 7x7 channel-blocked map runs as our GEMM over its im2col rows on AVX2", "[gemm]") {
+  // x [1, 16, 7, 7] -> a = Conv 1x1 (16 -> C): oneDNN's, nChw8c on AVX2.
+  // Then a 3x3 Conv of a, pads 1, with bias: stride 1 into 64 channels with
+  // the residual a and Relu (C = 64); stride 2 into 64 channels at 4x4 (C =
+  // 20: channels padded to 24 in a, packed element by element); stride 1
+  // into 32 channels, too few for the GEMM to pay (C = 32).
+  struct Case {
+    std::int64_t c, out, stride;
+    bool residual;
+  };
+  for (const Case& k : {Case{64, 64, 1, true}, Case{20, 64, 2, false}, Case{32, 32, 1, false}}) {
+    const std::int64_t c = k.c, out = k.out, stride = k.stride;
+    const bool residual = k.residual;
+    INFO("C " << c << " -> " << out << ", stride " << stride << (residual ? ", residual" : ""));
+    Tensor x = Input("x", {1, 16, 7, 7}, 11);
+    const std::vector<float> w0 = Values(c * 16, 12), w1 = Values(out * c * 9, 13), b1 = Values(out, 14);
+    const std::int64_t side = stride == 1 ? 7 : 4;
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,16,7,7] x, float[)" + DimsText({c, 16, 1, 1}) + "] w0 = " + List(w0) + ", float[" +
+                             DimsText({out, c, 3, 3}) + "] w1 = " + List(w1) + ", float[" + std::to_string(out) +
+                             "] b1 = " + List(b1) + ") => (float[" + DimsText({1, out, side, side}) + R"(] y) {
+        a = Conv (x, w0)
+        )" + (residual ? "b = Conv <pads = [1, 1, 1, 1]> (a, w1, b1)\n        t = Add (b, a)\n        y = Relu (t)"
+                       : "y = Conv <pads = [1, 1, 1, 1], strides = " + std::string(stride == 2 ? "[2, 2]" : "[1, 1]") +
+                             "> (a, w1, b1)") + R"(
+      })";
+    const Tensor a = AsTensor(Conv2d(x, w0, c, 1, 1, 0), {1, c, 7, 7});
+    std::vector<double> y = Conv2d(a, w1, out, 3, stride, 1);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      y[i] += b1[i / static_cast<std::size_t>(side * side)];
+      if (residual) y[i] = std::max(0.0, y[i] + a.data[i]);
+    }
+    PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
+    INFO(test::StepList(fused));
+    const bool blocked = StepsContaining(fused, "conv Conv_0 jit_1x1:avx2 aBcd8b") == 1;
+    CHECK(StepsContaining(fused, std::string("conv Conv_1") + (residual ? "+Add+Relu" : "") + " onnxfuse:gemm aBcd8b") ==
+          (HaveGemmKernel() && blocked && out >= 64 ? 1 : 0));
+  }
+}

@@ -36,6 +36,26 @@ struct GemmShape {
   std::int64_t rows = 0, depth = 0, cols = 0;
 };
 
+/// A convolution's input read as the product's rows, never materialized
+/// (im2col: K. Chellapilla, S. Puri, P. Simard, "High Performance
+/// Convolutional Neural Networks for Document Processing", 2006): row m is
+/// output pixel (oh, ow) = (m / out_w, m % out_w), column k is tap
+/// (kh, kw) = (k / channels / kernel_w, k / channels % kernel_w) of channel
+/// c = k % channels: x[c, oh * stride_h - pad_top + kh, ow * stride_w -
+/// pad_left + kw], 0 outside the image. x is one image, channel-blocked
+/// nChw8c: [ceil(channels / 8)][in_h][in_w][8]; depth = kernel_h * kernel_w *
+/// channels.
+struct GemmConvRows {
+  std::int64_t channels = 0, in_h = 0, in_w = 0, out_w = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+};
+
+/// How the operands are laid out.
+struct GemmLayout {
+  const GemmConvRows* conv = nullptr;  ///< a is this convolution's input; nullptr: a row-major [rows, depth]
+  bool blocked_c = false;  ///< c and addend nChw8c of one image, [cols / 8][rows][8]; false: row-major [rows, cols]
+};
+
 /// c = epilogue(bias + a * w). `w`: [depth, cols] blocked by kGemmPanel
 /// columns, each block [depth][16] (oneDNN's blocked layout with inner block
 /// 16 on dim 1). `bias` [cols] (nullptr: none). The epilogue is
@@ -43,6 +63,6 @@ struct GemmShape {
 /// which may be `c` itself. Column panels are split over OpenMP threads.
 /// Requires HaveGemm().
 void Gemm(const float* a, const float* w, const float* bias, const float* addend, float* c, const GemmShape& shape,
-          const std::vector<PointwiseOp>& epilogue);
+          const std::vector<PointwiseOp>& epilogue, const GemmLayout& layout = {});
 
 }  // namespace onnxfuse::backend

@@ -243,6 +243,14 @@ std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const Pos
 /// at least 16 rows) or the post-ops do not fit (lower_gemm.cc).
 bool EmitOwnGemm(Builder& b, const Chain& chain, ValueId input, const Dims& out, std::int64_t depth,
                  const dnnl::memory::desc& weights_md, const float* weights, std::vector<double> bias);
+/// A group-1, undilated Conv of one channel-blocked (nChw8c) image into at
+/// most 64 output pixels, output channels a multiple of 16 and at least 64, as our own GEMM
+/// over the input's im2col rows (gemm_kernel.h, GemmConvRows) on AVX2 CPUs,
+/// its result nChw8c; `w` [O, C, kh, kw] and `bias` with the chain's
+/// BatchNormalization folded in, post-ops as EmitOwnGemm's. Returns false,
+/// emitting nothing, otherwise (lower_gemm.cc).
+bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+                  const ConvGeometry& geometry);
 /// After lowering: each PointwiseConv step prefetches the first weight panel
 /// of the next one when it comes soon after (lower_pointwise.cc).
 void LinkPointwise(Builder& b);
