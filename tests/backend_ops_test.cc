@@ -39,11 +39,23 @@ Tensor Make(Dims dims, const std::function<float(std::int64_t)>& f, std::string 
 
 float Wave(std::int64_t i) { return static_cast<float>((i * 7) % 11 - 5) * 0.125f + 0.03f * static_cast<float>(i % 4); }
 
-// "{a, b, c}" for an initializer in ONNX text syntax.
-std::string List(const std::vector<float>& values) {
-  std::string s = "{";
-  for (std::size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
-  return s + "}";
+// The 1x1 convolutions of x [n, cin, h, w] by w[i] [couts[i], cin],
+// concatenated along channels: [n, sum couts, h, w], in double.
+std::vector<double> ConcatenatedPointwise(const Tensor& x, const std::vector<std::vector<float>>& w,
+                                          const std::vector<std::int64_t>& couts) {
+  const std::int64_t n = x.dims[0], cin = x.dims[1], hw = x.dims[2] * x.dims[3];
+  std::vector<double> y;
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::size_t i = 0; i < couts.size(); ++i)
+      for (std::int64_t o = 0; o < couts[i]; ++o)
+        for (std::int64_t p = 0; p < hw; ++p) {
+          double sum = 0;
+          for (std::int64_t ci = 0; ci < cin; ++ci)
+            sum += static_cast<double>(w[i][static_cast<std::size_t>(o * cin + ci)]) *
+                   x.data[static_cast<std::size_t>((b * cin + ci) * hw + p)];
+          y.push_back(sum);
+        }
+  return y;
 }
 
 std::vector<float> Floats(std::size_t n, float scale, int salt) {
@@ -75,9 +87,9 @@ TEST_CASE("grouped ConvTranspose with output_padding, folded BatchNormalization 
   std::vector<float> gamma = {1.5f, 0.5f, -1.0f, 2.0f}, beta = {0.1f, 0.0f, -0.3f, 0.2f}, mean = {0.2f, -0.1f, 0.0f, 0.3f},
                      var = {0.5f, 2.0f, 1.0f, 0.25f};
   std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,4,3,3] x, float[4,2,3,3] w = )" + List(w) + R"(, float[4] b = )" + List(bias) +
-                     R"(, float[4] s = )" + List(gamma) + R"(, float[4] t = )" + List(beta) + R"(, float[4] m = )" +
-                     List(mean) + R"(, float[4] v = )" + List(var) + R"() => (float[1,4,6,6] y) {
+    g (float[1,4,3,3] x, float[4,2,3,3] w = )" + test::FloatList(w) + R"(, float[4] b = )" + test::FloatList(bias) +
+                     R"(, float[4] s = )" + test::FloatList(gamma) + R"(, float[4] t = )" + test::FloatList(beta) + R"(, float[4] m = )" +
+                     test::FloatList(mean) + R"(, float[4] v = )" + test::FloatList(var) + R"() => (float[1,4,6,6] y) {
       c = ConvTranspose <group = 2, strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]> (x, w, b)
       n = BatchNormalization <epsilon = 0.001> (c, s, t, m, v)
       y = Relu (n)
@@ -497,7 +509,7 @@ TEST_CASE("Resize on our own loops: cubic after a blocked Conv, align_corners, c
         cubic.push_back(sum);
       }
   PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,16,3,4] x, float[16,16,1,1] w = )" + List(identity) + R"() => (float[1,16,6,8] y) {
+    g (float[1,16,3,4] x, float[16,16,1,1] w = )" + test::FloatList(identity) + R"() => (float[1,16,6,8] y) {
       c = Conv (x, w)
       s = Constant <value = float[4] {1, 1, 2, 2}> ()
       y = Resize <mode = "cubic"> (c, , s)
@@ -584,11 +596,11 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of convolutions' outputs is on
     for (bool relu : {true, false}) {
       INFO((relu ? "with Relu" : "without Relu") << ", parts of " << couts[0] << ", " << couts[1] << ", " << couts[2]);
       std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-        g (float[2,4,3,3] x, float[)" + d(couts[0]) + R"(,4,1,1] w0 = )" + List(w[0]) + R"(, float[)" + d(couts[1]) +
-                         R"(,4,1,1] w1 = )" + List(w[1]) + R"(, float[)" + d(couts[2]) + R"(,4,1,1] w2 = )" + List(w[2]) +
-                         R"(, float[)" + d(total) + "] s = " + List(gamma) + R"(, float[)" + d(total) + "] t = " +
-                         List(beta) + R"(, float[)" + d(total) + "] m = " + List(mean) + R"(, float[)" + d(total) +
-                         "] v = " + List(var) + R"() => (float[2,)" + d(total) + R"(,3,3] y) {
+        g (float[2,4,3,3] x, float[)" + d(couts[0]) + R"(,4,1,1] w0 = )" + test::FloatList(w[0]) + R"(, float[)" + d(couts[1]) +
+                         R"(,4,1,1] w1 = )" + test::FloatList(w[1]) + R"(, float[)" + d(couts[2]) + R"(,4,1,1] w2 = )" + test::FloatList(w[2]) +
+                         R"(, float[)" + d(total) + "] s = " + test::FloatList(gamma) + R"(, float[)" + d(total) + "] t = " +
+                         test::FloatList(beta) + R"(, float[)" + d(total) + "] m = " + test::FloatList(mean) + R"(, float[)" + d(total) +
+                         "] v = " + test::FloatList(var) + R"() => (float[2,)" + d(total) + R"(,3,3] y) {
           a = Conv (x, w0)
           b = Conv (x, w1)
           c = Conv (x, w2)
@@ -596,20 +608,11 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of convolutions' outputs is on
           )" + (relu ? "n = BatchNormalization <epsilon = 0.001> (cat, s, t, m, v)\n          y = Relu (n)"
                      : "y = BatchNormalization <epsilon = 0.001> (cat, s, t, m, v)") + R"(
         })";
-      std::vector<double> y(static_cast<std::size_t>(n * total * hw));
-      for (std::int64_t b = 0; b < n; ++b) {
-        std::int64_t channel = 0;
-        for (std::size_t i = 0; i < couts.size(); ++i)
-          for (std::int64_t o = 0; o < couts[i]; ++o, ++channel)
-            for (std::int64_t p = 0; p < hw; ++p) {
-              double sum = 0;
-              for (std::int64_t ci = 0; ci < cin; ++ci)
-                sum += static_cast<double>(w[i][static_cast<std::size_t>(o * cin + ci)]) *
-                       x.data[static_cast<std::size_t>((b * cin + ci) * hw + p)];
-              auto c = static_cast<std::size_t>(channel);
-              double e = (sum - mean[c]) / std::sqrt(static_cast<double>(var[c]) + 1e-3) * gamma[c] + beta[c];
-              y[static_cast<std::size_t>((b * total + channel) * hw + p)] = relu ? std::max(0.0, e) : e;
-            }
+      std::vector<double> y = ConcatenatedPointwise(x, w, couts);
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        const auto c = static_cast<std::size_t>(static_cast<std::int64_t>(i) / hw % total);
+        const double e = (y[i] - mean[c]) / std::sqrt(static_cast<double>(var[c]) + 1e-3) * gamma[c] + beta[c];
+        y[i] = relu ? std::max(0.0, e) : e;
       }
       PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
       INFO(test::StepList(fused));
@@ -646,35 +649,21 @@ TEST_CASE("a Concat whose parts are whole runs of its result is copied run by ru
     INFO(test::StepList(fused));
     CHECK(test::StepsStartingWith(fused, "concat Concat_0 onnxfuse:concat_copy ") == 1);
   }
-  const std::int64_t n = 2, cin = 4, hw = 9;
+  const std::int64_t n = 2, cin = 4;
   const std::vector<std::int64_t> couts = {16, 8, 24};
-  const std::int64_t total = 48;
   Tensor x = Make({n, cin, 3, 3}, Wave);
   std::vector<std::vector<float>> w;
   for (std::size_t i = 0; i < couts.size(); ++i)
     w.push_back(Floats(static_cast<std::size_t>(couts[i] * cin), 0.5f, static_cast<int>(i) + 1));
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,4,3,3] x, float[16,4,1,1] w0 = )" + List(w[0]) + R"(, float[8,4,1,1] w1 = )" + List(w[1]) +
-                           R"(, float[24,4,1,1] w2 = )" + List(w[2]) + R"() => (float[2,48,3,3] y) {
+    g (float[2,4,3,3] x, float[16,4,1,1] w0 = )" + test::FloatList(w[0]) + R"(, float[8,4,1,1] w1 = )" + test::FloatList(w[1]) +
+                           R"(, float[24,4,1,1] w2 = )" + test::FloatList(w[2]) + R"() => (float[2,48,3,3] y) {
       a = Conv (x, w0)
       b = Conv (x, w1)
       c = Conv (x, w2)
       y = Concat <axis = 1> (a, b, c)
     })";
-  std::vector<double> y(static_cast<std::size_t>(n * total * hw));
-  for (std::int64_t b = 0; b < n; ++b) {
-    std::int64_t channel = 0;
-    for (std::size_t i = 0; i < couts.size(); ++i)
-      for (std::int64_t o = 0; o < couts[i]; ++o, ++channel)
-        for (std::int64_t p = 0; p < hw; ++p) {
-          double sum = 0;
-          for (std::int64_t ci = 0; ci < cin; ++ci)
-            sum += static_cast<double>(w[i][static_cast<std::size_t>(o * cin + ci)]) *
-                   x.data[static_cast<std::size_t>((b * cin + ci) * hw + p)];
-          y[static_cast<std::size_t>((b * total + channel) * hw + p)] = sum;
-        }
-  }
-  PlanRun fused = CheckBoth(text, {x}, y, 1e-5);
+  PlanRun fused = CheckBoth(text, {x}, ConcatenatedPointwise(x, w, couts), 1e-5);
   INFO(test::StepList(fused));
   const bool blocked_parts = test::StepsContaining(fused, "Conv_2 jit_1x1:avx2 aBcd8b") == 1;
   CHECK(test::StepsStartingWith(fused, "concat Concat_3 onnxfuse:concat_copy aBcd8b") == (blocked_parts ? 1 : 0));
@@ -690,7 +679,7 @@ TEST_CASE("a planar three-channel image reaches a channels-last first Conv throu
   // next test).
   std::vector<float> w = Floats(32 * 3 * 9, 0.3f, 1), bias = Floats(32, 0.2f, 2);
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,3,70,70] x, float[32,3,3,3] w = )" + List(w) + R"(, float[32] b = )" + List(bias) +
+    g (float[2,3,70,70] x, float[32,3,3,3] w = )" + test::FloatList(w) + R"(, float[32] b = )" + test::FloatList(bias) +
                            R"() => (float[2,32,35,35] y) {
       c = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w, b)
       y = Relu (c)
@@ -711,8 +700,8 @@ TEST_CASE("a first Conv to 16 channels reads the planar image; its nChw16c resul
   // depthwise conv (channels-last) reads them with no reorder between.
   std::vector<float> w0 = Floats(16 * 3 * 9, 0.3f, 1), w1 = Floats(16 * 9, 0.4f, 2), w2 = Floats(24 * 16, 0.3f, 3);
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,3,20,20] x, float[16,3,3,3] w0 = )" + List(w0) + R"(, float[16,1,3,3] w1 = )" + List(w1) +
-                           R"(, float[24,16,1,1] w2 = )" + List(w2) + R"() => (float[1,24,20,20] y) {
+    g (float[1,3,20,20] x, float[16,3,3,3] w0 = )" + test::FloatList(w0) + R"(, float[16,1,3,3] w1 = )" + test::FloatList(w1) +
+                           R"(, float[24,16,1,1] w2 = )" + test::FloatList(w2) + R"() => (float[1,24,20,20] y) {
       a = Conv <pads = [1, 1, 1, 1]> (x, w0)
       r = Relu (a)
       d = Conv <pads = [1, 1, 1, 1], group = 16> (r, w1)
@@ -733,7 +722,7 @@ TEST_CASE("Conv -> x * Sigmoid(x) runs the convolution, then the swish kernel in
   const std::int64_t cin = 2, cout = 3, hw = 35;
   std::vector<float> w = {40.f, -25.f, -60.f, 35.f, 3.f, -2.f}, bias = {0.5f, -1.f, 0.f};
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,2,5,7] x, float[3,2,1,1] w = )" + List(w) + R"(, float[3] b = )" + List(bias) +
+    g (float[1,2,5,7] x, float[3,2,1,1] w = )" + test::FloatList(w) + R"(, float[3] b = )" + test::FloatList(bias) +
                            R"() => (float[1,3,5,7] y) {
       c = Conv (x, w, b)
       s = Sigmoid (c)
@@ -766,7 +755,7 @@ TEST_CASE("swish followed by a GlobalAveragePool: the means are taken in the swi
   const std::int64_t cin = 8, cout = 40, hw = 24 * 24;
   std::vector<float> w = Floats(cout * cin, 0.7f, 1), bias = Floats(cout, 0.5f, 2);
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,8,24,24] x, float[40,8,1,1] w = )" + List(w) + R"(, float[40] b = )" + List(bias) +
+    g (float[1,8,24,24] x, float[40,8,1,1] w = )" + test::FloatList(w) + R"(, float[40] b = )" + test::FloatList(bias) +
                            R"() => (float[1,40,24,24] y) {
       c = Conv (x, w, b)
       s = Sigmoid (c)
@@ -803,7 +792,7 @@ TEST_CASE("the Gelu decomposition runs as our Gelu kernel, after a MatMul + Add"
   for (std::int64_t i = 0; i < k * n; ++i) w.push_back(static_cast<float>((i * 5) % 9 - 4) * 1.5f);
   for (std::int64_t i = 0; i < n; ++i) bias.push_back(static_cast<float>(i % 5) * 0.25f - 0.5f);
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,37,3] x, float[3,27] w = )" + List(w) + R"(, float[27] b = )" + List(bias) + R"() => (float[1,37,27] y) {
+    g (float[1,37,3] x, float[3,27] w = )" + test::FloatList(w) + R"(, float[27] b = )" + test::FloatList(bias) + R"() => (float[1,37,27] y) {
       m = MatMul (x, w)
       h = Add (m, b)
       r2 = Constant <value = float {1.4142135}> ()
@@ -842,9 +831,9 @@ TEST_CASE("a Concat read only by convolutions is never copied: each reader runs 
                      wn = Floats(12 * 40, 0.25f, 4), bn = Floats(12, 0.5f, 5), wr = Floats(12 * 4, 0.3f, 6);
   auto model = [&](bool residual) {
     return R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + List(ws) + R"(, float[16,8,1,1] we1 = )" + List(we1) +
-           R"(, float[24,8,3,3] we3 = )" + List(we3) + R"(, float[12,40,1,1] wn = )" + List(wn) +
-           R"(, float[12] bn = )" + List(bn) + R"(, float[12,4,1,1] wr = )" + List(wr) + R"() => (float[1,12,9,9] y) {
+      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + test::FloatList(ws) + R"(, float[16,8,1,1] we1 = )" + test::FloatList(we1) +
+           R"(, float[24,8,3,3] we3 = )" + test::FloatList(we3) + R"(, float[12,40,1,1] wn = )" + test::FloatList(wn) +
+           R"(, float[12] bn = )" + test::FloatList(bn) + R"(, float[12,4,1,1] wr = )" + test::FloatList(wr) + R"() => (float[1,12,9,9] y) {
         sq = Conv (x, ws)
         s = Relu (sq)
         e1 = Conv (s, we1)
@@ -880,9 +869,9 @@ TEST_CASE("squeeze-and-excitation: the excitation is one step and the gate x * s
   auto model = [&](int side, bool mobilenet_v3) {
     const std::string s = std::to_string(side);
     return R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[1,4,)" + s + "," + s + R"(] x0, float[16,4,3,3] wx = )" + List(wx) + R"(, float[4,16,1,1] w1 = )" +
-           List(w1) + R"(, float[16,4,1,1] w2 = )" + List(w2) + R"(, float[16] b2 = )" + List(b2) +
-           R"(, float[24,16,1,1] wp = )" + List(wp) + R"(, float[24] bp = )" + List(bp) + R"() => (float[1,24,)" + s +
+      g (float[1,4,)" + s + "," + s + R"(] x0, float[16,4,3,3] wx = )" + test::FloatList(wx) + R"(, float[4,16,1,1] w1 = )" +
+           test::FloatList(w1) + R"(, float[16,4,1,1] w2 = )" + test::FloatList(w2) + R"(, float[16] b2 = )" + test::FloatList(b2) +
+           R"(, float[24,16,1,1] wp = )" + test::FloatList(wp) + R"(, float[24] bp = )" + test::FloatList(bp) + R"() => (float[1,24,)" + s +
            "," + s + R"(] y) {
         x = Conv <pads = [1, 1, 1, 1]> (x0, wx)
         pooled = GlobalAveragePool (x)
@@ -925,8 +914,8 @@ TEST_CASE("x * s with per-channel s on a channel-blocked x runs a jit binary, ne
       std::vector<float> w = Floats(static_cast<std::size_t>(channels * 4 * 9), 0.2f, 7),
                          scale = Floats(static_cast<std::size_t>(channels), 0.5f, 8);
       Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
-        g (float[1,4,6,6] x0, float[)" + c + R"(,4,3,3] w = )" + List(w) + R"(, float[1,)" + c + R"(,1,1] s = )" +
-                                        List(scale) + R"() => (float[1,)" + c + R"(,6,6] y, float[1,)" + c +
+        g (float[1,4,6,6] x0, float[)" + c + R"(,4,3,3] w = )" + test::FloatList(w) + R"(, float[1,)" + c + R"(,1,1] s = )" +
+                                        test::FloatList(scale) + R"() => (float[1,)" + c + R"(,6,6] y, float[1,)" + c +
                                         R"(,6,6] x) {
           x = Conv <pads = [1, 1, 1, 1]> (x0, w)
           )" + (constant ? "y = Mul (x, s)" : "means = GlobalAveragePool (x)\n          y = Mul (x, means)") + R"(
@@ -946,8 +935,8 @@ TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) un
   std::vector<float> w1 = Floats(64 * 64 * 9, 0.05f, 1), w2 = Floats(16 * 64, 0.2f, 2), b1 = Floats(64, 0.3f, 3);
   auto model = [&](bool concat) {
     return R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[1,64,12,12] x, float[64,64,3,3] w1 = )" + List(w1) + R"(, float[64] b1 = )" + List(b1) +
-           R"(, float[16,64,1,1] w2 = )" + List(w2) + R"() => (float[1,)" + (concat ? "80" : "16") + R"(,12,12] y) {
+      g (float[1,64,12,12] x, float[64,64,3,3] w1 = )" + test::FloatList(w1) + R"(, float[64] b1 = )" + test::FloatList(b1) +
+           R"(, float[16,64,1,1] w2 = )" + test::FloatList(w2) + R"() => (float[1,)" + (concat ? "80" : "16") + R"(,12,12] y) {
         c = Conv <pads = [1, 1, 1, 1]> (x, w1, b1)
         r = Relu (c)
         )" + (concat ? "side = Conv (x, w2)\n        y = Concat <axis = 1> (r, side)" : "y = Conv (r, w2)") + R"(
@@ -973,8 +962,8 @@ TEST_CASE("a Concat read by a MaxPool is pooled per part; the pooled parts feed 
                      wn = Floats(12 * 40, 0.25f, 4);
   auto model = [&](bool conv_reads_pool) {
     return R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + List(ws) + R"(, float[16,8,1,1] we1 = )" + List(we1) +
-           R"(, float[24,8,3,3] we3 = )" + List(we3) + R"(, float[12,40,1,1] wn = )" + List(wn) + R"() => (float[1,)" +
+      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + test::FloatList(ws) + R"(, float[16,8,1,1] we1 = )" + test::FloatList(we1) +
+           R"(, float[24,8,3,3] we3 = )" + test::FloatList(we3) + R"(, float[12,40,1,1] wn = )" + test::FloatList(wn) + R"() => (float[1,)" +
            (conv_reads_pool ? "12,4,4" : "640") + R"(] y) {
         sq = Conv (x, ws)
         s = Relu (sq)
@@ -1097,7 +1086,7 @@ TEST_CASE("fused, Slice, Split and a Gather of one run are views: attention's Q 
     cls.push_back(s);
   }
   PlanRun gathered = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,5,6] x, float[6,3] w = )" + List(w) + R"() => (float[1,3] y) {
+    g (float[1,5,6] x, float[6,3] w = )" + test::FloatList(w) + R"() => (float[1,3] y) {
       i = Constant <value = int64 {0}> ()
       c = Gather <axis = 1> (x, i)
       y = MatMul (c, w)
@@ -1384,7 +1373,7 @@ TEST_CASE("MaxPool after a Conv runs our own kernel in the Conv's layout: pads, 
       read = "t = Transpose <perm = [0, 3, 1, 2]> (xt)\n        c = Conv (t, w)";
     }
     const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[)" + std::string(channels_last_input ? "1,9,9,4] xt" : "1,4,9,9] x") + R"(, float[20,4,1,1] w = )" + List(w) +
+      g (float[)" + std::string(channels_last_input ? "1,9,9,4] xt" : "1,4,9,9] x") + R"(, float[20,4,1,1] w = )" + test::FloatList(w) +
                              R"() => (float[1,20,5,5] y) {
         )" + read + R"(
         y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1> (c)

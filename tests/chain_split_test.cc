@@ -48,27 +48,6 @@ Tensor Input(std::vector<std::int64_t> dims, const std::function<float(std::size
   return t;
 }
 
-// Naive NCHW 3x3 convolution, stride 1, pad 1, no bias (one image), in double.
-std::vector<double> NaiveConv3x3(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels) {
-  const std::int64_t C = x.dims[1], H = x.dims[2], W = x.dims[3];
-  std::vector<double> y;
-  for (std::int64_t o = 0; o < out_channels; ++o)
-    for (std::int64_t h = 0; h < H; ++h)
-      for (std::int64_t v = 0; v < W; ++v) {
-        double acc = 0;
-        for (std::int64_t c = 0; c < C; ++c)
-          for (std::int64_t kh = 0; kh < 3; ++kh)
-            for (std::int64_t kw = 0; kw < 3; ++kw) {
-              std::int64_t ih = h - 1 + kh, iw = v - 1 + kw;
-              if (ih < 0 || iw < 0 || ih >= H || iw >= W) continue;
-              acc += static_cast<double>(w[static_cast<std::size_t>(((o * C + c) * 3 + kh) * 3 + kw)]) *
-                     x.data[static_cast<std::size_t>((c * H + ih) * W + iw)];
-            }
-        y.push_back(acc);
-      }
-  return y;
-}
-
 bool Slow(const ScheduleStep& s) {
   bool gemm_conv = (s.kind == "conv" || s.kind == "deconv") && s.impl.find("gemm") != std::string::npos;
   return s.impl.rfind("ref", 0) == 0 || gemm_conv;
@@ -102,7 +81,7 @@ TEST_CASE("a conv whose broadcast binary post-op needs a gemm kernel is split: j
   Tensor x = Input({1, C, H, H}, Ramp(7, 0.25f), "x");
   const double s[] = {2.0, 0.5, 1.0, -1.0}, t[] = {0.3, -0.1, 0.0, 0.2}, m[] = {0.05, -0.4, 0.0, 0.1};
   const double v[] = {0.25, 4.0, 1.0, 0.5};
-  std::vector<double> y = NaiveConv3x3(x, w, C);
+  std::vector<double> y = test::NaiveConv2d(x, w, C, 3, 1, 1);
   for (std::size_t i = 0; i < y.size(); ++i) {
     std::size_t c = i / static_cast<std::size_t>(H * H), hw = i % static_cast<std::size_t>(H * H);
     y[i] = std::max(0.0, (y[i] - m[c]) * s[c] / std::sqrt(v[c] + 0.001) + t[c] + k[hw]);
@@ -146,7 +125,7 @@ TEST_CASE("a split chain keeps a sum in place only when its tail does not read t
     })";
   Tensor x = Input({1, C, H, H}, Ramp(7, 0.25f), "x");
   Tensor z = Input({1, C, H, H}, Ramp(9, 0.2f), "z");
-  std::vector<double> y = NaiveConv3x3(x, w, C);
+  std::vector<double> y = test::NaiveConv2d(x, w, C, 3, 1, 1);
   for (std::size_t i = 0; i < y.size(); ++i) {
     double zz = std::max(0.0f, z.data[i]);
     y[i] = (std::max(0.0, y[i] + zz) + k[i % static_cast<std::size_t>(H * H)]) * zz;

@@ -14,6 +14,7 @@
 
 #include "onnxfuse/plan_file.h"
 #include "plan_check.h"
+#include "test_models.h"
 
 using namespace onnxfuse;
 using test::CheckBoth;
@@ -35,27 +36,16 @@ std::vector<float> Values(std::int64_t n, int salt) {
   return v;
 }
 
-std::string List(const std::vector<float>& v) {
-  std::ostringstream out;
-  out.precision(9);
-  out << "{";
-  for (std::size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
-  out << "}";
-  return out.str();
-}
-
 std::string DimsText(const Dims& d) {
   std::string s;
   for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
   return s;
 }
 
-Tensor Input(const std::string& name, Dims dims, int salt) {
-  Tensor t;
-  t.name = name;
-  t.dims = std::move(dims);
-  t.data = Values(t.NumElements(), salt);
-  return t;
+Tensor Input(const std::string& name, const Dims& dims, int salt) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) n *= d;
+  return test::TensorOf(name, dims, Values(n, salt));
 }
 
 }  // namespace
@@ -70,7 +60,7 @@ TEST_CASE("MatMul + bias + residual Add + Relu runs as our own GEMM on AVX2", "[
     const std::vector<float> w = Values(depth * cols, 3), bias = Values(cols, 4);
     const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
       g (float[2,25,)" + std::to_string(depth) + R"(] a, float[2,25,48] r, float[)" + std::to_string(depth) +
-                             R"(,48] w = )" + List(w) + R"(, float[48] bias = )" + List(bias) +
+                             R"(,48] w = )" + test::FloatList(w) + R"(, float[48] bias = )" + test::FloatList(bias) +
                              R"() => (float[2,25,48] y) {
         m = MatMul (a, w)
         s = Add (m, bias)
@@ -102,8 +92,8 @@ TEST_CASE("Gemm with transB, alpha, a bias C and Clip runs as our own GEMM on AV
     Tensor a = Input("a", {rows, depth}, 5);
     const std::vector<float> w = Values(cols * depth, 6), c = Values(cols, 7);
     const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[20,64] a, float[)" + DimsText({cols, depth}) + "] w = " + List(w) + R"(, float[)" +
-                             std::to_string(cols) + "] c = " + List(c) + R"(, float lo = {0.0}, float hi = {6.0}) => (float[)" + DimsText({rows, cols}) +
+      g (float[20,64] a, float[)" + DimsText({cols, depth}) + "] w = " + test::FloatList(w) + R"(, float[)" +
+                             std::to_string(cols) + "] c = " + test::FloatList(c) + R"(, float lo = {0.0}, float hi = {6.0}) => (float[)" + DimsText({rows, cols}) +
                              R"(] y) {
         m = Gemm <transB = 1, alpha = 0.5> (a, w, c)
         y = Clip (m, lo, hi)
@@ -130,7 +120,7 @@ TEST_CASE("MatMul + bias + Gelu (ONNX's Div, Erf, Add, Mul, Mul) is one chain: t
   Tensor a = Input("a", {rows, depth}, 8);
   const std::vector<float> w = Values(depth * cols, 9), bias = Values(cols, 10);
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[30,24] a, float[24,32] w = )" + List(w) + R"(, float[32] bias = )" + List(bias) +
+    g (float[30,24] a, float[24,32] w = )" + test::FloatList(w) + R"(, float[32] bias = )" + test::FloatList(bias) +
                            R"(, float root2 = {1.41421356}, float one = {1.0}, float half = {0.5}) => (float[30,32] y) {
       m = MatMul (a, w)
       x = Add (m, bias)
@@ -159,35 +149,7 @@ TEST_CASE("MatMul + bias + Gelu (ONNX's Div, Erf, Add, Mul, Mul) is one chain: t
 
 namespace {
 
-// y[o, p] = sum_{c, kh, kw} w[o, c, kh, kw] x[c, p's tap] (one image, NCHW), in double.
-std::vector<double> Conv2d(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels, std::int64_t k,
-                           std::int64_t stride, std::int64_t pad) {
-  const std::int64_t c_in = x.dims[1], h = x.dims[2], wd = x.dims[3];
-  const std::int64_t oh_n = (h + 2 * pad - k) / stride + 1, ow_n = (wd + 2 * pad - k) / stride + 1;
-  std::vector<double> y;
-  for (std::int64_t o = 0; o < out_channels; ++o)
-    for (std::int64_t oh = 0; oh < oh_n; ++oh)
-      for (std::int64_t ow = 0; ow < ow_n; ++ow) {
-        double sum = 0;
-        for (std::int64_t c = 0; c < c_in; ++c)
-          for (std::int64_t kh = 0; kh < k; ++kh)
-            for (std::int64_t kw = 0; kw < k; ++kw) {
-              const std::int64_t ih = oh * stride - pad + kh, iw = ow * stride - pad + kw;
-              if (ih < 0 || iw < 0 || ih >= h || iw >= wd) continue;
-              sum += static_cast<double>(w[static_cast<std::size_t>(((o * c_in + c) * k + kh) * k + kw)]) *
-                     x.data[static_cast<std::size_t>((c * h + ih) * wd + iw)];
-            }
-        y.push_back(sum);
-      }
-  return y;
-}
-
-Tensor AsTensor(const std::vector<double>& v, Dims dims) {
-  Tensor t;
-  t.dims = std::move(dims);
-  for (double e : v) t.data.push_back(static_cast<float>(e));
-  return t;
-}
+Tensor AsTensor(const std::vector<double>& v, Dims dims) { return test::TensorOf("", std::move(dims), {v.begin(), v.end()}); }
 
 }  // namespace
 
@@ -209,16 +171,16 @@ TEST_CASE("a convolution on a 7x7 channel-blocked map runs as our GEMM over its 
     const std::vector<float> w0 = Values(c * 16, 12), w1 = Values(out * c * 9, 13), b1 = Values(out, 14);
     const std::int64_t side = stride == 1 ? 7 : 4;
     const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[1,16,7,7] x, float[)" + DimsText({c, 16, 1, 1}) + "] w0 = " + List(w0) + ", float[" +
-                             DimsText({out, c, 3, 3}) + "] w1 = " + List(w1) + ", float[" + std::to_string(out) +
-                             "] b1 = " + List(b1) + ") => (float[" + DimsText({1, out, side, side}) + R"(] y) {
+      g (float[1,16,7,7] x, float[)" + DimsText({c, 16, 1, 1}) + "] w0 = " + test::FloatList(w0) + ", float[" +
+                             DimsText({out, c, 3, 3}) + "] w1 = " + test::FloatList(w1) + ", float[" + std::to_string(out) +
+                             "] b1 = " + test::FloatList(b1) + ") => (float[" + DimsText({1, out, side, side}) + R"(] y) {
         a = Conv (x, w0)
         )" + (residual ? "b = Conv <pads = [1, 1, 1, 1]> (a, w1, b1)\n        t = Add (b, a)\n        y = Relu (t)"
                        : "y = Conv <pads = [1, 1, 1, 1], strides = " + std::string(stride == 2 ? "[2, 2]" : "[1, 1]") +
                              "> (a, w1, b1)") + R"(
       })";
-    const Tensor a = AsTensor(Conv2d(x, w0, c, 1, 1, 0), {1, c, 7, 7});
-    std::vector<double> y = Conv2d(a, w1, out, 3, stride, 1);
+    const Tensor a = AsTensor(test::NaiveConv2d(x, w0, c, 1, 1, 0), {1, c, 7, 7});
+    std::vector<double> y = test::NaiveConv2d(a, w1, out, 3, stride, 1);
     for (std::size_t i = 0; i < y.size(); ++i) {
       y[i] += b1[i / static_cast<std::size_t>(side * side)];
       if (residual) y[i] = std::max(0.0, y[i] + a.data[i]);

@@ -41,21 +41,10 @@ std::vector<float> Values(std::int64_t n, int salt) {
   return v;
 }
 
-std::string List(const std::vector<float>& v) {
-  std::ostringstream out;
-  out.precision(9);
-  out << "{";
-  for (std::size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
-  out << "}";
-  return out.str();
-}
-
-Tensor Input(const std::string& name, Dims dims, int salt) {
-  Tensor t;
-  t.name = name;
-  t.dims = std::move(dims);
-  t.data = Values(t.NumElements(), salt);
-  return t;
+Tensor Input(const std::string& name, const Dims& dims, int salt) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) n *= d;
+  return test::TensorOf(name, dims, Values(n, salt));
 }
 
 // `x` [N, C, H, W] stored channels-last, as the graph input [N, H, W, C]
@@ -106,9 +95,9 @@ TEST_CASE("a 1x1 Conv on a 7x7 map with BatchNormalization, a residual Add and C
     y[k] = std::clamp((y[k] - mean[c]) * scale + beta[c] + r.data[k], 0.0, 6.0);
   }
   PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,7,7,40] xt, float[2,80,7,7] r, float[80,40,1,1] w = )" + List(w) + R"(, float[80] s = )" + List(gamma) +
-                              R"(, float[80] b = )" + List(beta) + R"(, float[80] m = )" + List(mean) +
-                              R"(, float[80] v = )" + List(var) + R"() => (float[2,80,7,7] y) {
+    g (float[2,7,7,40] xt, float[2,80,7,7] r, float[80,40,1,1] w = )" + test::FloatList(w) + R"(, float[80] s = )" + test::FloatList(gamma) +
+                              R"(, float[80] b = )" + test::FloatList(beta) + R"(, float[80] m = )" + test::FloatList(mean) +
+                              R"(, float[80] v = )" + test::FloatList(var) + R"() => (float[2,80,7,7] y) {
       x = Transpose <perm = [0, 3, 1, 2]> (xt)
       c = Conv (x, w)
       n = BatchNormalization (c, s, b, m, v)
@@ -149,8 +138,8 @@ TEST_CASE("pointwise steps in a row: HardSwish, a depthwise Conv between, Relu; 
   std::vector<double> y = Pointwise(d, w2, out);
   for (double& v : y) v = std::max(v, 0.0);
   PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,5,5,24] xt, float[48,24,1,1] w1 = )" + List(w1) + R"(, float[48,1,3,3] dw = )" + List(dw) +
-                              R"(, float[16,48,1,1] w2 = )" + List(w2) + R"() => (float[1,16,5,5] y) {
+    g (float[1,5,5,24] xt, float[48,24,1,1] w1 = )" + test::FloatList(w1) + R"(, float[48,1,3,3] dw = )" + test::FloatList(dw) +
+                              R"(, float[16,48,1,1] w2 = )" + test::FloatList(w2) + R"() => (float[1,16,5,5] y) {
       x = Transpose <perm = [0, 3, 1, 2]> (xt)
       c1 = Conv (x, w1)
       g1 = HardSigmoid <alpha = 0.16666667, beta = 0.5> (c1)
@@ -170,7 +159,7 @@ TEST_CASE("a 1x1 Conv on a map of more than 256 pixels stays on oneDNN", "[point
   const std::vector<float> w = Values(32 * 16, 12);
   std::vector<double> y = Pointwise(x, w, 32);
   PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,17,17,16] xt, float[32,16,1,1] w = )" + List(w) + R"() => (float[1,32,17,17] y) {
+    g (float[1,17,17,16] xt, float[32,16,1,1] w = )" + test::FloatList(w) + R"() => (float[1,32,17,17] y) {
       x = Transpose <perm = [0, 3, 1, 2]> (xt)
       y = Conv (x, w)
     })",

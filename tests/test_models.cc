@@ -1,5 +1,6 @@
 #include "test_models.h"
 
+#include <sstream>
 #include <stdexcept>
 
 #include <onnx/defs/parser.h>
@@ -51,6 +52,45 @@ NodeId NodeNamed(const Graph& graph, const std::string& name) {
   for (NodeId id = 0; id < graph.num_nodes(); ++id)
     if (graph.node(id).name == name) return id;
   throw std::runtime_error("no node named " + name);
+}
+
+Tensor TensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<float> data) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dims = std::move(dims);
+  t.data = std::move(data);
+  return t;
+}
+
+std::vector<double> NaiveConv2d(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels,
+                                std::int64_t k, std::int64_t stride, std::int64_t pad) {
+  const std::int64_t c_in = x.dims[1], h = x.dims[2], wd = x.dims[3];
+  const std::int64_t oh_n = (h + 2 * pad - k) / stride + 1, ow_n = (wd + 2 * pad - k) / stride + 1;
+  std::vector<double> y;
+  for (std::int64_t o = 0; o < out_channels; ++o)
+    for (std::int64_t oh = 0; oh < oh_n; ++oh)
+      for (std::int64_t ow = 0; ow < ow_n; ++ow) {
+        double sum = 0;
+        for (std::int64_t c = 0; c < c_in; ++c)
+          for (std::int64_t kh = 0; kh < k; ++kh)
+            for (std::int64_t kw = 0; kw < k; ++kw) {
+              const std::int64_t ih = oh * stride - pad + kh, iw = ow * stride - pad + kw;
+              if (ih < 0 || iw < 0 || ih >= h || iw >= wd) continue;
+              sum += static_cast<double>(w[static_cast<std::size_t>(((o * c_in + c) * k + kh) * k + kw)]) *
+                     x.data[static_cast<std::size_t>((c * h + ih) * wd + iw)];
+            }
+        y.push_back(sum);
+      }
+  return y;
+}
+
+std::string FloatList(const std::vector<float>& values) {
+  std::ostringstream out;
+  out.precision(9);
+  out << "{";
+  for (std::size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  out << "}";
+  return out.str();
 }
 
 }  // namespace onnxfuse::test

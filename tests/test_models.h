@@ -2,11 +2,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
 #include "onnxfuse/graph.h"
 #include "onnxfuse/loader.h"
+#include "onnxfuse/tensor_io.h"
 
 namespace onnxfuse::test {
 
@@ -26,5 +28,17 @@ Graph GraphFromText(const std::string& text, const LoadOptions& options = {});
 
 /// The node named `name`; fails the test when absent.
 NodeId NodeNamed(const Graph& graph, const std::string& name);
+
+/// A tensor named `name` of `dims` holding `data`.
+Tensor TensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<float> data);
+
+/// The convolution of one NCHW image x by w [out_channels, C, k, k] (no
+/// bias), square stride and pads, in double: y [out_channels, oh, ow] flat.
+std::vector<double> NaiveConv2d(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels,
+                                std::int64_t k, std::int64_t stride, std::int64_t pad);
+
+/// "{a, b, c}": `values` as an initializer's data in ONNX text syntax, each
+/// with 9 significant digits (a float exactly).
+std::string FloatList(const std::vector<float>& values);
 
 }  // namespace onnxfuse::test
