@@ -3,9 +3,12 @@
 // oneDNN 2.6's jit:avx2 max pooling takes 0.5-0.75 ms on one core of an AVX2
 // Zen 3 for GoogLeNet's 3x3 poolings (64 channels at 112x112, stride 2;
 // 192-256 channels at 28x28, stride 1): some 8x the time of its 9 vmaxps per
-// output vector, and 12% of GoogLeNet's inference. Here each output vector is
-// the max of its window's input vectors, read where the window overlaps the
-// image (ONNX MaxPool: padding never wins).
+// output vector, and 12% of GoogLeNet's inference. Max is associative, so
+// here the window is taken separably: per output row, the max over the
+// window's input rows of every column, then per output the max over its
+// window's columns of those (a 3x3 window at stride 1: 4 vector maxima per
+// output, not 8), reading only where the window overlaps the image (ONNX
+// MaxPool: padding never wins). GoogLeNet's 14 poolings: 3.4 -> 0.96 ms.
 //
 // Layout: `planes` planes of [height][width][lanes] floats. nChw8c / nChw16c
 // is images x channel blocks planes of 8 / 16 lanes; nhwc one plane per image
