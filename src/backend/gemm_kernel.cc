@@ -216,34 +216,37 @@ void Columns(const float* a, const float* w, const float* bias, const float* add
   // Depth blocks start at multiples of 8: PackConvRowsBlocked's channel blocks.
   const std::int64_t kc_max = ((s.depth + blocks - 1) / blocks + 7) / 8 * 8;
   packed.resize(static_cast<std::size_t>((kBlockRows + kMicroRows - 1) / kMicroRows * kMicroRows * kc_max + 2));
+  // Whole 8-channel blocks: then depth is a multiple of 8, and so is every kc.
   const bool blocked_rows = layout.conv && layout.conv->channels % 8 == 0;
   const bool add_first = !epilogue.empty() && epilogue[0].kind == PointwiseOp::Kind::kAdd;
+  Tile tile;  // what every tile shares; the rest is set per tile
+  tile.row_stride = layout.blocked_c ? 8 : s.cols;
+  tile.vector_stride = layout.blocked_c ? 8 * s.rows : 8;
+  tile.ops = epilogue.data() + (add_first ? 1 : 0);
+  tile.op_count = epilogue.size() - (add_first ? 1 : 0);
   for (std::int64_t k0 = 0; k0 < s.depth; k0 += kc_max) {
     const std::int64_t kc = std::min(kc_max, s.depth - k0);
     for (std::int64_t m0 = 0; m0 < s.rows; m0 += kBlockRows) {
       const std::int64_t mc = std::min(kBlockRows, s.rows - m0);
-      if (blocked_rows && kc % 8 == 0) PackConvRowsBlocked(a, *layout.conv, m0, mc, k0, kc, packed.data());
+      if (blocked_rows) PackConvRowsBlocked(a, *layout.conv, m0, mc, k0, kc, packed.data());
       else if (layout.conv) PackConvRows(a, *layout.conv, m0, mc, k0, kc, packed.data());
       else PackRows(a, s.depth, m0, mc, k0, kc, packed.data());
       for (std::int64_t n0 = n_begin; n0 < n_end; n0 += kGemmPanel) {
         const float* panel = w + n0 * s.depth + k0 * kGemmPanel;
         // The next slice: the next panel's, or the next depth block's first.
         Prefetch prefetch;
-        if (n0 + kGemmPanel < n_end) prefetch.next = reinterpret_cast<const char*>(panel + kGemmPanel * s.depth);
-        else if (k0 + kc < s.depth) prefetch.next = reinterpret_cast<const char*>(w + n_begin * s.depth + (k0 + kc) * kGemmPanel);
+        const float* next = n0 + kGemmPanel < n_end ? panel + kGemmPanel * s.depth
+                            : k0 + kc < s.depth     ? w + n_begin * s.depth + (k0 + kc) * kGemmPanel
+                                                    : nullptr;
+        prefetch.next = reinterpret_cast<const char*>(next);
         if (prefetch.next) prefetch.end = prefetch.next + kc * kGemmPanel * static_cast<std::int64_t>(sizeof(float));
         for (std::int64_t m = 0; m < mc; m += kMicroRows) {
           const std::int64_t row = m0 + m;
           // The tile's first element: row `row`, column n0.
           const std::int64_t at = layout.blocked_c ? n0 * s.rows + row * 8 : row * s.cols + n0;
-          Tile tile;
-          tile.row_stride = layout.blocked_c ? 8 : s.cols;
-          tile.vector_stride = layout.blocked_c ? 8 * s.rows : 8;
           tile.first = k0 == 0, tile.last = k0 + kc == s.depth;
           tile.bias = bias ? bias + n0 : nullptr;
           tile.addend = add_first ? addend + at : nullptr;
-          tile.ops = epilogue.data() + (add_first ? 1 : 0);
-          tile.op_count = epilogue.size() - (add_first ? 1 : 0);
           MicroRows(static_cast<int>(std::min<std::int64_t>(kMicroRows, mc - m)), packed.data() + m * kc, panel, kc,
                     c + at, tile, prefetch);
         }

@@ -234,6 +234,12 @@ bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& 
 /// nullopt when one is not among Relu, Clip, a linear map, HardSwish and a
 /// residual Add (lower_pointwise.cc).
 std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const PostOp** sum);
+/// The destination of one of our kernels that adds the residual of `sum`
+/// (nullptr: none) itself: `addend` set to the residual in `dst_md`, and the
+/// result in place over it when nothing reads it later and it is not `src`,
+/// else (and without a residual) a new buffer (lower_pointwise.cc).
+Act ResidualDestination(Builder& b, const Node& node, const PostOp* sum, const Arg& src, const Dims& out,
+                        const dnnl::memory::desc& dst_md, std::optional<Arg>& addend);
 /// A product of a run-time operand `input` (read as [rows, depth] row-major)
 /// and constant weights (`weights`, `weights_md` a view of dims [depth,
 /// cols]) into `out` (cols its last dim, rows the product of the others), its

@@ -48,15 +48,6 @@ std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const
   return epilogue;
 }
 
-// The residual of `sum` (or none) and the destination: in place over the
-// residual when nothing reads it later, else a new buffer.
-Act GemmDestination(Builder& b, const Node& node, const PostOp* sum, const Arg& src, const Dims& out,
-                    const memory::desc& dst_md, std::optional<Arg>& addend) {
-  if (!sum) return b.NewAct(out, dst_md);
-  addend = b.Use(sum->operand, dst_md, node);
-  return b.DeadNow(addend->slot) && addend->slot != src.slot ? Act{addend->slot, dst_md, out} : b.NewAct(out, dst_md);
-}
-
 // Emits the GEMM step: arguments a, c, packed weights, then the bias and the
 // residual if any.
 void EmitGemmStep(Builder& b, const std::string& kind, const std::string& label, const Arg& src, const Act& dst,
@@ -71,7 +62,8 @@ void EmitGemmStep(Builder& b, const std::string& kind, const std::string& label,
   b.EmitCustom(
       kind, label, std::move(args),
       [shape, ops = std::move(epilogue), bias_index, addend_index, conv](const std::vector<void*>& data) {
-        const auto* bias_data = bias_index >= 0 ? static_cast<const float*>(data[static_cast<std::size_t>(bias_index)]) : nullptr;
+        const auto* bias_data =
+            bias_index >= 0 ? static_cast<const float*>(data[static_cast<std::size_t>(bias_index)]) : nullptr;
         const auto* addend_data = static_cast<std::size_t>(addend_index) < data.size()
                                       ? static_cast<const float*>(data[static_cast<std::size_t>(addend_index)])
                                       : nullptr;
@@ -114,7 +106,7 @@ bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& o
   if (!bias.empty()) bias_mem = BiasMemory(b, chain.anchor, bias);
   Arg src = b.Use(input, PlainDesc({rows, depth}), node);
   std::optional<Arg> addend;
-  const Act dst = GemmDestination(b, node, sum, src, out, PlainDesc(out), addend);
+  const Act dst = ResidualDestination(b, node, sum, src, out, PlainDesc(out), addend);
   EmitGemmStep(b, "matmul", ChainLabel(b, chain_in), src, dst, packed, bias_mem, addend, {rows, depth, cols},
                std::move(*epilogue));
   b.SetAct(chain.out, dst);
@@ -145,7 +137,7 @@ bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w
   const memory::desc dst_md = ChannelBlockedDesc(out, 8);
   const Arg src = b.UseAsIs(input, node);
   std::optional<Arg> addend;
-  const Act dst = GemmDestination(b, node, sum, src, out, dst_md, addend);
+  const Act dst = ResidualDestination(b, node, sum, src, out, dst_md, addend);
   GemmConvRows conv;
   conv.channels = channels, conv.in_h = x.dims[2], conv.in_w = x.dims[3], conv.out_w = out[3];
   conv.kernel_h = w.dims[2], conv.kernel_w = w.dims[3];

@@ -65,6 +65,13 @@ std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const Pos
   return ops;
 }
 
+Act ResidualDestination(Builder& b, const Node& node, const PostOp* sum, const Arg& src, const Dims& out,
+                        const memory::desc& dst_md, std::optional<Arg>& addend) {
+  if (!sum) return b.NewAct(out, dst_md);
+  addend = b.Use(sum->operand, dst_md, node);
+  return b.DeadNow(addend->slot) && addend->slot != src.slot ? Act{addend->slot, dst_md, out} : b.NewAct(out, dst_md);
+}
+
 bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
                    const ConvGeometry& geometry) {
   const Node& node = b.graph.node(chain.anchor);
@@ -87,13 +94,7 @@ bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& 
   Arg src = b.Use(input, ChannelsLastDesc(x), node);
   // Arguments: x, y, weights, bias, and the residual (read by kAdd) if any.
   std::optional<Arg> addend;
-  Act dst;
-  if (sum) {  // the residual: y in place over it when nothing reads it later, else read from its own buffer
-    addend = b.Use(sum->operand, dst_md, node);
-    dst = b.DeadNow(addend->slot) && addend->slot != src.slot ? Act{addend->slot, dst_md, out} : b.NewAct(out, dst_md);
-  } else {
-    dst = b.NewAct(out, dst_md);
-  }
+  const Act dst = ResidualDestination(b, node, sum, src, out, dst_md, addend);
   std::vector<std::pair<int, Arg>> args = {{0, src},
                                            {1, Arg{dst.slot, dst_md, {}}},
                                            {2, Arg{-1, weights.get_desc(), weights}},

@@ -82,7 +82,9 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPool2d(cons
   const std::int64_t rows = s.planes * s.out_h, plane_size = s.in_h * s.in_w * s.lanes;
 #pragma omp parallel if (rows * s.out_w * s.lanes > 16384)
   {
-    std::vector<float> column(static_cast<std::size_t>(s.in_w * s.lanes));  // per thread: one row of column maxima
+    // Per thread, kept across calls (no allocation per pooling): one row of column maxima.
+    thread_local std::vector<float> column;
+    column.resize(static_cast<std::size_t>(s.in_w * s.lanes));
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* plane = src + r / s.out_h * plane_size;

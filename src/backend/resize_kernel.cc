@@ -113,8 +113,10 @@ namespace {
 // dst [outer, axis.out, inner] from src [outer, axis.in, inner], one output row
 // (inner contiguous floats) at a time. Cloned per ISA with its OpenMP region
 // inside, so the outlined region is vectorized for the CPU too.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ResampleAxis(const float* src, float* dst, std::int64_t outer, std::int64_t inner, const AxisSamples& axis,
-                  float extrapolation_value) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ResampleAxis(const float* src, float* dst,
+                                                                               std::int64_t outer, std::int64_t inner,
+                                                                               const AxisSamples& axis,
+                                                                               float extrapolation_value) {
   const std::int64_t rows = outer * axis.out;
 #pragma omp parallel for schedule(static) if (rows * inner > 4096)
   for (std::int64_t row = 0; row < rows; ++row) {
