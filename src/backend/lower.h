@@ -289,10 +289,25 @@ void EmitClip(Builder& b, NodeId node);
 /// Softmax and LogSoftmax (softmax_forward, logsoftmax_forward) over a plain
 /// buffer; before opset 13 over the input coerced to 2-D at `axis`.
 void EmitSoftmax(Builder& b, NodeId node);
-/// Concat as a concat primitive; fused, Concat -> BatchNormalization (-> Relu)
-/// on channels-last sources as one pass that writes only the normalized result
-/// (lower_concat.cc).
+/// Concat as a concat primitive or memcpy runs; fused, Concat ->
+/// BatchNormalization (-> Relu) as TryConcatNorm's one pass, or deferred for
+/// readers that take its parts (lower_concat.cc).
 void EmitConcat(Builder& b, NodeId node);
+/// The non-empty parts of a Concat along channels (axis 1) of run-time
+/// tensors that agree on every other dim, and the concatenation's dims.
+struct ChannelParts {
+  std::vector<ValueId> values;
+  Dims out;
+};
+/// `node`'s ChannelParts; nullopt for any other Concat (lower_concat.cc).
+std::optional<ChannelParts> ChannelPartsOf(const Builder& b, const Node& node);
+/// Concat (`node`, along channels) whose only reader is an inference
+/// BatchNormalization with constant parameters, optionally followed by its
+/// only reader Relu, on channels-last or channel-blocked sources: one custom
+/// kernel writing the normalized result, channel-blocked when the parts are
+/// and start at block boundaries, else channels-last. False (nothing
+/// emitted) when the pattern or the layouts do not match (lower_concat_norm.cc).
+bool TryConcatNorm(Builder& b, const Node& node);
 /// A Conv chain reading a deferred concat (Builder::deferred_concats): one
 /// convolution per concatenated part with that part's slice of the weights,
 /// accumulating (`sum` post-op) into one destination, the last one with the
