@@ -1336,6 +1336,50 @@ TEST_CASE("SpaceToDepth then DepthToSpace (DCR) give the input back, one reorder
   CHECK(s.data[static_cast<std::size_t>(((1 * 2 + 0) * 3 + 2) * 6 + 1 * 3 + 2)] == x.data[2 * 24 + 3 * 6 + 4]);
 }
 
+TEST_CASE("GlobalAveragePool after a Conv runs our own kernel in the Conv's layout: two images, padded channels",
+          "[backend_ops]") {
+  // A 1x1 Conv of x [2,4,9,9] to 20 channels (blocked: padded to the block;
+  // or, reading a channels-last input, channels-last: 20 lanes, not a vector
+  // multiple), then GlobalAveragePool over 81 pixels (not a multiple of the
+  // four rows summed at once). Against a double loop.
+  const std::int64_t images = 2, cin = 4, c = 20, side = 9, pixels = side * side;
+  const std::vector<float> w = Floats(static_cast<std::size_t>(c * cin), 0.5f, 11);
+  Tensor x = Make({images, cin, side, side}, Wave);
+  std::vector<double> y;
+  for (std::int64_t n = 0; n < images; ++n)
+    for (std::int64_t o = 0; o < c; ++o) {
+      double sum = 0;
+      for (std::int64_t p = 0; p < pixels; ++p)
+        for (std::int64_t i = 0; i < cin; ++i)
+          sum += static_cast<double>(w[static_cast<std::size_t>(o * cin + i)]) *
+                 x.data[static_cast<std::size_t>((n * cin + i) * pixels + p)];
+      y.push_back(sum / static_cast<double>(pixels));
+    }
+  for (bool channels_last_input : {false, true}) {
+    INFO((channels_last_input ? "channels-last input" : "planar input"));
+    Tensor input = x;
+    std::string read = "c = Conv (x, w)";
+    if (channels_last_input) {  // x given as [2, 9, 9, 4], read through a Transpose
+      input.name = "xt", input.dims = {images, side, side, cin};
+      for (std::int64_t n = 0; n < images; ++n)
+        for (std::int64_t p = 0; p < pixels; ++p)
+          for (std::int64_t i = 0; i < cin; ++i)
+            input.data[static_cast<std::size_t>((n * pixels + p) * cin + i)] =
+                x.data[static_cast<std::size_t>((n * cin + i) * pixels + p)];
+      read = "t = Transpose <perm = [0, 3, 1, 2]> (xt)\n        c = Conv (t, w)";
+    }
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[)" + std::string(channels_last_input ? "2,9,9,4] xt" : "2,4,9,9] x") + R"(, float[20,4,1,1] w = )" + test::FloatList(w) +
+                             R"() => (float[2,20,1,1] y) {
+        )" + read + R"(
+        y = GlobalAveragePool (c)
+      })";
+    PlanRun fused = CheckBoth(text, {input}, y, 1e-5);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsContaining(fused, "onnxfuse:global_average_pool") == 1);
+  }
+}
+
 TEST_CASE("MaxPool after a Conv runs our own kernel in the Conv's layout: pads, strides, ceil_mode, padded channels",
           "[backend_ops]") {
   // A 1x1 Conv of x [1,4,9,9] to 20 channels (blocked: padded to the block;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "activation_kernels.h"
 #include "attrs.h"
 #include "host_eval.h"
 #include "lower.h"
@@ -277,6 +278,26 @@ std::optional<Act> EmitOwnMaxPool(Builder& b, const Arg& src, const Dims& in, co
   return dst;
 }
 
+// A GlobalAveragePool of `src` (dims `in`) in a channel-blocked or
+// channels-last layout as our own kernel (ChannelMeans), its result plain
+// [N, C, 1, 1]; nullopt (nothing emitted) for other layouts.
+std::optional<Act> EmitOwnGlobalAveragePool(Builder& b, const Arg& src, const Dims& in, const Dims& out,
+                                            const std::string& label) {
+  if (in.size() != 4) return std::nullopt;
+  const std::optional<ChannelVectors> vectors = ChannelVectorsOf(src.md, in);
+  if (!vectors) return std::nullopt;
+  const memory::desc dst_md = PlainDesc(out);
+  const Act dst = b.NewAct(out, dst_md);
+  const std::int64_t images = in[0], channels = in[1], rows = in[2] * in[3];
+  b.EmitCustom("pooling", label, {{0, src}, {1, Arg{dst.slot, dst_md, {}}}},
+               [images, channels, rows, vectors = *vectors](const std::vector<void*>& data) {
+                 ChannelMeans(static_cast<const float*>(data[0]), images, vectors.blocks, rows, vectors.lanes, channels,
+                              static_cast<float*>(data[1]));
+               },
+               dst_md, "onnxfuse:global_average_pool");
+  return dst;
+}
+
 }  // namespace
 
 void EmitPool(Builder& b, NodeId id) {
@@ -326,6 +347,8 @@ void EmitPool(Builder& b, NodeId id) {
     dims[1] = in[1];
     if (b.fuse && alg == algorithm::pooling_max)
       if (auto dst = EmitOwnMaxPool(b, src, in, dims, kernel, strides, dilations, pl, label)) return *dst;
+    if (b.fuse && op == "GlobalAveragePool")
+      if (auto dst = EmitOwnGlobalAveragePool(b, src, in, dims, label)) return *dst;
     auto dst_md = b.fuse ? AnyDesc(dims) : PlainDesc(dims);
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src.md, dst_md, strides, kernel, dil,
                                         pl, pr);
