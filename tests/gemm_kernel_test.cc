@@ -192,3 +192,41 @@ TEST_CASE("a convolution on a 7x7 channel-blocked map runs as our GEMM over its 
           (HaveGemmKernel() && blocked && out >= 64 ? 1 : 0));
   }
 }
+
+TEST_CASE("a squeeze-and-excitation gate before a GEMM convolution scales the rows as they are packed", "[gemm]") {
+  // x [1, 16, 7, 7] -> a = Conv 1x1 (16 -> C): oneDNN's, nChw8c on AVX2;
+  // the gate s = Sigmoid(GlobalAveragePool(a)) [1, C, 1, 1]; m = a * s; y =
+  // Conv 1x1 (m) into 64 channels. Its weights (64 C) outnumber a (49 C), so
+  // on oneDNN s would be a pass over a; the GEMM multiplies each channel by s
+  // as it packs the rows instead: no step of its own. C = 64 packs by vectors;
+  // C = 20 (padded to 24 in a) element by element.
+  for (const std::int64_t c : {64, 20}) {
+    INFO("C " << c);
+    const std::int64_t out = 64;
+    Tensor x = Input("x", {1, 16, 7, 7}, 21);
+    const std::vector<float> w0 = Values(c * 16, 23), w1 = Values(out * c, 24);
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,16,7,7] x, float[)" + DimsText({c, 16, 1, 1}) + "] w0 = " + test::FloatList(w0) + ", float[" +
+                             DimsText({out, c, 1, 1}) + "] w1 = " + test::FloatList(w1) + R"() => (float[1,64,7,7] y) {
+        a = Conv (x, w0)
+        p = GlobalAveragePool (a)
+        s = Sigmoid (p)
+        m = Mul (a, s)
+        y = Conv (m, w1)
+      })";
+    Tensor a = AsTensor(test::NaiveConv2d(x, w0, c, 1, 1, 0), {1, c, 7, 7});
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      double mean = 0;
+      for (std::int64_t i = 0; i < 49; ++i) mean += a.data[static_cast<std::size_t>(ch * 49 + i)] / 49.0;
+      const double gate = 1.0 / (1.0 + std::exp(-mean));
+      for (std::int64_t i = 0; i < 49; ++i) a.data[static_cast<std::size_t>(ch * 49 + i)] *= static_cast<float>(gate);
+    }
+    const std::vector<double> y = test::NaiveConv2d(a, w1, out, 1, 1, 0);
+    PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
+    INFO(test::StepList(fused));
+    const bool gemm = HaveGemmKernel() && StepsContaining(fused, "conv Conv_0 jit_1x1:avx2 aBcd8b") == 1;
+    CHECK(StepsContaining(fused, "onnxfuse:gemm aBcd8b") == (gemm ? 1 : 0));
+    // Elsewhere s is a step of its own: on the weights or on a.
+    CHECK(StepsContaining(fused, "Mul") == (gemm ? 0 : 1));
+  }
+}

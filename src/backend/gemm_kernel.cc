@@ -169,11 +169,12 @@ __attribute__((target("avx2"))) void PackConvRowsBlocked(const float* x, const G
       const std::int64_t tap = k / s.channels, block = (k % s.channels) / 8;
       const std::int64_t kh = tap / s.kernel_w, kw = tap % s.kernel_w;
       __m256 v[8];
+      const __m256 scale = s.channel_scale ? _mm256_loadu_ps(s.channel_scale + block * 8) : _mm256_set1_ps(1.0f);
       for (std::int64_t r = 0; r < kMicroRows; ++r) {
         const std::int64_t ih = oh[r] * s.stride_h - s.pad_top + kh, iw = ow[r] * s.stride_w - s.pad_left + kw;
         v[r] = ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w
                    ? _mm256_setzero_ps()
-                   : _mm256_loadu_ps(x + block * plane + (ih * s.in_w + iw) * 8);
+                   : _mm256_mul_ps(_mm256_loadu_ps(x + block * plane + (ih * s.in_w + iw) * 8), scale);
       }
       v[6] = v[7] = _mm256_setzero_ps();
       Transpose8x8(v);
@@ -200,7 +201,8 @@ void PackConvRows(const float* x, const GemmConvRows& s, std::int64_t m0, std::i
           for (std::int64_t j = 0; j < n; ++j) d[j * kMicroRows] = 0.0f;
         } else {
           const float* pixel = x + (ih * s.in_w + iw) * 8;
-          for (std::int64_t j = 0; j < n; ++j) d[j * kMicroRows] = pixel[((c + j) >> 3) * plane + ((c + j) & 7)];
+          for (std::int64_t j = 0; j < n; ++j)
+            d[j * kMicroRows] = pixel[((c + j) >> 3) * plane + ((c + j) & 7)] * (s.channel_scale ? s.channel_scale[c + j] : 1.0f);
         }
         k += n;
       }

@@ -257,6 +257,11 @@ bool EmitOwnGemm(Builder& b, const Chain& chain, ValueId input, const Dims& out,
 /// emitting nothing, otherwise (lower_gemm.cc).
 bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
                   const ConvGeometry& geometry);
+/// Whether Conv `conv` of `x` (weights dims `w`, `geometry` its ConvGeometryOf)
+/// has the shape and layout EmitConvGemm takes; its post-ops are not checked.
+/// When `x` is that of a deferred x * s, EmitConvGemm scales its channels as it
+/// packs the rows (GemmConvRows::channel_scale).
+bool ConvFitsGemm(const Builder& b, const Node& conv, const Act& x, const Dims& w, const ConvGeometry& geometry);
 /// After lowering: each PointwiseConv step prefetches the first weight panel
 /// of the next one when it comes soon after (lower_pointwise.cc).
 void LinkPointwise(Builder& b);
@@ -332,11 +337,14 @@ void PoolConcatParts(Builder& b, const Node& node, const std::function<Act(const
 bool TrySqueezeExcite(Builder& b, NodeId fc1);
 /// Squeeze-and-excitation's x * s (s: [1, C, 1, 1] computed at run time, x
 /// [1, C, ...]) read only by a group-1 Conv with constant weights no larger
-/// than x: recorded in Builder::deferred_scales instead of lowered, its uses
+/// than x, or that ConvFitsGemm: recorded in Builder::deferred_scales instead of lowered, its uses
 /// not consumed; false, with nothing done, otherwise (lower_channel_scale.cc).
 bool DeferChannelScale(Builder& b, NodeId mul);
 /// The unscaled x of a deferred x * s (`v` itself when `v` is not deferred).
 ValueId ScaledInput(const Builder& b, ValueId v);
+/// For the reader of deferred `v` = x * s: consumes the Mul and returns s as
+/// a plain [C] argument, for the reader to scale x's channels by.
+Arg TakeChannelScale(Builder& b, ValueId v);
 /// For the convolution reading deferred `v` = x * s with packed `weights`
 /// ([O, C, k...] in any layout): emits the kernel writing the weights times
 /// s[c] (per input channel c) into a new arena buffer, consumes the Mul and

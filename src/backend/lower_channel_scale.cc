@@ -93,7 +93,10 @@ bool DeferChannelScale(Builder& b, NodeId id) {
   const Dims& x = b.ActOf(mul.inputs[static_cast<std::size_t>(1 - gate)], mul).dims;
   const Dims w = b.DimsOfValue(conv->inputs[1], *conv);
   if (w.size() != x.size() || w[1] != x[1]) return false;
-  if (Product(w) > Product(x)) return false;  // scaling the weights would move more data than scaling x
+  // Scaling weights larger than x would move more data than scaling x; our
+  // GEMM convolution scales x's channels as it packs them, at no cost.
+  const Act& input = b.ActOf(mul.inputs[static_cast<std::size_t>(1 - gate)], mul);
+  if (Product(w) > Product(x) && !ConvFitsGemm(b, *conv, input, w, ConvGeometryOf(b, *conv, x, w))) return false;
   b.deferred_scales[mul.outputs[0]] = id;
   return true;
 }
@@ -105,10 +108,17 @@ ValueId ScaledInput(const Builder& b, ValueId v) {
   return mul.inputs[static_cast<std::size_t>(1 - GateInput(b, mul))];
 }
 
-Arg EmitScaledWeights(Builder& b, ValueId v, const memory& weights, const std::string& label) {
+Arg TakeChannelScale(Builder& b, ValueId v) {
   const Node& mul = b.graph.node(b.deferred_scales.at(v));
   const Arg gate = b.UsePlain(mul.inputs[static_cast<std::size_t>(GateInput(b, mul))], mul);
   b.deferred_scales.erase(v);
+  b.Consume(mul);
+  return gate;
+}
+
+Arg EmitScaledWeights(Builder& b, ValueId v, const memory& weights, const std::string& label) {
+  const Node& mul = b.graph.node(b.deferred_scales.at(v));
+  const Arg gate = TakeChannelScale(b, v);
   const memory::desc md = weights.get_desc();
   std::vector<ChannelRun> runs = ChannelRunsOf(b, md);
   const auto total = static_cast<std::int64_t>(md.get_size() / sizeof(float));
@@ -119,7 +129,6 @@ Arg EmitScaledWeights(Builder& b, ValueId v, const memory& weights, const std::s
   };
   b.EmitCustom("channel_scale", mul.name + " (on the weights of " + label + ")",
                {{0, Arg{-1, md, weights}}, {1, gate}, {2, Arg{scaled.slot, md, {}}}}, std::move(kernel), md);
-  b.Consume(mul);
   return Arg{scaled.slot, md, {}};
 }
 

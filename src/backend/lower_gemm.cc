@@ -48,27 +48,38 @@ std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const
   return epilogue;
 }
 
-// Emits the GEMM step: arguments a, c, packed weights, then the bias and the
-// residual if any.
+// Emits the GEMM step: arguments a, c, packed weights, then those present of
+// the bias, the residual and (a convolution's) the channel scale.
 void EmitGemmStep(Builder& b, const std::string& kind, const std::string& label, const Arg& src, const Act& dst,
                   const memory& packed, const std::optional<memory>& bias, const std::optional<Arg>& addend,
                   const GemmShape& shape, std::vector<PointwiseOp> epilogue,
-                  const std::optional<GemmConvRows>& conv = std::nullopt) {
+                  const std::optional<GemmConvRows>& conv = std::nullopt,
+                  const std::optional<Arg>& channel_scale = std::nullopt) {
   std::vector<std::pair<int, Arg>> args = {
       {0, src}, {1, Arg{dst.slot, dst.md, {}}}, {2, Arg{-1, packed.get_desc(), packed}}};
-  const int bias_index = bias ? 3 : -1, addend_index = bias ? 4 : 3;
-  if (bias) args.push_back({3, Arg{-1, bias->get_desc(), *bias}});
-  if (addend) args.push_back({addend_index, *addend});
+  // Optional arguments: each at the next index, -1 when absent.
+  int next = 3;
+  auto optional = [&](const std::optional<Arg>& arg) {
+    if (!arg) return -1;
+    args.push_back({next, *arg});
+    return next++;
+  };
+  const int bias_index = optional(bias ? std::optional<Arg>(Arg{-1, bias->get_desc(), *bias}) : std::nullopt);
+  const int addend_index = optional(addend), scale_index = optional(channel_scale);
   b.EmitCustom(
       kind, label, std::move(args),
-      [shape, ops = std::move(epilogue), bias_index, addend_index, conv](const std::vector<void*>& data) {
-        const auto* bias_data =
-            bias_index >= 0 ? static_cast<const float*>(data[static_cast<std::size_t>(bias_index)]) : nullptr;
-        const auto* addend_data = static_cast<std::size_t>(addend_index) < data.size()
-                                      ? static_cast<const float*>(data[static_cast<std::size_t>(addend_index)])
-                                      : nullptr;
+      [shape, ops = std::move(epilogue), bias_index, addend_index, scale_index, conv](const std::vector<void*>& data) {
+        auto at = [&](int index) {
+          return index >= 0 ? static_cast<const float*>(data[static_cast<std::size_t>(index)]) : nullptr;
+        };
+        const float *bias_data = at(bias_index), *addend_data = at(addend_index);
         GemmLayout layout;
-        if (conv) layout.conv = &*conv, layout.blocked_c = true;
+        GemmConvRows rows;
+        if (conv) {
+          rows = *conv;
+          rows.channel_scale = at(scale_index);
+          layout.conv = &rows, layout.blocked_c = true;
+        }
         Gemm(static_cast<const float*>(data[0]), static_cast<const float*>(data[2]), bias_data, addend_data,
              static_cast<float*>(data[1]), shape, ops, layout);
       },
@@ -113,18 +124,24 @@ bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& o
   return true;
 }
 
+bool ConvFitsGemm(const Builder& b, const Node& conv, const Act& x, const Dims& w, const ConvGeometry& geometry) {
+  if (!b.fuse || !HaveGemm() || x.dims.size() != 4 || x.dims[0] != 1 || w.size() != 4) return false;
+  const std::int64_t out_channels = w[0], pixels = geometry.out[2] * geometry.out[3];
+  if (AttrInt(conv, "group", 1) != 1 || out_channels % kGemmPanel != 0 || out_channels < kMinConvColumns ||
+      pixels > kMaxConvRows)
+    return false;
+  if (std::any_of(geometry.dil.begin(), geometry.dil.end(), [](std::int64_t d) { return d != 0; })) return false;
+  return ChannelBlockOf(x.md, x.dims) == 8;
+}
+
 bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
                   const ConvGeometry& geometry) {
   const Node& node = b.graph.node(chain.anchor);
   const Act x = b.ActOf(input, node);  // a copy: emitting may move the Builder's acts
   const Dims& out = geometry.out;
-  if (!b.fuse || !HaveGemm() || input != node.inputs[0] || x.dims.size() != 4 || x.dims[0] != 1) return false;
+  // input is x of a deferred x * s, or the Conv's own input.
+  if (!ConvFitsGemm(b, node, x, w.dims, geometry)) return false;
   const std::int64_t out_channels = w.dims[0], channels = x.dims[1], pixels = out[2] * out[3];
-  if (AttrInt(node, "group", 1) != 1 || out_channels % kGemmPanel != 0 || out_channels < kMinConvColumns ||
-      pixels > kMaxConvRows)
-    return false;
-  if (std::any_of(geometry.dil.begin(), geometry.dil.end(), [](std::int64_t d) { return d != 0; })) return false;
-  if (ChannelBlockOf(x.md, x.dims) != 8) return false;
   const PostOp* sum = nullptr;
   std::optional<std::vector<PointwiseOp>> epilogue = GemmEpilogueOf(chain, &sum);
   if (!epilogue) return false;
@@ -136,6 +153,9 @@ bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w
   std::optional<memory> bias_mem = BiasMemory(b, chain.anchor, bias);
   const memory::desc dst_md = ChannelBlockedDesc(out, 8);
   const Arg src = b.UseAsIs(input, node);
+  // The gate s of a deferred x * s: each channel is scaled as the rows are packed.
+  const std::optional<Arg> scale =
+      input != node.inputs[0] ? std::optional<Arg>(TakeChannelScale(b, node.inputs[0])) : std::nullopt;
   std::optional<Arg> addend;
   const Act dst = ResidualDestination(b, node, sum, src, out, dst_md, addend);
   GemmConvRows conv;
@@ -144,7 +164,7 @@ bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w
   conv.stride_h = geometry.strides[0], conv.stride_w = geometry.strides[1];
   conv.pad_top = geometry.pl[0], conv.pad_left = geometry.pl[1];
   EmitGemmStep(b, "conv", ChainLabel(b, chain), src, dst, packed, bias_mem, addend,
-               {pixels, w.dims[1] * w.dims[2] * w.dims[3], out_channels}, std::move(*epilogue), conv);
+               {pixels, w.dims[1] * w.dims[2] * w.dims[3], out_channels}, std::move(*epilogue), conv, scale);
   b.SetAct(chain.out, dst);
   return true;
 }
