@@ -6,10 +6,11 @@
 // is 102. This GEMM follows the BLIS loop order (F. Van Zee, R. van de Geijn,
 // "BLIS: A Framework for Rapidly Instantiating BLAS Functionality", ACM TOMS
 // 2015): the weights are packed once, at build time, in panels of 16
-// columns; per block of depth (kc) and rows (mc) the rows are packed
-// [rows / 6][kc][6] into a buffer that stays in L2; a 6 x 16 micro-kernel
+// columns; per block of depth (kc) and rows (mc) the rows are packed, in
+// ceil(mc / 6) groups of 5 or 6 rows (near-equal: no group of one row), as
+// [groups][kc][6] into a buffer that stays in L2; a 6 x 16 micro-kernel
 // keeps 12 accumulators in registers, reading the panel's kc x 16 slice from
-// L1 for every 6 rows. Stand-alone on that core: 88-92 GFLOPS for ViT's MLP
+// L1 for every group. Stand-alone on that core: 88-92 GFLOPS for ViT's MLP
 // products, 95 for [197, 768] x [768, 768].
 //
 //   c[m, n] = epilogue(bias[n] + sum_k a[m, k] * w[k, n])
