@@ -131,11 +131,19 @@ struct RowGroups {
   std::int64_t Row(std::int64_t g, std::int64_t r) const { return Start(g) + std::min(r, Size(g) - 1); }
 };
 
-// Rows [m0, m0 + mc) x depth [k0, k0 + kc) of a as [groups][kc][6] (RowGroups).
-void PackRows(const float* a, std::int64_t depth, std::int64_t m0, std::int64_t mc, std::int64_t k0,
-              std::int64_t kc, float* packed) {
-  const RowGroups groups(mc);
-  for (std::int64_t g = 0; g < groups.count; ++g)
+// Which part of a block to pack: rows [m0, m0 + mc) (as RowGroups(mc)),
+// depth [k0, k0 + kc), and of its groups those in [group_begin, group_end):
+// the threads of one product pack a block together.
+struct PackPart {
+  std::int64_t m0 = 0, mc = 0, k0 = 0, kc = 0, group_begin = 0, group_end = 0;
+};
+
+// A block of a's rows as [groups][kc][6] (RowGroups); `packed` is the
+// block's start.
+void PackRows(const float* a, std::int64_t depth, const PackPart& part, float* packed) {
+  const std::int64_t m0 = part.m0, k0 = part.k0, kc = part.kc;
+  const RowGroups groups(part.mc);
+  for (std::int64_t g = part.group_begin; g < part.group_end; ++g)
     for (std::int64_t r = 0; r < kMicroRows; ++r) {
       const float* src = a + (m0 + groups.Row(g, r)) * depth + k0;
       float* dst = packed + g * kc * kMicroRows + r;
@@ -165,14 +173,15 @@ __attribute__((target("avx2"), always_inline)) inline void Transpose8x8(__m256 i
 
 // PackConvRows when every run of 8 columns is one 8-channel block of one tap
 // (channels, k0 and kc multiples of 8): per block, the 6 rows' 8 floats are
-// loaded as vectors and transposed. `packed` has 2 floats of slack at its end
-// (each column is stored as 8 floats, the last 2 overwritten by the next).
-__attribute__((target("avx2"))) void PackConvRowsBlocked(const float* x, const GemmConvRows& s, std::int64_t m0,
-                                                         std::int64_t mc, std::int64_t k0, std::int64_t kc,
+// loaded as vectors and transposed; each column is stored as 8 floats (the
+// last 2 overwritten by the next column), the group's last as 6: the next
+// group may be another thread's.
+__attribute__((target("avx2"))) void PackConvRowsBlocked(const float* x, const GemmConvRows& s, const PackPart& part,
                                                          float* packed) {
+  const std::int64_t m0 = part.m0, k0 = part.k0, kc = part.kc;
   const std::int64_t plane = s.in_h * s.in_w * 8;
-  const RowGroups groups(mc);
-  for (std::int64_t g = 0; g < groups.count; ++g) {
+  const RowGroups groups(part.mc);
+  for (std::int64_t g = part.group_begin; g < part.group_end; ++g) {
     std::int64_t oh[kMicroRows], ow[kMicroRows];
     for (std::int64_t r = 0; r < kMicroRows; ++r) {
       const std::int64_t m = m0 + groups.Row(g, r);
@@ -192,17 +201,19 @@ __attribute__((target("avx2"))) void PackConvRowsBlocked(const float* x, const G
       }
       v[6] = v[7] = _mm256_setzero_ps();
       Transpose8x8(v);
-      for (int l = 0; l < 8; ++l) _mm256_storeu_ps(dst + l * kMicroRows, v[l]);
+      for (int l = 0; l < 7; ++l) _mm256_storeu_ps(dst + l * kMicroRows, v[l]);
+      _mm_storeu_ps(dst + 7 * kMicroRows, _mm256_castps256_ps128(v[7]));
+      _mm_storel_pi(reinterpret_cast<__m64*>(dst + 7 * kMicroRows + 4), _mm256_extractf128_ps(v[7], 1));
     }
   }
 }
 
 // The same for the rows of a convolution (GemmConvRows) over x.
-void PackConvRows(const float* x, const GemmConvRows& s, std::int64_t m0, std::int64_t mc, std::int64_t k0,
-                  std::int64_t kc, float* packed) {
+void PackConvRows(const float* x, const GemmConvRows& s, const PackPart& part, float* packed) {
+  const std::int64_t m0 = part.m0, k0 = part.k0, kc = part.kc;
   const std::int64_t plane = s.in_h * s.in_w * 8;  // floats per block of 8 channels
-  const RowGroups groups(mc);
-  for (std::int64_t g = 0; g < groups.count; ++g)
+  const RowGroups groups(part.mc);
+  for (std::int64_t g = part.group_begin; g < part.group_end; ++g)
     for (std::int64_t r = 0; r < kMicroRows; ++r) {
       const std::int64_t m = m0 + groups.Row(g, r), oh = m / s.out_w, ow = m % s.out_w;
       float* dst = packed + g * kc * kMicroRows + r;
@@ -224,15 +235,22 @@ void PackConvRows(const float* x, const GemmConvRows& s, std::int64_t m0, std::i
     }
 }
 
-// Columns [n_begin, n_end) (whole panels) of c, all rows.
+// The depth of every block: at most kMaxDepthBlock, in equal parts, each a
+// multiple of 8 (PackConvRowsBlocked's channel blocks).
+std::int64_t DepthBlock(std::int64_t depth) {
+  const std::int64_t blocks = (depth + kMaxDepthBlock - 1) / kMaxDepthBlock;
+  return ((depth + blocks - 1) / blocks + 7) / 8 * 8;
+}
+
+// Thread t of `threads` (OpenMP's, inside the product's parallel region):
+// columns [n_begin, n_end) (whole panels) of c, all rows. Per block of rows
+// and depth the threads pack the rows together into `packed` (shared: each
+// thread a share of the row groups, not all of them), then each multiplies
+// them by its panels.
 void Columns(const float* a, const float* w, const float* bias, const float* addend, float* c, const GemmShape& s,
              const std::vector<PointwiseOp>& epilogue, const GemmLayout& layout, std::int64_t n_begin,
-             std::int64_t n_end) {
-  thread_local std::vector<float> packed;  // grows once per thread: no allocation per call
-  const std::int64_t blocks = (s.depth + kMaxDepthBlock - 1) / kMaxDepthBlock;
-  // Depth blocks start at multiples of 8: PackConvRowsBlocked's channel blocks.
-  const std::int64_t kc_max = ((s.depth + blocks - 1) / blocks + 7) / 8 * 8;
-  packed.resize(static_cast<std::size_t>((kBlockRows + kMicroRows - 1) / kMicroRows * kMicroRows * kc_max + 2));
+             std::int64_t n_end, float* packed, std::int64_t threads, std::int64_t t) {
+  const std::int64_t kc_max = DepthBlock(s.depth);
   // Whole 8-channel blocks: then depth is a multiple of 8, and so is every kc.
   const bool blocked_rows = layout.conv && layout.conv->channels % 8 == 0;
   const bool add_first = !epilogue.empty() && epilogue[0].kind == PointwiseOp::Kind::kAdd;
@@ -246,9 +264,11 @@ void Columns(const float* a, const float* w, const float* bias, const float* add
     for (std::int64_t m0 = 0; m0 < s.rows; m0 += kBlockRows) {
       const std::int64_t mc = std::min(kBlockRows, s.rows - m0);
       const RowGroups groups(mc);
-      if (blocked_rows) PackConvRowsBlocked(a, *layout.conv, m0, mc, k0, kc, packed.data());
-      else if (layout.conv) PackConvRows(a, *layout.conv, m0, mc, k0, kc, packed.data());
-      else PackRows(a, s.depth, m0, mc, k0, kc, packed.data());
+      PackPart part{m0, mc, k0, kc, groups.count * t / threads, groups.count * (t + 1) / threads};
+      if (blocked_rows) PackConvRowsBlocked(a, *layout.conv, part, packed);
+      else if (layout.conv) PackConvRows(a, *layout.conv, part, packed);
+      else PackRows(a, s.depth, part, packed);
+#pragma omp barrier
       for (std::int64_t n0 = n_begin; n0 < n_end; n0 += kGemmPanel) {
         const float* panel = w + n0 * s.depth + k0 * kGemmPanel;
         // The next slice: the next panel's, or the next depth block's first.
@@ -265,10 +285,11 @@ void Columns(const float* a, const float* w, const float* bias, const float* add
           tile.first = k0 == 0, tile.last = k0 + kc == s.depth;
           tile.bias = bias ? bias + n0 : nullptr;
           tile.addend = add_first ? addend + at : nullptr;
-          MicroRows(static_cast<int>(groups.Size(g)), packed.data() + g * kMicroRows * kc, panel, kc, c + at, tile,
+          MicroRows(static_cast<int>(groups.Size(g)), packed + g * kMicroRows * kc, panel, kc, c + at, tile,
                     prefetch);
         }
       }
+#pragma omp barrier  // every thread is done with `packed` before the next block is packed into it
     }
   }
 }
@@ -280,13 +301,18 @@ bool HaveGemm() { return CpuIsa() == Isa::kAvx2; }
 void Gemm(const float* a, const float* w, const float* bias, const float* addend, float* c, const GemmShape& shape,
           const std::vector<PointwiseOp>& epilogue, const GemmLayout& layout) {
   const std::int64_t panels = shape.cols / kGemmPanel;
+  // One packed block of rows, shared by the threads; grows once per calling thread.
+  thread_local std::vector<float> packed;
+  packed.resize(static_cast<std::size_t>((kBlockRows + kMicroRows - 1) / kMicroRows * kMicroRows *
+                                         DepthBlock(shape.depth)));
+  float* shared = packed.data();
 #pragma omp parallel if (panels > 1 && shape.rows * shape.depth * shape.cols > (1 << 18))
   {
     // Each thread a contiguous range of column panels: its share of the
-    // weights, read once; every thread packs the rows itself.
+    // weights, read once.
     const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const std::int64_t begin = panels * t / threads * kGemmPanel, end = panels * (t + 1) / threads * kGemmPanel;
-    if (begin < end) Columns(a, w, bias, addend, c, shape, epilogue, layout, begin, end);
+    Columns(a, w, bias, addend, c, shape, epilogue, layout, begin, end, shared, threads, t);
   }
 }
 
