@@ -22,6 +22,15 @@ constexpr std::int64_t kMinRows = 16;
 // row's 7 pixels, runs at 70-80 GFLOPS on one Zen 3 core (ResNet-50's 3x3
 // 512 -> 512: 3.0 ms); at 14x14 and beyond it reaches 88-95, as this GEMM.
 constexpr std::int64_t kMaxConvRows = 64;
+// Spatial convolutions (kernel beyond 1x1) with a deep im2col row (C kh kw at
+// least 512) into at most 196 pixels (the 14x14 stages) as well: there
+// oneDNN's jit:avx2 runs at 88-91 GFLOPS, this GEMM at 90-93 (GoogLeNet's
+// inception4e 3x3 160 -> 320: 1.99 -> 1.93 ms; ResNet-18's layer3 3x3 256 ->
+// 256: 2.55-2.59 -> 2.52-2.55 ms). Not 1x1 ones at 14x14 (oneDNN's jit_1x1
+// 84-95 GFLOPS, this GEMM 74-88) nor shallow rows (GoogLeNet's 3x3 32 -> 128:
+// 0.16 -> 0.17 ms).
+constexpr std::int64_t kMaxSpatialConvRows = 196;
+constexpr std::int64_t kMinSpatialConvDepth = 512;
 // And at least this many output channels: every thread packs the im2col rows
 // once per call, which fewer column panels do not repay (DenseNet's 3x3
 // 128 -> 32 at 7x7: 0.095 ms against oneDNN's 0.049).
@@ -126,9 +135,10 @@ bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& o
 
 bool ConvFitsGemm(const Builder& b, const Node& conv, const Act& x, const Dims& w, const ConvGeometry& geometry) {
   if (!b.fuse || !HaveGemm() || x.dims.size() != 4 || x.dims[0] != 1 || w.size() != 4) return false;
-  const std::int64_t out_channels = w[0], pixels = geometry.out[2] * geometry.out[3];
+  const std::int64_t out_channels = w[0], pixels = geometry.out[2] * geometry.out[3], taps = w[2] * w[3];
+  const std::int64_t max_rows = taps > 1 && w[1] * taps >= kMinSpatialConvDepth ? kMaxSpatialConvRows : kMaxConvRows;
   if (AttrInt(conv, "group", 1) != 1 || out_channels % kGemmPanel != 0 || out_channels < kMinConvColumns ||
-      pixels > kMaxConvRows)
+      pixels > max_rows)
     return false;
   if (std::any_of(geometry.dil.begin(), geometry.dil.end(), [](std::int64_t d) { return d != 0; })) return false;
   return ChannelBlockOf(x.md, x.dims) == 8;
