@@ -2,7 +2,8 @@
 // (src/backend/gemm_kernel.h): MatMul with its bias Add, a residual Add and
 // Relu in the epilogue; Gemm with transB, alpha, a bias C and Clip; rows not
 // a multiple of the 6-row micro-kernel, depths of one and of two blocks, the
-// residual overwritten in place; MatMul with Gelu after it. Numbers are
+// residual overwritten in place; MatMul with Gelu after it; convolutions on
+// 7x7 and 14x14 maps, and with a squeeze-and-excitation gate. Numbers are
 // checked against naive loops in double.
 #include <catch2/catch.hpp>
 
@@ -229,4 +230,32 @@ TEST_CASE("a squeeze-and-excitation gate before a GEMM convolution scales the ro
     // Elsewhere s is a step of its own: on the weights or on a.
     CHECK(StepsContaining(fused, "Mul") == (gemm ? 0 : 1));
   }
+}
+
+TEST_CASE("a deep 3x3 convolution on a 14x14 map runs as our GEMM, a 1x1 one there stays on oneDNN", "[gemm]") {
+  // x [1, 16, 14, 14] -> a = Conv 1x1 (16 -> 64): oneDNN's, nChw8c on AVX2.
+  // y = Conv 3x3 of a, pads 1, with bias: 196 rows (two blocks of rows: 120
+  // and 76) by an im2col depth of 576, on the GEMM; z = Conv 1x1 of a (depth
+  // 64) stays on oneDNN's jit_1x1, faster there at 14x14.
+  const std::int64_t c = 64, out = 64, side = 14;
+  Tensor x = Input("x", {1, 16, side, side}, 31);
+  const std::vector<float> w0 = Values(c * 16, 32), w1 = Values(out * c * 9, 33), b1 = Values(out, 34),
+                           w2 = Values(out * c, 35);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,16,14,14] x, float[64,16,1,1] w0 = )" + test::FloatList(w0) + ", float[64,64,3,3] w1 = " +
+                           test::FloatList(w1) + ", float[64] b1 = " + test::FloatList(b1) + ", float[64,64,1,1] w2 = " +
+                           test::FloatList(w2) + R"() => (float[1,64,14,14] y, float[1,64,14,14] z) {
+      a = Conv (x, w0)
+      y = Conv <pads = [1, 1, 1, 1]> (a, w1, b1)
+      z = Conv (a, w2)
+    })";
+  const Tensor a = AsTensor(test::NaiveConv2d(x, w0, c, 1, 1, 0), {1, c, side, side});
+  std::vector<double> y = test::NaiveConv2d(a, w1, out, 3, 1, 1);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] += b1[i / static_cast<std::size_t>(side * side)];
+  PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
+  INFO(test::StepList(fused));
+  test::CheckClose(fused.outputs.at(1), test::NaiveConv2d(a, w2, out, 1, 1, 0), 1e-4);
+  const bool gemm = HaveGemmKernel() && StepsContaining(fused, "conv Conv_0 jit_1x1:avx2 aBcd8b") == 1;
+  CHECK(StepsContaining(fused, "conv Conv_1 onnxfuse:gemm aBcd8b") == (gemm ? 1 : 0));
+  CHECK(StepsContaining(fused, "conv Conv_2 onnxfuse:gemm") == 0);
 }
