@@ -113,6 +113,39 @@ TEST_CASE("Gemm with transB, alpha, a bias C and Clip runs as our own GEMM on AV
   }
 }
 
+TEST_CASE("Gemm + BatchNormalization runs as our own GEMM on AVX2, the normalization folded into the weights",
+          "[gemm]") {
+  // A [20, 64] x B stored [32, 64] (transB = 1) + C [32], then inference
+  // BatchNormalization over the 32 columns (the channels of [N, C]).
+  const std::int64_t rows = 20, depth = 64, cols = 32;
+  Tensor a = Input("a", {rows, depth}, 41);
+  const std::vector<float> w = Values(cols * depth, 42), c = Values(cols, 43), gamma = Values(cols, 44),
+                           beta = Values(cols, 45), mean = Values(cols, 46);
+  std::vector<float> var = Values(cols, 47);
+  for (float& v : var) v = std::abs(v) + 0.5f;
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 15]>
+    g (float[20,64] a, float[32,64] w = )" + test::FloatList(w) + ", float[32] c = " + test::FloatList(c) +
+                           ", float[32] gamma = " + test::FloatList(gamma) + ", float[32] beta = " + test::FloatList(beta) +
+                           ", float[32] mean = " + test::FloatList(mean) + ", float[32] var = " + test::FloatList(var) +
+                           R"() => (float[20,32] y) {
+      m = Gemm <transB = 1> (a, w, c)
+      y = BatchNormalization <epsilon = 0.001> (m, gamma, beta, mean, var)
+    })";
+  std::vector<double> y;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t n = 0; n < cols; ++n) {
+      double sum = c[static_cast<std::size_t>(n)];
+      for (std::int64_t k = 0; k < depth; ++k)
+        sum += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) * w[static_cast<std::size_t>(n * depth + k)];
+      const auto j = static_cast<std::size_t>(n);
+      y.push_back((sum - mean[j]) / std::sqrt(static_cast<double>(var[j]) + 0.001) * gamma[j] + beta[j]);
+    }
+  PlanRun fused = CheckBoth(text, {a}, y, 1e-4);
+  INFO(test::StepList(fused));
+  CHECK(StepsContaining(fused, "Gemm_0+BatchNormalization") == 1);
+  CHECK(StepsContaining(fused, "onnxfuse:gemm") == (HaveGemmKernel() ? 1 : 0));
+}
+
 TEST_CASE("MatMul + bias + Gelu (ONNX's Div, Erf, Add, Mul, Mul) is one chain: the product, then Gelu in place",
           "[gemm]") {
   // a [30, 24] x w [24, 32]; Gelu(x) = x * (erf(x / sqrt 2) + 1) * 0.5 runs

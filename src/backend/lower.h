@@ -244,13 +244,16 @@ Act ResidualDestination(Builder& b, const Node& node, const PostOp* sum, const A
 /// and constant weights (`weights`, `weights_md` a view of dims [depth,
 /// cols]) into `out` (cols its last dim, rows the product of the others), its
 /// bias (empty: none, or a first post-op adding one constant per column) and
-/// post-ops as the epilogue, as Gemm (gemm_kernel.h) on AVX2 CPUs. Returns
+/// post-ops as the epilogue, as Gemm (gemm_kernel.h) on AVX2 CPUs. A folded
+/// BatchNormalization (chain.scale) must be in `weights` and `bias` already
+/// (FoldAffine); the chain's scale is not read here. Returns
 /// false, emitting nothing, when the CPU, the shapes (cols a multiple of 16,
 /// at least 16 rows) or the post-ops do not fit (lower_gemm.cc).
 bool EmitOwnGemm(Builder& b, const Chain& chain, ValueId input, const Dims& out, std::int64_t depth,
                  const dnnl::memory::desc& weights_md, const float* weights, std::vector<double> bias);
 /// A group-1, undilated Conv of one channel-blocked (nChw8c) image into at
-/// most 64 output pixels, output channels a multiple of 16 and at least 64, as our own GEMM
+/// most 64 output pixels (196 for a spatial kernel with an im2col row of at
+/// least 512: ConvFitsGemm), output channels a multiple of 16 and at least 64, as our own GEMM
 /// over the input's im2col rows (gemm_kernel.h, GemmConvRows) on AVX2 CPUs,
 /// its result nChw8c; `w` [O, C, kh, kw] and `bias` with the chain's
 /// BatchNormalization folded in, post-ops as EmitOwnGemm's. Returns false,

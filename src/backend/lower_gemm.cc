@@ -113,7 +113,7 @@ bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& o
                  const memory::desc& weights_md, const float* weights, std::vector<double> bias) {
   const Node& node = b.graph.node(chain_in.anchor);
   const std::int64_t cols = out.back(), rows = Product(out) / cols;
-  if (!b.fuse || !HaveGemm() || cols % kGemmPanel != 0 || rows < kMinRows || !chain_in.scale.empty()) return false;
+  if (!b.fuse || !HaveGemm() || cols % kGemmPanel != 0 || rows < kMinRows) return false;
   Chain chain = chain_in;
   if (bias.empty()) TakeBias(chain, cols, bias);
   const PostOp* sum = nullptr;
