@@ -68,6 +68,20 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConc
   }
 }
 
+// out[p, c] = f(in[p, c] * k[c] + t[c]) for `pixels` pixels of one kBlock
+// channel block: k and t stay in registers, one vector (or two) per pixel.
+template <bool kRelu, int kBlock>
+__attribute__((always_inline)) inline void ScaleShiftPixels(const float* in, float* out, const float* k, const float* t,
+                                                            std::int64_t pixels) {
+  float kk[kBlock], tt[kBlock];
+  std::copy(k, k + kBlock, kk), std::copy(t, t + kBlock, tt);
+  for (std::int64_t p = 0; p < pixels; ++p, in += kBlock, out += kBlock)
+    for (int c = 0; c < kBlock; ++c) {
+      const float y = in[c] * kk[c] + tt[c];
+      out[c] = kRelu ? std::max(y, 0.f) : y;
+    }
+}
+
 // The same into a channel-blocked destination (padded channels `padded`,
 // block `block`) when every source is blocked so and starts at a multiple of
 // the block: each source block of each image is one run of pixels x block
@@ -91,8 +105,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConc
       const float* in = static_cast<const float*>(data[i]) + (image * s.padded + first) * pixels;
       float* out = dst + (image * padded + channel) * pixels;
       const float *kb = k + channel, *tb = t + channel;
-      for (std::int64_t p = 0; p < pixels; ++p)
-        ScaleShiftRun<kRelu>(in + p * block, out + p * block, kb, tb, block);
+      if (block == 8) ScaleShiftPixels<kRelu, 8>(in, out, kb, tb, pixels);
+      else if (block == 16) ScaleShiftPixels<kRelu, 16>(in, out, kb, tb, pixels);
+      else
+        for (std::int64_t p = 0; p < pixels; ++p) ScaleShiftRun<kRelu>(in + p * block, out + p * block, kb, tb, block);
     }
 }
 
