@@ -159,6 +159,29 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void AddRows(const 
     for (std::int64_t c = 0; c < channels; ++c) sums[c] += x[r * channels + c];
 }
 
+// sums[l] += the sum over `rows` of x [rows, kLanes] (one 8- or 16-channel
+// block), four rows in flight, the partial sums in registers: AddRows's
+// load-add-store of `sums` per four rows halves the rate here.
+template <int kLanes>
+__attribute__((always_inline)) inline void SumRows(const float* x, std::int64_t rows, float* sums) {
+  float a[4][kLanes] = {};
+  std::int64_t r = 0;
+  for (; r + 4 <= rows; r += 4, x += 4 * kLanes)
+    for (int k = 0; k < 4; ++k)
+      for (int l = 0; l < kLanes; ++l) a[k][l] += x[k * kLanes + l];
+  for (; r < rows; ++r, x += kLanes)
+    for (int l = 0; l < kLanes; ++l) a[0][l] += x[l];
+  for (int l = 0; l < kLanes; ++l) sums[l] += (a[0][l] + a[1][l]) + (a[2][l] + a[3][l]);
+}
+
+// AddRows for one block of `lanes` channels: SumRows when 8 or 16.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AddBlockRows(const float* x, std::int64_t rows,
+                                                                               std::int64_t lanes, float* sums) {
+  if (lanes == 8) SumRows<8>(x, rows, sums);
+  else if (lanes == 16) SumRows<16>(x, rows, sums);
+  else AddRows(x, rows, lanes, sums);
+}
+
 Kernel SwishKernel() {
   static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Swish16>
                                : CpuIsa() == Isa::kAvx2 ? Avx2<Swish8, SwishScalar>
@@ -183,7 +206,7 @@ void SwishInPlaceWithMeans(float* data, std::int64_t blocks, std::int64_t rows, 
       const std::int64_t n = std::min(rows_per_chunk, rows - first);
       float* x = data + (b * rows + first) * block;
       kernel(x, x, n * block);
-      AddRows(x, n, block, sums.data() + b * block);
+      AddBlockRows(x, n, block, sums.data() + b * block);
     }
 #pragma omp critical
     for (std::size_t c = 0; c < total.size(); ++c) total[c] += sums[c];
@@ -193,34 +216,17 @@ void SwishInPlaceWithMeans(float* data, std::int64_t blocks, std::int64_t rows, 
 
 namespace {
 
-// sums[l] = the sum over `rows` of x [rows, kLanes] (one 8- or 16-channel
-// block), four rows in flight, the partial sums in registers: AddRows's
-// load-add-store of `sums` per four rows halves the rate here.
-template <int kLanes>
-__attribute__((always_inline)) inline void SumRows(const float* x, std::int64_t rows, float* sums) {
-  float a[4][kLanes] = {};
-  std::int64_t r = 0;
-  for (; r + 4 <= rows; r += 4, x += 4 * kLanes)
-    for (int k = 0; k < 4; ++k)
-      for (int l = 0; l < kLanes; ++l) a[k][l] += x[k * kLanes + l];
-  for (; r < rows; ++r, x += kLanes)
-    for (int l = 0; l < kLanes; ++l) a[0][l] += x[l];
-  for (int l = 0; l < kLanes; ++l) sums[l] = (a[0][l] + a[1][l]) + (a[2][l] + a[3][l]);
-}
-
 // sums[b * lanes + l] = the sum over the rows of block b of x [blocks, rows, lanes].
 __attribute__((target_clones("avx512f", "avx2", "default"))) void SumBlocks(const float* x, std::int64_t blocks,
                                                                             std::int64_t rows, std::int64_t lanes,
                                                                             float* sums) {
+  std::fill(sums, sums + blocks * lanes, 0.f);
 #pragma omp parallel for schedule(static) if (blocks > 1 && blocks * rows * lanes >= (1 << 16))
   for (std::int64_t b = 0; b < blocks; ++b) {
     const float* block = x + b * rows * lanes;
     if (lanes == 8) SumRows<8>(block, rows, sums + b * lanes);
     else if (lanes == 16) SumRows<16>(block, rows, sums + b * lanes);
-    else {
-      std::fill(sums + b * lanes, sums + (b + 1) * lanes, 0.f);
-      AddRows(block, rows, lanes, sums + b * lanes);
-    }
+    else AddRows(block, rows, lanes, sums + b * lanes);
   }
 }
 
