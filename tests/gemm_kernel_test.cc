@@ -43,6 +43,22 @@ std::string DimsText(const Dims& d) {
   return s;
 }
 
+// p[i, n] = sum_k a[i, k] w[k, n] in double, a [rows, depth]; w stored [depth,
+// cols], or [cols, depth] when `transposed` (Gemm's transB).
+std::vector<double> NaiveProduct(const Tensor& a, const std::vector<float>& w, std::int64_t rows, std::int64_t depth,
+                                 std::int64_t cols, bool transposed) {
+  std::vector<double> p;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t n = 0; n < cols; ++n) {
+      double sum = 0;
+      for (std::int64_t k = 0; k < depth; ++k)
+        sum += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) *
+               w[static_cast<std::size_t>(transposed ? n * depth + k : k * cols + n)];
+      p.push_back(sum);
+    }
+  return p;
+}
+
 Tensor Input(const std::string& name, const Dims& dims, int salt) {
   std::int64_t n = 1;
   for (std::int64_t d : dims) n *= d;
@@ -68,14 +84,9 @@ TEST_CASE("MatMul + bias + residual Add + Relu runs as our own GEMM on AVX2", "[
         t = Add (s, r)
         y = Relu (t)
       })";
-    std::vector<double> y;
-    for (std::int64_t i = 0; i < rows; ++i)
-      for (std::int64_t n = 0; n < cols; ++n) {
-        double sum = bias[static_cast<std::size_t>(n)] + r.data[static_cast<std::size_t>(i * cols + n)];
-        for (std::int64_t k = 0; k < depth; ++k)
-          sum += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) * w[static_cast<std::size_t>(k * cols + n)];
-        y.push_back(std::max(sum, 0.0));
-      }
+    std::vector<double> y = NaiveProduct(a, w, rows, depth, cols, false);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      y[i] = std::max(y[i] + bias[i % static_cast<std::size_t>(cols)] + r.data[i], 0.0);
     PlanRun fused = CheckBoth(text, {a, r}, y, 1e-4);
     INFO(test::StepList(fused));
     CHECK(StepsContaining(fused, "matmul MatMul_0+Add+Add+Relu onnxfuse:gemm") == (HaveGemmKernel() ? 1 : 0));
@@ -99,14 +110,9 @@ TEST_CASE("Gemm with transB, alpha, a bias C and Clip runs as our own GEMM on AV
         m = Gemm <transB = 1, alpha = 0.5> (a, w, c)
         y = Clip (m, lo, hi)
       })";
-    std::vector<double> y;
-    for (std::int64_t i = 0; i < rows; ++i)
-      for (std::int64_t n = 0; n < cols; ++n) {
-        double sum = 0;
-        for (std::int64_t k = 0; k < depth; ++k)
-          sum += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) * w[static_cast<std::size_t>(n * depth + k)];
-        y.push_back(std::clamp(0.5 * sum + c[static_cast<std::size_t>(n)], 0.0, 6.0));
-      }
+    std::vector<double> y = NaiveProduct(a, w, rows, depth, cols, true);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      y[i] = std::clamp(0.5 * y[i] + c[i % static_cast<std::size_t>(cols)], 0.0, 6.0);
     PlanRun fused = CheckBoth(text, {a}, y, 1e-4);
     INFO(test::StepList(fused));
     CHECK(StepsContaining(fused, "onnxfuse:gemm") == (HaveGemmKernel() && cols % 16 == 0 ? 1 : 0));
@@ -131,15 +137,11 @@ TEST_CASE("Gemm + BatchNormalization runs as our own GEMM on AVX2, the normaliza
       m = Gemm <transB = 1> (a, w, c)
       y = BatchNormalization <epsilon = 0.001> (m, gamma, beta, mean, var)
     })";
-  std::vector<double> y;
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t n = 0; n < cols; ++n) {
-      double sum = c[static_cast<std::size_t>(n)];
-      for (std::int64_t k = 0; k < depth; ++k)
-        sum += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) * w[static_cast<std::size_t>(n * depth + k)];
-      const auto j = static_cast<std::size_t>(n);
-      y.push_back((sum - mean[j]) / std::sqrt(static_cast<double>(var[j]) + 0.001) * gamma[j] + beta[j]);
-    }
+  std::vector<double> y = NaiveProduct(a, w, rows, depth, cols, true);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const std::size_t j = i % static_cast<std::size_t>(cols);
+    y[i] = (y[i] + c[j] - mean[j]) / std::sqrt(static_cast<double>(var[j]) + 0.001) * gamma[j] + beta[j];
+  }
   PlanRun fused = CheckBoth(text, {a}, y, 1e-4);
   INFO(test::StepList(fused));
   CHECK(StepsContaining(fused, "Gemm_0+BatchNormalization") == 1);
@@ -164,14 +166,11 @@ TEST_CASE("MatMul + bias + Gelu (ONNX's Div, Erf, Add, Mul, Mul) is one chain: t
       q = Mul (x, p)
       y = Mul (q, half)
     })";
-  std::vector<double> y;
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t n = 0; n < cols; ++n) {
-      double x = bias[static_cast<std::size_t>(n)];
-      for (std::int64_t k = 0; k < depth; ++k)
-        x += static_cast<double>(a.data[static_cast<std::size_t>(i * depth + k)]) * w[static_cast<std::size_t>(k * cols + n)];
-      y.push_back(0.5 * x * (1 + std::erf(x / std::sqrt(2.0))));
-    }
+  std::vector<double> y = NaiveProduct(a, w, rows, depth, cols, false);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double x = y[i] + bias[i % static_cast<std::size_t>(cols)];
+    y[i] = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  }
   PlanRun fused = CheckBoth(text, {a}, y, 1e-5);
   INFO(test::StepList(fused));
   CHECK(StepsContaining(fused, "matmul MatMul_0+Add ") == 1);
