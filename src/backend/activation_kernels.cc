@@ -214,32 +214,18 @@ void SwishInPlaceWithMeans(float* data, std::int64_t blocks, std::int64_t rows, 
   for (std::int64_t c = 0; c < channels; ++c) means[c] = total[static_cast<std::size_t>(c)] / static_cast<float>(rows);
 }
 
-namespace {
-
-// sums[b * lanes + l] = the sum over the rows of block b of x [blocks, rows, lanes].
-__attribute__((target_clones("avx512f", "avx2", "default"))) void SumBlocks(const float* x, std::int64_t blocks,
-                                                                            std::int64_t rows, std::int64_t lanes,
-                                                                            float* sums) {
-  std::fill(sums, sums + blocks * lanes, 0.f);
-#pragma omp parallel for schedule(static) if (blocks > 1 && blocks * rows * lanes >= (1 << 16))
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const float* block = x + b * rows * lanes;
-    if (lanes == 8) SumRows<8>(block, rows, sums + b * lanes);
-    else if (lanes == 16) SumRows<16>(block, rows, sums + b * lanes);
-    else AddRows(block, rows, lanes, sums + b * lanes);
-  }
-}
-
-}  // namespace
-
 void ChannelMeans(const float* data, std::int64_t images, std::int64_t blocks, std::int64_t rows, std::int64_t block,
                   std::int64_t channels, float* means) {
   thread_local std::vector<float> total;  // kept across calls: this runs once per block of a network
   total.resize(static_cast<std::size_t>(blocks * block));
+  // The calling thread's buffer: inside the parallel region `total` would name each thread's own.
+  float* sums = total.data();
   for (std::int64_t n = 0; n < images; ++n) {
-    SumBlocks(data + n * blocks * rows * block, blocks, rows, block, total.data());
-    for (std::int64_t c = 0; c < channels; ++c)
-      means[n * channels + c] = total[static_cast<std::size_t>(c)] / static_cast<float>(rows);
+    const float* image = data + n * blocks * rows * block;
+    std::fill(sums, sums + blocks * block, 0.f);
+#pragma omp parallel for schedule(static) if (blocks > 1 && blocks * rows * block >= (1 << 16))
+    for (std::int64_t b = 0; b < blocks; ++b) AddBlockRows(image + b * rows * block, rows, block, sums + b * block);
+    for (std::int64_t c = 0; c < channels; ++c) means[n * channels + c] = sums[c] / static_cast<float>(rows);
   }
 }
 

@@ -174,8 +174,8 @@ __attribute__((target("avx2"), always_inline)) inline void Transpose8x8(__m256 i
 // PackConvRows when every run of 8 columns is one 8-channel block of one tap
 // (channels, k0 and kc multiples of 8): per block, the 6 rows' 8 floats are
 // loaded as vectors and transposed; each column is stored as 8 floats (the
-// last 2 overwritten by the next column), the group's last as 6: the next
-// group may be another thread's.
+// last 2 overwritten by the next column), the last of every 8 as 6: after a
+// group's last 8 lies the next group, which may be another thread's.
 __attribute__((target("avx2"))) void PackConvRowsBlocked(const float* x, const GemmConvRows& s, const PackPart& part,
                                                          float* packed) {
   const std::int64_t m0 = part.m0, k0 = part.k0, kc = part.kc;
