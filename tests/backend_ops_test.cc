@@ -1338,45 +1338,43 @@ TEST_CASE("SpaceToDepth then DepthToSpace (DCR) give the input back, one reorder
 
 TEST_CASE("GlobalAveragePool after a Conv runs our own kernel in the Conv's layout: two images, padded channels",
           "[backend_ops]") {
-  // A 1x1 Conv of x [2,4,9,9] to 20 channels (blocked: padded to the block;
-  // or, reading a channels-last input, channels-last: 20 lanes, not a vector
-  // multiple), then GlobalAveragePool over 81 pixels (not a multiple of the
-  // four rows summed at once). Against a double loop.
-  const std::int64_t images = 2, cin = 4, c = 20, side = 9, pixels = side * side;
-  const std::vector<float> w = Floats(static_cast<std::size_t>(c * cin), 0.5f, 11);
-  Tensor x = Make({images, cin, side, side}, Wave);
-  std::vector<double> y;
-  for (std::int64_t n = 0; n < images; ++n)
-    for (std::int64_t o = 0; o < c; ++o) {
+  // A 1x1 Conv of x [2,4,side,side], then GlobalAveragePool, against a double
+  // loop. 20 channels at 9x9: blocked, padded to the block (or, reading a
+  // channels-last input, channels-last: 20 lanes, not a vector multiple); 81
+  // pixels, not a multiple of the four rows summed at once. 64 channels at
+  // 32x32: 8 blocks of 1024 pixels, enough for the sums to be split over the
+  // OpenMP threads.
+  struct Case {
+    std::int64_t c, side;
+  };
+  for (const Case& k : {Case{20, 9}, Case{64, 32}}) {
+    const std::int64_t images = 2, cin = 4, c = k.c, side = k.side, pixels = side * side;
+    const std::vector<float> w = Floats(static_cast<std::size_t>(c * cin), 0.5f, 11);
+    Tensor x = Make({images, cin, side, side}, Wave);
+    const std::vector<double> conv = test::NaivePointwise(x, w, c);
+    std::vector<double> y;
+    for (std::int64_t plane = 0; plane < images * c; ++plane) {
       double sum = 0;
-      for (std::int64_t p = 0; p < pixels; ++p)
-        for (std::int64_t i = 0; i < cin; ++i)
-          sum += static_cast<double>(w[static_cast<std::size_t>(o * cin + i)]) *
-                 x.data[static_cast<std::size_t>((n * cin + i) * pixels + p)];
+      for (std::int64_t p = 0; p < pixels; ++p) sum += conv[static_cast<std::size_t>(plane * pixels + p)];
       y.push_back(sum / static_cast<double>(pixels));
     }
-  for (bool channels_last_input : {false, true}) {
-    INFO((channels_last_input ? "channels-last input" : "planar input"));
-    Tensor input = x;
-    std::string read = "c = Conv (x, w)";
-    if (channels_last_input) {  // x given as [2, 9, 9, 4], read through a Transpose
-      input.name = "xt", input.dims = {images, side, side, cin};
-      for (std::int64_t n = 0; n < images; ++n)
-        for (std::int64_t p = 0; p < pixels; ++p)
-          for (std::int64_t i = 0; i < cin; ++i)
-            input.data[static_cast<std::size_t>((n * pixels + p) * cin + i)] =
-                x.data[static_cast<std::size_t>((n * cin + i) * pixels + p)];
-      read = "t = Transpose <perm = [0, 3, 1, 2]> (xt)\n        c = Conv (t, w)";
+    const std::string hw = std::to_string(side) + "," + std::to_string(side), ch = std::to_string(c);
+    for (bool channels_last_input : {false, true}) {
+      INFO(ch << " channels at " << hw << (channels_last_input ? ", channels-last input" : ", planar input"));
+      const Tensor input = channels_last_input ? test::ChannelsLast(x, "xt") : x;
+      // Channels-last: x given as [2, side, side, 4], read through a Transpose.
+      const std::string read = channels_last_input ? "t = Transpose <perm = [0, 3, 1, 2]> (xt)\n          c = Conv (t, w)"
+                                                   : "c = Conv (x, w)";
+      const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+        g (float[)" + (channels_last_input ? "2," + hw + ",4] xt" : "2,4," + hw + "] x") + ", float[" + ch +
+                               ",4,1,1] w = " + test::FloatList(w) + ") => (float[2," + ch + R"(,1,1] y) {
+          )" + read + R"(
+          y = GlobalAveragePool (c)
+        })";
+      PlanRun fused = CheckBoth(text, {input}, y, 1e-5);
+      INFO(test::StepList(fused));
+      CHECK(test::StepsContaining(fused, "onnxfuse:global_average_pool") == 1);
     }
-    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[)" + std::string(channels_last_input ? "2,9,9,4] xt" : "2,4,9,9] x") + R"(, float[20,4,1,1] w = )" + test::FloatList(w) +
-                             R"() => (float[2,20,1,1] y) {
-        )" + read + R"(
-        y = GlobalAveragePool (c)
-      })";
-    PlanRun fused = CheckBoth(text, {input}, y, 1e-5);
-    INFO(test::StepList(fused));
-    CHECK(test::StepsContaining(fused, "onnxfuse:global_average_pool") == 1);
   }
 }
 
@@ -1389,12 +1387,7 @@ TEST_CASE("MaxPool after a Conv runs our own kernel in the Conv's layout: pads, 
   const std::int64_t cin = 4, c = 20, side = 9, out_side = 5;
   const std::vector<float> w = Floats(static_cast<std::size_t>(c * cin), 0.5f, 11);
   Tensor x = Make({1, cin, side, side}, Wave);
-  std::vector<double> conv(static_cast<std::size_t>(c * side * side));
-  for (std::int64_t o = 0; o < c; ++o)
-    for (std::int64_t p = 0; p < side * side; ++p)
-      for (std::int64_t i = 0; i < cin; ++i)
-        conv[static_cast<std::size_t>(o * side * side + p)] +=
-            static_cast<double>(w[static_cast<std::size_t>(o * cin + i)]) * x.data[static_cast<std::size_t>(i * side * side + p)];
+  const std::vector<double> conv = test::NaivePointwise(x, w, c);
   std::vector<double> y;
   for (std::int64_t o = 0; o < c; ++o)
     for (std::int64_t oh = 0; oh < out_side; ++oh)
@@ -1407,15 +1400,10 @@ TEST_CASE("MaxPool after a Conv runs our own kernel in the Conv's layout: pads, 
       }
   for (bool channels_last_input : {false, true}) {
     INFO((channels_last_input ? "channels-last input" : "planar input"));
-    Tensor input = x;
-    std::string read = "c = Conv (x, w)";
-    if (channels_last_input) {  // x given as [1, 9, 9, 4], read through a Transpose
-      input.name = "xt", input.dims = {1, side, side, cin};
-      for (std::int64_t p = 0; p < side * side; ++p)
-        for (std::int64_t i = 0; i < cin; ++i)
-          input.data[static_cast<std::size_t>(p * cin + i)] = x.data[static_cast<std::size_t>(i * side * side + p)];
-      read = "t = Transpose <perm = [0, 3, 1, 2]> (xt)\n        c = Conv (t, w)";
-    }
+    const Tensor input = channels_last_input ? test::ChannelsLast(x, "xt") : x;
+    // Channels-last: x given as [1, 9, 9, 4], read through a Transpose.
+    const std::string read = channels_last_input ? "t = Transpose <perm = [0, 3, 1, 2]> (xt)\n        c = Conv (t, w)"
+                                                 : "c = Conv (x, w)";
     const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
       g (float[)" + std::string(channels_last_input ? "1,9,9,4] xt" : "1,4,9,9] x") + R"(, float[20,4,1,1] w = )" + test::FloatList(w) +
                              R"() => (float[1,20,5,5] y) {

@@ -47,35 +47,6 @@ Tensor Input(const std::string& name, const Dims& dims, int salt) {
   return test::TensorOf(name, dims, Values(n, salt));
 }
 
-// `x` [N, C, H, W] stored channels-last, as the graph input [N, H, W, C]
-// that a Transpose makes x again: the layout a convolution's output has.
-Tensor ChannelsLast(const Tensor& x, const std::string& name) {
-  const std::int64_t n = x.dims[0], c = x.dims[1], pixels = x.dims[2] * x.dims[3];
-  Tensor t;
-  t.name = name;
-  t.dims = {n, x.dims[2], x.dims[3], c};
-  for (std::int64_t b = 0; b < n; ++b)
-    for (std::int64_t p = 0; p < pixels; ++p)
-      for (std::int64_t k = 0; k < c; ++k) t.data.push_back(x.data[static_cast<std::size_t>((b * c + k) * pixels + p)]);
-  return t;
-}
-
-// y[n, o, p] = sum_i w[o, i] x[n, i, p] (NCHW, p a pixel), in double.
-std::vector<double> Pointwise(const Tensor& x, const std::vector<float>& w, std::int64_t out) {
-  const std::int64_t batch = x.dims[0], in = x.dims[1], pixels = x.dims[2] * x.dims[3];
-  std::vector<double> y(static_cast<std::size_t>(batch * out * pixels), 0.0);
-  for (std::int64_t n = 0; n < batch; ++n)
-    for (std::int64_t o = 0; o < out; ++o)
-      for (std::int64_t p = 0; p < pixels; ++p) {
-        double s = 0;
-        for (std::int64_t i = 0; i < in; ++i)
-          s += static_cast<double>(w[static_cast<std::size_t>(o * in + i)]) *
-               x.data[static_cast<std::size_t>((n * in + i) * pixels + p)];
-        y[static_cast<std::size_t>((n * out + o) * pixels + p)] = s;
-      }
-  return y;
-}
-
 }  // namespace
 
 TEST_CASE("a 1x1 Conv on a 7x7 map with BatchNormalization, a residual Add and Clip is one pointwise step",
@@ -88,7 +59,7 @@ TEST_CASE("a 1x1 Conv on a 7x7 map with BatchNormalization, a residual Add and C
   std::vector<float> var(static_cast<std::size_t>(out));
   for (std::int64_t c = 0; c < out; ++c) var[static_cast<std::size_t>(c)] = 0.5f + 0.01f * static_cast<float>(c);
   const Tensor x = Input("x", {2, in, 7, 7}, 5), r = Input("r", {2, out, 7, 7}, 6);
-  std::vector<double> y = Pointwise(x, w, out);
+  std::vector<double> y = test::NaivePointwise(x, w, out);
   for (std::size_t k = 0; k < y.size(); ++k) {
     const auto c = static_cast<std::size_t>(static_cast<std::int64_t>(k) / pixels % out);
     const double scale = gamma[c] / std::sqrt(static_cast<double>(var[c]) + 1e-5);
@@ -106,7 +77,7 @@ TEST_CASE("a 1x1 Conv on a 7x7 map with BatchNormalization, a residual Add and C
       hi = Constant <value = float {6.0}> ()
       y = Clip (a, lo, hi)
     })",
-                          {ChannelsLast(x, "xt"), r}, y, 1e-4);
+                          {test::ChannelsLast(x, "xt"), r}, y, 1e-4);
   INFO(test::StepList(run));
   // One step for the whole chain: our GEMM on AVX-512, else oneDNN's 1x1 kernel with post-ops.
   CHECK(StepsStartingWith(run, "conv ") == 1);
@@ -120,7 +91,7 @@ TEST_CASE("pointwise steps in a row: HardSwish, a depthwise Conv between, Relu; 
   const std::int64_t in = 24, mid = 48, out = 16, side = 5, pixels = side * side;
   const std::vector<float> w1 = Values(mid * in, 7), dw = Values(mid * 9, 8), w2 = Values(out * mid, 9);
   const Tensor x = Input("x", {1, in, side, side}, 10);
-  std::vector<double> h = Pointwise(x, w1, mid);
+  std::vector<double> h = test::NaivePointwise(x, w1, mid);
   for (double& v : h) v *= std::clamp(v / 6 + 0.5, 0.0, 1.0);
   Tensor d;
   d.name = "d", d.dims = {1, mid, side, side};
@@ -135,7 +106,7 @@ TEST_CASE("pointwise steps in a row: HardSwish, a depthwise Conv between, Relu; 
                    h[static_cast<std::size_t>(c * pixels + (i + a) * side + j + e)];
         d.data.push_back(static_cast<float>(s));
       }
-  std::vector<double> y = Pointwise(d, w2, out);
+  std::vector<double> y = test::NaivePointwise(d, w2, out);
   for (double& v : y) v = std::max(v, 0.0);
   PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,5,5,24] xt, float[48,24,1,1] w1 = )" + test::FloatList(w1) + R"(, float[48,1,3,3] dw = )" + test::FloatList(dw) +
@@ -148,7 +119,7 @@ TEST_CASE("pointwise steps in a row: HardSwish, a depthwise Conv between, Relu; 
       c3 = Conv (c2, w2)
       y = Relu (c3)
     })",
-                          {ChannelsLast(x, "xt")}, y, 1e-4);
+                          {test::ChannelsLast(x, "xt")}, y, 1e-4);
   INFO(test::StepList(run));
   CHECK(StepsStartingWith(run, "conv ") == 3);
   CHECK(StepsContaining(run, "onnxfuse:pointwise") == (HavePointwiseKernel() ? 2 : 0));
@@ -157,12 +128,12 @@ TEST_CASE("pointwise steps in a row: HardSwish, a depthwise Conv between, Relu; 
 TEST_CASE("a 1x1 Conv on a map of more than 256 pixels stays on oneDNN", "[pointwise]") {
   const Tensor x = Input("x", {1, 16, 17, 17}, 11);  // 289 rows: more than the GEMM takes
   const std::vector<float> w = Values(32 * 16, 12);
-  std::vector<double> y = Pointwise(x, w, 32);
+  std::vector<double> y = test::NaivePointwise(x, w, 32);
   PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,17,17,16] xt, float[32,16,1,1] w = )" + test::FloatList(w) + R"() => (float[1,32,17,17] y) {
       x = Transpose <perm = [0, 3, 1, 2]> (xt)
       y = Conv (x, w)
     })",
-                          {ChannelsLast(x, "xt")}, y, 1e-4);
+                          {test::ChannelsLast(x, "xt")}, y, 1e-4);
   CHECK(StepsContaining(run, "onnxfuse:pointwise") == 0);
 }

@@ -62,6 +62,32 @@ Tensor TensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<fl
   return t;
 }
 
+Tensor ChannelsLast(const Tensor& x, const std::string& name) {
+  const std::int64_t n = x.dims[0], c = x.dims[1], pixels = x.dims[2] * x.dims[3];
+  Tensor t;
+  t.name = name;
+  t.dims = {n, x.dims[2], x.dims[3], c};
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t p = 0; p < pixels; ++p)
+      for (std::int64_t k = 0; k < c; ++k) t.data.push_back(x.data[static_cast<std::size_t>((b * c + k) * pixels + p)]);
+  return t;
+}
+
+std::vector<double> NaivePointwise(const Tensor& x, const std::vector<float>& w, std::int64_t out) {
+  const std::int64_t batch = x.dims[0], in = x.dims[1], pixels = x.dims[2] * x.dims[3];
+  std::vector<double> y(static_cast<std::size_t>(batch * out * pixels), 0.0);
+  for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t p = 0; p < pixels; ++p) {
+        double s = 0;
+        for (std::int64_t i = 0; i < in; ++i)
+          s += static_cast<double>(w[static_cast<std::size_t>(o * in + i)]) *
+               x.data[static_cast<std::size_t>((n * in + i) * pixels + p)];
+        y[static_cast<std::size_t>((n * out + o) * pixels + p)] = s;
+      }
+  return y;
+}
+
 std::vector<double> NaiveConv2d(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels,
                                 std::int64_t k, std::int64_t stride, std::int64_t pad) {
   const std::int64_t c_in = x.dims[1], h = x.dims[2], wd = x.dims[3];

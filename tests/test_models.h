@@ -32,6 +32,15 @@ NodeId NodeNamed(const Graph& graph, const std::string& name);
 /// A tensor named `name` of `dims` holding `data`.
 Tensor TensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<float> data);
 
+/// `x` [N, C, H, W] stored channels-last, as the graph input [N, H, W, C]
+/// named `name` that a Transpose (perm [0, 3, 1, 2]) makes x again: the
+/// layout a convolution's output has.
+Tensor ChannelsLast(const Tensor& x, const std::string& name);
+
+/// The 1x1 convolution of NCHW x by w [out, C] (no bias), in double:
+/// y[n, o, p] = sum_i w[o, i] x[n, i, p], p a pixel; y [N, out, H, W] flat.
+std::vector<double> NaivePointwise(const Tensor& x, const std::vector<float>& w, std::int64_t out);
+
 /// The convolution of one NCHW image x by w [out_channels, C, k, k] (no
 /// bias), square stride and pads, in double: y [out_channels, oh, ow] flat.
 std::vector<double> NaiveConv2d(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels,
