@@ -283,6 +283,9 @@ void EmitDeconv(Builder& b, const Chain& chain);
 void EmitBinary(Builder& b, const Chain& chain);
 void EmitBatchNorm(Builder& b, const Chain& chain);
 void EmitEltwise(Builder& b, NodeId node);
+/// MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool as pooling_v2, or
+/// our own max and global average pooling on channel-blocked and
+/// channels-last data (lower_pool.cc).
 void EmitPool(Builder& b, NodeId node);
 /// Max, Min, Sum and Mean of one or more inputs, multidirectionally
 /// broadcast (ONNX Max-13 ...), as a chain of binary_max / binary_min /
