@@ -3,7 +3,8 @@
 // Relu in the epilogue; Gemm with transB, alpha, a bias C and Clip; rows not
 // a multiple of the 6-row micro-kernel, depths of one and of two blocks, the
 // residual overwritten in place; MatMul with Gelu after it; convolutions on
-// 7x7 and 14x14 maps, and with a squeeze-and-excitation gate. Numbers are
+// 7x7 and 14x14 maps, and with a squeeze-and-excitation gate; a single row
+// as MatVec (src/backend/gemv_kernel.h). Numbers are
 // checked against naive loops in double.
 #include <catch2/catch.hpp>
 
@@ -290,4 +291,57 @@ TEST_CASE("a deep 3x3 convolution on a 14x14 map runs as our GEMM, a 1x1 one the
   const bool gemm = HaveGemmKernel() && StepsContaining(fused, "conv Conv_0 jit_1x1:avx2 aBcd8b") == 1;
   CHECK(StepsContaining(fused, "conv Conv_1 onnxfuse:gemm aBcd8b") == (gemm ? 1 : 0));
   CHECK(StepsContaining(fused, "conv Conv_2 onnxfuse:gemm") == 0);
+}
+
+TEST_CASE("a single row times constant weights runs as MatVec: Gemm with either transB, MatMul with a residual",
+          "[gemm]") {
+  // Depth 109 = 3 x 32 + 8 + 5: the four-accumulator loop, one 8-wide step
+  // and a scalar tail. 40 columns: no multiple of the GEMM's 16-column panel.
+  // 300 x 250 weights: over 65536, the rows split over the threads.
+  struct Shape {
+    std::int64_t depth, cols;
+  };
+  for (const Shape s : {Shape{109, 40}, Shape{300, 250}}) {
+    for (int trans_b : {0, 1}) {
+      INFO("depth " << s.depth << ", N " << s.cols << ", transB " << trans_b);
+      Tensor a = Input("a", {1, s.depth}, 51);
+      const std::vector<float> w = Values(s.depth * s.cols, 52), c = Values(s.cols, 53);
+      const Dims w_dims = trans_b ? Dims{s.cols, s.depth} : Dims{s.depth, s.cols};
+      // Gemm, then HardSwish as ONNX exports it: HardSigmoid and Mul.
+      const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+        g (float[1,)" + std::to_string(s.depth) + "] a, float[" + DimsText(w_dims) + "] w = " + test::FloatList(w) +
+                               ", float[" + std::to_string(s.cols) + "] c = " + test::FloatList(c) +
+                               ") => (float[1," + std::to_string(s.cols) + R"(] y) {
+          m = Gemm <transB = )" + std::to_string(trans_b) + R"(> (a, w, c)
+          h = HardSigmoid <alpha = 0.16666667, beta = 0.5> (m)
+          y = Mul (m, h)
+        })";
+      std::vector<double> y = NaiveProduct(a, w, 1, s.depth, s.cols, trans_b == 1);
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        const double v = y[i] + c[i];
+        y[i] = v * std::clamp(0.16666667 * v + 0.5, 0.0, 1.0);
+      }
+      PlanRun fused = CheckBoth(text, {a}, y, 1e-4);
+      INFO(test::StepList(fused));
+      CHECK(StepsContaining(fused, "matmul Gemm_0+HardSigmoid+Mul onnxfuse:gemv") == (HaveGemmKernel() ? 1 : 0));
+    }
+  }
+  SECTION("MatMul + bias + residual Add + Relu") {
+    const std::int64_t depth = 70, cols = 24;
+    Tensor a = Input("a", {1, depth}, 54), r = Input("r", {1, cols}, 55);
+    const std::vector<float> w = Values(depth * cols, 56), bias = Values(cols, 57);
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,70] a, float[1,24] r, float[70,24] w = )" + test::FloatList(w) + ", float[24] bias = " +
+                             test::FloatList(bias) + R"() => (float[1,24] y) {
+        m = MatMul (a, w)
+        s = Add (m, bias)
+        t = Add (s, r)
+        y = Relu (t)
+      })";
+    std::vector<double> y = NaiveProduct(a, w, 1, depth, cols, false);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::max(y[i] + bias[i] + r.data[i], 0.0);
+    PlanRun fused = CheckBoth(text, {a, r}, y, 1e-4);
+    INFO(test::StepList(fused));
+    CHECK(StepsContaining(fused, "matmul MatMul_0+Add+Add+Relu onnxfuse:gemv") == (HaveGemmKernel() ? 1 : 0));
+  }
 }

@@ -246,9 +246,11 @@ Act ResidualDestination(Builder& b, const Node& node, const PostOp* sum, const A
 /// bias (empty: none, or a first post-op adding one constant per column) and
 /// post-ops as the epilogue, as Gemm (gemm_kernel.h) on AVX2 CPUs. A folded
 /// BatchNormalization (chain.scale) must be in `weights` and `bias` already
-/// (FoldAffine); the chain's scale is not read here. Returns
-/// false, emitting nothing, when the CPU, the shapes (cols a multiple of 16,
-/// at least 16 rows) or the post-ops do not fit (lower_gemm.cc).
+/// (FoldAffine); the chain's scale is not read here. A single row (a
+/// classifier at batch 1) runs as MatVec (gemv_kernel.h) instead. Returns
+/// false, emitting nothing, when the CPU, the shapes (one row, or cols a
+/// multiple of 16 and at least 16 rows) or the post-ops do not fit
+/// (lower_gemm.cc).
 bool EmitOwnGemm(Builder& b, const Chain& chain, ValueId input, const Dims& out, std::int64_t depth,
                  const dnnl::memory::desc& weights_md, const float* weights, std::vector<double> bias);
 /// A group-1, undilated Conv of one channel-blocked (nChw8c) image into at

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "gemm_kernel.h"
+#include "gemv_kernel.h"
 #include "lower.h"
 
 namespace onnxfuse::backend {
@@ -14,7 +15,7 @@ namespace {
 using dnnl::memory;
 
 // At least this many rows: below, the product is a few GEMVs bound by reading
-// the weights, where oneDNN's gemm is as fast (a classifier's single row).
+// the weights, each re-reading them; a single row is MatVec's (gemv_kernel.h).
 constexpr std::int64_t kMinRows = 16;
 
 // Convolutions with at most this many output pixels (ResNet's and GoogLeNet's
@@ -107,13 +108,56 @@ bool TakeBias(Chain& chain, std::int64_t cols, std::vector<double>& bias) {
   return true;
 }
 
+// One row times the weights (a classifier at batch 1) as MatVec, the
+// weights stored as its rows [cols, depth]: dims [depth, cols] with strides
+// {1, depth}, so that a plan file's constant has the dims oneDNN's matmul
+// weights would.
+bool EmitGemv(Builder& b, const Chain& chain_in, ValueId input, const Dims& out, std::int64_t depth, std::int64_t cols,
+              const memory::desc& weights_md, const float* weights, std::vector<double> bias) {
+  const Node& node = b.graph.node(chain_in.anchor);
+  Chain chain = chain_in;
+  if (bias.empty()) TakeBias(chain, cols, bias);
+  const PostOp* sum = nullptr;
+  std::optional<std::vector<PointwiseOp>> epilogue = EpilogueOf(chain, &sum);
+  if (!epilogue) return false;
+
+  const memory::desc rows_md(Dims{depth, cols}, memory::data_type::f32, Dims{1, depth});
+  memory packed = b.PackedConstant(chain.anchor, "weights", rows_md, [&] { return b.HostView(weights_md, weights); });
+  const Arg src = b.Use(input, PlainDesc({1, depth}), node);
+  std::optional<Arg> addend;
+  const Act dst = ResidualDestination(b, node, sum, src, out, PlainDesc(out), addend);
+  std::vector<std::pair<int, Arg>> args = {
+      {0, src}, {1, Arg{dst.slot, dst.md, {}}}, {2, Arg{-1, packed.get_desc(), packed}}};
+  if (!bias.empty()) {
+    const memory bias_mem = BiasMemory(b, chain.anchor, bias);
+    args.push_back({3, Arg{-1, bias_mem.get_desc(), bias_mem}});
+  }
+  const int addend_index = addend ? static_cast<int>(args.size()) : -1;
+  if (addend) args.push_back({addend_index, *addend});
+  const int bias_index = bias.empty() ? -1 : 3;
+  b.EmitCustom(
+      "matmul", ChainLabel(b, chain_in), std::move(args),
+      [depth, cols, ops = std::move(*epilogue), bias_index, addend_index](const std::vector<void*>& data) {
+        auto at = [&](int index) {
+          return index >= 0 ? static_cast<const float*>(data[static_cast<std::size_t>(index)]) : nullptr;
+        };
+        MatVec(static_cast<const float*>(data[2]), at(bias_index), static_cast<const float*>(data[0]),
+               static_cast<float*>(data[1]), cols, depth, ops, at(addend_index));
+      },
+      dst.md, "onnxfuse:gemv");
+  b.SetAct(chain.out, dst);
+  return true;
+}
+
 }  // namespace
 
 bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& out, std::int64_t depth,
                  const memory::desc& weights_md, const float* weights, std::vector<double> bias) {
   const Node& node = b.graph.node(chain_in.anchor);
   const std::int64_t cols = out.back(), rows = Product(out) / cols;
-  if (!b.fuse || !HaveGemm() || cols % kGemmPanel != 0 || rows < kMinRows) return false;
+  if (!b.fuse || !HaveGemm()) return false;
+  if (rows == 1) return EmitGemv(b, chain_in, input, out, depth, cols, weights_md, weights, std::move(bias));
+  if (cols % kGemmPanel != 0 || rows < kMinRows) return false;
   Chain chain = chain_in;
   if (bias.empty()) TakeBias(chain, cols, bias);
   const PostOp* sum = nullptr;

@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "attrs.h"
+#include "gemv_kernel.h"
 #include "lower.h"
 
 namespace onnxfuse::backend {
@@ -26,20 +27,6 @@ struct Gate {
   bool hard = false;  ///< HardSigmoid: max(0, min(1, alpha x + beta)); else Sigmoid
   float alpha = 0, beta = 0;
 };
-
-// y[o] = b[o] + sum_i w[o * n + i] x[i] for o < m: w row-major [m, n].
-__attribute__((target_clones("avx512f", "avx2", "default"))) void MatVec(const float* w, const float* bias,
-                                                                         const float* x, float* y, std::int64_t m,
-                                                                         std::int64_t n) {
-#pragma omp parallel for schedule(static) if (m * n >= (1 << 16))
-  for (std::int64_t o = 0; o < m; ++o) {
-    const float* row = w + o * n;
-    float acc = 0.f;
-#pragma omp simd reduction(+ : acc)
-    for (std::int64_t i = 0; i < n; ++i) acc += row[i] * x[i];
-    y[o] = acc + bias[o];
-  }
-}
 
 // A 1x1 Conv of `in` (dims `x`: [1, C, 1, 1]) with constant weights [M, C, 1, 1]
 // whose output is [1, M, 1, 1]; its weights' M, else 0.
