@@ -272,8 +272,13 @@ bool ConvFitsGemm(const Builder& b, const Node& conv, const Act& x, const Dims& 
 void LinkPointwise(Builder& b);
 /// Gemm (2-D A, constant B; transA, transB, alpha, beta) as a matmul: alpha
 /// and a folded BatchNormalization in the prepacked B; C of one value per
-/// output as the bias, a [M, 1] or [M, N] C as a binary post-op (lower_conv.cc).
+/// output as the bias, a [M, 1] or [M, N] C as a binary post-op; on AVX2 our
+/// own GEMM or GEMV first (EmitOwnGemm) (lower_matmul.cc).
 void EmitGemm(Builder& b, const Chain& chain);
+/// MatMul (A computed at run time, B constant or not, batch dims broadcast)
+/// as a matmul: [B.., M, K] x constant [K, N] as one 2-D product, on AVX2 our
+/// own GEMM or GEMV first (EmitOwnGemm); a transposed operand read in place
+/// where a fast kernel takes its strides (lower_matmul.cc).
 void EmitMatMul(Builder& b, const Chain& chain);
 /// ConvTranspose as deconvolution_forward, with folded BatchNormalization and post-ops (lower_deconv.cc).
 void EmitDeconv(Builder& b, const Chain& chain);
