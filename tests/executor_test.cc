@@ -117,7 +117,7 @@ TEST_CASE("Conv+BatchNormalization+Relu is one primitive with BN folded into the
   CHECK(stats.kernels - stats.reorders == 1);
 }
 
-TEST_CASE("a residual Add becomes an in-place sum post-op; strides, pads, groups", "[executor]") {
+TEST_CASE("a residual Add becomes an in-place sum post-op, strides, pads, groups", "[executor]") {
   // y = Relu(Conv(x, w, stride 2, pad 1, group 2) + Relu(z))
   const char* residual = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,4,4] x, float[1,2,3,3] z, float[2,1,2,2] w = {0.5, -0.25, 0.75, 1.0, -0.5, 0.25, 0.125, -1.0})
@@ -205,7 +205,7 @@ TEST_CASE("Flatten + Gemm (transB=0, alpha, beta) as one matmul", "[executor]") 
   test::CheckBoth(text, {x}, {10.25, 10.125, 17.5});
 }
 
-TEST_CASE("shape subgraphs fold at build time; Reshape, Transpose, MatMul, Softmax, Concat", "[executor]") {
+TEST_CASE("shape subgraphs fold at build time, Reshape, Transpose, MatMul, Softmax, Concat", "[executor]") {
   const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,3] x, float[2,2] w = {1.0, 0.5, -1.0, 2.0}) => (float[1,2,6] y) {
       sh = Shape (x)

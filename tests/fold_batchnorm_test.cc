@@ -272,7 +272,7 @@ TEST_CASE("Conv+BN folds into new initializers, keeps value names, drops what it
   CHECK(MaxRelativeDifference(graph.model(), r.model) < 1e-6);
 }
 
-TEST_CASE("raw_data and double tensors fold; W' is written in W's type", "[fold_batchnorm]") {
+TEST_CASE("raw_data and double tensors fold, W' is written in W's type", "[fold_batchnorm]") {
   SECTION("float raw_data") {
     auto model = test::ParseModel(kConvBnRelu);
     ToRawData(model);
@@ -365,7 +365,7 @@ TEST_CASE("ConvTranspose scales W[:, j] per group (weight layout C_in, C_out/gro
   }
 }
 
-TEST_CASE("a W shared by two convs is never modified in place; new names stay unique", "[fold_batchnorm]") {
+TEST_CASE("a W shared by two convs is never modified in place, new names stay unique", "[fold_batchnorm]") {
   const char* text = R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,3,3] x, float[2,2,1,1] w = {1.0, 0.5, -0.5, 2.0}, float[2] w_bnfolded = {7.0, 7.0},

@@ -95,7 +95,7 @@ TEST_CASE("MatMul + bias + residual Add + Relu runs as our own GEMM on AVX2", "[
   }
 }
 
-TEST_CASE("Gemm with transB, alpha, a bias C and Clip runs as our own GEMM on AVX2; other widths stay on oneDNN",
+TEST_CASE("Gemm with transB, alpha, a bias C and Clip runs as our own GEMM on AVX2, other widths stay on oneDNN",
           "[gemm]") {
   // A [20, 64], B stored [N, 64] (transB = 1), alpha 0.5, C [N], Clip [0, 6].
   // N = 32: two panels. N = 40 is not a multiple of the 16-column panel.

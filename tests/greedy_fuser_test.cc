@@ -117,7 +117,7 @@ TEST_CASE("a downsampling block keeps its shortcut Conv+BN apart", "[greedy]") {
         Strings{"Relu_0 -> -: fork", "BatchNormalization_5 -> Add_8: join", "BatchNormalization_7 -> Add_8: join"});
 }
 
-TEST_CASE("a graph output inside a chain ends it; a final graph output does not reject", "[greedy]") {
+TEST_CASE("a graph output inside a chain ends it, a final graph output does not reject", "[greedy]") {
   auto graph = test::GraphFromText(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,4] x) => (float[1,4] a, float[1,4] y) {
@@ -178,7 +178,7 @@ TEST_CASE("a fork counts consumers over all outputs and names a few of them", "[
   }
 }
 
-TEST_CASE("constant inputs do not make a join; two activations do", "[greedy]") {
+TEST_CASE("constant inputs do not make a join, two activations do", "[greedy]") {
   auto graph = test::GraphFromText(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,4,4] x, float[1,2,4,4] z, float[2,2,1,1] w = {1.0, 0.5, -0.5, 1.0}, float[2] bias = {0.5, -0.5},

@@ -196,7 +196,7 @@ TEST_CASE("a group whose first member comes early still follows its producers", 
   CHECK_NOTHROW(CheckFusedModel(fused.model));
 }
 
-TEST_CASE("single nodes are copied unchanged; inner graph outputs stay outputs", "[onnx_writer]") {
+TEST_CASE("single nodes are copied unchanged, inner graph outputs stay outputs", "[onnx_writer]") {
   auto graph = test::GraphFromText(R"(
     <ir_version: 8, opset_import: ["" : 17]>
     g (float[2,3] a) => (float[2,3] r, float[2,3] y) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "onnxfuse/error.h"
 #include "onnxfuse/postdom_fuser.h"
 #include "test_models.h"
 
@@ -59,6 +60,18 @@ PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, co
     CheckClose(fused.outputs.at(0), expected, tol);
   }
   return fused;
+}
+
+std::string CompileError(const std::string& text) {
+  Graph graph = GraphFromText(text);
+  try {
+    ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), {});
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kUnsupported);
+    return e.what();
+  }
+  FAIL("compiled without an error");
+  return "";
 }
 
 }  // namespace onnxfuse::test

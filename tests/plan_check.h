@@ -42,4 +42,9 @@ PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& 
 PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
                   double tol = 1e-5);
 
+/// Compiles the model `text` (post-dominator fusion) expecting it to be
+/// refused with Error(kUnsupported); returns the message. Fails the test when
+/// it compiles, or fails with another kind of error.
+std::string CompileError(const std::string& text);
+
 }  // namespace onnxfuse::test

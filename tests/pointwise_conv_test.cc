@@ -84,7 +84,7 @@ TEST_CASE("a 1x1 Conv on a 7x7 map with BatchNormalization, a residual Add and C
   CHECK(StepsContaining(run, "onnxfuse:pointwise") == (HavePointwiseKernel() ? 1 : 0));
 }
 
-TEST_CASE("pointwise steps in a row: HardSwish, a depthwise Conv between, Relu; the first prefetches the second",
+TEST_CASE("pointwise steps in a row: HardSwish, a depthwise Conv between, Relu, the first prefetches the second",
           "[pointwise]") {
   // x [1,24,5,5] -> 1x1 to 48 channels, HardSigmoid * x -> depthwise 3x3 ->
   // 1x1 to 16 channels, Relu. 25 rows: 4 blocks of 6 and 1 left.

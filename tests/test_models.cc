@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include <onnx/defs/parser.h>
 
@@ -117,6 +118,39 @@ std::string FloatList(const std::vector<float>& values) {
   for (std::size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
   out << "}";
   return out.str();
+}
+
+Tensor TensorFrom(std::vector<std::int64_t> dims, const std::function<float(std::int64_t)>& f, std::string name) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dims = std::move(dims);
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) t.data.push_back(f(i));
+  return t;
+}
+
+float Wave(std::int64_t i) { return static_cast<float>((i * 7) % 11 - 5) * 0.125f + 0.03f * static_cast<float>(i % 4); }
+
+std::vector<float> Floats(std::size_t n, float scale, int salt) {
+  std::vector<float> v;
+  for (std::size_t i = 0; i < n; ++i) v.push_back(scale * Wave(static_cast<std::int64_t>(i) * 3 + salt));
+  return v;
+}
+
+std::vector<double> ConcatenatedPointwise(const Tensor& x, const std::vector<std::vector<float>>& w,
+                                          const std::vector<std::int64_t>& couts) {
+  const std::int64_t n = x.dims[0], cin = x.dims[1], hw = x.dims[2] * x.dims[3];
+  std::vector<double> y;
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::size_t i = 0; i < couts.size(); ++i)
+      for (std::int64_t o = 0; o < couts[i]; ++o)
+        for (std::int64_t p = 0; p < hw; ++p) {
+          double sum = 0;
+          for (std::int64_t ci = 0; ci < cin; ++ci)
+            sum += static_cast<double>(w[i][static_cast<std::size_t>(o * cin + ci)]) *
+                   x.data[static_cast<std::size_t>((b * cin + ci) * hw + p)];
+          y.push_back(sum);
+        }
+  return y;
 }
 
 }  // namespace onnxfuse::test

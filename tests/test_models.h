@@ -1,6 +1,7 @@
 // Helpers for tests: small models written inline in ONNX text syntax.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,22 @@ std::vector<double> NaivePointwise(const Tensor& x, const std::vector<float>& w,
 /// bias), square stride and pads, in double: y [out_channels, oh, ow] flat.
 std::vector<double> NaiveConv2d(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels,
                                 std::int64_t k, std::int64_t stride, std::int64_t pad);
+
+/// A tensor named `name` of `dims` whose element i (row-major) is f(i).
+Tensor TensorFrom(std::vector<std::int64_t> dims, const std::function<float(std::int64_t)>& f, std::string name = "x");
+
+/// A deterministic wave of small values in [-0.625, 0.715] (steps of 1/8,
+/// period 44): test data that is neither constant nor symmetric.
+float Wave(std::int64_t i);
+
+/// n values scale * Wave(3 i + salt): weights and biases, `salt` telling
+/// tensors of one test apart.
+std::vector<float> Floats(std::size_t n, float scale, int salt);
+
+/// The 1x1 convolutions of x [n, cin, h, w] by w[i] [couts[i], cin],
+/// concatenated along channels, in double: [n, sum couts, h, w] flat.
+std::vector<double> ConcatenatedPointwise(const Tensor& x, const std::vector<std::vector<float>>& w,
+                                          const std::vector<std::int64_t>& couts);
 
 /// "{a, b, c}": `values` as an initializer's data in ONNX text syntax, each
 /// with 9 significant digits (a float exactly).
