@@ -189,32 +189,36 @@ Tensor AsTensor(const std::vector<double>& v, Dims dims) { return test::TensorOf
 
 TEST_CASE("a convolution on a 7x7 channel-blocked map runs as our GEMM over its im2col rows on AVX2", "[gemm]") {
   // x [1, 16, 7, 7] -> a = Conv 1x1 (16 -> C): oneDNN's, nChw8c on AVX2.
-  // Then a 3x3 Conv of a, pads 1, with bias: stride 1 into 64 channels with
-  // the residual a and Relu (C = 64); stride 2 into 64 channels at 4x4 (C =
-  // 20: channels padded to 24 in a, packed element by element); stride 1
-  // into 32 channels, too few for the GEMM to pay (C = 32).
+  // Then a k x k Conv of a, pads k / 2, with bias: 5x5 stride 1 into 64
+  // channels with the residual a and Relu (C = 64; a 3x3 one would be
+  // Winograd's, winograd_kernel_test.cc); 3x3 stride 2 into 64 channels at
+  // 4x4 (C = 20: channels padded to 24 in a, packed element by element); 3x3
+  // stride 1 into 32 channels, too few for the GEMM to pay (C = 32).
   struct Case {
-    std::int64_t c, out, stride;
+    std::int64_t c, out, stride, kernel;
     bool residual;
   };
-  for (const Case& k : {Case{64, 64, 1, true}, Case{20, 64, 2, false}, Case{32, 32, 1, false}}) {
-    const std::int64_t c = k.c, out = k.out, stride = k.stride;
+  for (const Case& k : {Case{64, 64, 1, 5, true}, Case{20, 64, 2, 3, false}, Case{32, 32, 1, 3, false}}) {
+    const std::int64_t c = k.c, out = k.out, stride = k.stride, kernel = k.kernel, pad = kernel / 2;
     const bool residual = k.residual;
-    INFO("C " << c << " -> " << out << ", stride " << stride << (residual ? ", residual" : ""));
+    INFO("C " << c << " -> " << out << ", " << kernel << "x" << kernel << ", stride " << stride
+              << (residual ? ", residual" : ""));
     Tensor x = Input("x", {1, 16, 7, 7}, 11);
-    const std::vector<float> w0 = Values(c * 16, 12), w1 = Values(out * c * 9, 13), b1 = Values(out, 14);
+    const std::vector<float> w0 = Values(c * 16, 12), w1 = Values(out * c * kernel * kernel, 13), b1 = Values(out, 14);
     const std::int64_t side = stride == 1 ? 7 : 4;
+    const std::string pads = "pads = [" + DimsText({pad, pad, pad, pad}) + "]";
     const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
       g (float[1,16,7,7] x, float[)" + DimsText({c, 16, 1, 1}) + "] w0 = " + test::FloatList(w0) + ", float[" +
-                             DimsText({out, c, 3, 3}) + "] w1 = " + test::FloatList(w1) + ", float[" + std::to_string(out) +
-                             "] b1 = " + test::FloatList(b1) + ") => (float[" + DimsText({1, out, side, side}) + R"(] y) {
+                             DimsText({out, c, kernel, kernel}) + "] w1 = " + test::FloatList(w1) + ", float[" +
+                             std::to_string(out) + "] b1 = " + test::FloatList(b1) + ") => (float[" +
+                             DimsText({1, out, side, side}) + R"(] y) {
         a = Conv (x, w0)
-        )" + (residual ? "b = Conv <pads = [1, 1, 1, 1]> (a, w1, b1)\n        t = Add (b, a)\n        y = Relu (t)"
-                       : "y = Conv <pads = [1, 1, 1, 1], strides = " + std::string(stride == 2 ? "[2, 2]" : "[1, 1]") +
+        )" + (residual ? "b = Conv <" + pads + "> (a, w1, b1)\n        t = Add (b, a)\n        y = Relu (t)"
+                       : "y = Conv <" + pads + ", strides = " + std::string(stride == 2 ? "[2, 2]" : "[1, 1]") +
                              "> (a, w1, b1)") + R"(
       })";
     const Tensor a = AsTensor(test::NaiveConv2d(x, w0, c, 1, 1, 0), {1, c, 7, 7});
-    std::vector<double> y = test::NaiveConv2d(a, w1, out, 3, stride, 1);
+    std::vector<double> y = test::NaiveConv2d(a, w1, out, kernel, stride, pad);
     for (std::size_t i = 0; i < y.size(); ++i) {
       y[i] += b1[i / static_cast<std::size_t>(side * side)];
       if (residual) y[i] = std::max(0.0, y[i] + a.data[i]);
@@ -265,29 +269,30 @@ TEST_CASE("a squeeze-and-excitation gate before a GEMM convolution scales the ro
   }
 }
 
-TEST_CASE("a deep 3x3 convolution on a 14x14 map runs as our GEMM, a 1x1 one there stays on oneDNN", "[gemm]") {
-  // x [1, 16, 14, 14] -> a = Conv 1x1 (16 -> 64): oneDNN's, nChw8c on AVX2.
-  // y = Conv 3x3 of a, pads 1, with bias: 196 rows (two blocks of rows: 120
-  // and 76) by an im2col depth of 576, on the GEMM; z = Conv 1x1 of a (depth
-  // 64) stays on oneDNN's jit_1x1, faster there at 14x14.
-  const std::int64_t c = 64, out = 64, side = 14;
-  Tensor x = Input("x", {1, 16, side, side}, 31);
+TEST_CASE("a deep 3x3 convolution into a 14x14 map runs as our GEMM, a 1x1 one there stays on oneDNN", "[gemm]") {
+  // x [1, 16, 16, 16] -> a = Conv 1x1 (16 -> 64): oneDNN's, nChw8c on AVX2.
+  // y = Conv 3x3 of a, no pads (pads 1 would be Winograd's), with bias: 196
+  // rows (two blocks of rows: 120 and 76) by an im2col depth of 576, on the
+  // GEMM; z = Conv 1x1 of y (depth 64) stays on oneDNN's jit_1x1, faster there
+  // at 14x14.
+  const std::int64_t c = 64, out = 64, in_side = 16, side = 14;
+  Tensor x = Input("x", {1, 16, in_side, in_side}, 31);
   const std::vector<float> w0 = Values(c * 16, 32), w1 = Values(out * c * 9, 33), b1 = Values(out, 34),
-                           w2 = Values(out * c, 35);
+                           w2 = Values(out * out, 35);
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,16,14,14] x, float[64,16,1,1] w0 = )" + test::FloatList(w0) + ", float[64,64,3,3] w1 = " +
+    g (float[1,16,16,16] x, float[64,16,1,1] w0 = )" + test::FloatList(w0) + ", float[64,64,3,3] w1 = " +
                            test::FloatList(w1) + ", float[64] b1 = " + test::FloatList(b1) + ", float[64,64,1,1] w2 = " +
                            test::FloatList(w2) + R"() => (float[1,64,14,14] y, float[1,64,14,14] z) {
       a = Conv (x, w0)
-      y = Conv <pads = [1, 1, 1, 1]> (a, w1, b1)
-      z = Conv (a, w2)
+      y = Conv (a, w1, b1)
+      z = Conv (y, w2)
     })";
-  const Tensor a = AsTensor(test::NaiveConv2d(x, w0, c, 1, 1, 0), {1, c, side, side});
-  std::vector<double> y = test::NaiveConv2d(a, w1, out, 3, 1, 1);
+  const Tensor a = AsTensor(test::NaiveConv2d(x, w0, c, 1, 1, 0), {1, c, in_side, in_side});
+  std::vector<double> y = test::NaiveConv2d(a, w1, out, 3, 1, 0);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] += b1[i / static_cast<std::size_t>(side * side)];
   PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
   INFO(test::StepList(fused));
-  test::CheckClose(fused.outputs.at(1), test::NaiveConv2d(a, w2, out, 1, 1, 0), 1e-4);
+  test::CheckClose(fused.outputs.at(1), test::NaiveConv2d(AsTensor(y, {1, out, side, side}), w2, out, 1, 1, 0), 1e-4);
   const bool gemm = HaveGemmKernel() && StepsContaining(fused, "conv Conv_0 jit_1x1:avx2 aBcd8b") == 1;
   CHECK(StepsContaining(fused, "conv Conv_1 onnxfuse:gemm aBcd8b") == (gemm ? 1 : 0));
   CHECK(StepsContaining(fused, "conv Conv_2 onnxfuse:gemm") == 0);

@@ -240,6 +240,10 @@ std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const Pos
 /// else (and without a residual) a new buffer (lower_pointwise.cc).
 Act ResidualDestination(Builder& b, const Node& node, const PostOp* sum, const Arg& src, const Dims& out,
                         const dnnl::memory::desc& dst_md, std::optional<Arg>& addend);
+/// EpilogueOf for kernels that add the residual first (Gemm, our Winograd
+/// convolution): nullopt also when the residual Add is not the first post-op
+/// (lower_gemm.cc).
+std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const PostOp** sum);
 /// A product of a run-time operand `input` (read as [rows, depth] row-major)
 /// and constant weights (`weights`, `weights_md` a view of dims [depth,
 /// cols]) into `out` (cols its last dim, rows the product of the others), its
@@ -262,6 +266,14 @@ bool EmitOwnGemm(Builder& b, const Chain& chain, ValueId input, const Dims& out,
 /// emitting nothing, otherwise (lower_gemm.cc).
 bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
                   const ConvGeometry& geometry);
+/// A 3x3, stride-1, pad-1, group-1, undilated Conv of one channel-blocked
+/// (nChw8c) image with at least 64 input channels (a multiple of 8) and 64
+/// output channels (a multiple of 16), as Winograd's F(2x2, 3x3) over our own
+/// GEMM (winograd_kernel.h) on AVX2 CPUs, its result nChw8c; `w` and `bias`
+/// with the chain's BatchNormalization folded in, post-ops as EmitOwnGemm's.
+/// Returns false, emitting nothing, otherwise (lower_winograd.cc).
+bool EmitConvWinograd(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+                      const ConvGeometry& geometry);
 /// Whether Conv `conv` of `x` (weights dims `w`, `geometry` its ConvGeometryOf)
 /// has the shape and layout EmitConvGemm takes; its post-ops are not checked.
 /// When `x` is that of a deferred x * s, EmitConvGemm scales its channels as it

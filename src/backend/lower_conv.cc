@@ -115,7 +115,9 @@ void EmitConv(Builder& b, const Chain& chain) {
   const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims[0];
   std::vector<double> bias = BiasOf(b, node, 2, out_channels);
   FoldAffine(chain, w.data, bias, out_channels);
-  if (EmitPointwise(b, chain, input, w, bias, geometry) || EmitConvGemm(b, chain, input, w, bias, geometry)) return;
+  if (EmitPointwise(b, chain, input, w, bias, geometry) || EmitConvWinograd(b, chain, input, w, bias, geometry) ||
+      EmitConvGemm(b, chain, input, w, bias, geometry))
+    return;
 
   Dims wdims = w.dims;
   if (group > 1) {  // goihw: the same bytes as oihw

@@ -48,16 +48,6 @@ memory::desc PanelDesc(std::int64_t depth, std::int64_t cols) {
   return md;
 }
 
-// The epilogue of `chain`, its residual in `*sum`: nullopt when the GEMM
-// cannot apply it (an Add other than first: it adds the residual at the start).
-std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const PostOp** sum) {
-  std::optional<std::vector<PointwiseOp>> epilogue = EpilogueOf(chain, sum);
-  if (!epilogue) return std::nullopt;
-  for (std::size_t i = 1; i < epilogue->size(); ++i)
-    if ((*epilogue)[i].kind == PointwiseOp::Kind::kAdd) return std::nullopt;
-  return epilogue;
-}
-
 // Emits the GEMM step: arguments a, c, packed weights, then those present of
 // the bias, the residual and (a convolution's) the channel scale.
 void EmitGemmStep(Builder& b, const std::string& kind, const std::string& label, const Arg& src, const Act& dst,
@@ -150,6 +140,14 @@ bool EmitGemv(Builder& b, const Chain& chain_in, ValueId input, const Dims& out,
 }
 
 }  // namespace
+
+std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const PostOp** sum) {
+  std::optional<std::vector<PointwiseOp>> epilogue = EpilogueOf(chain, sum);
+  if (!epilogue) return std::nullopt;
+  for (std::size_t i = 1; i < epilogue->size(); ++i)
+    if ((*epilogue)[i].kind == PointwiseOp::Kind::kAdd) return std::nullopt;
+  return epilogue;
+}
 
 bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& out, std::int64_t depth,
                  const memory::desc& weights_md, const float* weights, std::vector<double> bias) {

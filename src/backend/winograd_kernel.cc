@@ -1,0 +1,144 @@
+#include "winograd_kernel.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "gemm_kernel.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+constexpr int kTile = 4;  // input tile 4x4, output 2x2
+
+// B^T v for the four vectors of one column (or row) of a tile:
+// B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
+__attribute__((target("avx2,fma"), always_inline)) inline void InputRows(const __m256* d, __m256* r) {
+  r[0] = _mm256_sub_ps(d[0], d[2]);
+  r[1] = _mm256_add_ps(d[1], d[2]);
+  r[2] = _mm256_sub_ps(d[2], d[1]);
+  r[3] = _mm256_sub_ps(d[1], d[3]);
+}
+
+// A^T v: A^T = [1 1 1 0; 0 1 -1 -1].
+__attribute__((target("avx2,fma"), always_inline)) inline void OutputRows(const __m256* m, __m256* r) {
+  r[0] = _mm256_add_ps(_mm256_add_ps(m[0], m[1]), m[2]);
+  r[1] = _mm256_sub_ps(_mm256_sub_ps(m[1], m[2]), m[3]);
+}
+
+// V[e][t][c] = (B^T d B)[e] for tile t, channel c (rows of [tiles, C] per e).
+__attribute__((target("avx2,fma"))) void TransformInput(const float* x, float* v, const WinogradShape& s) {
+  const std::int64_t tiles_w = (s.width + 1) / 2, tiles = s.Tiles(), blocks = s.channels / 8;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (std::int64_t cb = 0; cb < blocks; ++cb)
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const float* plane = x + cb * s.height * s.width * 8;
+      const std::int64_t top = t / tiles_w * 2 - 1, left = t % tiles_w * 2 - 1;
+      __m256 d[kTile][kTile];
+      for (int i = 0; i < kTile; ++i)
+        for (int j = 0; j < kTile; ++j) {
+          const std::int64_t h = top + i, w = left + j;
+          d[i][j] = h >= 0 && h < s.height && w >= 0 && w < s.width ? _mm256_loadu_ps(plane + (h * s.width + w) * 8)
+                                                                     : _mm256_setzero_ps();
+        }
+      __m256 rows[kTile][kTile];  // B^T d: per column j
+      for (int j = 0; j < kTile; ++j) {
+        const __m256 col[kTile] = {d[0][j], d[1][j], d[2][j], d[3][j]};
+        __m256 r[kTile];
+        InputRows(col, r);
+        for (int i = 0; i < kTile; ++i) rows[i][j] = r[i];
+      }
+      for (int i = 0; i < kTile; ++i) {  // (B^T d) B: per row i
+        __m256 r[kTile];
+        InputRows(rows[i], r);
+        for (int j = 0; j < kTile; ++j)
+          _mm256_storeu_ps(v + ((i * kTile + j) * tiles + t) * s.channels + cb * 8, r[j]);
+      }
+    }
+}
+
+// y = epilogue(bias + A^T m A) for every tile and 8-channel block of K.
+__attribute__((target("avx2,fma"))) void TransformOutput(const float* m, const float* bias, const float* addend,
+                                                         float* y, const WinogradShape& s,
+                                                         const std::vector<PointwiseOp>& epilogue) {
+  const std::int64_t tiles_w = (s.width + 1) / 2, tiles = s.Tiles(), blocks = s.out_channels / 8;
+  const bool add_first = !epilogue.empty() && epilogue[0].kind == PointwiseOp::Kind::kAdd;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (std::int64_t kb = 0; kb < blocks; ++kb)
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      __m256 rows[2][kTile];  // A^T m: per column j
+      for (int j = 0; j < kTile; ++j) {
+        __m256 col[kTile], r[2];
+        for (int i = 0; i < kTile; ++i) col[i] = _mm256_loadu_ps(m + ((i * kTile + j) * tiles + t) * s.out_channels + kb * 8);
+        OutputRows(col, r);
+        rows[0][j] = r[0], rows[1][j] = r[1];
+      }
+      const __m256 b = bias ? _mm256_loadu_ps(bias + kb * 8) : _mm256_setzero_ps();
+      const std::int64_t top = t / tiles_w * 2, left = t % tiles_w * 2;
+      for (int i = 0; i < 2; ++i) {
+        __m256 r[2];
+        OutputRows(rows[i], r);
+        for (int j = 0; j < 2; ++j) {
+          const std::int64_t h = top + i, w = left + j;
+          if (h >= s.height || w >= s.width) continue;
+          const std::int64_t at = (kb * s.height + h) * s.width * 8 + w * 8;
+          __m256 acc = _mm256_add_ps(r[j], b);
+          if (add_first) acc = _mm256_add_ps(acc, _mm256_loadu_ps(addend + at));
+          for (std::size_t o = add_first ? 1 : 0; o < epilogue.size(); ++o) {
+            const PointwiseOp& op = epilogue[o];
+            const __m256 pa = _mm256_set1_ps(op.a), pb = _mm256_set1_ps(op.b);
+            switch (op.kind) {
+              case PointwiseOp::Kind::kClamp: acc = _mm256_min_ps(_mm256_max_ps(acc, pa), pb); break;
+              case PointwiseOp::Kind::kLinear: acc = _mm256_fmadd_ps(acc, pa, pb); break;
+              case PointwiseOp::Kind::kHardSwish:
+                acc = _mm256_mul_ps(acc, _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(acc, pa, pb), _mm256_setzero_ps()),
+                                                       _mm256_set1_ps(1.f)));
+                break;
+              case PointwiseOp::Kind::kAdd: break;  // only first (lower_winograd.cc)
+            }
+          }
+          _mm256_storeu_ps(y + at, acc);
+        }
+      }
+    }
+}
+
+}  // namespace
+
+std::vector<float> PackWinogradWeights(const float* w, std::int64_t out_channels, std::int64_t channels) {
+  // G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
+  static const double kG[kTile][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  std::vector<float> u(static_cast<std::size_t>(16 * channels * out_channels));
+  for (std::int64_t k = 0; k < out_channels; ++k)
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const float* g = w + (k * channels + c) * 9;
+      double gg[kTile][3];  // G g
+      for (int i = 0; i < kTile; ++i)
+        for (int j = 0; j < 3; ++j) gg[i][j] = kG[i][0] * g[j] + kG[i][1] * g[3 + j] + kG[i][2] * g[6 + j];
+      for (int i = 0; i < kTile; ++i)
+        for (int j = 0; j < kTile; ++j) {  // (G g) G^T
+          const double value = gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] + gg[i][2] * kG[j][2];
+          const std::int64_t e = i * kTile + j, panel = k / kGemmPanel;
+          const std::int64_t at = e * channels * out_channels + (panel * channels + c) * kGemmPanel + k % kGemmPanel;
+          u[static_cast<std::size_t>(at)] = static_cast<float>(value);
+        }
+    }
+  return u;
+}
+
+void WinogradConv3x3(const float* x, const float* u, const float* bias, const float* addend, float* y,
+                     const WinogradShape& s, const std::vector<PointwiseOp>& epilogue) {
+  const std::int64_t tiles = s.Tiles();
+  thread_local std::vector<float> v_buffer, m_buffer;
+  v_buffer.resize(static_cast<std::size_t>(16 * tiles * s.channels));
+  m_buffer.resize(static_cast<std::size_t>(16 * tiles * s.out_channels));
+  float *v = v_buffer.data(), *m = m_buffer.data();
+  TransformInput(x, v, s);
+  for (std::int64_t e = 0; e < 16; ++e)
+    Gemm(v + e * tiles * s.channels, u + e * s.channels * s.out_channels, nullptr, nullptr,
+         m + e * tiles * s.out_channels, {tiles, s.channels, s.out_channels}, {});
+  TransformOutput(m, bias, addend, y, s, epilogue);
+}
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,105 @@
+// 3x3 convolutions as Winograd's F(2x2, 3x3) over our own GEMM
+// (src/backend/winograd_kernel.h) on AVX2: odd map sizes (tiles cut at the
+// edges), a folded BatchNormalization, a residual Add with Relu, Clip, and
+// the convolutions it does not take. Numbers are checked against naive loops
+// in double.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "onnxfuse/plan_file.h"
+#include "plan_check.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+using test::CheckBoth;
+using test::Floats;
+using test::PlanRun;
+using test::TensorFrom;
+using test::Wave;
+
+namespace {
+
+using Dims = std::vector<std::int64_t>;
+
+// Winograd runs where our GEMM does: AVX2 without AVX-512 (gemm_kernel.h).
+bool HaveGemmKernel() { return CpuIsaName().rfind("avx2", 0) == 0; }
+
+std::string Ints(const Dims& d) {
+  std::string s;
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a 3x3 convolution of at least 64 channels runs as Winograd F(2x2, 3x3): edges, BN, residual, Clip",
+          "[winograd]") {
+  // x [1, 16, H, W] -> a = Conv 1x1 (16 -> C): oneDNN's, nChw8c on AVX2.
+  // b = Conv 3x3 of a, pads 1, with bias, then BatchNormalization and either
+  // the residual a and Relu (C = K) or Clip [0, 6].
+  //   64 -> 64 at 9x7: tiles of 2x2 cut at the bottom and right edges;
+  //   72 -> 96 at 8x8: C a multiple of 8 but not of 16, whole tiles;
+  //   64 -> 64 stride 2 and 32 -> 64: not Winograd's (our GEMM or oneDNN).
+  struct Case {
+    std::int64_t c, out, h, w, stride;
+    bool residual;
+    bool winograd;
+  };
+  for (const Case& k : {Case{64, 64, 9, 7, 1, true, true}, Case{72, 96, 8, 8, 1, false, true},
+                        Case{64, 64, 8, 8, 2, false, false}, Case{32, 64, 8, 8, 1, false, false}}) {
+    INFO(k.c << " -> " << k.out << " at " << k.h << "x" << k.w << ", stride " << k.stride);
+    const std::int64_t oh = (k.h - 1) / k.stride + 1, ow = (k.w - 1) / k.stride + 1;
+    Tensor x = TensorFrom({1, 16, k.h, k.w}, Wave);
+    const std::vector<float> w0 = Floats(static_cast<std::size_t>(k.c * 16), 0.25f, 1),
+                             w1 = Floats(static_cast<std::size_t>(k.out * k.c * 9), 0.05f, 2),
+                             b1 = Floats(static_cast<std::size_t>(k.out), 1.f, 3),
+                             gamma = Floats(static_cast<std::size_t>(k.out), 1.f, 4),
+                             beta = Floats(static_cast<std::size_t>(k.out), 1.f, 5),
+                             mean = Floats(static_cast<std::size_t>(k.out), 1.f, 6);
+    std::vector<float> var = Floats(static_cast<std::size_t>(k.out), 1.f, 7);
+    for (float& v : var) v = std::abs(v) + 0.5f;
+    const std::string tail = k.residual ? "t = Add (n, a)\n        y = Relu (t)" : "y = Clip (n, lo, hi)";
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[)" + Ints({1, 16, k.h, k.w}) + "] x, float[" + Ints({k.c, 16, 1, 1}) + "] w0 = " + test::FloatList(w0) +
+                             ", float[" + Ints({k.out, k.c, 3, 3}) + "] w1 = " + test::FloatList(w1) + ", float[" +
+                             Ints({k.out}) + "] b1 = " + test::FloatList(b1) + ", float[" + Ints({k.out}) +
+                             "] gamma = " + test::FloatList(gamma) + ", float[" + Ints({k.out}) +
+                             "] beta = " + test::FloatList(beta) + ", float[" + Ints({k.out}) +
+                             "] mean = " + test::FloatList(mean) + ", float[" + Ints({k.out}) +
+                             "] var = " + test::FloatList(var) + R"(, float lo = {0.0}, float hi = {6.0}) => (float[)" +
+                             Ints({1, k.out, oh, ow}) + R"(] y) {
+        a = Conv (x, w0)
+        b = Conv <pads = [1, 1, 1, 1], strides = )" + (k.stride == 2 ? "[2, 2]" : "[1, 1]") + R"(> (a, w1, b1)
+        n = BatchNormalization (b, gamma, beta, mean, var)
+        )" + tail + R"(
+      })";
+    // a = w0 x and the 3x3 convolution, in double.
+    const std::vector<double> a = test::NaivePointwise(x, w0, k.c);
+    std::vector<double> y;
+    for (std::int64_t o = 0; o < k.out; ++o)
+      for (std::int64_t i = 0; i < oh; ++i)
+        for (std::int64_t j = 0; j < ow; ++j) {
+          double sum = b1[static_cast<std::size_t>(o)];
+          for (std::int64_t c = 0; c < k.c; ++c)
+            for (std::int64_t u = 0; u < 3; ++u)
+              for (std::int64_t v = 0; v < 3; ++v) {
+                const std::int64_t h = i * k.stride - 1 + u, w = j * k.stride - 1 + v;
+                if (h < 0 || h >= k.h || w < 0 || w >= k.w) continue;
+                sum += static_cast<double>(w1[static_cast<std::size_t>(((o * k.c + c) * 3 + u) * 3 + v)]) *
+                       a[static_cast<std::size_t>((c * k.h + h) * k.w + w)];
+              }
+          const auto at = static_cast<std::size_t>(o);
+          double n = (sum - mean[at]) / std::sqrt(static_cast<double>(var[at]) + 1e-5) * gamma[at] + beta[at];
+          if (k.residual) n = std::max(0.0, n + a[static_cast<std::size_t>((o * k.h + i) * k.w + j)]);
+          else n = std::clamp(n, 0.0, 6.0);
+          y.push_back(n);
+        }
+    PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
+    INFO(test::StepList(fused));
+    const bool blocked = test::StepsContaining(fused, "conv Conv_0 jit_1x1:avx2 aBcd8b") == 1;
+    CHECK(test::StepsContaining(fused, "onnxfuse:winograd aBcd8b") == (HaveGemmKernel() && blocked && k.winograd ? 1 : 0));
+  }
+}
