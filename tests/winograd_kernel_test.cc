@@ -41,6 +41,8 @@ TEST_CASE("a 3x3 convolution of at least 64 channels runs as Winograd F(2x2, 3x3
   // b = Conv 3x3 of a, pads 1, with bias, then BatchNormalization and either
   // the residual a and Relu (C = K) or Clip [0, 6].
   //   64 -> 64 at 9x7: tiles of 2x2 cut at the bottom and right edges;
+  //   64 -> 64 at 24x22: 132 tiles in 3 blocks (winograd_kernel.cc,
+  //     TileBlock), over the OpenMP threads;
   //   72 -> 96 at 8x8: C a multiple of 8 but not of 16, whole tiles;
   //   64 -> 64 stride 2 and 32 -> 64: not Winograd's (our GEMM or oneDNN).
   struct Case {
@@ -48,7 +50,8 @@ TEST_CASE("a 3x3 convolution of at least 64 channels runs as Winograd F(2x2, 3x3
     bool residual;
     bool winograd;
   };
-  for (const Case& k : {Case{64, 64, 9, 7, 1, true, true}, Case{72, 96, 8, 8, 1, false, true},
+  for (const Case& k : {Case{64, 64, 9, 7, 1, true, true}, Case{64, 64, 24, 22, 1, true, true},
+                        Case{72, 96, 8, 8, 1, false, true},
                         Case{64, 64, 8, 8, 2, false, false}, Case{32, 64, 8, 8, 1, false, false}}) {
     INFO(k.c << " -> " << k.out << " at " << k.h << "x" << k.w << ", stride " << k.stride);
     const std::int64_t oh = (k.h - 1) / k.stride + 1, ow = (k.w - 1) / k.stride + 1;
