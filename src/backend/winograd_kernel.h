@@ -34,8 +34,11 @@ std::vector<float> PackWinogradWeights(const float* w, std::int64_t out_channels
 
 /// y = epilogue(bias + conv3x3(x, w)), pads 1, stride 1. `u` from
 /// PackWinogradWeights, `bias` [K]; the epilogue as Gemm's (kAdd first, reading
-/// `addend` nChw8c like y, which may be y itself). Scratch: two buffers of 16
-/// tiles x C and 16 tiles x K floats per calling thread. Requires HaveGemm().
+/// `addend` nChw8c like y, which may be y itself). Tiles go in blocks (all of
+/// them, or as many as keep a block in L2; winograd_kernel.cc, TileBlock), over
+/// OpenMP threads. Scratch, per thread: 16 x block x C and 16 x block x K
+/// floats (resnet18's 28x28x128 layers, in one block: 3.2 MB). Requires
+/// HaveGemm().
 void WinogradConv3x3(const float* x, const float* u, const float* bias, const float* addend, float* y,
                      const WinogradShape& shape, const std::vector<PointwiseOp>& epilogue);
 
