@@ -104,15 +104,18 @@ bool Builder::DeadNow(int slot, const Node* reading) const {
     if (!reading) return 0;
     return static_cast<int>(std::count(reading->inputs.begin(), reading->inputs.begin() + static_cast<std::ptrdiff_t>(reading->num_explicit_inputs), v));
   };
-  const int root = RootOf(slot);
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    const Slot& s = slots[i];
-    if (static_cast<int>(i) != root && s.root != root) continue;
+  auto dead = [&](int i) {
+    const Slot& s = slots[static_cast<std::size_t>(i)];
     if (s.graph_output) return false;
     for (ValueId v : s.values)
       if (remaining_[v] - uses_by_reading(v) > 0) return false;
-  }
-  return true;
+    return true;
+  };
+  const int root = RootOf(slot);
+  if (!dead(root)) return false;
+  const auto views = views_of_.find(root);
+  if (views == views_of_.end()) return true;
+  return std::all_of(views->second.begin(), views->second.end(), dead);
 }
 
 int Builder::RootOf(int slot) const {
@@ -126,6 +129,7 @@ Act Builder::NewView(int slot, std::int64_t byte_offset, const Dims& dims, const
   view.root = RootOf(slot);
   view.view_offset = slots[static_cast<std::size_t>(slot)].view_offset + byte_offset;
   slots.push_back(view);
+  views_of_[view.root].push_back(static_cast<int>(slots.size() - 1));
   return Act{static_cast<int>(slots.size() - 1), md, dims};
 }
 

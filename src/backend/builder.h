@@ -213,6 +213,7 @@ class Builder {
   std::vector<std::optional<Tensor>> consts_;
   std::vector<std::optional<Act>> acts_;
   std::vector<std::vector<Act>> alternates_;  ///< the value in other layouts (reorder results)
+  std::map<int, std::vector<int>> views_of_;   ///< root slot -> the view slots into its buffer (NewView)
   std::vector<int> remaining_;                ///< uses not yet lowered, per value
 };
 
