@@ -169,6 +169,34 @@ TEST_CASE("a buffer a view still reads is not overwritten in place by a sum post
   CHECK(test::StepsStartingWith(fused, "slice ") == 0);
 }
 
+TEST_CASE("an elementwise op does not write over a buffer that a view at an offset still reads", "[backend_ops][views]") {
+  // s views a's buffer from its third element on (a view slot of its own);
+  // n = Neg(s) makes s before Relu(a). Relu could then run in place, as
+  // nothing reads a itself later, but s is read after it: by z = s -
+  // Slice(y), which needs y first. Written over a, s would read Relu(a), and
+  // z would be 0.
+  Tensor x = TensorFrom({1, 6}, [](std::int64_t i) { return static_cast<float>(i % 2 ? 1 : -1) * (1.f + static_cast<float>(i)); });
+  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,6] x) => (float[1,6] y, float[1,2] z, float[1,2] n) {
+      a = Add (x, x)
+      st = Constant <value = int64[1] {2}> ()
+      en = Constant <value = int64[1] {4}> ()
+      ax = Constant <value = int64[1] {1}> ()
+      s = Slice (a, st, en, ax)
+      n = Neg (s)
+      y = Relu (a)
+      t = Slice (y, st, en, ax)
+      z = Sub (s, t)
+    })";
+  std::vector<double> y, z;
+  for (float v : x.data) y.push_back(std::max(0.0, 2.0 * v));
+  for (std::size_t i = 2; i < 4; ++i) z.push_back(2.0 * x.data[i] - y[i]);
+  PlanRun fused = CheckBoth(text, {x}, y, 1e-6);
+  INFO(test::StepList(fused));
+  CheckClose(fused.outputs.at(1), z, 1e-6);
+  CHECK(z[0] != 0.0);  // x[2] < 0: the case that tells the two apart
+}
+
 TEST_CASE("fused, an elementwise op or Add writes over its source when nothing reads that later", "[backend_ops][in_place]") {
   // x [1, 2, 4, 4] (128 bytes); p, q its 2x2 max and average pools (32 bytes each).
   Tensor x = TensorFrom({1, 2, 4, 4}, Wave);
