@@ -48,6 +48,27 @@ memory::desc PanelDesc(std::int64_t depth, std::int64_t cols) {
   return md;
 }
 
+// A custom step's arguments: the fixed ones, then those of the optional ones
+// that are present, each at the next index (Add returns it; -1 when absent).
+struct StepArgs {
+  std::vector<std::pair<int, Arg>> list;
+  int Add(const std::optional<Arg>& arg) {
+    if (!arg) return -1;
+    list.push_back({static_cast<int>(list.size()), *arg});
+    return static_cast<int>(list.size()) - 1;
+  }
+};
+
+// A step's argument `index` (StepArgs::Add) as floats; nullptr for -1.
+const float* ArgData(const std::vector<void*>& data, int index) {
+  return index >= 0 ? static_cast<const float*>(data[static_cast<std::size_t>(index)]) : nullptr;
+}
+
+// `memory` (a constant) as a step argument; nullopt when absent.
+std::optional<Arg> ConstArg(const std::optional<memory>& m) {
+  return m ? std::optional<Arg>(Arg{-1, m->get_desc(), *m}) : std::nullopt;
+}
+
 // Emits the GEMM step: arguments a, c, packed weights, then those present of
 // the bias, the residual and (a convolution's) the channel scale.
 void EmitGemmStep(Builder& b, const std::string& kind, const std::string& label, const Arg& src, const Act& dst,
@@ -55,33 +76,22 @@ void EmitGemmStep(Builder& b, const std::string& kind, const std::string& label,
                   const GemmShape& shape, std::vector<PointwiseOp> epilogue,
                   const std::optional<GemmConvRows>& conv = std::nullopt,
                   const std::optional<Arg>& channel_scale = std::nullopt) {
-  std::vector<std::pair<int, Arg>> args = {
-      {0, src}, {1, Arg{dst.slot, dst.md, {}}}, {2, Arg{-1, packed.get_desc(), packed}}};
-  // Optional arguments: each at the next index, -1 when absent.
-  int next = 3;
-  auto optional = [&](const std::optional<Arg>& arg) {
-    if (!arg) return -1;
-    args.push_back({next, *arg});
-    return next++;
-  };
-  const int bias_index = optional(bias ? std::optional<Arg>(Arg{-1, bias->get_desc(), *bias}) : std::nullopt);
-  const int addend_index = optional(addend), scale_index = optional(channel_scale);
+  StepArgs args;
+  args.list = {{0, src}, {1, Arg{dst.slot, dst.md, {}}}, {2, Arg{-1, packed.get_desc(), packed}}};
+  const int bias_index = args.Add(ConstArg(bias)), addend_index = args.Add(addend),
+            scale_index = args.Add(channel_scale);
   b.EmitCustom(
-      kind, label, std::move(args),
+      kind, label, std::move(args.list),
       [shape, ops = std::move(epilogue), bias_index, addend_index, scale_index, conv](const std::vector<void*>& data) {
-        auto at = [&](int index) {
-          return index >= 0 ? static_cast<const float*>(data[static_cast<std::size_t>(index)]) : nullptr;
-        };
-        const float *bias_data = at(bias_index), *addend_data = at(addend_index);
         GemmLayout layout;
         GemmConvRows rows;
         if (conv) {
           rows = *conv;
-          rows.channel_scale = at(scale_index);
+          rows.channel_scale = ArgData(data, scale_index);
           layout.conv = &rows, layout.blocked_c = true;
         }
-        Gemm(static_cast<const float*>(data[0]), static_cast<const float*>(data[2]), bias_data, addend_data,
-             static_cast<float*>(data[1]), shape, ops, layout);
+        Gemm(static_cast<const float*>(data[0]), static_cast<const float*>(data[2]), ArgData(data, bias_index),
+             ArgData(data, addend_index), static_cast<float*>(data[1]), shape, ops, layout);
       },
       dst.md, "onnxfuse:gemm");
 }
@@ -98,54 +108,47 @@ bool TakeBias(Chain& chain, std::int64_t cols, std::vector<double>& bias) {
   return true;
 }
 
+// Whether the epilogue's residual Add, if any, comes first: Gemm adds the
+// residual as it starts a tile.
+bool ResidualFirst(const std::vector<PointwiseOp>& epilogue) {
+  for (std::size_t i = 1; i < epilogue.size(); ++i)
+    if (epilogue[i].kind == PointwiseOp::Kind::kAdd) return false;
+  return true;
+}
+
 // One row times the weights (a classifier at batch 1) as MatVec, the
 // weights stored as its rows [cols, depth]: dims [depth, cols] with strides
 // {1, depth}, so that a plan file's constant has the dims oneDNN's matmul
-// weights would.
-bool EmitGemv(Builder& b, const Chain& chain_in, ValueId input, const Dims& out, std::int64_t depth, std::int64_t cols,
-              const memory::desc& weights_md, const float* weights, std::vector<double> bias) {
-  const Node& node = b.graph.node(chain_in.anchor);
-  Chain chain = chain_in;
-  if (bias.empty()) TakeBias(chain, cols, bias);
-  const PostOp* sum = nullptr;
-  std::optional<std::vector<PointwiseOp>> epilogue = EpilogueOf(chain, &sum);
-  if (!epilogue) return false;
-
+// weights would. MatVec applies the epilogue's steps in any order.
+void EmitGemv(Builder& b, const Chain& chain, ValueId input, const Dims& out, std::int64_t depth, std::int64_t cols,
+              const memory::desc& weights_md, const float* weights, const std::vector<double>& bias,
+              const PostOp* sum, std::vector<PointwiseOp> epilogue, const std::string& label) {
+  const Node& node = b.graph.node(chain.anchor);
   const memory::desc rows_md(Dims{depth, cols}, memory::data_type::f32, Dims{1, depth});
   memory packed = b.PackedConstant(chain.anchor, "weights", rows_md, [&] { return b.HostView(weights_md, weights); });
+  std::optional<memory> bias_mem;
+  if (!bias.empty()) bias_mem = BiasMemory(b, chain.anchor, bias);
   const Arg src = b.Use(input, PlainDesc({1, depth}), node);
   std::optional<Arg> addend;
   const Act dst = ResidualDestination(b, node, sum, src, out, PlainDesc(out), addend);
-  std::vector<std::pair<int, Arg>> args = {
-      {0, src}, {1, Arg{dst.slot, dst.md, {}}}, {2, Arg{-1, packed.get_desc(), packed}}};
-  if (!bias.empty()) {
-    const memory bias_mem = BiasMemory(b, chain.anchor, bias);
-    args.push_back({3, Arg{-1, bias_mem.get_desc(), bias_mem}});
-  }
-  const int addend_index = addend ? static_cast<int>(args.size()) : -1;
-  if (addend) args.push_back({addend_index, *addend});
-  const int bias_index = bias.empty() ? -1 : 3;
+  StepArgs args;
+  args.list = {{0, src}, {1, Arg{dst.slot, dst.md, {}}}, {2, Arg{-1, packed.get_desc(), packed}}};
+  const int bias_index = args.Add(ConstArg(bias_mem)), addend_index = args.Add(addend);
   b.EmitCustom(
-      "matmul", ChainLabel(b, chain_in), std::move(args),
-      [depth, cols, ops = std::move(*epilogue), bias_index, addend_index](const std::vector<void*>& data) {
-        auto at = [&](int index) {
-          return index >= 0 ? static_cast<const float*>(data[static_cast<std::size_t>(index)]) : nullptr;
-        };
-        MatVec(static_cast<const float*>(data[2]), at(bias_index), static_cast<const float*>(data[0]),
-               static_cast<float*>(data[1]), cols, depth, ops, at(addend_index));
+      "matmul", label, std::move(args.list),
+      [depth, cols, ops = std::move(epilogue), bias_index, addend_index](const std::vector<void*>& data) {
+        MatVec(static_cast<const float*>(data[2]), ArgData(data, bias_index), static_cast<const float*>(data[0]),
+               static_cast<float*>(data[1]), cols, depth, ops, ArgData(data, addend_index));
       },
       dst.md, "onnxfuse:gemv");
   b.SetAct(chain.out, dst);
-  return true;
 }
 
 }  // namespace
 
 std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const PostOp** sum) {
   std::optional<std::vector<PointwiseOp>> epilogue = EpilogueOf(chain, sum);
-  if (!epilogue) return std::nullopt;
-  for (std::size_t i = 1; i < epilogue->size(); ++i)
-    if ((*epilogue)[i].kind == PointwiseOp::Kind::kAdd) return std::nullopt;
+  if (!epilogue || !ResidualFirst(*epilogue)) return std::nullopt;
   return epilogue;
 }
 
@@ -153,14 +156,18 @@ bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& o
                  const memory::desc& weights_md, const float* weights, std::vector<double> bias) {
   const Node& node = b.graph.node(chain_in.anchor);
   const std::int64_t cols = out.back(), rows = Product(out) / cols;
-  if (!b.fuse || !HaveGemm()) return false;
-  if (rows == 1) return EmitGemv(b, chain_in, input, out, depth, cols, weights_md, weights, std::move(bias));
-  if (cols % kGemmPanel != 0 || rows < kMinRows) return false;
+  if (!b.fuse || !HaveGemm() || (rows > 1 && (cols % kGemmPanel != 0 || rows < kMinRows))) return false;
   Chain chain = chain_in;
   if (bias.empty()) TakeBias(chain, cols, bias);
   const PostOp* sum = nullptr;
-  std::optional<std::vector<PointwiseOp>> epilogue = GemmEpilogueOf(chain, &sum);
+  std::optional<std::vector<PointwiseOp>> epilogue = EpilogueOf(chain, &sum);
   if (!epilogue) return false;
+  if (rows == 1) {
+    EmitGemv(b, chain, input, out, depth, cols, weights_md, weights, bias, sum, std::move(*epilogue),
+             ChainLabel(b, chain_in));
+    return true;
+  }
+  if (!ResidualFirst(*epilogue)) return false;
 
   memory packed = b.PackedConstant(chain.anchor, "weights", PanelDesc(depth, cols),
                                    [&] { return b.HostView(weights_md, weights); });
