@@ -14,12 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/plan_file.h"
 #include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 using test::CheckBoth;
+using test::DimsText;
+using test::HaveGemmKernel;
 using test::PlanRun;
 using test::StepsContaining;
 
@@ -27,21 +28,11 @@ namespace {
 
 using Dims = std::vector<std::int64_t>;
 
-// The GEMM is written for AVX2 machines without AVX-512 (gemm_kernel.h);
-// elsewhere these products stay on oneDNN.
-bool HaveGemmKernel() { return CpuIsaName().rfind("avx2", 0) == 0; }
-
 std::vector<float> Values(std::int64_t n, int salt) {
   std::vector<float> v;
   for (std::int64_t i = 0; i < n; ++i)
     v.push_back(static_cast<float>(((i * 5 + salt * 7) % 17) - 8) * 0.0625f + 0.01f * static_cast<float>(salt));
   return v;
-}
-
-std::string DimsText(const Dims& d) {
-  std::string s;
-  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s;
 }
 
 // p[i, n] = sum_k a[i, k] w[k, n] in double, a [rows, depth]; w stored [depth,

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "onnxfuse/error.h"
+#include "onnxfuse/plan_file.h"
 #include "onnxfuse/postdom_fuser.h"
 #include "test_models.h"
 
@@ -73,5 +74,7 @@ std::string CompileError(const std::string& text) {
   FAIL("compiled without an error");
   return "";
 }
+
+bool HaveGemmKernel() { return CpuIsaName().rfind("avx2", 0) == 0; }
 
 }  // namespace onnxfuse::test

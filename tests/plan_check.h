@@ -42,6 +42,11 @@ PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& 
 PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
                   double tol = 1e-5);
 
+/// Whether our AVX2 GEMM (and the Winograd convolution on it) runs on this
+/// CPU: AVX2 without AVX-512 (src/backend/gemm_kernel.h); elsewhere those
+/// products and convolutions stay on oneDNN.
+bool HaveGemmKernel();
+
 /// Compiles the model `text` (post-dominator fusion) expecting it to be
 /// refused with Error(kUnsupported); returns the message. Fails the test when
 /// it compiles, or fails with another kind of error.

@@ -153,4 +153,10 @@ std::vector<double> ConcatenatedPointwise(const Tensor& x, const std::vector<std
   return y;
 }
 
+std::string DimsText(const std::vector<std::int64_t>& dims) {
+  std::string s;
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s;
+}
+
 }  // namespace onnxfuse::test

@@ -63,6 +63,9 @@ std::vector<float> Floats(std::size_t n, float scale, int salt);
 std::vector<double> ConcatenatedPointwise(const Tensor& x, const std::vector<std::vector<float>>& w,
                                           const std::vector<std::int64_t>& couts);
 
+/// "1,64,7,7": `dims` as the dims of a tensor type in ONNX text syntax.
+std::string DimsText(const std::vector<std::int64_t>& dims);
+
 /// "{a, b, c}": `values` as an initializer's data in ONNX text syntax, each
 /// with 9 significant digits (a float exactly).
 std::string FloatList(const std::vector<float>& values);

@@ -9,31 +9,17 @@
 #include <cmath>
 #include <string>
 
-#include "onnxfuse/plan_file.h"
 #include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 using test::CheckBoth;
+using test::DimsText;
 using test::Floats;
+using test::HaveGemmKernel;
 using test::PlanRun;
 using test::TensorFrom;
 using test::Wave;
-
-namespace {
-
-using Dims = std::vector<std::int64_t>;
-
-// Winograd runs where our GEMM does: AVX2 without AVX-512 (gemm_kernel.h).
-bool HaveGemmKernel() { return CpuIsaName().rfind("avx2", 0) == 0; }
-
-std::string Ints(const Dims& d) {
-  std::string s;
-  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s;
-}
-
-}  // namespace
 
 TEST_CASE("a 3x3 convolution of at least 64 channels runs as Winograd F(2x2, 3x3): edges, BN, residual, Clip",
           "[winograd]") {
@@ -66,40 +52,29 @@ TEST_CASE("a 3x3 convolution of at least 64 channels runs as Winograd F(2x2, 3x3
     for (float& v : var) v = std::abs(v) + 0.5f;
     const std::string tail = k.residual ? "t = Add (n, a)\n        y = Relu (t)" : "y = Clip (n, lo, hi)";
     const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[)" + Ints({1, 16, k.h, k.w}) + "] x, float[" + Ints({k.c, 16, 1, 1}) + "] w0 = " + test::FloatList(w0) +
-                             ", float[" + Ints({k.out, k.c, 3, 3}) + "] w1 = " + test::FloatList(w1) + ", float[" +
-                             Ints({k.out}) + "] b1 = " + test::FloatList(b1) + ", float[" + Ints({k.out}) +
-                             "] gamma = " + test::FloatList(gamma) + ", float[" + Ints({k.out}) +
-                             "] beta = " + test::FloatList(beta) + ", float[" + Ints({k.out}) +
-                             "] mean = " + test::FloatList(mean) + ", float[" + Ints({k.out}) +
+      g (float[)" + DimsText({1, 16, k.h, k.w}) + "] x, float[" + DimsText({k.c, 16, 1, 1}) + "] w0 = " + test::FloatList(w0) +
+                             ", float[" + DimsText({k.out, k.c, 3, 3}) + "] w1 = " + test::FloatList(w1) + ", float[" +
+                             DimsText({k.out}) + "] b1 = " + test::FloatList(b1) + ", float[" + DimsText({k.out}) +
+                             "] gamma = " + test::FloatList(gamma) + ", float[" + DimsText({k.out}) +
+                             "] beta = " + test::FloatList(beta) + ", float[" + DimsText({k.out}) +
+                             "] mean = " + test::FloatList(mean) + ", float[" + DimsText({k.out}) +
                              "] var = " + test::FloatList(var) + R"(, float lo = {0.0}, float hi = {6.0}) => (float[)" +
-                             Ints({1, k.out, oh, ow}) + R"(] y) {
+                             DimsText({1, k.out, oh, ow}) + R"(] y) {
         a = Conv (x, w0)
         b = Conv <pads = [1, 1, 1, 1], strides = )" + (k.stride == 2 ? "[2, 2]" : "[1, 1]") + R"(> (a, w1, b1)
         n = BatchNormalization (b, gamma, beta, mean, var)
         )" + tail + R"(
       })";
-    // a = w0 x and the 3x3 convolution, in double.
+    // a = w0 x and the 3x3 convolution of a, in double.
     const std::vector<double> a = test::NaivePointwise(x, w0, k.c);
+    const std::vector<double> b =
+        test::NaiveConv2d(test::TensorOf("a", {1, k.c, k.h, k.w}, {a.begin(), a.end()}), w1, k.out, 3, k.stride, 1);
     std::vector<double> y;
-    for (std::int64_t o = 0; o < k.out; ++o)
-      for (std::int64_t i = 0; i < oh; ++i)
-        for (std::int64_t j = 0; j < ow; ++j) {
-          double sum = b1[static_cast<std::size_t>(o)];
-          for (std::int64_t c = 0; c < k.c; ++c)
-            for (std::int64_t u = 0; u < 3; ++u)
-              for (std::int64_t v = 0; v < 3; ++v) {
-                const std::int64_t h = i * k.stride - 1 + u, w = j * k.stride - 1 + v;
-                if (h < 0 || h >= k.h || w < 0 || w >= k.w) continue;
-                sum += static_cast<double>(w1[static_cast<std::size_t>(((o * k.c + c) * 3 + u) * 3 + v)]) *
-                       a[static_cast<std::size_t>((c * k.h + h) * k.w + w)];
-              }
-          const auto at = static_cast<std::size_t>(o);
-          double n = (sum - mean[at]) / std::sqrt(static_cast<double>(var[at]) + 1e-5) * gamma[at] + beta[at];
-          if (k.residual) n = std::max(0.0, n + a[static_cast<std::size_t>((o * k.h + i) * k.w + j)]);
-          else n = std::clamp(n, 0.0, 6.0);
-          y.push_back(n);
-        }
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const auto o = i / static_cast<std::size_t>(oh * ow);
+      double n = (b[i] + b1[o] - mean[o]) / std::sqrt(static_cast<double>(var[o]) + 1e-5) * gamma[o] + beta[o];
+      y.push_back(k.residual ? std::max(0.0, n + a[i]) : std::clamp(n, 0.0, 6.0));
+    }
     PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
     INFO(test::StepList(fused));
     const bool blocked = test::StepsContaining(fused, "conv Conv_0 jit_1x1:avx2 aBcd8b") == 1;
