@@ -13,7 +13,7 @@
 
 #include "arena.h"
 #include "builder.h"
-#include "lower.h"
+#include "lower_own_kernels.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/tensor_data.h"
 

@@ -10,7 +10,7 @@
 #include "activation_kernels.h"
 #include "attrs.h"
 #include "host_eval.h"
-#include "lower.h"
+#include "lower_own_kernels.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

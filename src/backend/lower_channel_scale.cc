@@ -18,7 +18,7 @@
 #include <utility>
 
 #include "attrs.h"
-#include "lower.h"
+#include "lower_own_kernels.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

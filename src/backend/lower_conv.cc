@@ -3,7 +3,7 @@
 // them (FoldAffine, BiasOf, BiasMemory, ConvGeometryOf).
 #include "attrs.h"
 #include "host_eval.h"
-#include "lower.h"
+#include "lower_own_kernels.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

@@ -6,7 +6,7 @@
 
 #include "gemm_kernel.h"
 #include "gemv_kernel.h"
-#include "lower.h"
+#include "lower_own_kernels.h"
 
 namespace onnxfuse::backend {
 

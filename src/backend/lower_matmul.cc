@@ -4,7 +4,7 @@
 
 #include "attrs.h"
 #include "host_eval.h"
-#include "lower.h"
+#include "lower_own_kernels.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

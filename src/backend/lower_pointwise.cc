@@ -5,7 +5,7 @@
 #include <memory>
 #include <optional>
 
-#include "lower.h"
+#include "lower_own_kernels.h"
 #include "pointwise_kernel.h"
 
 namespace onnxfuse::backend {

@@ -15,7 +15,7 @@
 
 #include "attrs.h"
 #include "gemv_kernel.h"
-#include "lower.h"
+#include "lower_own_kernels.h"
 
 namespace onnxfuse::backend {
 

@@ -2,7 +2,7 @@
 // (winograd_kernel.h), on AVX2 CPUs where oneDNN 2.6 has no Winograd kernel.
 #include "attrs.h"
 #include "gemm_kernel.h"
-#include "lower.h"
+#include "lower_own_kernels.h"
 #include "winograd_kernel.h"
 
 namespace onnxfuse::backend {
