@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cpu_isa.h"
+#include "pointwise_avx2.h"
 
 namespace onnxfuse::backend {
 
@@ -73,33 +74,12 @@ __attribute__((target("avx2,fma"), always_inline)) inline void Micro(const float
       acc[r][1] = _mm256_fmadd_ps(x, w1, acc[r][1]);
     }
   }
-  for (std::size_t i = 0; tile.last && i < tile.op_count; ++i) {
-    const PointwiseOp& op = tile.ops[i];
-    const __m256 a = _mm256_set1_ps(op.a), b = _mm256_set1_ps(op.b), zero = _mm256_setzero_ps(),
-                 one = _mm256_set1_ps(1.0f);
-    switch (op.kind) {
-      case PointwiseOp::Kind::kClamp:
+  // The residual (kAdd) was taken at the first block.
+  for (std::size_t i = 0; tile.last && i < tile.op_count; ++i)
 #pragma GCC unroll 6
-        for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-          for (int v = 0; v < 2; ++v) acc[r][v] = _mm256_min_ps(_mm256_max_ps(acc[r][v], a), b);
-        break;
-      case PointwiseOp::Kind::kLinear:
-#pragma GCC unroll 6
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-          for (int v = 0; v < 2; ++v) acc[r][v] = _mm256_fmadd_ps(acc[r][v], a, b);
-        break;
-      case PointwiseOp::Kind::kHardSwish:
-#pragma GCC unroll 6
-        for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-          for (int v = 0; v < 2; ++v)
-            acc[r][v] = _mm256_mul_ps(acc[r][v], _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(acc[r][v], a, b), zero), one));
-        break;
-      case PointwiseOp::Kind::kAdd: break;  // taken at the first block
-    }
-  }
+      for (int v = 0; v < 2; ++v) acc[r][v] = ApplyPointwise(acc[r][v], tile.ops[i]);
 #pragma GCC unroll 6
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "gemm_kernel.h"
+#include "pointwise_avx2.h"
 
 namespace onnxfuse::backend {
 
@@ -107,19 +108,7 @@ __attribute__((target("avx2,fma"))) void TransformOutput(const float* m, const f
           const std::int64_t at = (kb * s.height + h) * s.width * 8 + w * 8;
           __m256 acc = _mm256_add_ps(r[j], b);
           if (add_first) acc = _mm256_add_ps(acc, _mm256_loadu_ps(addend + at));
-          for (std::size_t o = add_first ? 1 : 0; o < epilogue.size(); ++o) {
-            const PointwiseOp& op = epilogue[o];
-            const __m256 pa = _mm256_set1_ps(op.a), pb = _mm256_set1_ps(op.b);
-            switch (op.kind) {
-              case PointwiseOp::Kind::kClamp: acc = _mm256_min_ps(_mm256_max_ps(acc, pa), pb); break;
-              case PointwiseOp::Kind::kLinear: acc = _mm256_fmadd_ps(acc, pa, pb); break;
-              case PointwiseOp::Kind::kHardSwish:
-                acc = _mm256_mul_ps(acc, _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(acc, pa, pb), _mm256_setzero_ps()),
-                                                       _mm256_set1_ps(1.f)));
-                break;
-              case PointwiseOp::Kind::kAdd: break;  // only first (lower_winograd.cc)
-            }
-          }
+          for (std::size_t o = add_first ? 1 : 0; o < epilogue.size(); ++o) acc = ApplyPointwise(acc, epilogue[o]);
           _mm256_storeu_ps(y + at, acc);
         }
       }
