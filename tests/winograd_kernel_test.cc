@@ -78,6 +78,12 @@ TEST_CASE("a 3x3 convolution of at least 64 channels runs as Winograd F(2x2, 3x3
     PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
     INFO(test::StepList(fused));
     const bool blocked = test::StepsContaining(fused, "conv Conv_0 jit_1x1:avx2 aBcd8b") == 1;
-    CHECK(test::StepsContaining(fused, "onnxfuse:winograd aBcd8b") == (HaveGemmKernel() && blocked && k.winograd ? 1 : 0));
+    const bool winograd = HaveGemmKernel() && blocked && k.winograd;
+    CHECK(test::StepsContaining(fused, "onnxfuse:winograd aBcd8b") == (winograd ? 1 : 0));
+    // Its transformed tiles live in the plan's scratchpad, counted there: at
+    // least one block of 16 x tiles x (C + K) floats (all the tiles when they
+    // are one block, else blocks of 64 here; winograd_kernel.h).
+    const std::int64_t tiles = (k.h + 1) / 2 * ((k.w + 1) / 2);
+    if (winograd) CHECK(fused.stats.scratchpad_bytes >= 16 * std::min<std::int64_t>(tiles, 64) * (k.c + k.out) * 4);
   }
 }

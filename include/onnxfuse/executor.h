@@ -86,7 +86,7 @@ struct PlanStats {
   std::int64_t arena_bytes = 0;            ///< the activation arena (peak activation memory)
   std::int64_t buffer_bytes_total = 0;     ///< sum of the plan's activation buffers, without reuse
   std::int64_t intermediate_bytes_total = 0;  ///< sum of all non-constant values of the ONNX graph
-  std::int64_t scratchpad_bytes = 0;       ///< one scratchpad shared by all primitives
+  std::int64_t scratchpad_bytes = 0;       ///< one scratchpad shared by all steps: oneDNN's and our kernels' (Winograd)
   std::int64_t weight_bytes = 0;           ///< weights, biases and other constants, as reordered
 };
 

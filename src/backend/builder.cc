@@ -241,7 +241,8 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
 }
 
 void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
-                         CustomKernel kernel, const dnnl::memory::desc& dst_md, std::string impl) {
+                         CustomKernel kernel, const dnnl::memory::desc& dst_md, std::string impl,
+                         std::int64_t scratch_bytes) {
   for (const auto& [key, arg] : args)
     if (arg.slot >= 0 && arg.md.data.format_kind == dnnl_blocked && !IsDense(arg.md))
       throw Error(ErrorKind::kInternal, "internal error: custom kernel " + kind + " [" + label +
@@ -249,6 +250,7 @@ void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::p
   Step step;
   step.custom = std::move(kernel);
   step.args = std::move(args);
+  if (scratch_bytes > 0) step.scratchpad = dnnl::memory::desc({scratch_bytes}, dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
   step.impl = std::move(impl);
   step.kind = std::move(kind);
   step.label = std::move(label);

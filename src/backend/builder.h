@@ -62,7 +62,7 @@ struct Step {
   dnnl::primitive prim;
   CustomKernel custom;  ///< set instead of prim for a custom kernel
   std::vector<std::pair<int, Arg>> args;  ///< DNNL_ARG_* -> argument
-  dnnl::memory::desc scratchpad;          ///< zero md when none
+  dnnl::memory::desc scratchpad;          ///< zero md when none; a custom kernel's: bytes (u8)
   bool reorder = false;
   std::string kind;   ///< "conv", "matmul", "reorder", ...
   std::string label;  ///< the ONNX nodes it executes
@@ -168,9 +168,12 @@ class Builder {
             const dnnl::memory::desc& dst_md);
   /// Appends a custom-kernel step; `impl` names the kernel in step lists.
   /// Custom kernels index their buffers densely: an argument that is not
-  /// (IsDense, e.g. a sub-tensor view) is an internal error.
+  /// (IsDense, e.g. a sub-tensor view) is an internal error. With
+  /// `scratch_bytes` > 0 the kernel's last pointer is the plan's scratchpad,
+  /// shared with every other step, of at least that many bytes (64-byte
+  /// aligned).
   void EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args, CustomKernel kernel,
-                  const dnnl::memory::desc& dst_md, std::string impl = "onnxfuse:custom");
+                  const dnnl::memory::desc& dst_md, std::string impl = "onnxfuse:custom", std::int64_t scratch_bytes = 0);
   /// A reorder step from `src` into a fresh slot in `want`; returns the new Act.
   Act EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label);
 

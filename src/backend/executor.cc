@@ -192,6 +192,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     std::vector<void*> data;
     for (const auto& [key, arg] : step.args)
       data.push_back(arg.slot >= 0 ? static_cast<void*>(impl->SlotData(arg.slot)) : arg.fixed.get_data_handle());
+    if (step.custom && step.scratchpad.get_size() > 0) data.push_back(impl->scratchpad.get());
     impl->pointers.push_back(std::move(data));
     std::unordered_map<int, dnnl::memory> args;
     if (step.custom) {

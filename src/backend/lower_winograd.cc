@@ -1,5 +1,7 @@
 // 3x3 convolutions as Winograd's F(2x2, 3x3) over our own GEMM
 // (winograd_kernel.h), on AVX2 CPUs where oneDNN 2.6 has no Winograd kernel.
+#include <omp.h>
+
 #include "attrs.h"
 #include "gemm_kernel.h"
 #include "lower_own_kernels.h"
@@ -49,14 +51,15 @@ bool EmitConvWinograd(Builder& b, const Chain& chain, ValueId input, const Tenso
                                            {2, Arg{-1, u_mem.get_desc(), u_mem}},
                                            {3, Arg{-1, bias_mem.get_desc(), bias_mem}}};
   if (addend) args.push_back({4, *addend});
+  const std::int64_t scratch_bytes = WinogradScratchBytes(shape, omp_get_max_threads());
   b.EmitCustom(
       "conv", ChainLabel(b, chain), std::move(args),
-      [shape, ops = std::move(*epilogue), has_addend = addend.has_value()](const std::vector<void*>& data) {
+      [shape, ops = std::move(*epilogue), has_addend = addend.has_value(), scratch_bytes](const std::vector<void*>& data) {
         WinogradConv3x3(static_cast<const float*>(data[0]), static_cast<const float*>(data[2]),
                         static_cast<const float*>(data[3]), has_addend ? static_cast<const float*>(data[4]) : nullptr,
-                        static_cast<float*>(data[1]), shape, ops);
+                        static_cast<float*>(data[1]), shape, ops, static_cast<float*>(data.back()), scratch_bytes);
       },
-      dst.md, "onnxfuse:winograd");
+      dst.md, "onnxfuse:winograd", scratch_bytes);
   b.SetAct(chain.out, dst);
   return true;
 }

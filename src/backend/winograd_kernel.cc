@@ -4,6 +4,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "gemm_kernel.h"
 #include "pointwise_avx2.h"
@@ -138,19 +140,31 @@ std::vector<float> PackWinogradWeights(const float* w, std::int64_t out_channels
   return u;
 }
 
+std::int64_t WinogradScratchBytes(const WinogradShape& s, int threads) {
+  const std::int64_t block = TileBlock(s), blocks = (s.Tiles() + block - 1) / block;
+  const std::int64_t in_flight = blocks >= threads ? threads : 1;
+  return in_flight * 16 * block * (s.channels + s.out_channels) * static_cast<std::int64_t>(sizeof(float));
+}
+
 void WinogradConv3x3(const float* x, const float* u, const float* bias, const float* addend, float* y,
-                     const WinogradShape& s, const std::vector<PointwiseOp>& epilogue) {
+                     const WinogradShape& s, const std::vector<PointwiseOp>& epilogue, float* scratch,
+                     std::int64_t scratch_bytes) {
   const std::int64_t tiles = s.Tiles(), block = TileBlock(s), blocks = (tiles + block - 1) / block;
+  const std::int64_t block_floats = 16 * block * (s.channels + s.out_channels);
+  if (scratch_bytes < block_floats * static_cast<std::int64_t>(sizeof(float)))
+    throw std::logic_error("WinogradConv3x3: " + std::to_string(scratch_bytes) + " bytes of scratch, a block needs " +
+                           std::to_string(block_floats * static_cast<std::int64_t>(sizeof(float))));
   // Enough blocks: each thread takes whole blocks (the transforms and GEMMs
-  // inside run on it alone, OpenMP not nesting); else the blocks one after
-  // another, each spread over the threads.
-#pragma omp parallel for schedule(static) if (blocks >= omp_get_max_threads())
+  // inside run on it alone, OpenMP not nesting), as many threads as the
+  // scratch holds blocks; else the blocks one after another, each spread over
+  // the threads.
+  const int threads = static_cast<int>(std::min<std::int64_t>(
+      omp_get_max_threads(), scratch_bytes / (block_floats * static_cast<std::int64_t>(sizeof(float)))));
+#pragma omp parallel for schedule(static) num_threads(threads) if (blocks >= omp_get_max_threads() && threads > 1)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t first = tiles * b / blocks, count = tiles * (b + 1) / blocks - first;
-    thread_local std::vector<float> v_buffer, m_buffer;  // this thread's
-    v_buffer.resize(static_cast<std::size_t>(16 * block * s.channels));
-    m_buffer.resize(static_cast<std::size_t>(16 * block * s.out_channels));
-    float *v = v_buffer.data(), *m = m_buffer.data();
+    float* v = scratch + omp_get_thread_num() * block_floats;  // this thread's block
+    float* m = v + 16 * block * s.channels;
     TransformInput(x, v, s, first, count);
     for (std::int64_t e = 0; e < 16; ++e)
       Gemm(v + e * count * s.channels, u + e * s.channels * s.out_channels, nullptr, nullptr,

@@ -32,14 +32,22 @@ struct WinogradShape {
 /// x K floats the convolution reads.
 std::vector<float> PackWinogradWeights(const float* w, std::int64_t out_channels, std::int64_t channels);
 
+/// Bytes of scratch WinogradConv3x3 needs for `threads` OpenMP threads: per
+/// block of tiles in flight 16 x block x C transformed inputs and 16 x block x
+/// K products (floats); one block per thread when there are at least as many
+/// blocks as threads, else one (resnet18's 28x28x128 layers, in one block:
+/// 3.2 MB).
+std::int64_t WinogradScratchBytes(const WinogradShape& shape, int threads);
+
 /// y = epilogue(bias + conv3x3(x, w)), pads 1, stride 1. `u` from
 /// PackWinogradWeights, `bias` [K]; the epilogue as Gemm's (kAdd first, reading
 /// `addend` nChw8c like y, which may be y itself). Tiles go in blocks (all of
 /// them, or as many as keep a block in L2; winograd_kernel.cc, TileBlock), over
-/// OpenMP threads. Scratch, per thread: 16 x block x C and 16 x block x K
-/// floats (resnet18's 28x28x128 layers, in one block: 3.2 MB). Requires
-/// HaveGemm().
+/// OpenMP threads, each block in its part of `scratch` (`scratch_bytes`, at
+/// least WinogradScratchBytes(shape, 1); more threads than it has room for
+/// run fewer blocks at once). Requires HaveGemm().
 void WinogradConv3x3(const float* x, const float* u, const float* bias, const float* addend, float* y,
-                     const WinogradShape& shape, const std::vector<PointwiseOp>& epilogue);
+                     const WinogradShape& shape, const std::vector<PointwiseOp>& epilogue, float* scratch,
+                     std::int64_t scratch_bytes);
 
 }  // namespace onnxfuse::backend
