@@ -291,9 +291,10 @@ TEST_CASE("a deep 3x3 convolution into a 14x14 map runs as our GEMM, a 1x1 one t
 
 TEST_CASE("a single row times constant weights runs as MatVec: Gemm with either transB, MatMul with a residual",
           "[gemm]") {
-  // Depth 109 = 3 x 32 + 8 + 5: the four-accumulator loop, one 8-wide step
-  // and a scalar tail. 40 columns: no multiple of the GEMM's 16-column panel.
-  // 300 x 250 weights: over 65536, the rows split over the threads.
+  // Depth 109 = 6 x 16 + 8 + 5: the 16-wide loop, one 8-wide step and a
+  // scalar tail. 40 columns: no multiple of the GEMM's 16-column panel; four
+  // streams of 10 rows. 300 x 250 weights: over 65536, the rows split over the
+  // threads; 250 = 4 x 62 + 2 rows left to do one at a time.
   struct Shape {
     std::int64_t depth, cols;
   };
