@@ -278,3 +278,32 @@ TEST_CASE("0-size tensors: Split, Slice and views pass them on, any other reader
     })"),
              Catch::Matchers::Contains("0-size tensors are not supported here"));
 }
+
+TEST_CASE("Dropout is the identity in inference, random dropping (training_mode true, ratio above 0) is refused",
+          "[backend_ops][views]") {
+  Tensor x = TensorFrom({2, 3}, Wave);
+  const std::vector<double> same(x.data.begin(), x.data.end());
+  auto model = [](const std::string& ratio, const std::string& mode) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[2,3] x, float r = {)" + ratio + "}, bool t = {" + mode + R"(}) => (float[2,3] y) {
+        d = Dropout (x, r, t)
+        y = Relu (d)
+      })";
+  };
+  // training_mode false, or true with ratio 0 (ONNX Operators.md, Dropout-13): the identity.
+  for (const auto& [ratio, mode] : {std::pair<const char*, const char*>{"0.5", "0"}, {"0.0", "1"}}) {
+    INFO("ratio " << ratio << ", training_mode " << mode);
+    std::vector<double> y = same;
+    for (double& v : y) v = std::max(v, 0.0);
+    CheckBoth(model(ratio, mode), {x}, y, 0);
+  }
+  CHECK_THAT(CompileError(model("0.5", "1")),
+             Catch::Matchers::Contains("node 'Dropout_0' (Dropout): training_mode is true and ratio above 0"));
+  // Folded at build time (a constant input): refused the same way.
+  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, float[2,3] c = {1, 2, 3, 4, 5, 6}, bool t = {1}) => (float[2,3] y) {
+      d = Dropout (c, , t)
+      y = Add (x, d)
+    })"),
+             Catch::Matchers::Contains("training_mode is true and ratio above 0"));
+}

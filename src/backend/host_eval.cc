@@ -175,6 +175,12 @@ std::vector<std::int64_t> AsInts(const Tensor& t) {
   return out;
 }
 
+bool DropoutDrops(const Tensor* ratio, const Tensor* training_mode) {
+  const bool training = training_mode && training_mode->NumElements() > 0 && ElementAt(*training_mode, 0) != 0;
+  const double drop = ratio && ratio->NumElements() > 0 ? ElementAt(*ratio, 0) : 0.5;
+  return training && drop != 0;
+}
+
 bool HostEvaluable(const Node& node) {
   static const char* kOps[] = {"Constant", "Identity", "Cast",  "Gather", "Unsqueeze", "Squeeze", "Concat",
                                "Reshape",  "Flatten",  "Slice", "Add",    "Sub",       "Mul",     "Div",
@@ -191,6 +197,9 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     return *in[i];
   };
   if (op == "Constant") return {ConstantValue(node)};
+  if (op == "Dropout" && DropoutDrops(in.size() > 1 ? in[1] : nullptr, in.size() > 2 ? in[2] : nullptr))
+    throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": training_mode is true and ratio above 0: random dropping "
+                                                         "(training) is not supported");
   if (op == "Identity" || op == "Dropout") return {need(0)};
   if (op == "Cast") {
     auto to = AttrInt(node, "to", onnx::TensorProto::FLOAT);

@@ -31,4 +31,10 @@ std::int64_t BroadcastIndex(std::int64_t i, const std::vector<std::int64_t>& out
 /// All elements as int64 (shape-like tensors).
 std::vector<std::int64_t> AsInts(const Tensor& t);
 
+/// Whether a Dropout with these optional inputs (nullptr: omitted) drops
+/// elements at random: training_mode true and ratio (default 0.5) not 0
+/// (ONNX Operators.md, Dropout-13). Otherwise it is the identity, which is
+/// all the runtime does: random dropping is Error(kUnsupported).
+bool DropoutDrops(const Tensor* ratio, const Tensor* training_mode);
+
 }  // namespace onnxfuse::backend

@@ -21,6 +21,20 @@ std::int64_t Axis(const Builder& b, const Node& node, std::int64_t axis, std::si
   return axis < 0 ? axis + r : axis;
 }
 
+// Dropout is the identity unless it drops at random (DropoutDrops): refused
+// then, and when training_mode is only known at run time. A ratio known only
+// at run time counts as above 0.
+void RefuseTrainingDropout(Builder& b, const Node& node) {
+  const ValueId ratio = node.inputs.size() > 1 ? node.inputs[1] : kNoValue;
+  const ValueId mode = node.inputs.size() > 2 ? node.inputs[2] : kNoValue;
+  if (mode == kNoValue) return;
+  if (!b.IsConst(mode))
+    Unsupported(b, node, "training_mode must be a constant: random dropping (training) is not supported");
+  const Tensor* known_ratio = ratio != kNoValue && b.IsConst(ratio) ? &b.Const(ratio, node) : nullptr;
+  if (DropoutDrops(known_ratio, &b.Const(mode, node)))
+    Unsupported(b, node, "training_mode is true and ratio above 0: random dropping (training) is not supported");
+}
+
 // Output dims of a view op, or nullopt when the op is not a view.
 std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
   const std::string& op = node.op_type;
@@ -199,6 +213,7 @@ bool LowerView(Builder& b, NodeId id) {
   }
   auto out = ViewDims(b, node, in);
   if (!out) return false;
+  if (node.op_type == "Dropout") RefuseTrainingDropout(b, node);
   if (node.op_type == "Dropout" && node.outputs.size() > 1 && node.outputs[1] != kNoValue &&
       !b.graph.value(node.outputs[1]).consumers.empty())
     throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": the mask output is not supported");
