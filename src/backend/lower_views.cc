@@ -215,7 +215,7 @@ bool LowerView(Builder& b, NodeId id) {
   if (!out) return false;
   if (node.op_type == "Dropout") RefuseTrainingDropout(b, node);
   if (node.op_type == "Dropout" && node.outputs.size() > 1 && node.outputs[1] != kNoValue &&
-      !b.graph.value(node.outputs[1]).consumers.empty())
+      (!b.graph.value(node.outputs[1]).consumers.empty() || b.graph.value(node.outputs[1]).is_graph_output))
     throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": the mask output is not supported");
   if (*out == in) {  // Identity, Dropout, a no-op reshape: the same tensor, in any layout
     Arg src = b.UseAsIs(node.inputs[0], node);
