@@ -21,10 +21,14 @@ std::int64_t Axis(const Builder& b, const Node& node, std::int64_t axis, std::si
   return axis < 0 ? axis + r : axis;
 }
 
-// Dropout is the identity unless it drops at random (DropoutDrops): refused
-// then, and when training_mode is only known at run time. A ratio known only
-// at run time counts as above 0.
-void RefuseTrainingDropout(Builder& b, const Node& node) {
+// Dropout runs as the identity of its data: refused when it drops at random
+// (DropoutDrops), when training_mode is only known at run time (a ratio known
+// only then counts as above 0), and when its mask output (BOOL; activations
+// are f32) is read.
+void RefuseNonIdentityDropout(Builder& b, const Node& node) {
+  const ValueId mask = node.outputs.size() > 1 ? node.outputs[1] : kNoValue;
+  if (mask != kNoValue && (!b.graph.value(mask).consumers.empty() || b.graph.value(mask).is_graph_output))
+    Unsupported(b, node, "the mask output is not supported");
   const ValueId ratio = node.inputs.size() > 1 ? node.inputs[1] : kNoValue;
   const ValueId mode = node.inputs.size() > 2 ? node.inputs[2] : kNoValue;
   if (mode == kNoValue) return;
@@ -213,10 +217,7 @@ bool LowerView(Builder& b, NodeId id) {
   }
   auto out = ViewDims(b, node, in);
   if (!out) return false;
-  if (node.op_type == "Dropout") RefuseTrainingDropout(b, node);
-  if (node.op_type == "Dropout" && node.outputs.size() > 1 && node.outputs[1] != kNoValue &&
-      (!b.graph.value(node.outputs[1]).consumers.empty() || b.graph.value(node.outputs[1]).is_graph_output))
-    throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": the mask output is not supported");
+  if (node.op_type == "Dropout") RefuseNonIdentityDropout(b, node);
   if (*out == in) {  // Identity, Dropout, a no-op reshape: the same tensor, in any layout
     Arg src = b.UseAsIs(node.inputs[0], node);
     b.SetAct(node.outputs[0], Act{src.slot, src.md, in});
