@@ -117,6 +117,12 @@ __attribute__((target("avx2,fma"))) void TransformOutput(const float* m, const f
     }
 }
 
+// Floats of scratch for one block of `block` tiles: its 16 x block x C
+// transformed inputs, then its 16 x block x K products.
+std::int64_t BlockFloats(const WinogradShape& s, std::int64_t block) {
+  return 16 * block * (s.channels + s.out_channels);
+}
+
 }  // namespace
 
 std::vector<float> PackWinogradWeights(const float* w, std::int64_t out_channels, std::int64_t channels) {
@@ -143,23 +149,23 @@ std::vector<float> PackWinogradWeights(const float* w, std::int64_t out_channels
 std::int64_t WinogradScratchBytes(const WinogradShape& s, int threads) {
   const std::int64_t block = TileBlock(s), blocks = (s.Tiles() + block - 1) / block;
   const std::int64_t in_flight = blocks >= threads ? threads : 1;
-  return in_flight * 16 * block * (s.channels + s.out_channels) * static_cast<std::int64_t>(sizeof(float));
+  return in_flight * BlockFloats(s, block) * static_cast<std::int64_t>(sizeof(float));
 }
 
 void WinogradConv3x3(const float* x, const float* u, const float* bias, const float* addend, float* y,
                      const WinogradShape& s, const std::vector<PointwiseOp>& epilogue, float* scratch,
                      std::int64_t scratch_bytes) {
   const std::int64_t tiles = s.Tiles(), block = TileBlock(s), blocks = (tiles + block - 1) / block;
-  const std::int64_t block_floats = 16 * block * (s.channels + s.out_channels);
-  if (scratch_bytes < block_floats * static_cast<std::int64_t>(sizeof(float)))
+  const std::int64_t block_floats = BlockFloats(s, block);
+  const std::int64_t block_bytes = block_floats * static_cast<std::int64_t>(sizeof(float));
+  if (scratch_bytes < block_bytes)
     throw std::logic_error("WinogradConv3x3: " + std::to_string(scratch_bytes) + " bytes of scratch, a block needs " +
-                           std::to_string(block_floats * static_cast<std::int64_t>(sizeof(float))));
+                           std::to_string(block_bytes));
   // Enough blocks: each thread takes whole blocks (the transforms and GEMMs
   // inside run on it alone, OpenMP not nesting), as many threads as the
   // scratch holds blocks; else the blocks one after another, each spread over
   // the threads.
-  const int threads = static_cast<int>(std::min<std::int64_t>(
-      omp_get_max_threads(), scratch_bytes / (block_floats * static_cast<std::int64_t>(sizeof(float)))));
+  const int threads = static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), scratch_bytes / block_bytes));
 #pragma omp parallel for schedule(static) num_threads(threads) if (blocks >= omp_get_max_threads() && threads > 1)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t first = tiles * b / blocks, count = tiles * (b + 1) / blocks - first;
