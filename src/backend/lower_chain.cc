@@ -181,6 +181,7 @@ bool Attach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& grou
   const std::size_t first_op = chain.post_ops.size(), member = chain.members.size();
   if (!TryAttach(b, chain, id, group)) return false;
   for (std::size_t i = first_op; i < chain.post_ops.size(); ++i) chain.post_ops[i].member = member;
+  MergeLinearSteps(chain.post_ops);
   return true;
 }
 
@@ -268,6 +269,22 @@ void RefuseEmptyInputs(const Builder& b, const Node& node) {
 }
 
 }  // namespace
+
+void MergeLinearSteps(std::vector<PostOp>& post_ops) {
+  auto linear = [](const PostOp& p) { return p.kind == Kind::kEltwise && p.alg == dnnl::algorithm::eltwise_linear; };
+  std::vector<PostOp> merged;
+  for (PostOp& po : post_ops) {
+    if (merged.empty() || !linear(merged.back()) || !linear(po)) {
+      merged.push_back(std::move(po));
+      continue;
+    }
+    PostOp& first = merged.back();  // in double: one rounding per parameter
+    const double alpha = static_cast<double>(po.alpha) * first.alpha;
+    const double beta = static_cast<double>(po.alpha) * first.beta + po.beta;
+    first.alpha = static_cast<float>(alpha), first.beta = static_cast<float>(beta);
+  }
+  post_ops = std::move(merged);
+}
 
 std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
   if (AttrInt(bn, "training_mode", 0) != 0 || bn.inputs.size() < 5) return std::nullopt;

@@ -22,6 +22,27 @@ bool CutAt(const Chain& chain, std::size_t k) {
   return k == 0 || k >= chain.post_ops.size() || chain.post_ops[k].member != chain.post_ops[k - 1].member;
 }
 
+// oneDNN 2.6.3's JIT post-op injector (jit_uni_eltwise_injector, shared by
+// every primitive's post-ops) runs the second eltwise post-op of an algorithm
+// with the first one's alpha and beta: linear(2.3, 0) then linear(1, 0.5)
+// computes 2.3x + 0 twice (../shared/probes/onednn_same_alg_postops.cc, the
+// ctest onednn_probe.same_alg_postops). The gemm:jit convolution is right,
+// the jit, brgconv and binary jit:uni kernels are not. So one primitive never
+// takes two eltwise steps of one algorithm with different parameters: true
+// when post-ops [begin, end) of `chain` keep to that. `begin` may be a split
+// chain's tail step itself (an eltwise primitive of that algorithm).
+bool DistinctEltwise(const Chain& chain, std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i) {
+    const PostOp& a = chain.post_ops[i];
+    if (a.kind != Kind::kEltwise) continue;
+    for (std::size_t j = i + 1; j < end; ++j) {
+      const PostOp& c = chain.post_ops[j];
+      if (c.kind == Kind::kEltwise && c.alg == a.alg && (c.alpha != a.alpha || c.beta != a.beta)) return false;
+    }
+  }
+  return true;
+}
+
 // "Add_3+Relu": the names of members [first, end) joined as ChainLabel does.
 std::string MembersLabel(const Builder& b, const Chain& chain, std::size_t first, std::size_t end) {
   end = std::min(std::max(end, first + 1), chain.members.size());
@@ -69,14 +90,15 @@ dnnl::post_ops BuildPostOps(Builder& b, const Chain& chain, std::size_t begin, s
   return ops;
 }
 
-// The longest cut in [lo, hi] (lo always allowed) whose primitive `probe`
+// The longest cut in [lo, hi] (lo always allowed; the step runs post-op lo - 1
+// and takes those up to the cut as its own, DistinctEltwise) whose primitive `probe`
 // reports fast, else the longest whose primitive can be created; nullopt when
 // none can. `probe(k)`: the implementation with post-ops up to k, or nullopt.
 std::optional<std::size_t> LongestFast(const Chain& chain, std::size_t lo, std::size_t hi, const std::string& kind,
                                        const std::function<std::optional<std::string>(std::size_t)>& probe) {
   std::optional<std::size_t> creatable;
   for (std::size_t k = hi + 1; k-- > lo;) {
-    if (k != lo && !CutAt(chain, k)) continue;
+    if (k != lo && (!CutAt(chain, k) || !DistinctEltwise(chain, lo - 1, k))) continue;
     auto impl = probe(k);
     if (!impl) continue;
     if (!IsSlowImpl(kind, *impl)) return k;
@@ -154,6 +176,12 @@ dnnl::memory::desc TailDesc(const dnnl::memory::desc& dst, const Dims& dims) {
 
 }  // namespace
 
+std::size_t DistinctPrefix(const Chain& chain) {
+  std::size_t k = chain.post_ops.size();
+  while (k > 0 && !(CutAt(chain, k) && DistinctEltwise(chain, 0, k))) --k;
+  return k;
+}
+
 std::string ChainLabel(const Builder& b, const Chain& chain) {
   return MembersLabel(b, chain, 0, chain.members.size());
 }
@@ -172,7 +200,7 @@ AnchorChoice ChooseAnchor(Builder& b, const Chain& chain, const Dims& dst_dims, 
   std::vector<TailStep> tail;
   std::string error;
   for (std::size_t k = n + 1; k-- > 0;) {
-    if (!CutAt(chain, k)) continue;
+    if (!CutAt(chain, k) || !DistinctEltwise(chain, 0, k)) continue;
     const dnnl::primitive_attr attr = b.Attr(BuildPostOps(b, pd_chain, 0, k, pd_dims, nullptr));
     for (bool cl : {false, true}) {
       if (cl && channels_last.is_zero()) continue;

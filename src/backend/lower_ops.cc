@@ -209,6 +209,7 @@ void EmitBinary(Builder& b, const Chain& chain_in) {
       chain.post_ops.insert(chain.post_ops.begin(),
                             PostOp{PostOp::Kind::kEltwise, op == "Sub" ? algorithm::eltwise_linear : algorithm::eltwise_pow,
                                    op == "Sub" ? -1.f : 1.f, op == "Sub" ? 0.f : -1.f, kNoValue, {}, 0});
+    MergeLinearSteps(chain.post_ops);
   }
   const algorithm alg = op == "Add" ? algorithm::binary_add
                   : op == "Sub" ? algorithm::binary_sub
@@ -221,10 +222,11 @@ void EmitBinary(Builder& b, const Chain& chain_in) {
                        ? b.Use(other, src0.md, node)
                        : BroadcastOperand(b, node, other, out.size(), BroadcastLayout(b, node, other, src0.md, out.size(), alg));
   std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}};
-  dnnl::post_ops ops = MakePostOps(b, chain, out, args);
+  const std::size_t count = DistinctPrefix(chain);  // the rest: tail steps (FinishChain)
+  dnnl::post_ops ops = MakePostOps(b, chain, out, args, count);
   dnnl::binary::desc desc(alg, src0.md, src1.md, src0.md);
   auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
-  FinishChain(b, chain, pd, "binary", out, std::move(args), {src0.slot, src1.slot}, kAllPostOps, DNNL_ARG_SRC_0);
+  FinishChain(b, chain, pd, "binary", out, std::move(args), {src0.slot, src1.slot}, count, DNNL_ARG_SRC_0);
 }
 
 void EmitBatchNorm(Builder& b, const Chain& chain) {
