@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   CLI::App app{"onnx-fuse: fuse the operators of an ONNX model for faster CPU inference", "onnx-fuse"};
   onnxfuse::FuseJob job;
   std::vector<std::string> input_shapes;
-  bool verbose = false, quiet = false, no_check = false;
+  bool verbose = false, quiet = false, no_check = false, no_verify = false;
   app.add_option("input", job.input_path, "ONNX model to fuse");
   app.add_option("-o,--output", job.output_path, "write the fused model here (never the input path)");
   app.add_option("--report", job.report_path, "write the fusion report (JSON) here; '-' for stdout");
@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
   app.add_flag("--no-check", no_check, "skip onnx::checker on the written model");
+  app.add_flag("--no-verify", no_verify,
+               "plan files: skip running the fused plan next to the unfused one before writing it "
+               "(costs about one unfused compilation and inference)");
   app.add_option("--patterns", job.pattern_dirs, "add a directory of pattern files (*.onnxtxt; repeatable)");
   app.add_flag("--fold-bn", job.fold_bn, "fold inference BatchNormalization into the preceding Conv/ConvTranspose");
   app.add_option("--emit", job.emit,
@@ -140,6 +143,7 @@ int main(int argc, char** argv) {
     if (job.input_path.empty())
       throw onnxfuse::Error(onnxfuse::ErrorKind::kUsage, "no input model given (see --help)");
     job.check = !no_check;
+    job.verify = !no_verify;
     job.load.input_shapes = ParseInputShapes(input_shapes);
     if (job.output_path.empty() && job.report_path.empty())
       spdlog::warn("neither -o nor --report given: fusing without writing anything");

@@ -125,7 +125,7 @@ nlohmann::json RunFuseJob(const FuseJob& job) {
   std::optional<PlanFileInfo> plan_file;
   if (!job.output_path.empty() && emit_plan) {
     // The executable plan: compiled here for this CPU, with the same groups.
-    plan_file = WritePlanFile(job.output_path, graph, plan, CompileOptions{}, job.input_path);
+    plan_file = WritePlanFile(job.output_path, graph, plan, CompileOptions{}, job.input_path, job.verify);
     spdlog::info("{}: executable plan of {} steps, {} prepacked constants, {:.1f} MB, for {}", job.output_path,
                  plan_file->steps, plan_file->constants, static_cast<double>(plan_file->file_bytes) / 1e6,
                  plan_file->built_isa);

@@ -17,6 +17,7 @@ enum class ErrorKind {
   kInvalidModel = 3,  ///< not a protobuf, truncated, cycle, dangling value, duplicate names, ...
   kUnsupported = 4,   ///< a construct onnx-fuse does not handle (e.g. opset newer than libonnx)
   kIo = 5,            ///< a file could not be read or written
+  kVerification = 6,  ///< a fused plan computes other outputs than the unfused one (a bug in onnx-fuse)
   kInternal = 70,     ///< a broken invariant: a bug in onnx-fuse (EX_SOFTWARE)
 };
 

@@ -21,6 +21,7 @@ struct FuseJob {
   LoadOptions load;
   FuserOptions fuser;
   bool check = true;             ///< run onnx::checker (full) on the written model
+  bool verify = true;            ///< plan files: run the fused plan next to the unfused one before writing (WritePlanFile)
   bool fold_bn = false;          ///< fold inference BatchNormalization into the preceding Conv first
   /// "functions": fused groups as ai.onnxfuse ops defined by model-local functions;
   /// "plain": standard ONNX only (BN folded, no custom ops) for runtimes without functions;

@@ -61,10 +61,15 @@ std::string CpuIsaName();
 /// recording its prepacked constants, and writes the plan file to `path`
 /// atomically (atomic_file.h: a failure leaves no partial file and the
 /// previous one untouched). `source` names the model in the file.
+/// With `verify` (and options.fuse), the compiled plan first runs once on
+/// deterministic inputs (RandomInputs) next to the unfused plan of `graph`
+/// (onnxfuse/verify.h): about one unfused compilation and inference more.
 /// Throws what ExecutablePlan::Compile throws (kUnsupported naming the node),
+/// Error(kVerification) naming the differing output and the first differing
+/// group when the two disagree beyond kVerifyRtol (nothing is written),
 /// Error(kUnsupported) for a plan over protobuf's 2 GB message limit, Error(kIo).
 PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const FusionPlan& fusion,
-                           const CompileOptions& options, const std::string& source);
+                           const CompileOptions& options, const std::string& source, bool verify = true);
 
 /// A loaded plan: its model, groups and compiled executable. Unless loaded
 /// with keep_weights, the graph's initializer data is released once compiled

@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "builder.h"
+#include "fault_injection.h"
 #include "lower_own_kernels.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/tensor_data.h"
@@ -138,7 +139,10 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     b.SetAct(v, act);
     impl->inputs.push_back({value.name, act.slot, dims, std::nullopt});
   }
-  for (const auto& unit : Units(graph, plan, options.fuse)) LowerGroup(b, unit);
+  for (const auto& unit : Units(graph, plan, options.fuse)) {
+    LowerGroup(b, unit);
+    InjectFault(b, unit);
+  }
   LinkPointwise(b);
 
   for (ValueId v : graph.outputs()) {

@@ -10,7 +10,10 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "onnxfuse/atomic_file.h"
+#include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"
+#include "onnxfuse/tensor_io.h"
+#include "onnxfuse/verify.h"
 #include "packed_constants.h"
 #include "plan_format.h"
 
@@ -110,11 +113,21 @@ class PayloadWriter {
 }  // namespace
 
 PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const FusionPlan& fusion,
-                           const CompileOptions& options, const std::string& source) {
+                           const CompileOptions& options, const std::string& source, bool verify) {
   auto packed = std::make_shared<backend::PackedConstants>();
   CompileOptions record = options;
   record.packed = packed;
   ExecutablePlan executable = ExecutablePlan::Compile(graph, fusion, record);
+  if (verify && options.fuse) {  // the plan as it will be stored, against the unfused one
+    const std::vector<Tensor> inputs = RandomInputs(graph);
+    const std::vector<Tensor> fused = executable.Run(inputs);
+    const std::vector<Tensor> unfused = ExecutablePlan::Compile(graph, fusion, CompileOptions{false}).Run(inputs);
+    const Verification v = VerifyOutputs(graph, fusion, inputs, fused, unfused);
+    if (!v.ok)
+      throw Error(ErrorKind::kVerification,
+                  path + ": not written: the fused plan of " + source + " differs from the unfused one: " +
+                      v.Summary() + ". This is a bug in onnx-fuse; another --strategy may avoid it");
+  }
 
   // Everything but the two large fields (the model, the constants' data), which
   // are streamed into the file from where they are instead of copied into the

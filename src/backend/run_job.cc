@@ -28,6 +28,7 @@
 #include "onnxfuse/pipeline.h"
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse/postdom_fuser.h"
+#include "onnxfuse/verify.h"
 
 namespace onnxfuse {
 
@@ -219,23 +220,21 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   stats.compile_ms = prepared.compile_ms;
   if (!options.outputs_dir.empty()) WriteTensorDir(options.outputs_dir, outputs, "output");
 
-  // --check: the other mode on the same inputs (unfused is the reference).
-  nlohmann::json checks = nlohmann::json::array();
-  bool check_ok = true;
+  // --check: the other mode on the same inputs (unfused is the reference);
+  // a difference is localized to the first fusion group whose result differs.
+  nlohmann::json checks = nlohmann::json::array(), first_difference;
+  std::optional<Verification> verification;
   if (options.check) {
-    CompileOptions other_mode;
-    other_mode.fuse = !fused;
-    ExecutablePlan other = ExecutablePlan::Compile(graph, plan, other_mode);
-    std::vector<Tensor> other_out = other.Run(inputs);
-    const auto& reference = fused ? other_out : outputs;
-    const auto& candidate = fused ? outputs : other_out;
-    for (std::size_t i = 0; i < reference.size(); ++i) {
-      TensorDiff d = CompareTensors(reference[i], candidate[i]);
-      bool ok = !d.shape_mismatch && d.max_rel <= options.check_rtol;
-      check_ok &= ok;
-      checks.push_back({{"output", reference[i].name}, {"max_abs", d.max_abs}, {"max_rel", d.max_rel}, {"ok", ok}});
-    }
+    std::vector<Tensor> other = ExecutablePlan::Compile(graph, plan, CompileOptions{!fused}).Run(inputs);
+    verification = VerifyOutputs(graph, plan, inputs, fused ? outputs : other, fused ? other : outputs,
+                                 options.check_rtol);
+    for (const OutputCheck& c : verification->outputs)
+      checks.push_back({{"output", c.output}, {"max_abs", c.max_abs}, {"max_rel", c.max_rel}, {"ok", c.ok}});
+    if (const auto& g = verification->first)
+      first_difference = {{"group", g->group}, {"function", g->function}, {"nodes", g->nodes}, {"node", g->node},
+                          {"value", g->value}, {"max_abs", g->max_abs}, {"max_rel", g->max_rel}};
   }
+  const bool check_ok = !verification || verification->ok;
 
   const PlanStats& ps = stats.plan;
   if (options.json) {
@@ -257,7 +256,13 @@ int RunJob(const RunOptions& options, std::ostream& out) {
                         {"intermediate_bytes_total", ps.intermediate_bytes_total},
                         {"scratchpad_bytes", ps.scratchpad_bytes},
                         {"weight_bytes", ps.weight_bytes}};
-    if (options.check) j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks}};
+    if (options.check) {
+      j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks}};
+      if (!check_ok) {
+        j["check"]["first_difference"] = first_difference;  // null when not localized
+        j["check"]["summary"] = verification->Summary();
+      }
+    }
     if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms);
     if (prepared.plan_file) {
       const PlanFileInfo& info = *prepared.plan_file;
@@ -291,8 +296,9 @@ int RunJob(const RunOptions& options, std::ostream& out) {
           << " (fused vs unfused): max abs " << c["max_abs"].get<double>() << ", max rel " << c["max_rel"].get<double>()
           << (c["ok"].get<bool>() ? " ok" : " FAILED") << "\n"
           << std::fixed;
+    if (!check_ok) out << "  " << verification->Summary() << "\n";
   }
-  if (!check_ok) spdlog::error("--check: outputs differ beyond {} relative", options.check_rtol);
+  if (!check_ok) spdlog::error("--check: outputs differ beyond {} relative: {}", options.check_rtol, verification->Summary());
   return check_ok ? 0 : 1;
 }
 

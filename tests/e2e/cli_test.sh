@@ -51,7 +51,17 @@ expect run_json 0 '"median_ms"' -- run "$work/model.onnx" --json --iterations 2 
 expect run_no_fuse 0 '"fused":false' -- run "$work/model.onnx" --no-fuse --json --iterations 1 --warmup 0
 expect run_missing 5 "nowhere.onnx" -- run "$work/nowhere.onnx"
 
-for f in a.onnx b.onnx c.onnx; do
+# The self-checks (issue 20), on a fused plan made wrong on purpose (ONNXFUSE_FAULT_NODE, src/backend/fault_injection.h):
+# writing a plan verifies it and writes nothing when it is wrong; run --check names the first differing group and node.
+expect plan_verified 0 "executable plan" -- "$work/model.onnx" -o "$work/model.plan"
+export ONNXFUSE_FAULT_NODE=Relu_1
+expect plan_refused 6 "first differing group 0 (Conv_Relu: Conv_0,Relu_1) at node 'Relu_1'" -- "$work/model.onnx" -o "$work/d.plan"
+expect plan_no_verify 0 "executable plan" -- "$work/model.onnx" -o "$work/unverified.plan" --no-verify
+expect run_check_localized 1 "first differing group 0 (Conv_Relu: Conv_0,Relu_1) at node 'Relu_1'" -- run "$work/model.onnx" --check --iterations 1 --warmup 0
+expect run_check_json 1 '"first_difference":{"function":"Conv_Relu","group":0' -- run "$work/model.onnx" --check --json --iterations 1 --warmup 0
+unset ONNXFUSE_FAULT_NODE
+
+for f in a.onnx b.onnx c.onnx d.plan; do
   [[ -e "$work/$f" ]] && { echo "FAIL: $f written although the run failed"; failures=$((failures + 1)); }
 done
 cmp -s "$work/model.onnx" "$work/model.orig" || { echo "FAIL: the input model changed"; failures=$((failures + 1)); }

@@ -1,0 +1,66 @@
+// Verifying a fused plan against the unfused one: the self-check of
+// `onnx-fuse -o model.plan` and of `onnx-fuse run --check`.
+//
+// The unfused plan (one oneDNN primitive per ONNX node, plain layouts, no
+// post-ops) is the reference. When an output differs, the difference is
+// localized to the first fusion group whose result differs: both plans are
+// compiled once more with every float value that leaves a group made a graph
+// output, and those values are compared group by group in topological order.
+// Keeping the values changes what may be computed in place, so a difference
+// may vanish in that second compilation; the verification then says so
+// instead of naming a group.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnxfuse/fusion_plan.h"
+#include "onnxfuse/graph.h"
+#include "onnxfuse/tensor_io.h"
+
+namespace onnxfuse {
+
+/// The tolerance of both checks: max |fused - unfused| / max |unfused| per
+/// tensor (CompareTensors, as scripts/ort/compare.js measures).
+inline constexpr double kVerifyRtol = 1e-4;
+
+/// One graph output compared.
+struct OutputCheck {
+  std::string output;
+  double max_abs = 0, max_rel = 0;  ///< as TensorDiff; infinite for a shape or NaN mismatch
+  bool ok = true;
+};
+
+/// The first group whose result differs beyond the tolerance while every
+/// group before it agrees.
+struct GroupDifference {
+  int group = -1;          ///< FusionPlan::groups index
+  std::string function;    ///< the group's pattern (PatternCall::function), else its op types joined by '_'
+  std::string nodes;       ///< its members' names, joined by ','
+  std::string node;        ///< the member whose output differs
+  std::string value;       ///< that output
+  double max_abs = 0, max_rel = 0;
+};
+
+struct Verification {
+  bool ok = true;
+  std::vector<OutputCheck> outputs;      ///< in graph-output order
+  std::optional<GroupDifference> first;  ///< set when !ok and the difference was localized
+  std::string localization_note;         ///< when !ok and not localized: why not
+  /// One line: "output 'y' differs (max abs 1.5e+01, max rel 1.2e+00); first differing group 3
+  /// (Conv_Mul_Add: conv1,mul1,add1) at node 'add1' (value 'y')".
+  std::string Summary() const;
+};
+
+/// Compares `fused` with `unfused` (outputs of the two plans of `graph` on
+/// `inputs`, in graph-output order) at `rtol`; when some output differs,
+/// localizes the difference to a group of `plan` (compiling and running both
+/// plans once more). Throws what ExecutablePlan::Compile throws only from the
+/// localization's compilations, which are caught and reported in
+/// localization_note instead.
+Verification VerifyOutputs(const Graph& graph, const FusionPlan& plan, const std::vector<Tensor>& inputs,
+                           const std::vector<Tensor>& fused, const std::vector<Tensor>& unfused,
+                           double rtol = kVerifyRtol);
+
+}  // namespace onnxfuse
