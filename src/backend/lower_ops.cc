@@ -159,10 +159,15 @@ Arg BroadcastOperand(Builder& b, const Node& node, ValueId v, std::size_t rank, 
 // `src0`: plain, unless oneDNN's binary runs its reference code on that and a
 // jit one with the operand blocked as src0 is (oneDNN 2.6 on AVX2 takes a
 // per-channel operand of an nChw8c src0 only so: ref:any, ~100x slower).
+// Only an operand with all of src0's channels may be blocked: oneDNN 2.6.3's
+// jit:uni binary adds nothing right from a channel-blocked operand broadcast
+// along channels ([1,1,1,1], [1,1,H,W], [1,1,1,W] against nChw16c on AVX-512
+// or nChw8c on AVX2: off by the whole operand), and takes the rest correctly.
 memory::desc BroadcastLayout(Builder& b, const Node& node, ValueId v, const memory::desc& src0, std::size_t rank,
                              algorithm alg) {
   const Dims dims = BroadcastDimsOf(b, node, v, rank);
-  const memory::desc plain = PlainDesc(dims), blocked = WithBlockingOf(src0, dims);
+  const bool all_channels = dims.size() > 1 && dims[1] == src0.dims()[1];
+  const memory::desc plain = PlainDesc(dims), blocked = all_channels ? WithBlockingOf(src0, dims) : memory::desc();
   auto fast = [&](const memory::desc& md) {
     try {
       return !IsSlowImpl("binary", dnnl::binary::primitive_desc(dnnl::binary::desc(alg, src0, md, src0), b.Attr(),
