@@ -183,6 +183,31 @@ void EmitGelu(Builder& b, NodeId div_id) {
   b.SetAct(*out, dst);
 }
 
+namespace {
+
+// A Reduce* whose reduced axes all have size 1: every output element reduces
+// one input element, which oneDNN's reduction refuses (its destination must
+// differ from its source). Mean, Sum, Max, Min, Prod and LogSumExp of one x
+// are x (a view of the input); L1 and L2 are |x|, SumSquare x^2, LogSum log x
+// (ONNX Operators.md, Reduce*).
+void EmitOneElementReduction(Builder& b, const Node& node, const Dims& in, const Dims& squeezed) {
+  const std::string& op = node.op_type;
+  const Dims out = AttrInt(node, "keepdims", 1) == 0 ? squeezed : in;
+  const dnnl::algorithm alg = op == "ReduceL1" || op == "ReduceL2" ? dnnl::algorithm::eltwise_abs
+                              : op == "ReduceSumSquare"            ? dnnl::algorithm::eltwise_square
+                              : op == "ReduceLogSum"               ? dnnl::algorithm::eltwise_log
+                                                                   : dnnl::algorithm::undef;
+  Arg x = b.UsePlain(node.inputs[0], node);
+  if (alg == dnnl::algorithm::undef) return b.SetAct(node.outputs[0], Act{x.slot, PlainDesc(out), out});
+  dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, alg, x.md);
+  auto pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, desc, b.Attr());
+  Act dst = b.NewAct(in, PlainDesc(in));
+  b.Emit(pd, "eltwise", node.name, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  b.SetAct(node.outputs[0], Act{dst.slot, PlainDesc(out), out});
+}
+
+}  // namespace
+
 void EmitReduce(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const std::string& op = node.op_type;
@@ -223,6 +248,7 @@ void EmitReduce(Builder& b, NodeId id) {
   };
   auto reduction = kReductions.find(op);
   if (reduction == kReductions.end()) Unsupported(b, node, op + " has no oneDNN reduction");
+  if (kept == in) return EmitOneElementReduction(b, node, in, squeezed);
   Arg src = b.UsePlain(node.inputs[0], node);
   if (op == "ReduceLogSumExp") {  // log(sum(exp(x))) as ONNX defines it: exp first, as its own step
     dnnl::eltwise_forward::desc exp_desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_exp, src.md);
@@ -233,9 +259,9 @@ void EmitReduce(Builder& b, NodeId id) {
   }
   dnnl::post_ops ops;  // ReduceLogSum, ReduceLogSumExp: the log of the sum, a post-op
   if (op == "ReduceLogSum" || op == "ReduceLogSumExp") ops.append_eltwise(1.f, dnnl::algorithm::eltwise_log, 0.f, 0.f);
-  dnnl::reduction::desc desc(reduction->second.alg, src.md, PlainDesc(kept), reduction->second.p, 0.f);
   dnnl::reduction::primitive_desc pd;
   try {
+    dnnl::reduction::desc desc(reduction->second.alg, src.md, PlainDesc(kept), reduction->second.p, 0.f);
     pd = dnnl::reduction::primitive_desc(desc, b.Attr(ops), b.engine);
   } catch (const dnnl::error& e) {
     Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
