@@ -162,6 +162,19 @@ dnnl::memory::desc WithLayoutOf(const dnnl::memory::desc& like, const Dims& dims
   return WithBlockingOf(like, dims);
 }
 
+bool StridesDescribable(const Dims& dims, const Dims& strides) {
+  std::vector<std::size_t> order(dims.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return strides[a] < strides[b]; });
+  std::int64_t extent = 1;
+  for (std::size_t d : order) {
+    if (dims[d] == 1) continue;
+    if (strides[d] < extent) return false;
+    extent = strides[d] * dims[d];
+  }
+  return true;
+}
+
 dnnl::memory::desc WithBlockingOf(const dnnl::memory::desc& like, const Dims& dims) {
   const auto& d = like.data;
   if (d.format_kind != dnnl_blocked || d.ndims != static_cast<int>(dims.size())) return {};

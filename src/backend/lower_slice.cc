@@ -51,15 +51,26 @@ Act EmitSubTensor(Builder& b, const Node& node, const Dims& dims, const Dims& of
   return dst;
 }
 
-// Fused: y = x[begin + i * step] (each step >= 1) as a view of x's buffer.
-Act SubTensorView(Builder& b, const Node& node, const Dims& dims, const Dims& begin, const Dims& step) {
+// Strides of a plain (row-major) tensor of `dims`, in elements.
+Dims PlainStrides(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (std::size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
+}
+
+// Fused: y = x[begin + i * step] (each step >= 1) as a view of x's buffer;
+// nullopt when oneDNN cannot describe it (StridesDescribable; never for unit
+// steps, a sub-block of x).
+std::optional<Act> SubTensorView(Builder& b, const Node& node, const Dims& dims, const Dims& begin, const Dims& step) {
   const auto& have = b.ActOf(node.inputs[0], node).md.data;
   const bool strided = have.format_kind == dnnl_blocked && have.format_desc.blocking.inner_nblks == 0;
-  Arg src = strided ? b.UseAsIs(node.inputs[0], node) : b.UsePlain(node.inputs[0], node);
-  const auto& blk = src.md.data.format_desc.blocking;
+  const Dims have_strides = strided ? Dims(have.format_desc.blocking.strides, have.format_desc.blocking.strides + dims.size())
+                                    : PlainStrides(b.ActOf(node.inputs[0], node).dims);
   Dims strides(dims.size());
   std::int64_t offset = 0;
-  for (std::size_t d = 0; d < dims.size(); ++d) strides[d] = blk.strides[d] * step[d], offset += begin[d] * blk.strides[d];
+  for (std::size_t d = 0; d < dims.size(); ++d) strides[d] = have_strides[d] * step[d], offset += begin[d] * have_strides[d];
+  if (!StridesDescribable(dims, strides)) return std::nullopt;
+  Arg src = strided ? b.UseAsIs(node.inputs[0], node) : b.UsePlain(node.inputs[0], node);
   return b.NewView(src.slot, offset * static_cast<std::int64_t>(sizeof(float)), dims,
                    dnnl::memory::desc(dims, DataType::f32, strides));
 }
@@ -95,13 +106,6 @@ void LowerPad(Builder& b, const Node& node, const Dims& in) {
   b.SetAct(node.outputs[0], dst);
 }
 
-// Strides of a plain (row-major) tensor of `dims`, in elements.
-Dims PlainStrides(const Dims& dims) {
-  Dims strides(dims.size(), 1);
-  for (std::size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
-  return strides;
-}
-
 // An output with no elements: a buffer of no bytes, no step.
 void SetEmpty(Builder& b, const Node& node, const Dims& out, std::size_t output = 0) {
   b.SetAct(node.outputs[output], b.NewAct(out, PlainDesc(out)));
@@ -134,10 +138,9 @@ void LowerStridedSlice(Builder& b, const Node& node, const Dims& in) {
     begin[axis] = s, step[axis] = st;
   }
   if (Product(out) == 0) return SetEmpty(b, node, out);
-  if (b.fuse && std::all_of(step.begin(), step.end(), [](std::int64_t st) { return st > 0; })) {
-    b.SetAct(node.outputs[0], SubTensorView(b, node, out, begin, step));
-    return;
-  }
+  const bool positive = std::all_of(step.begin(), step.end(), [](std::int64_t st) { return st > 0; });
+  if (b.fuse && positive)
+    if (std::optional<Act> view = SubTensorView(b, node, out, begin, step)) return b.SetAct(node.outputs[0], *view);
   if (std::all_of(step.begin(), step.end(), [](std::int64_t st) { return st == 1; })) {
     b.SetAct(node.outputs[0], EmitSubTensor(b, node, out, begin));
     return;
@@ -145,11 +148,11 @@ void LowerStridedSlice(Builder& b, const Node& node, const Dims& in) {
   Arg src = b.UsePlain(node.inputs[0], node);
   Act dst = b.NewAct(out, PlainDesc(out));
   const Dims is = PlainStrides(in);
-  if (std::all_of(step.begin(), step.end(), [](std::int64_t st) { return st > 0; })) {
+  Dims strides(in.size());
+  std::int64_t offset = 0;
+  for (std::size_t d = 0; d < in.size(); ++d) strides[d] = is[d] * step[d], offset += begin[d] * is[d];
+  if (positive && StridesDescribable(out, strides)) {
     // x read through strides * steps from the first selected element: one reorder.
-    Dims strides(in.size());
-    std::int64_t offset = 0;
-    for (std::size_t d = 0; d < in.size(); ++d) strides[d] = is[d] * step[d], offset += begin[d] * is[d];
     dnnl::memory::desc view(out, DataType::f32, strides);
     view.data.offset0 = offset;
     src.md = view;
@@ -212,7 +215,7 @@ void LowerSplit(Builder& b, const Node& node, const Dims& in) {
     dims[axis] = sizes[i];
     if (node.outputs[i] != kNoValue) {
       if (Product(dims) == 0) SetEmpty(b, node, dims, i);
-      else if (b.fuse) b.SetAct(node.outputs[i], SubTensorView(b, node, dims, offsets, Dims(in.size(), 1)));
+      else if (b.fuse) b.SetAct(node.outputs[i], SubTensorView(b, node, dims, offsets, Dims(in.size(), 1)).value());
       else b.SetAct(node.outputs[i], EmitSubTensor(b, node, dims, offsets, "split"));
     }
     offsets[axis] += sizes[i];
@@ -254,7 +257,7 @@ void LowerGather(Builder& b, const Node& node, const Dims& in) {
       b.SetAct(node.outputs[0], Act{sub.slot, PlainDesc(out), out});
       return;
     }
-    Act sub = SubTensorView(b, node, dims, offsets, Dims(in.size(), 1));
+    Act sub = SubTensorView(b, node, dims, offsets, Dims(in.size(), 1)).value();  // unit steps: describable
     const auto& blk = sub.md.data.format_desc.blocking;
     // Only the gathered axis changes (into the indices' dims): always a view.
     auto strides = ReshapeStrides(dims, Dims(blk.strides, blk.strides + dims.size()), out);
