@@ -146,6 +146,11 @@ Arg Builder::Use(ValueId v, const dnnl::memory::desc& want, const Node& user) {
   if (IsPlainEquivalent(a.md) && IsPlainEquivalent(want) && Product(a.md.dims()) == Product(want.dims()))
     return Arg{a.slot, want, {}};
   if (SameBytes(a.md, want)) return Arg{a.slot, want, {}};
+  // A plain `want` of other dims (a collapsed matmul's [B*M, K] of a blocked
+  // [B, M, K]): v made plain with its own dims, then seen with want's. A
+  // reorder cannot change dims.
+  if (IsPlainEquivalent(want) && want.dims() != a.dims && Product(want.dims()) == Product(a.dims))
+    return Arg{Use(v, PlainDesc(a.dims), user).slot, want, {}};
   for (const Act& alt : alternates_[v])
     if (alt.md == want) return Arg{alt.slot, alt.md, {}};
   Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name);

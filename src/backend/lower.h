@@ -110,16 +110,16 @@ constexpr std::size_t kAllPostOps = std::numeric_limits<std::size_t>::max();
 /// No DNNL_ARG_* (they are all positive).
 constexpr int kNoArg = 0;
 
-/// The most post-ops a primitive of `chain`'s anchor may take as they are
-/// (cut between members): oneDNN 2.6.3 runs the second of two eltwise
-/// post-ops of one algorithm with the first one's parameters, so a prefix
-/// never holds two with different parameters (lower_chain_emit.cc,
-/// DistinctEltwise). For anchors that are not split by speed (binary).
-std::size_t DistinctPrefix(const Chain& chain);
+/// The most post-ops a primitive of `kind` with destination `dst_dims` may
+/// take from the start of `chain` (cut between members) and compute right
+/// (PostOpsRight, onednn_limits.h: oneDNN 2.6.3 runs, for one, the second of
+/// two eltwise post-ops of one algorithm with the first one's parameters).
+/// For anchors that are not split by speed (binary); the rest becomes tail steps.
+std::size_t RightPrefix(const Chain& chain, const std::string& kind, const Dims& dst_dims);
 
 /// Merges each eltwise_linear post-op into an eltwise_linear right before it:
 /// a2 (a1 x + b1) + b2 = (a2 a1) x + (a2 b1 + b2), one step instead of two
-/// (and never two linear steps in one primitive, see DistinctPrefix). The
+/// (and never two linear steps in one primitive, see RightPrefix). The
 /// merged step keeps the first one's member: the chain is no longer cut
 /// between them.
 void MergeLinearSteps(std::vector<PostOp>& post_ops);

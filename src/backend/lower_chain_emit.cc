@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lower.h"
+#include "onednn_limits.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -20,27 +21,6 @@ using Kind = PostOp::Kind;
 // True when the chain may be cut before post-op `k`: not inside one node's post-ops.
 bool CutAt(const Chain& chain, std::size_t k) {
   return k == 0 || k >= chain.post_ops.size() || chain.post_ops[k].member != chain.post_ops[k - 1].member;
-}
-
-// oneDNN 2.6.3's JIT post-op injector (jit_uni_eltwise_injector, shared by
-// every primitive's post-ops) runs the second eltwise post-op of an algorithm
-// with the first one's alpha and beta: linear(2.3, 0) then linear(1, 0.5)
-// computes 2.3x + 0 twice (../shared/probes/onednn_same_alg_postops.cc, the
-// ctest onednn_probe.same_alg_postops). The gemm:jit convolution is right,
-// the jit, brgconv and binary jit:uni kernels are not. So one primitive never
-// takes two eltwise steps of one algorithm with different parameters: true
-// when post-ops [begin, end) of `chain` keep to that. `begin` may be a split
-// chain's tail step itself (an eltwise primitive of that algorithm).
-bool DistinctEltwise(const Chain& chain, std::size_t begin, std::size_t end) {
-  for (std::size_t i = begin; i < end; ++i) {
-    const PostOp& a = chain.post_ops[i];
-    if (a.kind != Kind::kEltwise) continue;
-    for (std::size_t j = i + 1; j < end; ++j) {
-      const PostOp& c = chain.post_ops[j];
-      if (c.kind == Kind::kEltwise && c.alg == a.alg && (c.alpha != a.alpha || c.beta != a.beta)) return false;
-    }
-  }
-  return true;
 }
 
 // "Add_3+Relu": the names of members [first, end) joined as ChainLabel does.
@@ -91,14 +71,15 @@ dnnl::post_ops BuildPostOps(Builder& b, const Chain& chain, std::size_t begin, s
 }
 
 // The longest cut in [lo, hi] (lo always allowed; the step runs post-op lo - 1
-// and takes those up to the cut as its own, DistinctEltwise) whose primitive `probe`
-// reports fast, else the longest whose primitive can be created; nullopt when
+// and takes those up to the cut as its own, as far as PostOpsRight allows on
+// `dims`) whose primitive `probe` reports fast, else the longest whose primitive can be created; nullopt when
 // none can. `probe(k)`: the implementation with post-ops up to k, or nullopt.
 std::optional<std::size_t> LongestFast(const Chain& chain, std::size_t lo, std::size_t hi, const std::string& kind,
+                                       const Dims& dims,
                                        const std::function<std::optional<std::string>(std::size_t)>& probe) {
   std::optional<std::size_t> creatable;
   for (std::size_t k = hi + 1; k-- > lo;) {
-    if (k != lo && (!CutAt(chain, k) || !DistinctEltwise(chain, lo - 1, k))) continue;
+    if (k != lo && (!CutAt(chain, k) || !PostOpsRight(chain, lo - 1, k, kind, dims))) continue;
     auto impl = probe(k);
     if (!impl) continue;
     if (!IsSlowImpl(kind, *impl)) return k;
@@ -154,8 +135,9 @@ bool PlanTail(Builder& b, const Chain& chain, std::size_t count, const dnnl::mem
     const std::string kind = chain.post_ops[first].kind == Kind::kEltwise ? "eltwise" : "binary";
     std::size_t hi = first + 1;  // a sum needs the addend in its destination: it starts a step of its own
     while (hi < n && chain.post_ops[hi].kind != Kind::kSum) ++hi;
+    if (kind == "binary" && !BinaryPostOpsInPlaceRight(cur, dims)) hi = first + 1;  // tail steps run in place
     std::map<std::size_t, dnnl::primitive_desc_base> made;
-    auto end = LongestFast(chain, first + 1, hi, kind, [&](std::size_t k) -> std::optional<std::string> {
+    auto end = LongestFast(chain, first + 1, hi, kind, dims, [&](std::size_t k) -> std::optional<std::string> {
       dnnl::primitive_desc_base pd = TailPd(b, chain, first, k, cur, dims, error);
       if (!pd) return std::nullopt;
       made[k] = pd;
@@ -176,9 +158,9 @@ dnnl::memory::desc TailDesc(const dnnl::memory::desc& dst, const Dims& dims) {
 
 }  // namespace
 
-std::size_t DistinctPrefix(const Chain& chain) {
+std::size_t RightPrefix(const Chain& chain, const std::string& kind, const Dims& dst_dims) {
   std::size_t k = chain.post_ops.size();
-  while (k > 0 && !(CutAt(chain, k) && DistinctEltwise(chain, 0, k))) --k;
+  while (k > 0 && !(CutAt(chain, k) && PostOpsRight(chain, 0, k, kind, dst_dims))) --k;
   return k;
 }
 
@@ -200,7 +182,7 @@ AnchorChoice ChooseAnchor(Builder& b, const Chain& chain, const Dims& dst_dims, 
   std::vector<TailStep> tail;
   std::string error;
   for (std::size_t k = n + 1; k-- > 0;) {
-    if (!CutAt(chain, k) || !DistinctEltwise(chain, 0, k)) continue;
+    if (!CutAt(chain, k) || !PostOpsRight(pd_chain, 0, k, kind, pd_dims)) continue;
     const dnnl::primitive_attr attr = b.Attr(BuildPostOps(b, pd_chain, 0, k, pd_dims, nullptr));
     for (bool cl : {false, true}) {
       if (cl && channels_last.is_zero()) continue;
@@ -291,7 +273,9 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
     bool read_here = std::any_of(read.begin(), read.end(), [&](int slot) { return b.SameBuffer(slot, addend.slot); });
     if (b.DeadNow(addend.slot) && !read_here) dst = Act{addend.slot, dst_md, dst_dims};
     else dst = b.EmitReorder(addend, dst_dims, dst_md, label + " (copy of the sum addend)");
-  } else if (auto over = OverwritableSource(b, args, tail, in_place_arg, dst_md)) {
+  } else if (auto over = kind == "binary" && count > 0 && !BinaryPostOpsInPlaceRight(dst_md, dst_dims)
+                             ? std::nullopt
+                             : OverwritableSource(b, args, tail, in_place_arg, dst_md)) {
     dst = Act{*over, dst_md, dst_dims};
   } else {
     dst = b.NewAct(dst_dims, dst_md);

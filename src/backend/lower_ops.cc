@@ -8,6 +8,7 @@
 #include "attrs.h"
 #include "host_eval.h"
 #include "lower.h"
+#include "onednn_limits.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -159,15 +160,13 @@ Arg BroadcastOperand(Builder& b, const Node& node, ValueId v, std::size_t rank, 
 // `src0`: plain, unless oneDNN's binary runs its reference code on that and a
 // jit one with the operand blocked as src0 is (oneDNN 2.6 on AVX2 takes a
 // per-channel operand of an nChw8c src0 only so: ref:any, ~100x slower).
-// Only an operand with all of src0's channels may be blocked: oneDNN 2.6.3's
-// jit:uni binary adds nothing right from a channel-blocked operand broadcast
-// along channels ([1,1,1,1], [1,1,H,W], [1,1,1,W] against nChw16c on AVX-512
-// or nChw8c on AVX2: off by the whole operand), and takes the rest correctly.
+// Only the forms oneDNN 2.6.3's jit:uni binary reads right may be blocked
+// (BlockedOperandRight, onednn_limits.h).
 memory::desc BroadcastLayout(Builder& b, const Node& node, ValueId v, const memory::desc& src0, std::size_t rank,
                              algorithm alg) {
   const Dims dims = BroadcastDimsOf(b, node, v, rank);
-  const bool all_channels = dims.size() > 1 && dims[1] == src0.dims()[1];
-  const memory::desc plain = PlainDesc(dims), blocked = all_channels ? WithBlockingOf(src0, dims) : memory::desc();
+  const memory::desc plain = PlainDesc(dims);
+  const memory::desc blocked = BlockedOperandRight(dims, src0.dims()) ? WithBlockingOf(src0, dims) : memory::desc();
   auto fast = [&](const memory::desc& md) {
     try {
       return !IsSlowImpl("binary", dnnl::binary::primitive_desc(dnnl::binary::desc(alg, src0, md, src0), b.Attr(),
@@ -227,7 +226,7 @@ void EmitBinary(Builder& b, const Chain& chain_in) {
                        ? b.Use(other, src0.md, node)
                        : BroadcastOperand(b, node, other, out.size(), BroadcastLayout(b, node, other, src0.md, out.size(), alg));
   std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}};
-  const std::size_t count = DistinctPrefix(chain);  // the rest: tail steps (FinishChain)
+  const std::size_t count = RightPrefix(chain, "binary", out);  // the rest: tail steps (FinishChain)
   dnnl::post_ops ops = MakePostOps(b, chain, out, args, count);
   dnnl::binary::desc desc(alg, src0.md, src1.md, src0.md);
   auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
