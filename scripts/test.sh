@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone: set up, build, export the two small
-# real models the end-to-end tests use, run ctest, then run it again under the
-# sanitizers.
+# real models the end-to-end tests use, run ctest (the differential tester's
+# 3-minute campaign and saved cases included), build and run the fuzz targets
+# for 30 s each, then run ctest again under the sanitizers.
 #   scripts/test.sh [--no-sanitize]
 # The sanitizer pass (issue 5; on by default, so CI runs it) builds build-asan/
 # with AddressSanitizer + UndefinedBehaviorSanitizer (ONNXFUSE_SANITIZE) and
@@ -26,6 +27,18 @@ done
 bash scripts/build.sh
 /usr/bin/python3 scripts/export_models.py resnet18 mobilenet_v2
 (cd build && ctest --output-on-failure -j"$(nproc)")
+
+# The three libFuzzer targets (clang, ASan+UBSan, build-fuzz/): built, and each
+# run for 30 s on its seeds, so that a compile error or a new crash fails here.
+for target in fuzz_model_loader fuzz_pattern_parser fuzz_plan_reader; do
+  mkdir -p build-fuzz
+  if ! bash scripts/fuzz.sh "$target" 30 >"build-fuzz/$target.log" 2>&1; then
+    tail -40 "build-fuzz/$target.log" >&2
+    echo "fuzz: $target failed (log: build-fuzz/$target.log)" >&2
+    exit 1
+  fi
+  echo "fuzz: $target ran 30 s: $(grep -o 'Done [0-9]* runs' "build-fuzz/$target.log" | tail -1), no finding" >&2
+done
 
 if $sanitize; then
   start=$SECONDS

@@ -19,6 +19,15 @@ namespace onnxfuse::backend {
 
 namespace {
 
+// Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load time by the
+// CPU (GCC's target_clones). clang does not multiversion function templates:
+// its builds (the fuzz targets, scripts/fuzz.sh) compile them once, for the baseline.
+#if defined(__clang__)
+#define ONNXFUSE_TEMPLATE_CLONES
+#else
+#define ONNXFUSE_TEMPLATE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+
 using dnnl::memory;
 
 // One source of the fused kernel: `channels` channels, written at channel
@@ -44,7 +53,7 @@ inline void ScaleShiftRun(const float* in, float* out, const float* k, const flo
 // one pixel). Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load
 // time by the CPU.
 template <bool kRelu>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConcat(
+ONNXFUSE_TEMPLATE_CLONES void ScaleShiftConcat(
     const std::vector<void*>& data, const std::vector<ConcatSource>& sources, const float* k, const float* t,
     std::int64_t rows, std::int64_t pixels, std::int64_t total) {
   auto* dst = static_cast<float*>(data.back());
@@ -88,7 +97,7 @@ __attribute__((always_inline)) inline void ScaleShiftPixels(const float* in, flo
 // values, scaled and shifted by its channels' k and t (padded with zeros:
 // the destination's padding stays 0).
 template <bool kRelu>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleShiftConcatBlocked(
+ONNXFUSE_TEMPLATE_CLONES void ScaleShiftConcatBlocked(
     const std::vector<void*>& data, const std::vector<ConcatSource>& sources, const float* k, const float* t,
     std::int64_t images, std::int64_t pixels, std::int64_t padded, std::int64_t block) {
   auto* dst = static_cast<float*>(data.back());

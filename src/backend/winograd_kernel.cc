@@ -47,74 +47,97 @@ __attribute__((target("avx2,fma"), always_inline)) inline void OutputRows(const 
 
 // V[e][t - first][c] = (B^T d B)[e] for tiles t in [first, first + tiles) and
 // channels c: per e, the rows [tiles, C] of one GEMM.
-__attribute__((target("avx2,fma"))) void TransformInput(const float* x, float* v, const WinogradShape& s,
-                                                        std::int64_t first, std::int64_t tiles) {
-  const std::int64_t tiles_w = (s.width + 1) / 2, blocks = s.channels / 8;
+// Rows [row_begin, row_end) of channel block cb.
+__attribute__((target("avx2,fma"))) void TransformInputRows(const float* x, float* v, const WinogradShape& s,
+                                                            std::int64_t first, std::int64_t tiles, std::int64_t cb,
+                                                            std::int64_t row_begin, std::int64_t row_end) {
+  const std::int64_t tiles_w = (s.width + 1) / 2;
+  for (std::int64_t row = row_begin; row < row_end; ++row) {
+    const std::int64_t t = first + row;
+    const float* plane = x + cb * s.height * s.width * 8;
+    const std::int64_t top = t / tiles_w * 2 - 1, left = t % tiles_w * 2 - 1;
+    __m256 d[kTile][kTile];
+    for (int i = 0; i < kTile; ++i)
+      for (int j = 0; j < kTile; ++j) {
+        const std::int64_t h = top + i, w = left + j;
+        d[i][j] = h >= 0 && h < s.height && w >= 0 && w < s.width ? _mm256_loadu_ps(plane + (h * s.width + w) * 8)
+                                                                   : _mm256_setzero_ps();
+      }
+    __m256 rows[kTile][kTile];  // B^T d: per column j
+    for (int j = 0; j < kTile; ++j) {
+      const __m256 col[kTile] = {d[0][j], d[1][j], d[2][j], d[3][j]};
+      __m256 r[kTile];
+      InputRows(col, r);
+      for (int i = 0; i < kTile; ++i) rows[i][j] = r[i];
+    }
+    for (int i = 0; i < kTile; ++i) {  // (B^T d) B: per row i
+      __m256 r[kTile];
+      InputRows(rows[i], r);
+      for (int j = 0; j < kTile; ++j)
+        _mm256_storeu_ps(v + ((i * kTile + j) * tiles + row) * s.channels + cb * 8, r[j]);
+    }
+  }
+}
+
+// Rows of tiles per call of a transform's row function. The parallel loops
+// stay outside the AVX2 functions: clang outlines an OpenMP region without
+// its function's target attribute, and then rejects __m256 values in it.
+constexpr std::int64_t kRowsPerCall = 8;
+
+void TransformInput(const float* x, float* v, const WinogradShape& s, std::int64_t first, std::int64_t tiles) {
+  const std::int64_t blocks = s.channels / 8, chunks = (tiles + kRowsPerCall - 1) / kRowsPerCall;
 #pragma omp parallel for schedule(static) collapse(2)
   for (std::int64_t cb = 0; cb < blocks; ++cb)
-    for (std::int64_t row = 0; row < tiles; ++row) {
-      const std::int64_t t = first + row;
-      const float* plane = x + cb * s.height * s.width * 8;
-      const std::int64_t top = t / tiles_w * 2 - 1, left = t % tiles_w * 2 - 1;
-      __m256 d[kTile][kTile];
-      for (int i = 0; i < kTile; ++i)
-        for (int j = 0; j < kTile; ++j) {
-          const std::int64_t h = top + i, w = left + j;
-          d[i][j] = h >= 0 && h < s.height && w >= 0 && w < s.width ? _mm256_loadu_ps(plane + (h * s.width + w) * 8)
-                                                                     : _mm256_setzero_ps();
-        }
-      __m256 rows[kTile][kTile];  // B^T d: per column j
-      for (int j = 0; j < kTile; ++j) {
-        const __m256 col[kTile] = {d[0][j], d[1][j], d[2][j], d[3][j]};
-        __m256 r[kTile];
-        InputRows(col, r);
-        for (int i = 0; i < kTile; ++i) rows[i][j] = r[i];
-      }
-      for (int i = 0; i < kTile; ++i) {  // (B^T d) B: per row i
-        __m256 r[kTile];
-        InputRows(rows[i], r);
-        for (int j = 0; j < kTile; ++j)
-          _mm256_storeu_ps(v + ((i * kTile + j) * tiles + row) * s.channels + cb * 8, r[j]);
-      }
-    }
+    for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
+      TransformInputRows(x, v, s, first, tiles, cb, chunk * kRowsPerCall, std::min(tiles, (chunk + 1) * kRowsPerCall));
 }
 
 // y = epilogue(bias + A^T m A) for tiles [first, first + tiles), m as
 // TransformInput's v, and every 8-channel block of K.
-__attribute__((target("avx2,fma"))) void TransformOutput(const float* m, const float* bias, const float* addend,
-                                                         float* y, const WinogradShape& s,
-                                                         const std::vector<PointwiseOp>& epilogue, std::int64_t first,
-                                                         std::int64_t tiles) {
-  const std::int64_t tiles_w = (s.width + 1) / 2, blocks = s.out_channels / 8;
+// Rows [row_begin, row_end) of output channel block kb.
+__attribute__((target("avx2,fma"))) void TransformOutputRows(const float* m, const float* bias, const float* addend,
+                                                             float* y, const WinogradShape& s,
+                                                             const std::vector<PointwiseOp>& epilogue,
+                                                             std::int64_t first, std::int64_t tiles, std::int64_t kb,
+                                                             std::int64_t row_begin, std::int64_t row_end) {
+  const std::int64_t tiles_w = (s.width + 1) / 2;
   const bool add_first = !epilogue.empty() && epilogue[0].kind == PointwiseOp::Kind::kAdd;
-#pragma omp parallel for schedule(static) collapse(2)
-  for (std::int64_t kb = 0; kb < blocks; ++kb)
-    for (std::int64_t row = 0; row < tiles; ++row) {
-      const std::int64_t t = first + row;
-      __m256 rows[2][kTile];  // A^T m: per column j
-      for (int j = 0; j < kTile; ++j) {
-        __m256 col[kTile], r[2];
-        for (int i = 0; i < kTile; ++i)
-          col[i] = _mm256_loadu_ps(m + ((i * kTile + j) * tiles + row) * s.out_channels + kb * 8);
-        OutputRows(col, r);
-        rows[0][j] = r[0], rows[1][j] = r[1];
-      }
-      const __m256 b = bias ? _mm256_loadu_ps(bias + kb * 8) : _mm256_setzero_ps();
-      const std::int64_t top = t / tiles_w * 2, left = t % tiles_w * 2;
-      for (int i = 0; i < 2; ++i) {
-        __m256 r[2];
-        OutputRows(rows[i], r);
-        for (int j = 0; j < 2; ++j) {
-          const std::int64_t h = top + i, w = left + j;
-          if (h >= s.height || w >= s.width) continue;
-          const std::int64_t at = (kb * s.height + h) * s.width * 8 + w * 8;
-          __m256 acc = _mm256_add_ps(r[j], b);
-          if (add_first) acc = _mm256_add_ps(acc, _mm256_loadu_ps(addend + at));
-          for (std::size_t o = add_first ? 1 : 0; o < epilogue.size(); ++o) acc = ApplyPointwise(acc, epilogue[o]);
-          _mm256_storeu_ps(y + at, acc);
-        }
+  for (std::int64_t row = row_begin; row < row_end; ++row) {
+    const std::int64_t t = first + row;
+    __m256 rows[2][kTile];  // A^T m: per column j
+    for (int j = 0; j < kTile; ++j) {
+      __m256 col[kTile], r[2];
+      for (int i = 0; i < kTile; ++i)
+        col[i] = _mm256_loadu_ps(m + ((i * kTile + j) * tiles + row) * s.out_channels + kb * 8);
+      OutputRows(col, r);
+      rows[0][j] = r[0], rows[1][j] = r[1];
+    }
+    const __m256 b = bias ? _mm256_loadu_ps(bias + kb * 8) : _mm256_setzero_ps();
+    const std::int64_t top = t / tiles_w * 2, left = t % tiles_w * 2;
+    for (int i = 0; i < 2; ++i) {
+      __m256 r[2];
+      OutputRows(rows[i], r);
+      for (int j = 0; j < 2; ++j) {
+        const std::int64_t h = top + i, w = left + j;
+        if (h >= s.height || w >= s.width) continue;
+        const std::int64_t at = (kb * s.height + h) * s.width * 8 + w * 8;
+        __m256 acc = _mm256_add_ps(r[j], b);
+        if (add_first) acc = _mm256_add_ps(acc, _mm256_loadu_ps(addend + at));
+        for (std::size_t o = add_first ? 1 : 0; o < epilogue.size(); ++o) acc = ApplyPointwise(acc, epilogue[o]);
+        _mm256_storeu_ps(y + at, acc);
       }
     }
+  }
+}
+
+void TransformOutput(const float* m, const float* bias, const float* addend, float* y, const WinogradShape& s,
+                     const std::vector<PointwiseOp>& epilogue, std::int64_t first, std::int64_t tiles) {
+  const std::int64_t blocks = s.out_channels / 8, chunks = (tiles + kRowsPerCall - 1) / kRowsPerCall;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (std::int64_t kb = 0; kb < blocks; ++kb)
+    for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
+      TransformOutputRows(m, bias, addend, y, s, epilogue, first, tiles, kb, chunk * kRowsPerCall,
+                          std::min(tiles, (chunk + 1) * kRowsPerCall));
 }
 
 // Floats of scratch for one block of `block` tiles: its 16 x block x C
