@@ -36,6 +36,11 @@ def batchnorm(g, st, v, rng):
     return V(y, v.dims, v.mag * 1.5 + 0.5)
 
 
+def _w(st, rng, shape, fan_in):
+    # "round_w" (set by the shrinker): every weight 0.5, so a case reads by hand.
+    return np.full(shape, 0.5) if st.get("round_w") else weights(rng, shape, fan_in)
+
+
 def conv(g, st, v, rng, transpose=False):
     if v.rank < 3:
         raise Skip()
@@ -67,11 +72,11 @@ def conv(g, st, v, rng, transpose=False):
         attrs["group"] = grp
     if transpose:
         fan = max(1, cin // grp * k ** ns // s ** ns)
-        w = g.const(weights(rng, [cin, cout // grp] + [k] * ns, fan))
+        w = g.const(_w(st, rng, [cin, cout // grp] + [k] * ns, fan))
         if st.get("opad", 0) and st["opad"] < max(s, d):
             attrs["output_padding"] = [st["opad"]] * ns
     else:
-        w = g.const(weights(rng, [cout, cin // grp] + [k] * ns, cin // grp * k ** ns))
+        w = g.const(_w(st, rng, [cout, cin // grp] + [k] * ns, cin // grp * k ** ns))
     ins = [v.name, w]
     if st.get("bias"):
         ins.append(g.const(rng.uniform(-0.5, 0.5, cout)))
@@ -91,7 +96,7 @@ def gemm(g, st, v, rng):
     m, k = (v.dims[1], v.dims[0]) if ta else (v.dims[0], v.dims[1])
     n = st["out"]
     tb = st.get("transB", 0)
-    w = weights(rng, [k, n], k)
+    w = _w(st, rng, [k, n], k)
     ins = [v.name, g.const(w.T if tb else w)]
     cform = st.get("c", "none")
     cshape = {"vec": [n], "one": [1], "full": [m, n], "col": [m, 1], "scalar": []}.get(cform)
@@ -130,7 +135,7 @@ def matmul(g, st, v, rng):
         bshape = [1] * (v.rank - 2) + [k, n]
     else:
         bshape = [k, n]
-    y = g.node("MatMul", [v.name, g.const(weights(rng, bshape, k))])
+    y = g.node("MatMul", [v.name, g.const(_w(st, rng, bshape, k))])
     out = V(y, v.dims[:-1] + [n], v.mag)
     if st.get("bias"):
         b = g.const(rng.uniform(-0.5, 0.5, [n]))

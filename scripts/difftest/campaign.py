@@ -86,18 +86,19 @@ class Campaign:
         small, sf = sh.shrink(recipe)
         secs = time.time() - t0
         _, g = renderer.render(small)
-        sig = cases.signature(sf, g)
+        sigs = cases.signatures(sf, g)
         entry["graph"] = cases.describe(small)
-        if sig in self.known:
-            entry["path"] = self.known[sig]
-            print("%s -> %d ops, duplicate of %s" % (line, len(g.nodes), os.path.relpath(self.known[sig])), flush=True)
+        dup = next((self.known[x] for x in sigs if x in self.known), None)
+        if dup:
+            entry["path"] = dup
+            print("%s -> %d ops, duplicate of %s" % (line, len(g.nodes), os.path.relpath(dup)), flush=True)
             return
         if self.args.no_save:
             print("%s -> %d ops (%s) [%d tries, %.0f s]" % (line, len(g.nodes), renderer.signature(g),
                                                             sh.tries, secs), flush=True)
             return
         path = cases.save(self.args.cases, small, sf, seed, g, secs)
-        self.known[sig] = path
+        self.known.update((x, path) for x in sigs)
         entry["path"] = path
         print("%s -> %d ops: %s" % (line, len(g.nodes), os.path.relpath(path)), flush=True)
 

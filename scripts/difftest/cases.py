@@ -13,7 +13,7 @@ import tempfile
 import onnx
 
 from . import renderer
-from .runner import Runner
+from .runner import Runner, key
 from .trial import Built, run_checks, run_fuse, run_ort
 
 STRATEGY_NAMES = ["pattern", "postdom", "greedy"]
@@ -45,6 +45,15 @@ def describe_step(st):
         return "fork{%s}.%s" % (inner, st.get("join", "add"))
     if op == "pool":
         return st["f"]
+    if op == "reduce":
+        return "ReduceMean(%s%s)" % ("spatial" if st.get("spatial") else "last axis",
+                                     "" if st.get("keepdims", 1) else ", keepdims 0")
+    if op in ("transpose", "reshape"):
+        return "%s(%s)" % (op.capitalize(), st.get("mode"))
+    if op == "slice":
+        return "Slice(axis %s, step %s)" % (st.get("axis"), st.get("step", 1))
+    if op == "split":
+        return "Split(axis %s, %s parts, %s)" % (st.get("axis"), st.get("parts"), st.get("join"))
     if op in ("gemm", "matmul"):
         return op.capitalize() + ("(act)" if st.get("act") else "")
     return {"bn": "BatchNormalization", "clip": "Clip", "swish": "x*Sigmoid(x)", "hswish": "x*HardSigmoid(x)",
@@ -56,8 +65,15 @@ def describe(recipe):
     return "x%s: %s" % (recipe["input"], " -> ".join(describe_step(s) for s in recipe["steps"]))
 
 
-def signature(failure, graph):
-    return "%s|%s" % (failure["kind"], renderer.signature(graph))
+def signatures(failure, graph):
+    """Dedup keys: the failure kind with the op sequence; for process errors
+    also the error message with names and numbers blanked (the LayerNorm
+    decomposition and a lone ReduceMean failing in one oneDNN call are one bug)."""
+    sigs = ["%s|%s" % (failure["kind"], renderer.signature(graph))]
+    k, msg = key(failure)
+    if msg:
+        sigs.append("%s|%s" % (k, msg))
+    return sigs
 
 
 def known_signatures(folder):
@@ -67,7 +83,7 @@ def known_signatures(folder):
             if f.endswith(".onnxtxt"):
                 with open(os.path.join(folder, f)) as fh:
                     for line in fh:
-                        if line.startswith("# signature:"):
+                        if line.startswith("# signature:") or line.startswith("# error-signature:"):
                             sigs[line.split(":", 1)[1].strip()] = os.path.join(folder, f)
     return sigs
 
@@ -97,8 +113,9 @@ def save(folder, recipe, failure, seed, graph, secs):
               "found with: strategy %s, threads %d (%s)" % (strategy, threads, failure["check"]),
               "differs: " + diff,
               "graph: " + describe(recipe),
-              "signature: " + signature(failure, graph),
-              "reproduce: scripts/difftest.sh --replay tests/difftest/cases/%s.onnxtxt" % name]
+              "signature: " + signatures(failure, graph)[0]]
+    header += ["error-signature: " + x for x in signatures(failure, graph)[1:]]
+    header += ["reproduce: scripts/difftest.sh --replay tests/difftest/cases/%s.onnxtxt" % name]
     if how != "check":
         header.append("via: %s %s" % (how, strategy))
     header.append("recipe: " + json.dumps(recipe, separators=(",", ":")))

@@ -160,8 +160,12 @@ def branch(r, rank, depth):
     n = W(r, [(0, 2), (1, 4), (2, 3), (3, 1)])
     out = []
     for _ in range(n):
-        k = W(r, [("chain", 6), ("conv", 2 if rank >= 3 else 0), ("fork", 1 if depth < 1 else 0)])
-        if k == "conv":
+        k = W(r, [("chain", 6), ("conv", 2 if rank >= 3 else 0), ("fork", 1 if depth < 1 else 0),
+                  ("reduce", 1)])
+        if k == "reduce":     # a branch that broadcasts back at the join
+            out.append(step(r, "pool", f="GlobalAveragePool") if rank >= 3 and r.random() < 0.5 else
+                       step(r, "reduce", spatial=r.randrange(2), keepdims=1))
+        elif k == "conv":
             out.append(conv_step(r, k=r.choice([1, 3]), stride=1, dil=1, asym=0, pad=None,
                                  group=r.choice(["1", "dw"]), mult=1,
                                  out=None if r.random() < 0.7 else r.choice(CHANNELS)))
@@ -180,10 +184,10 @@ def chain(r, rank, n):
         if k == "op":
             out.append(chain_op(r, rank))
         elif k == "residual":
-            out.append(fork_step(r, [[], branch(r, rank, 0)], r.choice(["add", "add", "mul"])))
+            out.append(fork_step(r, [[], branch(r, rank, 0)], r.choice(["add", "add", "mul", "sub", "div"])))
         else:
             nb = r.choice([2, 2, 3])
-            join = W(r, [("add", 3), ("mul", 1), ("sub", 1), ("concat", 3), ("outputs", 1),
+            join = W(r, [("add", 3), ("mul", 1), ("sub", 1), ("div", 1), ("concat", 3), ("outputs", 1),
                          ("sum", 1), ("max", 1)])
             out.append(fork_step(r, [branch(r, rank, 0) for _ in range(nb)], join))
     return out

@@ -12,7 +12,7 @@ import onnx
 import onnx.parser
 
 from . import anchors, elementwise as ew, views
-from .graph import V, Graph, Skip
+from .graph import V, Graph, Skip, broadcast, broadcast_ok
 
 RENDER = {
     "conv": anchors.conv, "convT": lambda g, st, v, r: anchors.conv(g, st, v, r, transpose=True),
@@ -60,20 +60,27 @@ def apply_step(g, st, v):
 def fork(g, st, v):
     outs = [apply_steps(g, b, v) for b in st["branches"]]
     join = st.get("join", "add")
-    same = all(o.dims == outs[0].dims for o in outs)
+    # Branches may differ in shape where one broadcasts (x * ReduceMean(x)):
+    # binary post-ops whose second operand is an activation of another shape.
+    fits = all(broadcast_ok(o.dims, outs[0].dims) for o in outs)
+    dims = outs[0].dims
+    for o in outs[1:]:
+        dims = broadcast(dims, o.dims)
     names = [o.name for o in outs]
     if len(set(names)) < len(names) and join in ("concat", "outputs"):
         join = "add"      # two empty branches: x + x, never x listed twice
-    if join in ("add", "mul", "sub", "max", "sum") and same and len(outs) >= 2:
+    if join in ("add", "mul", "sub", "div", "max", "sum") and fits and len(outs) >= 2:
+        if join == "div":     # divisors away from 0
+            names = names[:1] + [ew.positive(g, o, np.random.default_rng(1)).name for o in outs[1:]]
         if join == "sum" or join == "max":
             y = g.node("Sum" if join == "sum" else "Max", names)
         else:
             y = names[0]
             for n in names[1:]:
-                y = g.node({"add": "Add", "mul": "Mul", "sub": "Sub"}[join], [y, n])
+                y = g.node({"add": "Add", "mul": "Mul", "sub": "Sub", "div": "Div"}[join], [y, n])
         mag = max(o.mag for o in outs)
-        mag = mag * mag if join == "mul" else mag * len(outs)
-        return V(y, outs[0].dims, mag)
+        mag = mag * mag if join == "mul" else mag * 4 if join == "div" else mag * len(outs)
+        return V(y, dims, mag)
     if join == "concat" and len(outs) >= 2 and all(o.rank == outs[0].rank for o in outs):
         diff = [i for i in range(outs[0].rank) if len({o.dims[i] for o in outs}) > 1]
         if len(diff) <= 1:

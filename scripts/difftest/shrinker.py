@@ -18,8 +18,13 @@ SIMPLER = {
     "k": [1, 3], "stride": [1], "dil": [1], "pad": [0], "asym": [0], "opad": [0],
     "group": ["1"], "mult": [1], "transA": [0], "transB": [0], "c": ["none", "scalar"],
     "alpha": [1.0], "beta": [1.0], "out": [1, 2, 3, 4, 8], "parts": [2],
-    "join": ["add", "outputs"], "exp": [2.0], "eps": [None], "keepdims": [1],
+    "join": ["add", "outputs"], "exp": [2.0], "eps": [None], "keepdims": [1], "round_w": [1],
 }
+# Simpler stand-ins for whole steps, tried in order: fewer distinct graphs for
+# one bug (the signature dedups by op sequence), and cases that read by hand.
+REPLACE = [{"op": "unary", "f": "Relu"}, {"op": "unary", "f": "Neg"}, {"op": "bin", "f": "Add", "form": "scalar"},
+           {"op": "bin", "f": "Mul", "form": "scalar"}]
+COMPOSITE = {"domain", "swish", "hswish", "gelu", "se", "ln_dec", "ln", "clip", "unary", "bin"}
 FORM_ORDER = ["scalar", "one", "last", "chan", "row", "nobatch", "full"]
 
 
@@ -82,7 +87,7 @@ class Shrinker:
         changed = True
         while changed and time.time() < self.deadline:
             changed = False
-            for fn in (self.drop_steps, self.unwrap_forks, self.shrink_shapes, self.simplify):
+            for fn in (self.drop_steps, self.unwrap_forks, self.replace_steps, self.shrink_shapes, self.simplify):
                 new = fn(best)
                 if new is not None:
                     best, changed = new, True
@@ -122,7 +127,13 @@ class Shrinker:
                 if i >= len(steps):
                     break
                 if steps[i].get("op") == "fork":
-                    for bi in range(len(steps[i]["branches"])):
+                    for bi in range(len(steps[i]["branches"]) if len(steps[i]["branches"]) > 2 else 0):
+                        cand = copy.deepcopy(best)      # one branch fewer
+                        del _get(cand, path)[i]["branches"][bi]
+                        if self.test(cand):
+                            best = improved = cand
+                            break
+                    for bi in range(len(_get(best, path)[i]["branches"])):
                         cand = copy.deepcopy(best)
                         cs = _get(cand, path)
                         cs[i:i + 1] = cs[i]["branches"][bi]
@@ -130,6 +141,27 @@ class Shrinker:
                             best = improved = cand
                             break
                 i += 1
+        return improved
+
+    def replace_steps(self, best):
+        """A composite or unusual step replaced by Relu, Neg, Add or Mul of a scalar."""
+        improved = None
+        n = sum(1 for _ in _all_steps(best["steps"]))
+        for idx in range(n):
+            st = list(_all_steps(best["steps"]))[idx]
+            if st["op"] not in COMPOSITE:
+                continue
+            for rep in REPLACE:
+                if all(st.get(k) == v for k, v in rep.items()):
+                    break      # already this simple; later stand-ins are not simpler
+                cand = copy.deepcopy(best)
+                target = list(_all_steps(cand["steps"]))[idx]
+                seed = target.get("s", 0)
+                target.clear()
+                target.update(rep, s=seed)
+                if self.test(cand):
+                    best = improved = cand
+                    break
         return improved
 
     def shrink_shapes(self, best):
@@ -156,7 +188,8 @@ class Shrinker:
         n = sum(1 for _ in _all_steps(best["steps"]))
         for idx in range(n):
             st = list(_all_steps(best["steps"]))[idx]
-            fields = [f for f in SIMPLER if f in st or (f == "round" and st.get("op") == "bin")]
+            fields = [f for f in SIMPLER if f in st or (f == "round" and st.get("op") == "bin")
+                      or (f == "round_w" and st.get("op") in ("conv", "convT", "gemm", "matmul"))]
             for field in fields:
                 for v in _simpler(field, st.get(field)):
                     cand = copy.deepcopy(best)
