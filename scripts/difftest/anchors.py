@@ -127,7 +127,7 @@ def matmul(g, st, v, rng):
         s = g.const(np.array(1.0 / math.sqrt(k)))
         y = g.node("Mul", [y, s])
         return V(y, v.dims[:-1] + [v.dims[-2]], v.mag * v.mag)
-    n = st["out"]
+    n = st.get("out") or k      # None: keep the width (a residual Linear)
     form = st.get("form", "2d")
     if form == "batched" and v.rank > 2:
         bshape = v.dims[:-2] + [k, n]

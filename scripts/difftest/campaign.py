@@ -106,7 +106,7 @@ class Campaign:
         start = time.time()
         i = 0
         while time.time() - start < seconds:
-            self.one(seed + i)
+            self.one(seed + i, shrink=not self.args.no_shrink)
             i += 1
         self.summary(time.time() - start)
 

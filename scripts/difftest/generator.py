@@ -147,7 +147,7 @@ def mid_op(r, rank):
         return step(r, k, posaxis=r.randrange(2), eps=r.choice([1e-5, 1e-6, 1e-3]))
     if k == "ln":
         return step(r, k, two=int(r.random() < 0.2), bias=r.random() < 0.8)
-    return step(r, "se", act=r.choice(["Relu", "Relu", "HardSwish"]),
+    return step(r, "se", act=r.choice(["Relu", "Relu", "swish", "HardSwish"]),
                 gate=r.choice(["Sigmoid", "Sigmoid", "HardSigmoid"]))
 
 
@@ -195,20 +195,26 @@ def chain(r, rank, n):
 
 def pattern_block(r):
     """Literal shapes of the pattern library, so patterns match often."""
-    k = r.choice(["pwdw", "conv_bn_act", "residual", "mul_add"])
+    k = r.choice(["pwdw", "conv_bn_act", "residual", "mul_add", "linear"])
+    if k == "linear":     # MatMulAddGelu, MatMulAddAdd (a residual Linear)
+        if r.random() < 0.5:
+            return [step(r, "matmul", out=r.choice([8, 16, 17]), bias=True, bias_first=r.randrange(2)),
+                    step(r, "gelu", swap=r.randrange(2))]
+        return [fork_step(r, [[], [step(r, "matmul", out=None, bias=True, bias_first=r.randrange(2))]], "add")]
     if k == "pwdw":
-        act = r.choice(["Relu", "clip", "hswish", "swish"])
+        act = r.choice(["Relu", "clip", "hswish", "swish", "HardSwish"])
         def a():
             return step(r, "clip", min=0.0, max=6.0) if act == "clip" else (
-                step(r, act) if act in ("hswish", "swish") else step(r, "unary", f="Relu"))
+                step(r, act) if act in ("hswish", "swish") else step(r, "unary", f=act))
         return [conv_step(r, k=1, stride=1, group="1", bn=True, dil=1, asym=0, pad=0), a(),
                 conv_step(r, k=3, stride=r.choice([1, 2]), group="dw", mult=1, bn=True, dil=1, asym=0, pad=1), a()]
     if k == "conv_bn_act":
-        return [conv_step(r, bn=True), r.choice([unary_step(r), step(r, "swish"), step(r, "hswish")])]
-    if k == "residual":
-        body = [conv_step(r, k=3, pad=1, stride=1, dil=1, asym=0, group="1", out=None, bn=True)]
+        return [conv_step(r, bn=True), r.choice([unary_step(r), step(r, "swish"), step(r, "hswish"),
+                                                 step(r, "unary", f="HardSwish"), step(r, "clip", min=0.0, max=6.0)])]
+    if k == "residual":     # ConvBnAddRelu, ConvBnAdd, ConvAddRelu
+        body = [conv_step(r, k=3, pad=1, stride=1, dil=1, asym=0, group="1", out=None, bn=r.random() < 0.7)]
         body[0]["same"] = 1
-        return [fork_step(r, [[], body], "add"), step(r, "unary", f="Relu")]
+        return [fork_step(r, [[], body], "add")] + ([step(r, "unary", f="Relu")] if r.random() < 0.7 else [])
     # Conv -> Mul(const) -> Add(const): two post-ops of the same algorithm.
     return [conv_step(r), bin_step(r, "Mul"), bin_step(r, "Add")]
 

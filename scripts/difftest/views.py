@@ -154,9 +154,13 @@ def squeeze_excite(g, st, v, rng):
     c = v.dims[1]
     s = V(g.node("GlobalAveragePool", [v.name]), v.dims[:2] + [1, 1], v.mag)
     s = conv(g, {"k": 1, "out": max(1, c // 4), "bias": True}, s, rng)
-    if st.get("act") == "HardSwish":
+    act = st.get("act", "Relu")
+    if act == "HardSwish":
         g.opset = max(g.opset, 14)
-    s = V(g.node(st.get("act", "Relu"), [s.name]), s.dims, s.mag)
+    if act == "swish":
+        s = V(g.node("Mul", [s.name, g.node("Sigmoid", [s.name])]), s.dims, s.mag)
+    else:
+        s = V(g.node(act, [s.name]), s.dims, s.mag)
     s = conv(g, {"k": 1, "out": c, "bias": True}, s, rng)
     gate = g.node(st.get("gate", "Sigmoid"), [s.name])
     return V(g.node("Mul", [v.name, gate]), v.dims, v.mag)
