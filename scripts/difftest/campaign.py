@@ -35,6 +35,7 @@ class Campaign:
         self.work = tempfile.mkdtemp(prefix="difftest-")
         self.tried = self.ort_runs = self.fuse_runs = 0
         self.refused, self.ops = collections.Counter(), collections.Counter()
+        self.refusal_example = {}
         self.patterns, self.groups = collections.Counter(), collections.Counter()
         self.failures, self.invalid, self.notes = [], [], collections.Counter()
         self.known = cases.known_signatures(args.cases)
@@ -47,7 +48,9 @@ class Campaign:
         res = trial(self.runner, recipe, cfg, folder)
         self.tried += 1
         self.ops.update(res["ops"])
-        self.refused.update(res["refused"])
+        for op, msg in res["refused"]:
+            self.refused[op] += 1
+            self.refusal_example.setdefault(op, "seed %d: %s" % (seed, msg.splitlines()[-1][:200] if msg else ""))
         if res["invalid"]:
             self.invalid.append(seed)
             print("INVALID seed %d (generator bug): %s" % (seed, res["invalid"][:300]), flush=True)
@@ -80,6 +83,11 @@ class Campaign:
         self.failures.append(entry)
         if not shrink:
             print(line, flush=True)
+            return
+        known = next((self.known[x] for x in cases.signatures(f, None) if x in self.known), None)
+        if known:     # an internal error already saved (same message): no need to shrink
+            print("%s, duplicate of %s" % (line, os.path.relpath(known)), flush=True)
+            entry["path"] = known
             return
         t0 = time.time()
         sh = Shrinker(self.runner, f, os.path.join(self.work, "shrink"), self.args.shrink_budget)
@@ -116,6 +124,8 @@ class Campaign:
         print("graphs tried: %d in %.0f s (%.0f/min); ORT checks %d, fuse-path checks %d"
               % (self.tried, secs, self.tried * 60 / max(secs, 1e-9), self.ort_runs, self.fuse_runs))
         print("refusals: %d (%s)" % (sum(self.refused.values()), top(self.refused)))
+        for op, example in sorted(self.refusal_example.items()):
+            print("  %s refused, e.g. %s" % (op, example))
         if self.invalid:
             print("invalid models (generator bugs): %d (seeds %s)" % (len(self.invalid), self.invalid[:10]))
         for note, n in self.notes.items():
@@ -162,7 +172,7 @@ def main(argv=None):
             cfg = dict(config(args.one), ort=True, fuse=True)
             res = c.one(args.one, cfg, shrink=not args.no_shrink)
             print("seed %d (%s): %d ops, %s" % (args.one, cfg["strategy"], len(res["ops"]),
-                  "refused (%s)" % ",".join(res["refused"]) if res["refused"] else
+                  "refused (%s)" % "; ".join(m for _, m in res["refused"]) if res["refused"] else
                   "FAILED" if res["failures"] else "invalid" if res["invalid"] else "ok"))
             return 1 if res["failures"] or res["invalid"] else 0
         if args.seconds is None:

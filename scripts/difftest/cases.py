@@ -69,7 +69,7 @@ def signatures(failure, graph):
     """Dedup keys: the failure kind with the op sequence; for process errors
     also the error message with names and numbers blanked (the LayerNorm
     decomposition and a lone ReduceMean failing in one oneDNN call are one bug)."""
-    sigs = ["%s|%s" % (failure["kind"], renderer.signature(graph))]
+    sigs = ["%s|%s" % (failure["kind"], renderer.signature(graph))] if graph else []
     k, msg = key(failure)
     if msg:
         sigs.append("%s|%s" % (k, msg))
@@ -156,7 +156,7 @@ def replay(binary, node_dir, target, log=print):
             for s in strategies:
                 f, r, inv = run_checks(runner, b, s)
                 bad += f
-                ref += r
+                ref += [op for op, _ in r]
                 if inv:
                     bad.append({"kind": "invalid-model", "check": "run --check --strategy %s" % s, "message": inv})
             if via and not ref:

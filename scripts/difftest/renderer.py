@@ -66,6 +66,9 @@ def fork(g, st, v):
     dims = outs[0].dims
     for o in outs[1:]:
         dims = broadcast(dims, o.dims)
+    # onnx-fuse refuses a binary op where neither input has the output's shape
+    # ([N,C,1,1] + [N,1,H,W]): one branch must carry the full shape.
+    fits = fits and any(o.dims == dims for o in outs)
     names = [o.name for o in outs]
     if len(set(names)) < len(names) and join in ("concat", "outputs"):
         join = "add"      # two empty branches: x + x, never x listed twice

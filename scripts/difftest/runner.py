@@ -117,12 +117,36 @@ class Runner:
             f["kind"] = "exit-%s" % rc
         return Outcome("fail", f)
 
+    @staticmethod
+    def _check_args(model, strategy, threads):
+        return ["run", model, "--check", "--iterations", "1", "--warmup", "0", "--threads", str(threads),
+                "--strategy", strategy, "--json"]
+
     def check(self, model, strategy, threads):
         """`run --check`: the fused plan against the unfused one."""
-        args = ["run", model, "--check", "--iterations", "1", "--warmup", "0", "--threads", str(threads),
-                "--strategy", strategy, "--json"]
-        rc, out, err = self._exec(args)
+        rc, out, err = self._exec(self._check_args(model, strategy, threads))
         return self._classify(rc, err, "run --check --strategy %s --threads %d" % (strategy, threads), out=out)
+
+    def check_all(self, model, strategy, threads):
+        """`run --check` at several thread counts at once (the runs are short and
+        mostly single-threaded set-up: concurrently they take the time of one)."""
+        try:
+            procs = [subprocess.Popen([self.bin] + self._check_args(model, strategy, t), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for t in threads]
+        except OSError:    # the binary is being rebuilt: the retrying path
+            return [self.check(model, strategy, t) for t in threads]
+        outcomes = []
+        for t, p in zip(threads, procs):
+            try:
+                out, err = p.communicate(timeout=TIMEOUT)
+                rc = p.returncode
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                rc, out, err = "timeout", "", "timed out after %d s" % TIMEOUT
+            outcomes.append(self._classify(rc, err.strip(), "run --check --strategy %s --threads %d" % (strategy, t),
+                                           out=out))
+        return outcomes
 
     def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
         args = ["run", model, "--inputs", inputs_dir, "--outputs", out_dir, "--iterations", "1", "--warmup", "0",

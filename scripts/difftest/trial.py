@@ -40,13 +40,12 @@ class Built:
 def run_checks(runner, b, strategy, threads=(1, 2)):
     """`run --check` at each thread count. Returns (failures, refusals, invalid)."""
     fails, refused, invalid = [], [], None
-    for t in threads:
-        o = runner.check(b.path, strategy, t)
+    for t, o in zip(threads, runner.check_all(b.path, strategy, threads)):
         if o.status == "fail":
             o.failure["via"] = ["check", strategy, t]
             fails.append(o.failure)
         elif o.status == "refused":
-            refused.append(o.refused)
+            refused.append((o.refused, o.message))
             break          # the other thread count refuses alike
         elif o.status == "invalid":
             invalid = o.message
