@@ -180,9 +180,11 @@ def branch(r, rank, depth):
 def chain(r, rank, n):
     out = []
     for _ in range(n):
-        k = W(r, [("op", 10), ("fork", 2), ("residual", 2)])
+        k = W(r, [("op", 10), ("fork", 2), ("residual", 2), ("mid", 2)])
         if k == "op":
             out.append(chain_op(r, rank))
+        elif k == "mid":      # a view or pooling inside a chain: fused groups around views
+            out.append(mid_op(r, rank))
         elif k == "residual":
             out.append(fork_step(r, [[], branch(r, rank, 0)], r.choice(["add", "add", "mul", "sub", "div"])))
         else:
@@ -225,7 +227,7 @@ def make_recipe(seed):
     steps = []
     for _ in range(W(r, [(1, 4), (2, 4), (3, 2)])):
         rank = len(dims)  # the rank at generation time; rendering adapts anyway
-        if r.random() < 0.4:
+        if r.random() < 0.5:
             steps.append(mid_op(r, rank))
         if r.random() < 0.25 and rank == 4:
             steps += pattern_block(r)
