@@ -58,7 +58,8 @@ def describe_step(st):
         return op.capitalize() + ("(act)" if st.get("act") else "")
     return {"bn": "BatchNormalization", "clip": "Clip", "swish": "x*Sigmoid(x)", "hswish": "x*HardSigmoid(x)",
             "gelu": "Gelu(decomposed)", "ln_dec": "LayerNorm(decomposed)", "ln": "LayerNormalization",
-            "se": "SqueezeExcite", "output": "(output)"}.get(op, op.capitalize())
+            "se": "SqueezeExcite", "output": "(output)", "prelu": "PRelu(%s)" % st.get("form"),
+            "pad": "Pad", "inorm": "InstanceNormalization", "identity": st.get("f")}.get(op, op.capitalize())
 
 
 def describe(recipe):

@@ -86,7 +86,7 @@ def const_shape(form, dims):
 def const_values(st, shape, rng, op, first):
     if st.get("round") is not None and op != "Pow":   # a round exponent could leave the domain
         return np.full(shape, float(st["round"]))
-    if op in ("Add", "Sub"):
+    if op in ("Add", "Sub", "Max", "Min"):
         return rng.uniform(-1, 1, shape)
     if op == "Pow":
         if first:          # base^x: a positive base
@@ -124,6 +124,8 @@ def binary(g, st, v, rng):
         mag = v.mag * cmax
     elif op == "Div":
         mag = cmax / v.lo if first else v.mag / float(np.min(np.abs(vals)))
+    elif op in ("Max", "Min"):
+        mag = max(v.mag, cmax)
     else:
         mag = cmax ** v.mag if first else v.mag ** float(np.max(vals))
         lo = float(np.min(vals)) ** v.mag if first else None
@@ -187,3 +189,10 @@ def layernorm(g, st, v, rng):
         ins.append(g.const(rng.uniform(-0.5, 0.5, shape)))
     y = g.node("LayerNormalization", ins, {"axis": axis, "epsilon": float(st.get("eps", 1e-5))})
     return V(y, v.dims, 4.0)
+
+
+def prelu(g, st, v, rng):
+    """PRelu with a constant slope: per channel ([C,1,1]), one value, or full."""
+    shape = const_shape(st.get("form", "chan"), v.dims)
+    slope = g.const(rng.uniform(0.05, 0.5, shape))
+    return V(g.node("PRelu", [v.name, slope]), broadcast(v.dims, shape), v.mag)

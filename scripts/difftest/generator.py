@@ -88,7 +88,7 @@ def unary_step(r):
 
 
 def bin_step(r, f=None, form=None):
-    f = f or W(r, [("Add", 4), ("Sub", 2), ("Mul", 4), ("Div", 2), ("Pow", 1)])
+    f = f or W(r, [("Add", 4), ("Sub", 2), ("Mul", 4), ("Div", 2), ("Pow", 1), ("Max", 1), ("Min", 1)])
     kw = dict(f=f, form=form or r.choice(FORMS), first=r.random() < 0.3, share=r.random() < 0.15)
     if f == "Pow":
         kw["first"] = False   # refused: onnx-fuse lowers Pow with a constant exponent only
@@ -99,7 +99,9 @@ def bin_step(r, f=None, form=None):
 
 def chain_op(r, rank):
     k = W(r, [("unary", 10), ("bin", 12), ("clip", 2), ("domain", 2), ("swish", 2), ("hswish", 2),
-              ("gelu", 1), ("output", 1)])
+              ("gelu", 1), ("output", 1), ("prelu", 1)])
+    if k == "prelu":
+        return step(r, k, form=r.choice(["chan", "chan", "one", "full"]))
     if k == "unary":
         return unary_step(r)
     if k == "bin":
@@ -118,7 +120,14 @@ def mid_op(r, rank):
     """Structure between chains: views, pooling, normalization, SE blocks."""
     k = W(r, [("reshape", 2), ("flatten", 1), ("transpose", 2), ("unsqueeze", 1), ("squeeze", 1),
               ("slice", 2), ("split", 1), ("pool", 3 if rank >= 3 else 0), ("softmax", 1),
-              ("reduce", 1), ("ln_dec", 1), ("ln", 1), ("se", 2 if rank == 4 else 0)])
+              ("reduce", 1), ("ln_dec", 1), ("ln", 1), ("se", 2 if rank == 4 else 0), ("pad", 1),
+              ("inorm", 1 if rank >= 3 else 0), ("identity", 1)])
+    if k == "pad":
+        return step(r, k, before=r.choice([0, 1, 2]), after=r.choice([0, 1]), value=r.choice([None, 0.5]))
+    if k == "inorm":
+        return step(r, k)
+    if k == "identity":
+        return step(r, k, f=r.choice(["Identity", "Dropout"]))
     if k == "reshape":
         return step(r, k, mode=r.choice(["flat2", "merge", "split", "unmerge"]))
     if k == "flatten":

@@ -23,7 +23,8 @@ RENDER = {
     "reshape": views.reshape, "flatten": views.flatten, "transpose": views.transpose,
     "unsqueeze": views.unsqueeze, "squeeze": views.squeeze, "slice": views.slice_,
     "split": views.split, "pool": views.pool, "softmax": views.softmax,
-    "reduce": views.reduce_mean, "se": views.squeeze_excite,
+    "reduce": views.reduce_mean, "se": views.squeeze_excite, "prelu": ew.prelu,
+    "pad": views.pad, "inorm": views.instance_norm, "identity": views.identity,
 }
 
 # Values beyond this typical magnitude are squashed before the next step: large
@@ -62,13 +63,11 @@ def fork(g, st, v):
     join = st.get("join", "add")
     # Branches may differ in shape where one broadcasts (x * ReduceMean(x)):
     # binary post-ops whose second operand is an activation of another shape.
-    fits = all(broadcast_ok(o.dims, outs[0].dims) for o in outs)
-    dims = outs[0].dims
-    for o in outs[1:]:
-        dims = broadcast(dims, o.dims)
     # onnx-fuse refuses a binary op where neither input has the output's shape
-    # ([N,C,1,1] + [N,1,H,W]): one branch must carry the full shape.
-    fits = fits and any(o.dims == dims for o in outs)
+    # ([N,C,1,1] + [N,1,H,W]): the first branch carries the full shape and the
+    # others broadcast to it, so every partial result of the join has it too.
+    dims = outs[0].dims
+    fits = all(broadcast_ok(o.dims, dims) and broadcast(dims, o.dims) == dims for o in outs)
     names = [o.name for o in outs]
     if len(set(names)) < len(names) and join in ("concat", "outputs"):
         join = "add"      # two empty branches: x + x, never x listed twice

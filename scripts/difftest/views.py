@@ -164,3 +164,28 @@ def squeeze_excite(g, st, v, rng):
     s = conv(g, {"k": 1, "out": c, "bias": True}, s, rng)
     gate = g.node(st.get("gate", "Sigmoid"), [s.name])
     return V(g.node("Mul", [v.name, gate]), v.dims, v.mag)
+
+
+def pad(g, st, v, rng):
+    """Constant-mode Pad of the spatial axes (or the last axis)."""
+    r = v.rank
+    axes = list(range(2, r)) if r >= 3 else [r - 1]
+    before = [st.get("before", 1) if i in axes else 0 for i in range(r)]
+    after = [st.get("after", 0) if i in axes else 0 for i in range(r)]
+    ins = [v.name, g.ints(before + after)]
+    if st.get("value"):
+        ins.append(g.const(np.array(float(st["value"]))))
+    new = [d + b + a for d, b, a in zip(v.dims, before, after)]
+    return V(g.node("Pad", ins), new, max(v.mag, abs(st.get("value") or 0)))
+
+
+def instance_norm(g, st, v, rng):
+    if v.rank < 3:
+        raise Skip()
+    c = v.dims[1]
+    ins = [v.name, g.const(rng.uniform(0.5, 1.5, c)), g.const(rng.uniform(-0.5, 0.5, c))]
+    return V(g.node("InstanceNormalization", ins, {"epsilon": 1e-5}), v.dims, 4.0)
+
+
+def identity(g, st, v, rng):
+    return V(g.node(st.get("f", "Identity"), [v.name]), v.dims, v.mag, v.lo)
