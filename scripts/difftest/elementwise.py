@@ -19,10 +19,19 @@ UNARY = {
 }
 
 
+def scale_down(g, v, target=2.0):
+    """Multiply by a power of two that brings the typical magnitude near target."""
+    k = max(1, int(math.ceil(math.log2(v.mag / target))))
+    y = g.node("Mul", [v.name, g.const(np.array(2.0 ** -k))])
+    return V(y, v.dims, v.mag * 2.0 ** -k, v.lo * 2.0 ** -k if v.lo else None)
+
+
 def bounded(g, v, limit=2.5):
-    """Exp and c^x need bounded inputs: squash with Tanh when the value may be large."""
+    """Exp and c^x need bounded inputs: scale down, then Tanh for a hard bound
+    (the magnitude is an estimate). Scaling first keeps rounding relative."""
     if v.mag <= limit:
         return v
+    v = scale_down(g, v)
     return V(g.node("Tanh", [v.name]), v.dims, 1.0)
 
 
