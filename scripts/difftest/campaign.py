@@ -33,7 +33,7 @@ class Campaign:
         self.args, self.bin = args, binary
         self.runner = Runner(binary, os.path.join(ROOT, "scripts", "ort"))
         self.work = tempfile.mkdtemp(prefix="difftest-")
-        self.tried = self.ort_runs = self.fuse_runs = 0
+        self.tried = self.ort_runs = self.fuse_runs = self.unstable = 0
         self.refused, self.ops = collections.Counter(), collections.Counter()
         self.refusal_example = {}
         self.patterns, self.groups = collections.Counter(), collections.Counter()
@@ -47,6 +47,7 @@ class Campaign:
         shutil.rmtree(folder, ignore_errors=True)
         res = trial(self.runner, recipe, cfg, folder)
         self.tried += 1
+        self.unstable += res.get("unstable", 0)
         self.ops.update(res["ops"])
         for op, msg in res["refused"]:
             self.refused[op] += 1
@@ -126,6 +127,8 @@ class Campaign:
         print("refusals: %d (%s)" % (sum(self.refused.values()), top(self.refused)))
         for op, example in sorted(self.refusal_example.items()):
             print("  %s refused, e.g. %s" % (op, example))
+        if self.unstable:
+            print("small mismatches on ill-conditioned graphs, not counted: %d" % self.unstable)
         if self.invalid:
             print("invalid models (generator bugs): %d (seeds %s)" % (len(self.invalid), self.invalid[:10]))
         for note, n in self.notes.items():

@@ -6,10 +6,12 @@ import os
 import random
 import shutil
 
+import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from . import renderer
-from .runner import compare, make_inputs
+from .runner import compare, make_inputs, max_rel, mulberry32
 
 STRATEGIES = [("pattern", 6), ("postdom", 2), ("greedy", 2)]
 
@@ -113,9 +115,41 @@ def run_fuse(runner, b, strategy):
     return ([f] if f else []), report, None
 
 
+def ill_conditioned(runner, b, strategy):
+    """A small mismatch on a graph that amplifies rounding is not a bug: x + (c - x)
+    fed to a LayerNorm normalizes rounding noise. Test: perturb the inputs by a
+    relative 1e-6 and run the unfused plan; outputs that move by more than 3e-5
+    relative (an amplification above 30) cannot be compared at 1e-4."""
+    base, pert = os.path.join(b.folder, "cond_a"), os.path.join(b.folder, "cond_b")
+    for d in (base, pert, base + "_out", pert + "_out"):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    inputs = make_inputs(b.model, base)
+    for i, (name, arr) in enumerate(inputs.items()):
+        wiggle = 1 + 1e-6 * mulberry32(1000 + i, arr.size).reshape(arr.shape)
+        with open(os.path.join(pert, "input_%d.pb" % i), "wb") as fh:
+            fh.write(numpy_helper.from_array((arr * wiggle).astype(np.float32), name).SerializeToString())
+    o1, a = runner.outputs(b.path, strategy, 1, False, base, base + "_out")
+    o2, c = runner.outputs(b.path, strategy, 1, False, pert, pert + "_out")
+    if a is None or c is None:
+        return False
+    return any(max_rel(x, y)[1] > 3e-5 for x, y in zip(a, c))
+
+
+def keep_real(runner, b, fails, res=None):
+    """Drops small mismatches (below 1e-2 relative, or tiny absolute ones against
+    an all-zero reference) on ill-conditioned graphs; counts them in res."""
+    small = [f for f in fails if "max_rel" in f and (f["max_rel"] < 1e-2 or f["max_abs"] < 1e-3)]
+    if not small or not ill_conditioned(runner, b, small[0]["via"][1]):
+        return fails
+    if res is not None:
+        res["unstable"] += len(small)
+    return [f for f in fails if f not in small]
+
+
 def trial(runner, recipe, cfg, folder):
     """All checks for one graph. Returns a dict of what happened."""
-    res = {"failures": [], "refused": [], "invalid": None, "note": None, "report": None, "ops": []}
+    res = {"failures": [], "refused": [], "invalid": None, "note": None, "report": None, "ops": [], "unstable": 0}
     try:
         b = Built(recipe, folder)
     except Exception as e:  # a renderer bug: reported, never hidden
@@ -137,6 +171,8 @@ def trial(runner, recipe, cfg, folder):
         res["failures"] += f
         res["report"] = report
         res["note"] = res["note"] or note
+    if res["failures"]:
+        res["failures"] = keep_real(runner, b, res["failures"], res)
     return res
 
 
@@ -155,7 +191,5 @@ def reproduce(runner, recipe, failure, folder):
         fails, _ = run_ort(runner, b, strategy)
     else:
         fails, _, _ = run_fuse(runner, b, strategy)
-    for f in fails:
-        if key(f) == key(failure):
-            return f
-    return None
+    fails = keep_real(runner, b, [f for f in fails if key(f) == key(failure)])
+    return fails[0] if fails else None
