@@ -117,9 +117,11 @@ def run_fuse(runner, b, strategy):
 
 def ill_conditioned(runner, b, strategy):
     """A small mismatch on a graph that amplifies rounding is not a bug: x + (c - x)
-    fed to a LayerNorm normalizes rounding noise. Test: perturb the inputs by a
-    relative 1e-6 and run the unfused plan; outputs that move by more than 3e-5
-    relative (an amplification above 30) cannot be compared at 1e-4."""
+    fed to a LayerNorm normalizes rounding noise. Two tests on the unfused plan:
+    inputs perturbed by a relative 1e-6 move the outputs by more than 3e-5 (an
+    amplification above 30); or ONNX Runtime, another summation order, differs
+    from it by more than 1e-5 (seed 10459: a GlobalAveragePool whose mean is
+    near 0, squared and summed by a ConvTranspose, gave 1.1e-4 between plans)."""
     base, pert = os.path.join(b.folder, "cond_a"), os.path.join(b.folder, "cond_b")
     for d in (base, pert, base + "_out", pert + "_out"):
         shutil.rmtree(d, ignore_errors=True)
@@ -133,7 +135,10 @@ def ill_conditioned(runner, b, strategy):
     o2, c = runner.outputs(b.path, strategy, 1, False, pert, pert + "_out")
     if a is None or c is None:
         return False
-    return any(max_rel(x, y)[1] > 3e-5 for x, y in zip(a, c))
+    if any(max_rel(x, y)[1] > 3e-5 for x, y in zip(a, c)):
+        return True
+    ref = runner.ort(b.path, inputs)
+    return not isinstance(ref, str) and any(max_rel(ref[n], x)[1] > 1e-5 for n, x in zip(b.names, a))
 
 
 def keep_real(runner, b, fails, res=None):
