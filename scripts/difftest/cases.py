@@ -37,6 +37,8 @@ def describe_step(st):
     if op == "bin":
         form = st.get("form", "scalar")
         return "%s(%s%s)" % (st["f"], form, ", const first" if st.get("first") else "")
+    if op == "bin_in":
+        return "%s(input %s%s)" % (st["f"], st.get("form"), ", input first" if st.get("first") else "")
     if op in ("unary", "domain"):
         return st["f"]
     if op == "fork":

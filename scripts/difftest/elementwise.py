@@ -205,3 +205,21 @@ def prelu(g, st, v, rng):
     shape = const_shape(st.get("form", "chan"), v.dims)
     slope = g.const(rng.uniform(0.05, 0.5, shape))
     return V(g.node("PRelu", [v.name, slope]), broadcast(v.dims, shape), v.mag)
+
+
+def binary_input(g, st, v, rng):
+    """A binary op whose other operand is a second graph input (a run-time tensor,
+    not a constant) in one of the broadcast forms: binary post-ops read at run time."""
+    op, first = st["f"], st.get("first", False)
+    shape = const_shape(st.get("form", "full"), v.dims)
+    name = "in%d" % (len(g.inputs) + 1)
+    g.inputs.append("float%s %s" % ("[%s]" % ",".join(map(str, shape)) if shape else "", name))
+    other = V(name, shape, 1.0)
+    if op == "Div":
+        if first:
+            v = positive(g, v, rng)
+        else:
+            other = positive(g, other, rng)
+    ins = [other.name, v.name] if first else [v.name, other.name]
+    mag = v.mag * 2 if op in ("Mul", "Div") else v.mag + 1
+    return V(g.node(op, ins), broadcast(v.dims, shape), mag)

@@ -99,7 +99,10 @@ def bin_step(r, f=None, form=None):
 
 def chain_op(r, rank):
     k = W(r, [("unary", 10), ("bin", 12), ("clip", 2), ("domain", 2), ("swish", 2), ("hswish", 2),
-              ("gelu", 1), ("output", 1), ("prelu", 1)])
+              ("gelu", 1), ("output", 1), ("prelu", 1), ("bin_in", 2)])
+    if k == "bin_in":
+        return step(r, k, f=r.choice(["Add", "Add", "Mul", "Mul", "Sub", "Div"]), first=r.random() < 0.3,
+                    form=r.choice(["full", "chan", "scalar", "one", "last", "nobatch", "row"]))
     if k == "prelu":
         return step(r, k, form=r.choice(["chan", "chan", "one", "full"]))
     if k == "unary":

@@ -52,11 +52,11 @@ class Graph:
         return "%s%d" % (prefix, self.count)
 
     def mark(self):
-        return (len(self.nodes), len(self.inits), len(self.outputs), dict(self.shared), self.opset)
+        return (len(self.nodes), len(self.inits), len(self.outputs), dict(self.shared), self.opset, len(self.inputs))
 
     def rollback(self, m):
-        n, i, o, shared, opset = m
-        del self.nodes[n:], self.inits[i:], self.outputs[o:]
+        n, i, o, shared, opset, ni = m
+        del self.nodes[n:], self.inits[i:], self.outputs[o:], self.inputs[ni:]
         self.shared, self.opset = shared, opset
 
     def const(self, arr, prefix="c", dtype="float"):

@@ -24,7 +24,7 @@ RENDER = {
     "unsqueeze": views.unsqueeze, "squeeze": views.squeeze, "slice": views.slice_,
     "split": views.split, "pool": views.pool, "softmax": views.softmax,
     "reduce": views.reduce_mean, "se": views.squeeze_excite, "prelu": ew.prelu,
-    "pad": views.pad, "inorm": views.instance_norm, "identity": views.identity,
+    "pad": views.pad, "inorm": views.instance_norm, "identity": views.identity, "bin_in": ew.binary_input,
 }
 
 # Values beyond this typical magnitude are scaled down by a power of two (exact

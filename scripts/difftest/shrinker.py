@@ -24,7 +24,7 @@ SIMPLER = {
 # one bug (the signature dedups by op sequence), and cases that read by hand.
 REPLACE = [{"op": "unary", "f": "Relu"}, {"op": "unary", "f": "Neg"}, {"op": "bin", "f": "Add", "form": "scalar"},
            {"op": "bin", "f": "Mul", "form": "scalar"}]
-COMPOSITE = {"domain", "swish", "hswish", "gelu", "se", "ln_dec", "ln", "clip", "unary", "bin"}
+COMPOSITE = {"domain", "swish", "hswish", "gelu", "se", "ln_dec", "ln", "clip", "unary", "bin", "bin_in", "prelu"}
 FORM_ORDER = ["scalar", "one", "last", "chan", "row", "nobatch", "full"]
 
 
