@@ -1,0 +1,144 @@
+"""Rendering of anchor steps (the ops a fused group starts from): Conv,
+ConvTranspose, Gemm, MatMul, BatchNormalization. Every parameter is adapted to
+the incoming value's shape, or the step is skipped (graph.Skip): a recipe stays
+valid whatever the shrinker removed before the step."""
+import math
+
+import numpy as np
+
+from .graph import V, Skip, weights
+
+
+def _group(mode, cin, cout):
+    if mode == "dw":
+        return cin
+    if mode == "g":
+        for g in (4, 3, 2):
+            if cin % g == 0 and cout % g == 0 and cin > g:
+                return g
+    return 1
+
+
+def _bn_consts(g, rng, c):
+    scale = g.const(rng.uniform(0.5, 1.5, c))
+    bias = g.const(rng.uniform(-0.5, 0.5, c))
+    mean = g.const(rng.uniform(-0.5, 0.5, c))
+    var = g.const(rng.uniform(0.5, 1.5, c))
+    return [scale, bias, mean, var]
+
+
+def batchnorm(g, st, v, rng):
+    if v.rank < 2:
+        raise Skip()
+    c = v.dims[1]
+    attrs = {"epsilon": float(st.get("eps", 1e-5))} if st.get("eps") else None
+    y = g.node("BatchNormalization", [v.name] + _bn_consts(g, rng, c), attrs)
+    return V(y, v.dims, v.mag * 1.5 + 0.5)
+
+
+def _w(st, rng, shape, fan_in):
+    # "round_w" (set by the shrinker): every weight 0.5, so a case reads by hand.
+    return np.full(shape, 0.5) if st.get("round_w") else weights(rng, shape, fan_in)
+
+
+def conv(g, st, v, rng, transpose=False):
+    if v.rank < 3:
+        raise Skip()
+    ns = v.rank - 2
+    cin = v.dims[1]
+    k, s, d = st["k"], st.get("stride", 1), st.get("dil", 1)
+    pb, pe = st.get("pad", 0), st.get("pad", 0) + st.get("asym", 0)
+    if st.get("group") == "dw":
+        cout = cin * st.get("mult", 1)
+    else:
+        cout = st.get("out") or cin      # None: keep the channels (residual bodies)
+    grp = _group(st.get("group", "1"), cin, cout)
+    eff = d * (k - 1) + 1
+    spatial = []
+    for n in v.dims[2:]:
+        if transpose:
+            op = st.get("opad", 0) if st.get("opad", 0) < max(s, d) else 0
+            o = (n - 1) * s - pb - pe + eff + op
+        else:
+            if n + pb + pe < eff or pb >= eff or pe >= eff:
+                raise Skip()
+            o = (n + pb + pe - eff) // s + 1
+        if o < 1:
+            raise Skip()
+        spatial.append(o)
+    attrs = {"kernel_shape": [k] * ns, "strides": [s] * ns, "dilations": [d] * ns,
+             "pads": [pb] * ns + [pe] * ns}
+    if grp != 1:
+        attrs["group"] = grp
+    if transpose:
+        fan = max(1, cin // grp * k ** ns // s ** ns)
+        w = g.const(_w(st, rng, [cin, cout // grp] + [k] * ns, fan))
+        if st.get("opad", 0) and st["opad"] < max(s, d):
+            attrs["output_padding"] = [st["opad"]] * ns
+    else:
+        w = g.const(_w(st, rng, [cout, cin // grp] + [k] * ns, cin // grp * k ** ns))
+    ins = [v.name, w]
+    if st.get("bias"):
+        ins.append(g.const(rng.uniform(-0.5, 0.5, cout)))
+    y = g.node("ConvTranspose" if transpose else "Conv", ins, attrs)
+    out = V(y, [v.dims[0], cout] + spatial, v.mag + (0.5 if st.get("bias") else 0))
+    if st.get("bn"):
+        out = batchnorm(g, {}, out, rng)
+    return out
+
+
+def gemm(g, st, v, rng):
+    if v.rank > 2:
+        v = V(g.node("Flatten", [v.name], {"axis": 1}), [v.dims[0], int(np.prod(v.dims[1:]))], v.mag)
+    if v.rank != 2:
+        raise Skip()
+    ta = st.get("transA", 0)
+    m, k = (v.dims[1], v.dims[0]) if ta else (v.dims[0], v.dims[1])
+    n = st["out"]
+    tb = st.get("transB", 0)
+    w = _w(st, rng, [k, n], k)
+    ins = [v.name, g.const(w.T if tb else w)]
+    cform = st.get("c", "none")
+    cshape = {"vec": [n], "one": [1], "full": [m, n], "col": [m, 1], "scalar": []}.get(cform)
+    if cshape is not None:
+        ins.append(g.const(rng.uniform(-0.5, 0.5, cshape)))
+    attrs = {}
+    if ta:
+        attrs["transA"] = 1
+    if tb:
+        attrs["transB"] = 1
+    if st.get("alpha", 1.0) != 1.0:
+        attrs["alpha"] = float(st["alpha"])
+    if st.get("beta", 1.0) != 1.0 and cshape is not None:
+        attrs["beta"] = float(st["beta"])
+    y = g.node("Gemm", ins, attrs or None)
+    return V(y, [m, n], v.mag * st.get("alpha", 1.0) + 1)
+
+
+def matmul(g, st, v, rng):
+    if v.rank < 2:
+        raise Skip()
+    k = v.dims[-1]
+    if st.get("act"):
+        # x @ x^T scaled by 1/sqrt(k): attention scores, two activations.
+        perm = list(range(v.rank - 2)) + [v.rank - 1, v.rank - 2]
+        t = g.node("Transpose", [v.name], {"perm": perm})
+        y = g.node("MatMul", [v.name, t])
+        s = g.const(np.array(1.0 / math.sqrt(k)))
+        y = g.node("Mul", [y, s])
+        return V(y, v.dims[:-1] + [v.dims[-2]], v.mag * v.mag)
+    n = st.get("out") or k      # None: keep the width (a residual Linear)
+    form = st.get("form", "2d")
+    if form == "batched" and v.rank > 2:
+        bshape = v.dims[:-2] + [k, n]
+    elif form == "bcast" and v.rank > 2:
+        bshape = [1] * (v.rank - 2) + [k, n]
+    else:
+        bshape = [k, n]
+    y = g.node("MatMul", [v.name, g.const(_w(st, rng, bshape, k))])
+    out = V(y, v.dims[:-1] + [n], v.mag)
+    if st.get("bias"):
+        b = g.const(rng.uniform(-0.5, 0.5, [n]))
+        ins = [b, y] if st.get("bias_first") else [y, b]
+        out = V(g.node("Add", ins), out.dims, out.mag + 0.5)
+    return out

@@ -1,0 +1,186 @@
+"""Saved regression cases (tests/difftest/cases/*.onnxtxt): writing a shrunk
+failure with its header, deduplicating by signature, and replaying the folder.
+
+A case is ONNX text preceded by `#` lines (the ONNX parser skips them). Lines
+the replay reads: `# strategy: NAME` pins one strategy (default: all three);
+`# via: ort|fuse STRATEGY` also reruns that check; `# signature:` is the dedup key.
+"""
+import json
+import os
+import re
+import tempfile
+
+import onnx
+
+from . import renderer
+from .runner import Runner, key
+from .trial import Built, run_checks, run_fuse, run_ort
+
+STRATEGY_NAMES = ["pattern", "postdom", "greedy"]
+
+
+def describe_step(st):
+    op = st["op"]
+    if op == "conv" or op == "convT":
+        name = "Conv" if op == "conv" else "ConvTranspose"
+        bits = ["%dx%d" % (st["k"], st["k"])]
+        if st.get("stride", 1) != 1:
+            bits.append("s%d" % st["stride"])
+        if st.get("dil", 1) != 1:
+            bits.append("d%d" % st["dil"])
+        if st.get("group", "1") != "1":
+            bits.append("dw" if st["group"] == "dw" else "grouped")
+        if st.get("bias"):
+            bits.append("bias")
+        s = "%s %s" % (name, " ".join(bits))
+        return s + (" -> BN" if st.get("bn") else "")
+    if op == "bin":
+        form = st.get("form", "scalar")
+        return "%s(%s%s)" % (st["f"], form, ", const first" if st.get("first") else "")
+    if op == "bin_in":
+        return "%s(input %s%s)" % (st["f"], st.get("form"), ", input first" if st.get("first") else "")
+    if op in ("unary", "domain"):
+        return st["f"]
+    if op == "fork":
+        inner = " | ".join("[%s]" % " -> ".join(describe_step(s) for s in b) if b else "x"
+                           for b in st["branches"])
+        return "fork{%s}.%s" % (inner, st.get("join", "add"))
+    if op == "pool":
+        return st["f"]
+    if op == "reduce":
+        return "ReduceMean(%s%s)" % ("spatial" if st.get("spatial") else "last axis",
+                                     "" if st.get("keepdims", 1) else ", keepdims 0")
+    if op in ("transpose", "reshape"):
+        return "%s(%s)" % (op.capitalize(), st.get("mode"))
+    if op == "slice":
+        return "Slice(axis %s, step %s)" % (st.get("axis"), st.get("step", 1))
+    if op == "split":
+        return "Split(axis %s, %s parts, %s)" % (st.get("axis"), st.get("parts"), st.get("join"))
+    if op in ("gemm", "matmul"):
+        return op.capitalize() + ("(act)" if st.get("act") else "")
+    return {"bn": "BatchNormalization", "clip": "Clip", "swish": "x*Sigmoid(x)", "hswish": "x*HardSigmoid(x)",
+            "gelu": "Gelu(decomposed)", "ln_dec": "LayerNorm(decomposed)", "ln": "LayerNormalization",
+            "se": "SqueezeExcite", "output": "(output)", "prelu": "PRelu(%s)" % st.get("form"),
+            "pad": "Pad", "inorm": "InstanceNormalization", "identity": st.get("f")}.get(op, op.capitalize())
+
+
+def describe(recipe):
+    return "x%s: %s" % (recipe["input"], " -> ".join(describe_step(s) for s in recipe["steps"]))
+
+
+def signatures(failure, graph):
+    """Dedup keys: the failure kind with the op sequence; for process errors
+    also the error message with names and numbers blanked, within one campaign
+    (the LayerNorm decomposition and a lone ReduceMean failing in one oneDNN
+    call are one bug)."""
+    sigs = ["%s|%s" % (failure["kind"], renderer.signature(graph))] if graph else []
+    k, msg = key(failure)
+    if msg:
+        sigs.append("%s|%s" % (k, msg))
+    return sigs
+
+
+def known_signatures(folder):
+    sigs = {}
+    if os.path.isdir(folder):
+        for f in sorted(os.listdir(folder)):
+            if f.endswith(".onnxtxt"):
+                with open(os.path.join(folder, f)) as fh:
+                    for line in fh:
+                        # Not "# error-signature:": a saved case may be fixed by now, and
+                        # another graph failing with its message then is another bug.
+                        if line.startswith("# signature:"):
+                            sigs[line.split(":", 1)[1].strip()] = os.path.join(folder, f)
+    return sigs
+
+
+def short_name(graph, seed, folder):
+    ops = []
+    for op in graph.op_types():
+        o = re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower().replace("_", "")
+        if not ops or ops[-1] != o:
+            ops.append(o)
+    base = "-".join(ops[:5]) + "-s%d" % seed
+    return base
+
+
+def save(folder, recipe, failure, seed, graph, secs):
+    os.makedirs(folder, exist_ok=True)
+    name = short_name(graph, seed, folder)
+    path = os.path.join(folder, name + ".onnxtxt")
+    how, strategy, threads = failure["via"]
+    diff = failure["kind"]
+    if "max_rel" in failure:
+        diff += ", output %s: max_abs %.3e, max_rel %.3e" % (failure["output"], failure["max_abs"], failure["max_rel"])
+    if failure.get("message"):
+        diff += ": " + failure["message"]
+    header = ["difftest case %s (shrunk in %.0f s)" % (name, secs),
+              "seed: %d (the unshrunk graph: scripts/difftest.sh --one %d --print)" % (seed, seed),
+              "found with: strategy %s, threads %d (%s)" % (strategy, threads, failure["check"]),
+              "differs: " + diff,
+              "graph: " + describe(recipe),
+              "signature: " + signatures(failure, graph)[0]]
+    header += ["error-signature: " + x for x in signatures(failure, graph)[1:]]
+    header += ["reproduce: scripts/difftest.sh --replay tests/difftest/cases/%s.onnxtxt" % name]
+    if how != "check":
+        header.append("via: %s %s" % (how, strategy))
+    header.append("recipe: " + json.dumps(recipe, separators=(",", ":")))
+    text, _ = renderer.render(recipe, header)
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
+def replay(binary, node_dir, target, log=print):
+    """Runs every case of a folder (or one file): fused vs unfused at 1 and 2
+    threads, each strategy (or the pinned one). Returns the number of failures."""
+    files = [target] if os.path.isfile(target) else (
+        sorted(os.path.join(target, f) for f in os.listdir(target) if f.endswith(".onnxtxt"))
+        if os.path.isdir(target) else [])
+    runner = Runner(binary, node_dir)
+    failed = refused = 0
+    work = tempfile.mkdtemp(prefix="difftest-replay-")
+    try:
+        for i, path in enumerate(files):
+            with open(path) as fh:
+                text = fh.read()
+            pinned = re.search(r"^# strategy:\s*(\w+)", text, re.M)
+            via = re.search(r"^# via:\s*(\w+)\s+(\w+)", text, re.M)
+            strategies = [pinned.group(1)] if pinned else STRATEGY_NAMES
+            try:
+                b = Built.__new__(Built)
+                b.model, b.folder = renderer.to_model(text), os.path.join(work, str(i))
+                os.makedirs(b.folder)
+                b.path = os.path.join(b.folder, "model.onnx")
+                onnx.save(b.model, b.path)
+                b.names = [o.name for o in b.model.graph.output]
+            except Exception as e:
+                log("FAIL %s: cannot parse: %s" % (path, str(e).splitlines()[0]))
+                failed += 1
+                continue
+            bad, ref = [], []
+            for s in strategies:
+                f, r, inv = run_checks(runner, b, s)
+                bad += f
+                ref += [op for op, _ in r]
+                if inv:
+                    bad.append({"kind": "invalid-model", "check": "run --check --strategy %s" % s, "message": inv})
+            if via and not ref:
+                bad += (run_ort(runner, b, via.group(2))[0] if via.group(1) == "ort"
+                        else run_fuse(runner, b, via.group(2))[0])
+            name = os.path.basename(path)
+            if bad:
+                failed += 1
+                f = bad[0]
+                what = ("output %s max_rel %.3e" % (f["output"], f["max_rel"])) if "max_rel" in f else f.get("message", "")
+                log("FAIL %s: %s (%s): %s%s" % (name, f["kind"], f["check"], what,
+                                              " (+%d more)" % (len(bad) - 1) if len(bad) > 1 else ""))
+            elif ref:
+                refused += 1
+                log("refused %s: unsupported %s" % (name, ", ".join(sorted(set(ref)))))
+            else:
+                log("ok   %s" % name)
+    finally:
+        runner.close()
+    log("replay: %d case(s) ran, %d failed, %d refused" % (len(files), failed, refused))
+    return failed

@@ -1,0 +1,251 @@
+"""Seed -> recipe. All randomness of a graph comes from its seed (random.Random
+for the structure, each step's "s" for its constant values), so graph SEED
+regenerates alone: `difftest.sh --one SEED`.
+
+A recipe is 1-3 segments; a segment is an optional view or pooling step, an
+anchor (the op a fused group starts from) and a chain of 1-8 ops after it, with
+forks, residuals and intermediate outputs mixed in. Weights aim at what the
+backend lowers differently when fused: eltwise/binary post-ops (several of the
+same algorithm), broadcast operands in every form and order, views in front of
+fused ops, and the library's patterns.
+"""
+import random
+
+CHANNELS = [1, 3, 8, 16, 17, 24, 32]
+SPATIAL = [1, 3, 5, 7, 9, 12, 13]
+UNARY = ["Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Exp", "Abs", "Neg", "Softplus",
+         "HardSigmoid", "HardSwish", "Erf", "Softsign", "Selu", "Celu"]
+BINARY = ["Add", "Sub", "Mul", "Div", "Pow"]
+FORMS = ["scalar", "one", "chan", "last", "full", "nobatch", "row"]
+
+
+def W(r, table):
+    """Weighted choice from [(item, weight), ...]."""
+    items, weights = zip(*table)
+    return r.choices(items, weights)[0]
+
+
+def input_shape(r):
+    rank = W(r, [(2, 2), (3, 2), (4, 6), (5, 1)])
+    n = W(r, [(1, 3), (2, 4), (3, 2)])
+    c = r.choice(CHANNELS)
+    if rank == 2:
+        return [n, r.choice([8, 16, 17, 32, 64])]
+    if rank == 5:
+        return [n, r.choice([1, 3, 8, 16])] + [r.choice([3, 5, 7]) for _ in range(3)]
+    sp = r.choice(SPATIAL[1:])
+    dims = [sp, sp if r.random() < 0.6 else r.choice(SPATIAL)] if rank == 4 else [r.choice(SPATIAL[1:] + [16, 24])]
+    return [n, c] + dims
+
+
+def step(r, op, **kw):
+    kw["op"] = op
+    kw["s"] = r.randrange(1 << 30)
+    return kw
+
+
+def anchor(r, rank):
+    k = W(r, [("conv", 8 if rank >= 3 else 0), ("convT", 2 if rank >= 3 else 0),
+              ("gemm", 4 if rank == 2 else 1), ("matmul", 3), ("bn", 2), ("binact", 2)])
+    if k == "conv":
+        return [conv_step(r)]
+    if k == "convT":
+        return [step(r, "convT", out=r.choice(CHANNELS[1:]), k=r.choice([1, 2, 3]),
+                     stride=r.choice([1, 2]), pad=r.choice([0, 0, 1]), bias=r.random() < 0.6,
+                     bn=r.random() < 0.3, group=r.choice(["1", "1", "dw"]), opad=r.choice([0, 0, 1]))]
+    if k == "gemm":
+        return [step(r, "gemm", out=r.choice([8, 16, 17, 32]), transB=r.randrange(2),
+                     transA=int(r.random() < 0.15), c=r.choice(["none", "vec", "vec", "one", "full", "col", "scalar"]),
+                     alpha=r.choice([1.0, 1.0, 0.5]), beta=r.choice([1.0, 1.0, 2.0]))]
+    if k == "matmul":
+        if r.random() < 0.2:
+            return [step(r, "matmul", act=1)]
+        return [step(r, "matmul", out=r.choice([8, 16, 17, 24]), form=r.choice(["2d", "batched", "bcast"]),
+                     bias=r.random() < 0.5, bias_first=r.random() < 0.5)]
+    if k == "bn":
+        return [step(r, "bn", eps=r.choice([None, 1e-3]))]
+    # A chain started by a binary op on an activation: x op f(x).
+    return [fork_step(r, [[], [unary_step(r)]], r.choice(["add", "mul", "sub"]))]
+
+
+def conv_step(r, **over):
+    kw = dict(out=r.choice(CHANNELS), k=W(r, [(1, 4), (3, 5), (5, 1)]), stride=W(r, [(1, 4), (2, 2)]),
+              pad=r.choice([0, 1, 1]), asym=int(r.random() < 0.1), dil=W(r, [(1, 5), (2, 1)]),
+              group=W(r, [("1", 6), ("dw", 3), ("g", 1)]), mult=r.choice([1, 1, 2]),
+              bias=r.random() < 0.6, bn=r.random() < 0.35)
+    kw.update(over)
+    return step(r, "conv", **kw)
+
+
+def unary_step(r):
+    f = r.choice(UNARY)
+    kw = {}
+    if f in ("LeakyRelu", "Elu", "Celu") and r.random() < 0.7:
+        kw["alpha"] = r.choice([0.01, 0.1, 0.2, 1.5])
+    if f == "HardSigmoid" and r.random() < 0.6:
+        kw["alpha"], kw["beta"] = r.choice([(1 / 6, 0.5), (0.2, 0.5), (0.25, 0.4)])
+    return step(r, "unary", f=f, **kw)
+
+
+def bin_step(r, f=None, form=None):
+    f = f or W(r, [("Add", 4), ("Sub", 2), ("Mul", 4), ("Div", 2), ("Pow", 1), ("Max", 1), ("Min", 1)])
+    kw = dict(f=f, form=form or r.choice(FORMS), first=r.random() < 0.3, share=r.random() < 0.15)
+    if f == "Pow":
+        kw["first"] = False   # refused: onnx-fuse lowers Pow with a constant exponent only
+        kw["exp"] = r.choice([2.0, 3.0, 0.5, 1.5])
+        kw["form"] = r.choice(["scalar", "one"]) if not kw["first"] else kw["form"]
+    return step(r, "bin", **kw)
+
+
+def chain_op(r, rank):
+    k = W(r, [("unary", 10), ("bin", 12), ("clip", 2), ("domain", 2), ("swish", 2), ("hswish", 2),
+              ("gelu", 1), ("output", 1), ("prelu", 1), ("bin_in", 2)])
+    if k == "bin_in":
+        return step(r, k, f=r.choice(["Add", "Add", "Mul", "Mul", "Sub", "Div"]), first=r.random() < 0.3,
+                    form=r.choice(["full", "chan", "scalar", "one", "last", "nobatch", "row"]))
+    if k == "prelu":
+        return step(r, k, form=r.choice(["chan", "chan", "one", "full"]))
+    if k == "unary":
+        return unary_step(r)
+    if k == "bin":
+        return bin_step(r)
+    if k == "clip":
+        lo, hi = r.choice([(0.0, 6.0), (-0.5, 0.5), (0.0, 1.0), (None, 0.8), (-0.3, None)])
+        return step(r, "clip", min=lo, max=hi)
+    if k == "domain":
+        return step(r, "domain", f=r.choice(["Sqrt", "Log", "Reciprocal"]))
+    if k in ("swish", "hswish", "gelu"):
+        return step(r, k, swap=int(r.random() < 0.3))
+    return step(r, "output")
+
+
+def mid_op(r, rank):
+    """Structure between chains: views, pooling, normalization, SE blocks."""
+    k = W(r, [("reshape", 2), ("flatten", 1), ("transpose", 2), ("unsqueeze", 1), ("squeeze", 1),
+              ("slice", 2), ("split", 1), ("pool", 3 if rank >= 3 else 0), ("softmax", 1),
+              ("reduce", 1), ("ln_dec", 1), ("ln", 1), ("se", 2 if rank == 4 else 0), ("pad", 1),
+              ("inorm", 1 if rank >= 3 else 0), ("identity", 1)])
+    if k == "pad":
+        return step(r, k, before=r.choice([0, 1, 2]), after=r.choice([0, 1]), value=r.choice([None, 0.5]))
+    if k == "inorm":
+        return step(r, k)
+    if k == "identity":
+        return step(r, k, f=r.choice(["Identity", "Dropout"]))
+    if k == "reshape":
+        return step(r, k, mode=r.choice(["flat2", "merge", "split", "unmerge"]))
+    if k == "flatten":
+        return step(r, k, axis=r.choice([1, 1, 2]))
+    if k == "transpose":
+        return step(r, k, mode=r.choice(["last2", "nhwc", "nchw", "rand"]))
+    if k == "unsqueeze":
+        return step(r, k, axis=r.choice([0, 1, 2, 4]))
+    if k == "squeeze":
+        return step(r, k, last=r.randrange(2))
+    if k == "slice":
+        return step(r, k, axis=r.choice([1, 2, -1]), step=r.choice([1, 1, 2, 3, -1, -2]),
+                    start=r.choice([0.0, 0.0, 0.2]), end=r.choice([1.0, 1.0, 0.8]))
+    if k == "split":
+        return step(r, k, axis=r.choice([1, -1]), parts=r.choice([2, 2, 3]), uneven=r.randrange(2),
+                    join=r.choice(["concat", "outputs"]))
+    if k == "pool":
+        f = W(r, [("MaxPool", 3), ("AveragePool", 2), ("GlobalAveragePool", 2)])
+        return step(r, k, f=f, k=r.choice([2, 3]), stride=r.choice([1, 2]), pad=r.choice([0, 0, 1]),
+                    cip=r.randrange(2))
+    if k == "softmax":
+        return step(r, k, axis=r.choice([-1, 1]), f=r.choice(["Softmax", "Softmax", "LogSoftmax"]))
+    if k == "reduce":
+        return step(r, k, spatial=r.randrange(2), keepdims=r.choice([1, 1, 0]))
+    if k == "ln_dec":
+        return step(r, k, posaxis=r.randrange(2), eps=r.choice([1e-5, 1e-6, 1e-3]))
+    if k == "ln":
+        return step(r, k, two=int(r.random() < 0.2), bias=r.random() < 0.8)
+    return step(r, "se", act=r.choice(["Relu", "Relu", "swish", "HardSwish"]),
+                gate=r.choice(["Sigmoid", "Sigmoid", "HardSigmoid"]))
+
+
+def fork_step(r, branches, join):
+    return {"op": "fork", "branches": branches, "join": join, "axis": r.choice([1, 1, -1])}
+
+
+def branch(r, rank, depth):
+    """A short sub-chain for a fork branch: mostly shape-preserving."""
+    n = W(r, [(0, 2), (1, 4), (2, 3), (3, 1)])
+    out = []
+    for _ in range(n):
+        k = W(r, [("chain", 6), ("conv", 2 if rank >= 3 else 0), ("fork", 1 if depth < 1 else 0),
+                  ("reduce", 1)])
+        if k == "reduce":     # a branch that broadcasts back at the join
+            out.append(step(r, "pool", f="GlobalAveragePool") if rank >= 3 and r.random() < 0.5 else
+                       step(r, "reduce", spatial=r.randrange(2), keepdims=1))
+        elif k == "conv":
+            out.append(conv_step(r, k=r.choice([1, 3]), stride=1, dil=1, asym=0, pad=None,
+                                 group=r.choice(["1", "dw"]), mult=1,
+                                 out=None if r.random() < 0.7 else r.choice(CHANNELS)))
+            out[-1]["pad"] = out[-1]["k"] // 2
+        elif k == "fork":
+            out.append(fork_step(r, [[], branch(r, rank, depth + 1)], "add"))
+        else:
+            out.append(chain_op(r, rank))
+    return out
+
+
+def chain(r, rank, n):
+    out = []
+    for _ in range(n):
+        k = W(r, [("op", 10), ("fork", 2), ("residual", 2), ("mid", 2)])
+        if k == "op":
+            out.append(chain_op(r, rank))
+        elif k == "mid":      # a view or pooling inside a chain: fused groups around views
+            out.append(mid_op(r, rank))
+        elif k == "residual":
+            out.append(fork_step(r, [[], branch(r, rank, 0)], r.choice(["add", "add", "mul", "sub", "div"])))
+        else:
+            nb = r.choice([2, 2, 3])
+            join = W(r, [("add", 3), ("mul", 1), ("sub", 1), ("div", 1), ("concat", 3), ("outputs", 1),
+                         ("sum", 1), ("max", 1)])
+            out.append(fork_step(r, [branch(r, rank, 0) for _ in range(nb)], join))
+    return out
+
+
+def pattern_block(r):
+    """Literal shapes of the pattern library, so patterns match often."""
+    k = r.choice(["pwdw", "conv_bn_act", "residual", "mul_add", "linear"])
+    if k == "linear":     # MatMulAddGelu, MatMulAddAdd (a residual Linear)
+        if r.random() < 0.5:
+            return [step(r, "matmul", out=r.choice([8, 16, 17]), bias=True, bias_first=r.randrange(2)),
+                    step(r, "gelu", swap=r.randrange(2))]
+        return [fork_step(r, [[], [step(r, "matmul", out=None, bias=True, bias_first=r.randrange(2))]], "add")]
+    if k == "pwdw":
+        act = r.choice(["Relu", "clip", "hswish", "swish", "HardSwish"])
+        def a():
+            return step(r, "clip", min=0.0, max=6.0) if act == "clip" else (
+                step(r, act) if act in ("hswish", "swish") else step(r, "unary", f=act))
+        return [conv_step(r, k=1, stride=1, group="1", bn=True, dil=1, asym=0, pad=0), a(),
+                conv_step(r, k=3, stride=r.choice([1, 2]), group="dw", mult=1, bn=True, dil=1, asym=0, pad=1), a()]
+    if k == "conv_bn_act":
+        return [conv_step(r, bn=True), r.choice([unary_step(r), step(r, "swish"), step(r, "hswish"),
+                                                 step(r, "unary", f="HardSwish"), step(r, "clip", min=0.0, max=6.0)])]
+    if k == "residual":     # ConvBnAddRelu, ConvBnAdd, ConvAddRelu
+        body = [conv_step(r, k=3, pad=1, stride=1, dil=1, asym=0, group="1", out=None, bn=r.random() < 0.7)]
+        body[0]["same"] = 1
+        return [fork_step(r, [[], body], "add")] + ([step(r, "unary", f="Relu")] if r.random() < 0.7 else [])
+    # Conv -> Mul(const) -> Add(const): two post-ops of the same algorithm.
+    return [conv_step(r), bin_step(r, "Mul"), bin_step(r, "Add")]
+
+
+def make_recipe(seed):
+    r = random.Random(seed)
+    dims = input_shape(r)
+    steps = []
+    for _ in range(W(r, [(1, 4), (2, 4), (3, 2)])):
+        rank = len(dims)  # the rank at generation time; rendering adapts anyway
+        if r.random() < 0.5:
+            steps.append(mid_op(r, rank))
+        if r.random() < 0.25 and rank == 4:
+            steps += pattern_block(r)
+        else:
+            steps += anchor(r, rank)
+        steps += chain(r, rank, W(r, [(1, 3), (2, 3), (3, 2), (4, 2), (6, 1), (8, 1)]))
+        if r.random() < 0.2:
+            steps.append(step(r, "output"))
+    return {"seed": seed, "input": dims, "steps": steps}

@@ -1,0 +1,235 @@
+"""Runs one model through onnx-fuse (fused vs unfused, `run --check`), through
+ONNX Runtime (a long-lived node worker, scripts/ort/serve.js) and through the
+fuse path (`-o out.onnx`), and turns what happened into failure records.
+
+A failure record is a dict: kind (what failed: fused-vs-unfused, internal-error,
+crash, ort-vs-fused, ort-vs-unfused, fusepath-vs-original, ...), check (the
+configuration: which command, strategy, threads), output/max_abs/max_rel when
+numbers differ, message when a process failed. `key(f)` is what the shrinker
+keeps constant while it shrinks.
+"""
+import base64
+import json
+import os
+import re
+import subprocess
+import time
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+RTOL = 1e-4
+TIMEOUT = 60
+
+
+class Outcome:
+    """One process run: ok, refused (op), invalid (generator bug) or a failure."""
+
+    def __init__(self, status, failure=None, refused=None, message=""):
+        self.status, self.failure, self.refused, self.message = status, failure, refused, message
+
+
+def key(f):
+    """Failures of the same kind: same kind, and for process errors the same
+    message with names and numbers blanked (another internal error is another bug)."""
+    msg = f.get("message", "") if f["kind"] in ("internal-error", "crash", "fuse-error") else ""
+    msg = re.sub(r"'[^']*'|\"[^\"]*\"|\S*\.onnx\S*|[A-Za-z]+_\d+|\d+(\.\d+)?", "_", msg)
+    return (f["kind"], msg[:120])
+
+
+def mulberry32(seed, n):
+    """scripts/ort/compare.js's input generator, vectorized (its state only adds a constant)."""
+    M = np.uint64(0xFFFFFFFF)
+    s = (np.uint64(seed) + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0x6D2B79F5)) & M
+    t = ((s ^ (s >> np.uint64(15))) * (s | np.uint64(1))) & M
+    t = ((t + (((t ^ (t >> np.uint64(7))) * (t | np.uint64(61))) & M)) & M) ^ t
+    u = (t ^ (t >> np.uint64(14))) & M
+    return (u.astype(np.float64) / 4294967296.0 * 2 - 1).astype(np.float32)
+
+
+def max_rel(ref, cand):
+    """max|ref-cand| / max|ref| (compare.js's measure); NaN must match NaN."""
+    if ref.shape != cand.shape:
+        return float("inf"), float("inf")
+    a, b = ref.astype(np.float64).ravel(), cand.astype(np.float64).ravel()
+    na, nb = np.isnan(a), np.isnan(b)
+    if (na != nb).any():
+        return float("inf"), float("inf")
+    a, b = a[~na], b[~na]
+    with np.errstate(invalid="ignore"):
+        d = np.where(a == b, 0.0, np.abs(a - b))
+    d = np.where(np.isnan(d), np.inf, d)
+    mabs = float(d.max()) if d.size else 0.0
+    fin = a[np.isfinite(a)]
+    mref = float(np.abs(fin).max()) if fin.size else 0.0
+    rel = 0.0 if mabs == 0 else (float("inf") if mref == 0 else mabs / mref)
+    return mabs, rel
+
+
+def refused_op(stderr):
+    # The CLI names the node ("... node Conv_3 (Conv): ..."); take the op type.
+    m = re.search(r"\((\w+)\)", stderr) or re.search(r"\b([A-Z][A-Za-z]+)_\d+", stderr)
+    return m.group(1) if m else "?"
+
+
+class Runner:
+    def __init__(self, binary, node_dir):
+        self.bin, self.node_dir, self.ort_proc, self.ort_dead = binary, node_dir, None, 0
+
+    def _exec(self, args):
+        # The binary is rebuilt by others while campaigns run: while it is
+        # missing or being written (ENOENT, EACCES, ETXTBSY), wait and retry.
+        for attempt in range(240):
+            try:
+                p = subprocess.run([self.bin] + args, capture_output=True, text=True, timeout=TIMEOUT)
+                return p.returncode, p.stdout, p.stderr.strip()
+            except subprocess.TimeoutExpired:
+                return "timeout", "", "timed out after %d s" % TIMEOUT
+            except OSError:
+                if attempt == 239:
+                    raise
+                time.sleep(0.5)
+
+    def _classify(self, rc, err, check, fail_kind="fused-vs-unfused", out=""):
+        if rc == 0:
+            return Outcome("ok")
+        if rc == 4:
+            return Outcome("refused", refused=refused_op(err), message=err)
+        if rc == 3:
+            return Outcome("invalid", message=err)
+        f = {"check": check, "message": err.splitlines()[-1][:300] if err else ""}
+        if rc == 1 and fail_kind == "fused-vs-unfused":
+            try:
+                bad = [o for o in json.loads(out.strip().splitlines()[-1])["check"]["outputs"] if not o["ok"]]
+                worst = max(bad, key=lambda o: o["max_rel"])
+                f.update(kind=fail_kind, output=worst["output"], max_abs=worst["max_abs"], max_rel=worst["max_rel"])
+                return Outcome("fail", f)
+            except (ValueError, KeyError, IndexError, TypeError):
+                pass
+        if rc == 70:
+            f["kind"] = "internal-error"
+        elif rc == "timeout":
+            f["kind"] = "timeout"
+        elif isinstance(rc, int) and rc < 0:
+            f["kind"], f["message"] = "crash", "signal %d: %s" % (-rc, f["message"])
+        else:
+            f["kind"] = "exit-%s" % rc
+        return Outcome("fail", f)
+
+    @staticmethod
+    def _check_args(model, strategy, threads):
+        return ["run", model, "--check", "--iterations", "1", "--warmup", "0", "--threads", str(threads),
+                "--strategy", strategy, "--json"]
+
+    def check(self, model, strategy, threads):
+        """`run --check`: the fused plan against the unfused one."""
+        rc, out, err = self._exec(self._check_args(model, strategy, threads))
+        return self._classify(rc, err, "run --check --strategy %s --threads %d" % (strategy, threads), out=out)
+
+    def check_all(self, model, strategy, threads):
+        """`run --check` at several thread counts at once (the runs are short and
+        mostly single-threaded set-up: concurrently they take the time of one)."""
+        try:
+            procs = [subprocess.Popen([self.bin] + self._check_args(model, strategy, t), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for t in threads]
+        except OSError:    # the binary is being rebuilt: the retrying path
+            return [self.check(model, strategy, t) for t in threads]
+        outcomes = []
+        for t, p in zip(threads, procs):
+            try:
+                out, err = p.communicate(timeout=TIMEOUT)
+                rc = p.returncode
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                rc, out, err = "timeout", "", "timed out after %d s" % TIMEOUT
+            outcomes.append(self._classify(rc, err.strip(), "run --check --strategy %s --threads %d" % (strategy, t),
+                                           out=out))
+        return outcomes
+
+    def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
+        args = ["run", model, "--inputs", inputs_dir, "--outputs", out_dir, "--iterations", "1", "--warmup", "0",
+                "--threads", str(threads), "--strategy", strategy]
+        if not fuse:
+            args.append("--no-fuse")
+        rc, _, err = self._exec(args)
+        mode = "fused %s" % strategy if fuse else "unfused"
+        o = self._classify(rc, err, "run --outputs (%s, %d threads)" % (mode, threads), fail_kind="run")
+        if o.status != "ok":
+            return o, None
+        files = sorted(f for f in os.listdir(out_dir) if f.startswith("output_"))
+        arrays = []
+        for i in range(len(files)):
+            t = onnx.TensorProto()
+            with open(os.path.join(out_dir, "output_%d.pb" % i), "rb") as fh:
+                t.ParseFromString(fh.read())
+            arrays.append(numpy_helper.to_array(t))
+        return o, arrays
+
+    def fuse(self, model, strategy, out, report):
+        rc, _, err = self._exec([model, "-o", out, "--strategy", strategy, "--report", report, "-q"])
+        o = self._classify(rc, err, "fuse -o (--strategy %s)" % strategy, fail_kind="fuse")
+        if o.failure:
+            o.failure["kind"] = "fuse-error"
+        return o
+
+    # --- ONNX Runtime ---------------------------------------------------------
+    def ort(self, model, inputs):
+        """Runs MODEL in ORT on {name: array}; returns {name: array} or an error string."""
+        if self.ort_dead >= 2:     # no node, or no scripts/ort/node_modules: stop trying
+            return "ORT unavailable (node or scripts/ort/node_modules missing?)"
+        if self.ort_proc is None or self.ort_proc.poll() is not None:
+            js = os.path.join(self.node_dir, "serve.js")
+            try:
+                self.ort_proc = subprocess.Popen(["node", js], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                 stderr=subprocess.DEVNULL, text=True)
+            except OSError as e:
+                self.ort_dead = 2
+                return "ORT unavailable: %s" % e
+        req = {"model": os.path.abspath(model), "threads": 1,
+               "inputs": {k: {"dims": list(v.shape), "data": base64.b64encode(v.tobytes()).decode()}
+                          for k, v in inputs.items()}}
+        try:
+            self.ort_proc.stdin.write(json.dumps(req) + "\n")
+            self.ort_proc.stdin.flush()
+            reply = json.loads(self.ort_proc.stdout.readline())
+        except (BrokenPipeError, ValueError) as e:
+            self.ort_dead += 1
+            self.close()
+            return "ORT worker died: %s" % e
+        if "error" in reply:
+            return reply["error"]
+        return {k: np.frombuffer(base64.b64decode(v["data"]), np.float32).reshape(v["dims"])
+                for k, v in reply["outputs"].items()}
+
+    def close(self):
+        if self.ort_proc is not None:
+            try:
+                self.ort_proc.stdin.close()
+                self.ort_proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.ort_proc.kill()
+            self.ort_proc = None
+
+
+def make_inputs(model, folder):
+    """compare.js's inputs (input N seeded N+1), also written as input_N.pb."""
+    inputs = {}
+    for i, vi in enumerate(model.graph.input):
+        dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        arr = mulberry32(i + 1, int(np.prod(dims))).reshape(dims)
+        inputs[vi.name] = arr
+        with open(os.path.join(folder, "input_%d.pb" % i), "wb") as fh:
+            fh.write(numpy_helper.from_array(arr, vi.name).SerializeToString())
+    return inputs
+
+
+def compare(ref, cand, names, kind, check):
+    """First output beyond RTOL between two lists of arrays, as a failure record."""
+    worst = None
+    for name, a, b in zip(names, ref, cand):
+        mabs, rel = max_rel(a, b)
+        if rel > RTOL and (worst is None or rel > worst["max_rel"]):
+            worst = {"kind": kind, "check": check, "output": name, "max_abs": mabs, "max_rel": rel}
+    return worst
