@@ -34,3 +34,16 @@ TEST_CASE("a one-element operand of a binary op on channel-blocked data is read 
       test::CheckFusedAgainstUnfused(graph, {x}, 1e-6);
     }
 }
+
+TEST_CASE("a run-time operand of lower rank is broadcast from its plain form", "[lower_ops]") {
+  // A scalar graph input added to a channel-blocked ConvTranspose result: a
+  // reorder into the blocked 3-D layout cannot add the scalar's leading 1s
+  // (an internal error before; found by the differential tester).
+  for (const std::string& scalar : {std::string("float k"), std::string("float[1] k"), std::string("float[1,1] k")}) {
+    INFO(scalar);
+    Graph graph = test::GraphFromText("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                      "g (float[1,1,3] x, " + scalar + ", float[1,1,1] w = {0.5}) => (float[1,1,3] y) {\n"
+                                      "  t = ConvTranspose (x, w)\n  y = Add (t, k)\n}");
+    test::CheckFusedAgainstUnfused(graph, RandomInputs(graph), 1e-6);
+  }
+}

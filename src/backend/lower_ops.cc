@@ -140,7 +140,8 @@ Dims BroadcastDimsOf(Builder& b, const Node& node, ValueId v, std::size_t rank) 
 // when zero): a constant's host memory, or the run-time tensor's buffer.
 Arg BroadcastOperand(Builder& b, const Node& node, ValueId v, std::size_t rank, memory::desc layout = {}) {
   const Dims dims = BroadcastDimsOf(b, node, v, rank);
-  if (layout.is_zero()) layout = PlainDesc(dims);
+  // A run-time operand of lower rank is read plain: a reorder cannot add its leading 1s.
+  if (layout.is_zero() || (!b.IsConst(v) && b.ActOf(v, node).dims.size() != rank)) layout = PlainDesc(dims);
   if (b.IsConst(v)) {
     const Tensor& t = b.Const(v, node);
     if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
