@@ -36,14 +36,18 @@ TEST_CASE("a one-element operand of a binary op on channel-blocked data is read 
 }
 
 TEST_CASE("a run-time operand of lower rank is broadcast from its plain form", "[lower_ops]") {
-  // A scalar graph input added to a channel-blocked ConvTranspose result: a
+  // A scalar graph input added to a channel-blocked ConvTranspose result, in
+  // a step of its own (t is also an output, so the Add is no post-op): a
   // reorder into the blocked 3-D layout cannot add the scalar's leading 1s
   // (an internal error before; found by the differential tester).
-  for (const std::string& scalar : {std::string("float k"), std::string("float[1] k"), std::string("float[1,1] k")}) {
-    INFO(scalar);
-    Graph graph = test::GraphFromText("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                                      "g (float[1,1,3] x, " + scalar + ", float[1,1,1] w = {0.5}) => (float[1,1,3] y) {\n"
-                                      "  t = ConvTranspose (x, w)\n  y = Add (t, k)\n}");
-    test::CheckFusedAgainstUnfused(graph, RandomInputs(graph), 1e-6);
-  }
+  // With one element in all (x [1,1,1]) the operand has the result's dims once expanded.
+  for (const std::string width : {"1", "3"})
+    for (const std::string& scalar : {std::string("float k"), std::string("float[1] k"), std::string("float[1,1] k")}) {
+      INFO(scalar << ", width " << width);
+      const std::string dims = "[1,1," + width + "]";
+      Graph graph = test::GraphFromText("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                                        "g (float" + dims + " x, " + scalar + ", float[1,1,1] w = {0.5}) => (float" + dims +
+                                        " y, float" + dims + " t) {\n  t = ConvTranspose (x, w)\n  y = Add (t, k)\n}");
+      test::CheckFusedAgainstUnfused(graph, RandomInputs(graph), 1e-6);
+    }
 }
