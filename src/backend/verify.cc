@@ -26,20 +26,14 @@ std::string FunctionOf(const Graph& graph, const FusedGroup& group) {
   return name;
 }
 
-// The float values of known, non-empty shape that `group` computes and
-// something outside it reads: a node of another group, or the graph's caller.
+// The values leaving `group` (GroupOutputs) that can be compared: float, of known, non-empty shape.
 std::vector<ValueId> LeavingValues(const Graph& graph, const FusionPlan& plan, const FusedGroup& group) {
   std::vector<ValueId> leaving;
-  for (NodeId id : group.nodes)
-    for (ValueId v : graph.node(id).outputs) {
-      if (v == kNoValue) continue;
-      const Value& value = graph.value(v);
-      const auto elements = value.type.NumElements();
-      if (value.type.elem_type != onnx::TensorProto::FLOAT || !elements || *elements == 0) continue;
-      bool read_outside = value.is_graph_output;
-      for (NodeId c : value.consumers) read_outside |= plan.group_of.at(c) != group.id;
-      if (read_outside) leaving.push_back(v);
-    }
+  for (ValueId v : GroupOutputs(graph, plan, group)) {
+    const TensorType& type = graph.value(v).type;
+    const auto elements = type.NumElements();
+    if (type.elem_type == onnx::TensorProto::FLOAT && elements && *elements > 0) leaving.push_back(v);
+  }
   return leaving;
 }
 
