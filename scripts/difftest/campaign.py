@@ -4,6 +4,7 @@ import argparse
 import collections
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -114,10 +115,17 @@ class Campaign:
     def run(self, seconds, seed):
         start = time.time()
         i = 0
-        while time.time() - start < seconds:
-            self.one(seed + i, shrink=not self.args.no_shrink)
-            i += 1
-        self.summary(time.time() - start)
+        # A campaign stopped from outside (SIGTERM, SIGINT) still prints its summary.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        try:
+            while time.time() - start < seconds:
+                self.one(seed + i, shrink=not self.args.no_shrink)
+                i += 1
+        except (KeyboardInterrupt, SystemExit):
+            print("stopped from outside after %d graphs" % self.tried)
+        finally:
+            self.summary(time.time() - start)
+            sys.stdout.flush()
 
     def summary(self, secs):
         def top(counter, n=60):
