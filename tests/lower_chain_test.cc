@@ -139,3 +139,13 @@ TEST_CASE("a collapsed MatMul adds its residual in its own layout", "[post_op_ch
   CheckText("  t = ConvTranspose (x, w)\n  m = MatMul (t, k)\n  y = Add (t, m)\n",
             "float[1,1,1] x, float[1,1,1] w = {0.5}, float[1,1] k = {0.5}", "float[1,1,1] y");
 }
+
+TEST_CASE("a binary reads both operands of a strided view in one descriptor", "[post_op_chain]") {
+  // Conv (channels-last) -> Slice(H, step 2) is a view with strides
+  // {8,1,8,2}; Add's result has oneDNN's {4,1,4,2}. Div(v, Add(v, c)) read
+  // them with different offsets (found by the differential tester).
+  CheckText("  t = Conv (x, w)\n  v = Slice (t, s, e, a, p)\n  u = Add (v, c)\n  y = Div (v, u)\n",
+            "float[1,2,2,2] x, float[2,2,1,1] w = {0.5, 0.25, -0.5, 0.75}, int64[1] s = {0}, int64[1] e = {2}, "
+            "int64[1] a = {2}, int64[1] p = {2}, float c = {0.756}",
+            "float[1,2,1,2] y");
+}

@@ -170,6 +170,32 @@ TEST_CASE("oneDNN 2.6.3's binary misreads a channel-blocked src1 broadcast along
   CHECK(BinaryChainError(dims, ChannelBlocked(), dims, Post::kNone, {1, 1, 1, 1}, false) < 1e-5);
 }
 
+TEST_CASE("oneDNN 2.6.3's binary reads src1 at other offsets when its strides differ in dims of size 1", "[onednn_probe]") {
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::dims dims = {1, 2, 1, 2};  // [1,2,1,2]: 4 elements, c + 2w, in either descriptor
+  const memory::desc wide(dims, memory::data_type::f32, memory::dims{8, 1, 8, 2});
+  const memory::desc tight(dims, memory::data_type::f32, memory::dims{4, 1, 4, 2});
+  CHECK(wide == tight);  // oneDNN calls them equal, so its primitive cache hands out one kernel for
+                        // both: it is off here, or the second kernel asked for would be the first one
+  const int capacity = dnnl::get_primitive_cache_capacity();
+  dnnl::set_primitive_cache_capacity(0);
+  auto divide = [&](const memory::desc& src1_md) {
+    dnnl::binary::primitive_desc pd(dnnl::binary::desc(algorithm::binary_div, wide, src1_md, wide), engine);
+    std::vector<float> x(8), y(8), out(8, 0.f);
+    for (int i = 0; i < 8; ++i) x[i] = y[i] = 1.f + static_cast<float>(i);  // x / y = 1 everywhere
+    memory mx(wide, engine, x.data()), my(src1_md, engine, y.data()), mout(wide, engine, out.data());
+    dnnl::binary(pd).execute(stream, {{DNNL_ARG_SRC_0, mx}, {DNNL_ARG_SRC_1, my}, {DNNL_ARG_DST, mout}});
+    stream.wait();
+    double error = 0;
+    for (int i = 0; i < 4; ++i) error = std::fmax(error, std::fabs(out[static_cast<std::size_t>(i)] - 1.0));
+    return error;
+  };
+  CHECK(divide(tight) > 0.2);  // 1.5 and 1.33 where 1 is due
+  CHECK(divide(wide) < 1e-6);  // what Builder::Use now hands it
+  dnnl::set_primitive_cache_capacity(capacity);
+}
+
 TEST_CASE("oneDNN 2.6.3 runs a second linear post-op with the first one's parameters", "[onednn_probe]") {
   const dnnl_version_t* v = dnnl_version();
   INFO("oneDNN " << v->major << "." << v->minor << "." << v->patch

@@ -20,6 +20,11 @@
 //    [1,1,H,W], [1,1,1,W]), adds nothing right from it. A src1 of src0's
 //    dims, and a per-channel [1,C,1,..] with C > 1, are right; so is any
 //    src1 out of place. Such operands stay plain (oneDNN's ref:any, slower).
+// 5. The binary jit:uni kernel given src0 and src1 of equal dims whose
+//    strides differ only in dims of size 1 ([1,2,1,2] as {8,1,8,2} and as
+//    {4,1,4,2}: the same elements, and equal to oneDNN's operator==) reads
+//    src1 at other offsets. Builder::Use hands every reader the descriptor it
+//    asked for, so src1 is described exactly as src0.
 #pragma once
 
 #include <cstddef>
