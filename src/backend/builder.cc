@@ -155,7 +155,7 @@ Arg Builder::Use(ValueId v, const dnnl::memory::desc& want, const Node& user) {
   if (IsPlainEquivalent(want) && want.dims() != a.dims && Product(want.dims()) == Product(a.dims))
     return Arg{Use(v, PlainDesc(a.dims), user).slot, want, {}};
   for (const Act& alt : alternates_[v])
-    if (alt.md == want) return Arg{alt.slot, alt.md, {}};
+    if (alt.md == want) return Arg{alt.slot, want, {}};  // exactly `want`, as above
   Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name);
   AddToSlot(alt.slot, v);
   alternates_[v].push_back(alt);

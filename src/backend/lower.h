@@ -28,8 +28,9 @@
 // conv picks nChw8c, where a spatially broadcast binary is `ref:`; on NHWC it
 // is jit). The steps are labelled with the nodes they execute. When no split
 // is all fast (even the bare anchor is slow, say), the chain stays whole and
-// Builder::Emit warns. Anchors of lower_ops.cc (binary, batch norm) are not
-// split.
+// Builder::Emit warns. Anchors of lower_ops.cc are not split by speed: a
+// batch norm takes its chain whole, a binary anchor the longest prefix its
+// primitive computes right (RightPrefix) and the rest as tail steps.
 #pragma once
 
 #include <functional>

@@ -72,8 +72,8 @@ dnnl::post_ops BuildPostOps(Builder& b, const Chain& chain, std::size_t begin, s
 
 // The longest cut in [lo, hi] (lo always allowed; the step runs post-op lo - 1
 // and takes those up to the cut as its own, as far as PostOpsRight allows on
-// `dims`) whose primitive `probe` reports fast, else the longest whose primitive can be created; nullopt when
-// none can. `probe(k)`: the implementation with post-ops up to k, or nullopt.
+// `dims`) whose primitive `probe` reports fast, else the longest whose
+// primitive can be created; nullopt when none can. `probe(k)`: the implementation with post-ops up to k, or nullopt.
 std::optional<std::size_t> LongestFast(const Chain& chain, std::size_t lo, std::size_t hi, const std::string& kind,
                                        const Dims& dims,
                                        const std::function<std::optional<std::string>(std::size_t)>& probe) {
