@@ -165,9 +165,13 @@ def replay(binary, node_dir, target, log=print):
                 ref += [op for op, _ in r]
                 if inv:
                     bad.append({"kind": "invalid-model", "check": "run --check --strategy %s" % s, "message": inv})
+            note = None
             if via and not ref:
-                bad += (run_ort(runner, b, via.group(2))[0] if via.group(1) == "ort"
-                        else run_fuse(runner, b, via.group(2))[0])
+                if via.group(1) == "ort":
+                    f, note = run_ort(runner, b, via.group(2))
+                else:
+                    f, _, note = run_fuse(runner, b, via.group(2))
+                bad += f
             name = os.path.basename(path)
             if bad:
                 failed += 1
@@ -179,7 +183,7 @@ def replay(binary, node_dir, target, log=print):
                 refused += 1
                 log("refused %s: unsupported %s" % (name, ", ".join(sorted(set(ref)))))
             else:
-                log("ok   %s" % name)
+                log("ok   %s%s" % (name, " (%s)" % note if note else ""))
     finally:
         runner.close()
     log("replay: %d case(s) ran, %d failed, %d refused" % (len(files), failed, refused))

@@ -175,8 +175,9 @@ class Runner:
         return o
 
     # --- ONNX Runtime ---------------------------------------------------------
-    def ort(self, model, inputs):
-        """Runs MODEL in ORT on {name: array}; returns {name: array} or an error string."""
+    def ort(self, model, inputs, optimize=True):
+        """Runs MODEL in ORT on {name: array}; returns {name: array} or an error string.
+        optimize=False runs it with ORT's graph optimizations disabled (its kernels alone)."""
         if self.ort_dead >= 2:     # no node, or no scripts/ort/node_modules: stop trying
             return "ORT unavailable (node or scripts/ort/node_modules missing?)"
         if self.ort_proc is None or self.ort_proc.poll() is not None:
@@ -187,7 +188,7 @@ class Runner:
             except OSError as e:
                 self.ort_dead = 2
                 return "ORT unavailable: %s" % e
-        req = {"model": os.path.abspath(model), "threads": 1,
+        req = {"model": os.path.abspath(model), "threads": 1, "optimize": optimize,
                "inputs": {k: {"dims": list(v.shape), "data": base64.b64encode(v.tobytes()).decode()}
                           for k, v in inputs.items()}}
         try:
