@@ -64,6 +64,16 @@ Dims Builder::DimsOfValue(ValueId v, const Node& user) {
 
 void Builder::SetConst(ValueId v, Tensor t) { consts_[v] = std::move(t); }
 
+void Builder::ConstAsAct(ValueId v, const Node& user) {
+  const Tensor& t = Const(v, user);
+  if (t.elem_type != onnx::TensorProto::FLOAT)
+    throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+                                             graph.value(v).name + "' is a non-float32 constant that only a run-time computation could use");
+  const dnnl::memory::desc md = PlainDesc(t.dims);
+  const Arg source{-1, md, HostMemory(md, t.data.data())};
+  SetAct(v, EmitReorder(source, t.dims, md, user.name));
+}
+
 void Builder::SetAct(ValueId v, Act act) {
   const TensorType& type = graph.value(v).type;
   bool known = type.has_shape;

@@ -102,6 +102,13 @@ class Builder {
   void SetConst(ValueId v, Tensor t);
   /// Records an activation; checks its dims against the loader's shape inference.
   void SetAct(ValueId v, Act act);
+  /// Makes constant `v` (a float32 initializer, Constant node or folded
+  /// value) also an activation: a slot that a reorder step fills from the
+  /// constant at the start of every inference, for a node whose inputs are all
+  /// known but which no build-time evaluator handles (ReduceMax of a Constant
+  /// in torchvision's detection transform). Throws Error(kUnsupported) naming
+  /// `user` for a constant of another element type.
+  void ConstAsAct(ValueId v, const Node& user);
 
   // --- liveness -------------------------------------------------------------
   /// One use of each input of `node` is done.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "attrs.h"
 #include "dnnl_util.h"
@@ -16,11 +17,20 @@ namespace {
 
 bool IsInt(const Tensor& t) { return t.elem_type == onnx::TensorProto::INT64; }
 
+// A double back to int64, saturating: INT64_MAX, the "to the end" of Slice's
+// ends that exporters write, becomes 2^63 as a double, which does not convert.
+std::int64_t SaturatingInt64(double v) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (v >= kTwo63) return std::numeric_limits<std::int64_t>::max();
+  if (v <= -kTwo63) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(v);
+}
+
 Tensor Make(bool is_int, Dims dims, const std::vector<double>& values) {
   Tensor t;
   t.elem_type = is_int ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT;
   t.dims = std::move(dims);
-  if (is_int) t.int_data.assign(values.begin(), values.end());
+  if (is_int) for (double v : values) t.int_data.push_back(SaturatingInt64(v));
   else for (double v : values) t.data.push_back(static_cast<float>(v));
   return t;
 }
@@ -61,7 +71,8 @@ Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
   Dims out = BroadcastDims(a.dims, b.dims);
   const std::string& op = node.op_type;
   bool is_int = IsInt(a) && IsInt(b) && op != "Pow";
-  bool is_bool_out = op == "Equal" || op == "Less" || op == "Greater";
+  bool is_bool_out = op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" ||
+                     op == "LessOrEqual" || op == "And" || op == "Or";
   std::vector<double> values(static_cast<std::size_t>(Product(out)));
   for (std::size_t i = 0; i < values.size(); ++i) {
     double x = ElementAt(a, BroadcastIndex(static_cast<std::int64_t>(i), out, a.dims));
@@ -75,6 +86,10 @@ Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
     else if (op == "Equal") r = x == y;
     else if (op == "Less") r = x < y;
     else if (op == "Greater") r = x > y;
+    else if (op == "GreaterOrEqual") r = x >= y;
+    else if (op == "LessOrEqual") r = x <= y;
+    else if (op == "And") r = x != 0 && y != 0;
+    else if (op == "Or") r = x != 0 || y != 0;
     values[i] = r;
   }
   return Make(is_int || is_bool_out, out, values);
@@ -153,6 +168,66 @@ Dims ReshapeDims(const Node& node, const Dims& in, const std::vector<std::int64_
   return out;
 }
 
+// Reduce* (ONNX Operators.md: ReduceMax/Min/Sum/Mean/Prod/L1/L2/SumSquare/
+// LogSumExp): axes from the attribute, or from input 1 where the op takes it
+// (ReduceSum from 13); keepdims (default 1); no axes reduces all, unless
+// noop_with_empty_axes.
+Tensor Reduce(const Node& node, const std::vector<const Tensor*>& in) {
+  const Tensor& x = *in.at(0);
+  const std::string& op = node.op_type;
+  std::vector<std::int64_t> axes = in.size() > 1 && in[1] ? AsInts(*in[1]) : AttrInts(node, "axes");
+  if (axes.empty() && AttrInt(node, "noop_with_empty_axes", 0)) return x;
+  std::vector<bool> reduced(x.dims.size(), axes.empty());
+  for (auto a : axes) reduced[static_cast<std::size_t>(NormAxis(a, x.dims.size(), node))] = true;
+  Dims out, kept;
+  for (std::size_t d = 0; d < x.dims.size(); ++d) {
+    kept.push_back(reduced[d] ? 1 : x.dims[d]);
+    if (!reduced[d] || AttrInt(node, "keepdims", 1)) out.push_back(kept.back());
+  }
+  const std::int64_t n = Product(kept);
+  const double count = static_cast<double>(x.NumElements()) / static_cast<double>(std::max<std::int64_t>(n, 1));
+  const bool is_max = op == "ReduceMax", is_min = op == "ReduceMin", is_prod = op == "ReduceProd";
+  const double init = is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0 : 0.0;
+  std::vector<double> acc(static_cast<std::size_t>(n), init);
+  const Dims in_strides = Strides(x.dims), kept_strides = Strides(kept);
+  for (std::int64_t i = 0; i < x.NumElements(); ++i) {
+    std::int64_t k = 0;
+    for (std::size_t d = 0; d < x.dims.size(); ++d)
+      if (!reduced[d]) k += (i / in_strides[d] % x.dims[d]) * kept_strides[d];
+    double v = ElementAt(x, i), &a = acc[static_cast<std::size_t>(k)];
+    if (is_max) a = std::max(a, v);
+    else if (is_min) a = std::min(a, v);
+    else if (is_prod) a *= v;
+    else if (op == "ReduceL1") a += std::abs(v);
+    else if (op == "ReduceL2" || op == "ReduceSumSquare") a += v * v;
+    else if (op == "ReduceLogSumExp") a += std::exp(v);
+    else a += v;  // ReduceSum, ReduceMean
+  }
+  for (auto& a : acc) {
+    if (op == "ReduceMean") a /= count;
+    else if (op == "ReduceL2") a = std::sqrt(a);
+    else if (op == "ReduceLogSumExp") a = std::log(a);
+  }
+  return Make(IsInt(x), out, acc);
+}
+
+// Elementwise unary ops on known tensors (ONNX Operators.md); Round rounds
+// half to even, as the spec says.
+double Unary(const std::string& op, double x) {
+  if (op == "Sqrt") return std::sqrt(x);
+  if (op == "Neg") return -x;
+  if (op == "Abs") return std::abs(x);
+  if (op == "Ceil") return std::ceil(x);
+  if (op == "Floor") return std::floor(x);
+  if (op == "Round") return std::nearbyint(x);  // the default rounding mode: to nearest, ties to even
+  if (op == "Exp") return std::exp(x);
+  if (op == "Log") return std::log(x);
+  if (op == "Reciprocal") return 1.0 / x;
+  if (op == "Relu") return std::max(x, 0.0);
+  if (op == "Sign") return static_cast<double>((x > 0) - (x < 0));
+  return x == 0 ? 1.0 : 0.0;  // Not
+}
+
 }  // namespace
 
 double ElementAt(const Tensor& t, std::int64_t i) {
@@ -170,8 +245,9 @@ std::int64_t BroadcastIndex(std::int64_t i, const Dims& out, const Dims& in) {
 }
 
 std::vector<std::int64_t> AsInts(const Tensor& t) {
+  if (IsInt(t)) return t.int_data;
   std::vector<std::int64_t> out;
-  for (std::int64_t i = 0; i < t.NumElements(); ++i) out.push_back(static_cast<std::int64_t>(ElementAt(t, i)));
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) out.push_back(SaturatingInt64(ElementAt(t, i)));
   return out;
 }
 
@@ -185,7 +261,11 @@ bool HostEvaluable(const Node& node) {
   static const char* kOps[] = {"Constant", "Identity", "Cast",  "Gather", "Unsqueeze", "Squeeze", "Concat",
                                "Reshape",  "Flatten",  "Slice", "Add",    "Sub",       "Mul",     "Div",
                                "Pow",      "Sqrt",     "Neg",   "Equal",  "Less",      "Greater", "Where",
-                               "Expand",   "ConstantOfShape", "Range", "Transpose", "Dropout"};
+                               "Expand",   "ConstantOfShape", "Range", "Transpose", "Dropout", "Abs", "Ceil",
+                               "Floor", "Round", "Exp", "Log", "Reciprocal", "Relu", "Sign", "Not", "Min", "Max",
+                               "GreaterOrEqual", "LessOrEqual", "And", "Or", "ReduceMax", "ReduceMin", "ReduceSum",
+                               "ReduceMean", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                               "ReduceLogSumExp", "Tile"};
   if (!node.domain.empty()) return false;
   return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return node.op_type == op; });
 }
@@ -277,12 +357,29 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     return {Make(IsInt(x), out, values)};
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
-      op == "Greater")
+      op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" || op == "And" || op == "Or")
     return {Binary(node, need(0), need(1))};
-  if (op == "Sqrt" || op == "Neg") {
+  if (op == "Sqrt" || op == "Neg" || op == "Abs" || op == "Ceil" || op == "Floor" || op == "Round" || op == "Exp" ||
+      op == "Log" || op == "Reciprocal" || op == "Relu" || op == "Sign" || op == "Not") {
     auto v = Values(need(0));
-    for (auto& x : v) x = op == "Sqrt" ? std::sqrt(x) : -x;
-    return {Make(IsInt(need(0)), need(0).dims, v)};
+    for (auto& x : v) x = Unary(op, x);
+    return {Make(IsInt(need(0)) || op == "Not", need(0).dims, v)};
+  }
+  if (op.rfind("Reduce", 0) == 0) return {Reduce(node, in)};
+  if (op == "Min" || op == "Max") {  // variadic, broadcast (ONNX Operators.md, Max-13)
+    Tensor acc = need(0);
+    for (std::size_t k = 1; k < in.size(); ++k) {
+      const Tensor& y = need(k);
+      Dims out = BroadcastDims(acc.dims, y.dims);
+      std::vector<double> values(static_cast<std::size_t>(Product(out)));
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        double a = ElementAt(acc, BroadcastIndex(static_cast<std::int64_t>(i), out, acc.dims));
+        double b = ElementAt(y, BroadcastIndex(static_cast<std::int64_t>(i), out, y.dims));
+        values[i] = op == "Min" ? std::min(a, b) : std::max(a, b);
+      }
+      acc = Make(IsInt(acc) && IsInt(y), out, values);
+    }
+    return {acc};
   }
   if (op == "Where") {
     const Tensor &c = need(0), &x = need(1), &y = need(2);
@@ -301,6 +398,23 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     std::vector<double> values(static_cast<std::size_t>(Product(out)));
     for (std::size_t i = 0; i < values.size(); ++i)
       values[i] = ElementAt(x, BroadcastIndex(static_cast<std::int64_t>(i), out, x.dims));
+    return {Make(IsInt(x), out, values)};
+  }
+  if (op == "Tile") {  // ONNX Operators.md, Tile-13: dim d repeated repeats[d] times
+    const Tensor& x = need(0);
+    const auto repeats = AsInts(need(1));
+    if (repeats.size() != x.dims.size())
+      throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": repeats has " + std::to_string(repeats.size()) +
+                                                " values for an input of rank " + std::to_string(x.dims.size()));
+    Dims out;
+    for (std::size_t d = 0; d < x.dims.size(); ++d) out.push_back(x.dims[d] * repeats[d]);
+    const Dims os = Strides(out), is = Strides(x.dims);
+    std::vector<double> values(static_cast<std::size_t>(Product(out)));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      std::int64_t src = 0;
+      for (std::size_t d = 0; d < out.size(); ++d) src += (static_cast<std::int64_t>(i) / os[d] % out[d] % x.dims[d]) * is[d];
+      values[i] = ElementAt(x, src);
+    }
     return {Make(IsInt(x), out, values)};
   }
   if (op == "ConstantOfShape") {

@@ -18,7 +18,10 @@ bool HostEvaluable(const Node& node);
 /// Evaluates `node` with the given input tensors (nullptr for an omitted
 /// optional input). Constant, Identity, Cast, Gather, Unsqueeze, Squeeze,
 /// Concat, Reshape, Flatten, Slice, Transpose, Add/Sub/Mul/Div/Pow, Sqrt, Neg,
-/// Equal, Where, Expand, ConstantOfShape, Range. Outputs are FLOAT or INT64
+/// Abs, Ceil, Floor, Round, Exp, Log, Reciprocal, Relu, Sign, Not, Min, Max,
+/// comparisons, And, Or, Where, Tile, Expand, ConstantOfShape, Range and every
+/// Reduce* (ONNX Operators.md; shape subgraphs such as torchvision's
+/// detection transform, ReduceMax of a Constant). Outputs are FLOAT or INT64
 /// tensors. Throws Error(kUnsupported) naming the node for an op or attribute
 /// it does not handle, Error(kInvalidModel) for inconsistent inputs.
 std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& inputs, std::int64_t opset);

@@ -305,6 +305,14 @@ std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
   return affine;
 }
 
+namespace {
+
+bool AnyActInput(const Builder& b, const Node& node) {
+  return std::any_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) { return v != kNoValue && b.IsAct(v); });
+}
+
+}  // namespace
+
 void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
   std::optional<Chain> chain;
   for (NodeId id : nodes) {
@@ -315,6 +323,11 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
       b.Consume(node);
       continue;
     }
+    // All inputs known, yet no build-time evaluator for the op: its first
+    // input becomes an activation, so that every lowering finds one.
+    if (!node.inputs.empty() && node.inputs[0] != kNoValue && !b.IsAct(node.inputs[0]) &&
+        b.IsConst(node.inputs[0]) && !AnyActInput(b, node))
+      b.ConstAsAct(node.inputs[0], node);
     if (chain && b.fuse && Attach(b, *chain, id, nodes)) continue;
     if (chain) Flush(b, *chain), chain.reset();
     if (b.fuse && node.op_type == "ReduceMean" && TryLayerNorm(b, id)) continue;
