@@ -139,6 +139,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     b.SetAct(v, act);
     impl->inputs.push_back({value.name, act.slot, dims, std::nullopt});
   }
+  PrefoldConstants(b);
   for (const auto& unit : Units(graph, plan, options.fuse)) {
     LowerGroup(b, unit);
     InjectFault(b, unit);

@@ -93,6 +93,11 @@ std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
 bool TryFold(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   if (!node.domain.empty() || node.outputs.empty()) return false;
+  // Folded before (PrefoldConstants). A Constant node's output counts as
+  // constant from the start, but only its evaluation reads value_float & co.
+  if (node.op_type != "Constant" &&
+      std::all_of(node.outputs.begin(), node.outputs.end(), [&](ValueId v) { return v == kNoValue || b.IsConst(v); }))
+    return true;
   if (node.op_type == "Shape") {
     if (!b.IsAct(node.inputs.at(0)) && !b.IsConst(node.inputs[0])) return false;
     Dims dims = b.DimsOfValue(node.inputs[0], node);
@@ -131,6 +136,17 @@ bool TryFold(Builder& b, NodeId id) {
   for (std::size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i)
     if (node.outputs[i] != kNoValue) b.SetConst(node.outputs[i], std::move(outputs[i]));
   return true;
+}
+
+void PrefoldConstants(Builder& b) {
+  for (NodeId id = 0; id < b.graph.num_nodes(); ++id) {
+    const Node& node = b.graph.node(id);
+    if (!node.domain.empty() || node.outputs.empty() || !HostEvaluable(node)) continue;
+    bool known = true;
+    for (std::size_t i = 0; i < node.num_explicit_inputs && known; ++i)
+      known = node.inputs[i] == kNoValue || b.IsConst(node.inputs[i]);
+    if (known) TryFold(b, id);
+  }
 }
 
 namespace {
