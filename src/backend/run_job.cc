@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "builder.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/greedy_fuser.h"
@@ -263,6 +264,13 @@ int RunJob(const RunOptions& options, std::ostream& out) {
         j["check"]["summary"] = verification->Summary();
       }
     }
+    // Steps on a slow implementation (IsSlowImpl: oneDNN's reference kernels,
+    // gemm-based convolutions), so that benchmarks can count them (issue 25).
+    nlohmann::json slow = nlohmann::json::array();
+    for (const ScheduleStep& step : exec.Schedule())
+      if (backend::IsSlowImpl(step.kind, step.impl))
+        slow.push_back({{"kind", step.kind}, {"label", step.label}, {"impl", step.impl}});
+    j["slow_steps"] = slow;
     if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms);
     if (prepared.plan_file) {
       const PlanFileInfo& info = *prepared.plan_file;
