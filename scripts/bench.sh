@@ -7,10 +7,12 @@
 # table (medians over rounds with their spread, ratios, kernels, reorders, arena vs
 # intermediates, peak RSS) and one met / NOT met line per target of the issue.
 #
-#   scripts/bench.sh [--rounds 3] [--iterations 20] [--threads "1 2"] [--out FILE] [--raw FILE] [MODEL...]
+#   scripts/bench.sh [--rounds 3] [--iterations 20] [--threads "1 2"] [--out FILE] [--raw FILE] [--zoo] [MODEL...]
 #
 # MODEL: names under models/ (default: every models/*/model.onnx except the
-# *-opset17 copies). --raw FILE keeps the per-process results (TSV). Progress goes
+# *-opset17 copies); --zoo: every models/zoo/*/model.onnx instead (made by
+# scripts/export_zoo.py), named zoo/NAME. Steps of a fused plan on a slow
+# implementation (run --json's slow_steps) are listed and fail a target. --raw FILE keeps the per-process results (TSV). Progress goes
 # to stderr. Needs build/onnx-fuse (scripts/build.sh), scripts/ort/node_modules
 # and GNU time (scripts/setup.sh). A failed run is listed under the table; it does
 # not stop the benchmark.
@@ -18,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '10p' "$0" | sed 's/^#   /usage: /' >&2; exit 2; }
-rounds=3 iterations=20 threads="1 2" out="" raw=""
+rounds=3 iterations=20 threads="1 2" out="" raw="" zoo=0
 models=()
 while (($#)); do
   case "$1" in
@@ -27,6 +29,7 @@ while (($#)); do
     --threads) threads=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     --raw) raw=${2:?}; shift 2 ;;
+    --zoo) zoo=1; shift ;;
     -h|--help) usage ;;
     -*) echo "bench: unknown option $1" >&2; usage ;;
     *) models+=("$1"); shift ;;
@@ -35,7 +38,12 @@ done
 [[ $rounds =~ ^[1-9][0-9]*$ && $iterations =~ ^[1-9][0-9]*$ ]] || { echo "bench: --rounds and --iterations take positive integers" >&2; exit 2; }
 read -r -a thread_counts <<<"$threads"
 for t in "${thread_counts[@]}"; do [[ $t =~ ^[1-9][0-9]*$ ]] || { echo "bench: bad thread count '$t'" >&2; exit 2; }; done
-if ((${#models[@]} == 0)); then
+if ((${#models[@]} == 0 && zoo)); then
+  for f in models/zoo/*/model.onnx; do
+    [[ -f $f ]] && models+=("zoo/$(basename "$(dirname "$f")")")
+  done
+  ((${#models[@]})) || { echo "bench: no models/zoo (run /usr/bin/python3 scripts/export_zoo.py)" >&2; exit 2; }
+elif ((${#models[@]} == 0)); then
   for f in models/*/model.onnx; do
     name=$(basename "$(dirname "$f")")
     [[ $name == *-opset17 ]] || models+=("$name")

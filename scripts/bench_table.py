@@ -122,7 +122,9 @@ def main():
         arena_text = f"{mb(arena)} / {mb(inter)} ({100 * arena / inter:.0f}%)" if arena is not None and inter else "–"
         rss_f, rss_o = median_of(fus, "rss_kb"), median_of(ort, "rss_kb")
         rss_text = f"{rss_f / 1024:.0f} / {rss_o / 1024:.0f}" if rss_f and rss_o else "–"
-        rows[key] = dict(ratio=ratio, speedup=speedup, fused_ms=median_of(fus, "median_ms"),
+        slow = sorted({f"{st['kind']} [{st['label']}] {st['impl']}" for r in ok_runs(fus) for st in r.get("slow_steps", [])})
+        rows[key] = dict(ratio=ratio, speedup=speedup, fused_ms=median_of(fus, "median_ms"), slow=slow,
+                         measured_slow=any("slow_steps" in r for r in ok_runs(fus)),
                          fused_min_ms=min((r["min_ms"] for r in ok_runs(fus)), default=None),
                          arena=arena, inter=inter, rss_f=rss_f, rss_o=rss_o)
         out.append(f"| {model} | {threads} | {spread(ort)} | {spread(unf)} | {spread(fus)} | {ratio_text} "
@@ -136,6 +138,10 @@ def main():
     out.append("### Targets (issue 3)")
     out.append("")
     out += targets(rows)
+    out.append("")
+    out.append("### Targets (issue 25)")
+    out.append("")
+    out += zoo_targets(rows)
     if errors:
         out.append("")
         out.append("### Failed runs")
@@ -224,6 +230,29 @@ def targets(rows):
         lines.append(text)
     else:
         lines.append("- peak RSS of `run` below ORT's: not measured")
+    return lines
+
+
+def zoo_targets(rows):
+    """Issue 25: fused <= 1.0x ORT on every zoo model (models/zoo/...), <= 0.8x on
+    the eleven, and no step of any fused plan on a slow implementation
+    (`run --json`'s slow_steps: oneDNN's reference kernels, gemm convolutions)."""
+    lines = []
+    for name, limit, pick in (("zoo models", 1.0, lambda m: m.startswith("zoo/")),
+                              ("the eleven", 0.8, lambda m: not m.startswith("zoo/"))):
+        sub = {k: r["ratio"] for k, r in rows.items() if pick(k[0])}
+        if not sub:
+            lines.append(f"- fused ≤ {limit:.1f}× ORT on {name}: not measured")
+            continue
+        misses = [f"{m} t{t} {x:.2f}" if x is not None else f"{m} t{t} –" for (m, t), x in sub.items()
+                  if x is None or x > limit]
+        text = f"- fused ≤ {limit:.1f}× ORT on {name}: {verdict(not misses)} — {len(sub) - len(misses)}/{len(sub)} within"
+        lines.append(text + ("; over or not measured: " + ", ".join(misses) if misses else ""))
+    slow = [f"{m} t{t}: {s}" for (m, t), r in rows.items() for s in r["slow"]]
+    unmeasured = [f"{m} t{t}" for (m, t), r in rows.items() if not r["measured_slow"]]
+    lines.append(f"- no step on a slow implementation (ref, gemm convolution): {verdict(not slow and not unmeasured)}"
+                 + (" — " + "; ".join(slow) if slow else "")
+                 + ("; not measured (no successful fused run): " + ", ".join(unmeasured) if unmeasured else ""))
     return lines
 
 
