@@ -307,8 +307,9 @@ std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
 
 namespace {
 
-bool AnyActInput(const Builder& b, const Node& node) {
-  return std::any_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) { return v != kNoValue && b.IsAct(v); });
+// Every input known at build time (not an activation, nor a deferred product).
+bool AllInputsConst(const Builder& b, const Node& node) {
+  return std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) { return v == kNoValue || b.IsConst(v); });
 }
 
 }  // namespace
@@ -325,8 +326,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
     }
     // All inputs known, yet no build-time evaluator for the op: its first
     // input becomes an activation, so that every lowering finds one.
-    if (!node.inputs.empty() && node.inputs[0] != kNoValue && !b.IsAct(node.inputs[0]) &&
-        b.IsConst(node.inputs[0]) && !AnyActInput(b, node))
+    if (!node.inputs.empty() && node.inputs[0] != kNoValue && !b.IsAct(node.inputs[0]) && AllInputsConst(b, node))
       b.ConstAsAct(node.inputs[0], node);
     if (chain && b.fuse && Attach(b, *chain, id, nodes)) continue;
     if (chain) Flush(b, *chain), chain.reset();
