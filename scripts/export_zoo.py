@@ -36,6 +36,9 @@ import onnx
 import torch
 import torchvision
 
+# Shares export_models.py's helpers and zoo_check.py's measure; no
+# scripts/__pycache__ left behind in the tree for importing them.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_models import (  # noqa: E402  (after the path is set)
     BN_TYPES,
