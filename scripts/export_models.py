@@ -103,13 +103,15 @@ def randomize_constant_init(model):
 
 
 @torch.no_grad()
-def calibrate_batchnorm(model):
+def calibrate_batchnorm(model, input_shape=INPUT_SHAPE, batches=CALIBRATION_BATCHES, batch_size=CALIBRATION_BATCH_SIZE):
     """Give BatchNorm running statistics that match the activations it will see.
 
     Random scale and shift change every downstream activation, so the running
     mean/var left by construction (0 and 1) would be wrong and the network's
     output would blow up or saturate. momentum=None makes BatchNorm keep a
     plain cumulative average over the batches, independent of their count.
+    model takes one tensor of input_shape (batch dimension replaced by
+    batch_size); scripts/export_zoo.py passes other shapes and sub-modules.
     """
     bns = [m for m in model.modules() if isinstance(m, BN_TYPES)]
     if not bns:
@@ -119,8 +121,8 @@ def calibrate_batchnorm(model):
         bn.reset_running_stats()
         bn.momentum = None
     model.train()
-    for _ in range(CALIBRATION_BATCHES):
-        model(torch.randn(CALIBRATION_BATCH_SIZE, *INPUT_SHAPE[1:]))
+    for _ in range(batches):
+        model(torch.randn(batch_size, *input_shape[1:]))
     # Restore the usual momentum: it is written into the exported node.
     for bn, momentum in zip(bns, momenta):
         bn.momentum = momentum
@@ -152,6 +154,34 @@ def check_export(name, model, path):
     return len(proto.graph.node)
 
 
+def onnx_export(model, args, path, opset, input_names, output_names):
+    """torch.onnx.export as every test model is exported: inference
+    BatchNormalization kept as a node (PRESERVE on an eval model), constants
+    folded, the tracer's warnings silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's tracer warnings are noise here
+        torch.onnx.export(
+            model,
+            args,
+            path,
+            opset_version=opset,
+            training=torch.onnx.TrainingMode.PRESERVE,
+            do_constant_folding=True,
+            input_names=input_names,
+            output_names=output_names,
+        )
+
+
+def write_test_data(data_dir, prefix, named_arrays):
+    """Write DATA_DIR/PREFIX_N.pb, one serialized onnx.TensorProto per
+    (name, numpy array), numbered in order: the ONNX backend-test layout."""
+    os.makedirs(data_dir, exist_ok=True)
+    for n, (tensor_name, array) in enumerate(named_arrays):
+        proto = onnx.numpy_helper.from_array(array, tensor_name)
+        with open(os.path.join(data_dir, f"{prefix}_{n}.pb"), "wb") as f:
+            f.write(proto.SerializeToString())
+
+
 def model_dir_name(name, opset):
     """NAME for the model's usual opset, NAME-opsetN for another one."""
     return name if opset == MODELS[name] else f"{name}-opset{opset}"
@@ -180,23 +210,10 @@ def export(name, out_dir, force, opset=None):
     # Export to a temporary name and rename last: an interrupted run must not
     # leave a model.onnx that a later run would take as done and skip.
     tmp_path = model_path + ".tmp"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch's tracer warnings are noise here
-        torch.onnx.export(
-            model,
-            x,
-            tmp_path,
-            opset_version=opset,
-            training=torch.onnx.TrainingMode.PRESERVE,
-            do_constant_folding=True,
-            input_names=["input"],
-            output_names=["output"],
-        )
+    onnx_export(model, (x,), tmp_path, opset, ["input"], ["output"])
     nodes = check_export(name, model, tmp_path)
-    for path, tensor, tensor_name in ((input_path, x, "input"), (output_path, y, "output")):
-        proto = onnx.numpy_helper.from_array(tensor.numpy(), tensor_name)
-        with open(path, "wb") as f:
-            f.write(proto.SerializeToString())
+    write_test_data(data_dir, "input", [("input", x.numpy())])
+    write_test_data(data_dir, "output", [("output", y.numpy())])
     os.replace(tmp_path, model_path)
 
     size_mb = os.path.getsize(model_path) / 1e6

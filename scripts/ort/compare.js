@@ -298,4 +298,7 @@ async function main() {
   }
 }
 
-main();
+// scripts/ort/infer.js reuses the test-data reader.
+module.exports = { UsageError, readTensor, readTestData, load, run, TYPES };
+
+if (require.main === module) main();
