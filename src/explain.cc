@@ -19,9 +19,16 @@ std::string ExplainNode(const Graph& graph, const std::vector<OpPatternKind>& ki
   NodeId node = kNoNode;
   for (NodeId id = 0; id < graph.num_nodes() && node == kNoNode; ++id)
     if (graph.node(id).name == node_name) node = id;
+  std::ostringstream out;
+  // A node the opset conversion rewrote: what it became (its name stays on
+  // the last node of its rewrite).
+  for (const auto& c : graph.conversion().nodes)
+    if (c.node == node_name)
+      out << "node '" << c.node << "' (" << c.op_type << ", opset " << graph.conversion().from_opset
+          << ") converted to opset " << graph.conversion().to_opset << ": " << c.adapter << "\n";
+  if (node == kNoNode && out.tellp() > 0) return out.str();
   if (node == kNoNode) throw Error(ErrorKind::kUsage, "--explain: the model has no node named '" + node_name + "'");
 
-  std::ostringstream out;
   const FusedGroup& group = plan.groups[static_cast<std::size_t>(plan.group_of[node])];
   out << Describe(graph, kinds, node) << "\n";
   if (group.nodes.size() == 1) {

@@ -17,6 +17,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnxfuse/error.h"
+#include "onnxfuse/opset_conversion.h"
 #include "onnxfuse/onnx_writer.h"
 #include "onnxfuse/tensor_data.h"
 #include "onnx_guards.h"
@@ -27,8 +28,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::int64_t kMinIrVersion = 3, kMaxIrVersion = 8;
-constexpr std::int64_t kMinOpset = 7, kMaxOpset = 17;
+// What a model may come with; opset_conversion.h brings it into 7-17, IR 3-8.
+constexpr std::int64_t kMinIrVersion = 3, kMaxIrVersion = kNewestIrVersion;
+constexpr std::int64_t kMinOpset = kOldestOpset, kMaxOpset = kNewestOpset;
 // Protobuf's own default, stated: a graph inside an If/Loop attribute costs 3
 // levels (Graph > Node > Attribute), so 100 allows ~30 nested subgraphs, and no
 // recursive walk over a parsed model (ours, shape inference's) can be driven
@@ -298,7 +300,9 @@ Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const Lo
                      const std::string& base_dir) {
   detail::InstallOnnxInferenceGuards();
   CheckVersions(model, source);
+  RefuseNewElementTypes(model, source);
   ReadAndValidateTensors(model, source, base_dir);
+  OpsetConversion conversion = ConvertToWorkingOpset(model, source);
   CheckGraphInputs(model.graph(), source);
   PinInputShapes(model, options, source);
   SortTopologically(*model.mutable_graph(), source);
@@ -331,7 +335,9 @@ Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const Lo
   }
   CheckFunctionCalls(model, ErrorKind::kInvalidModel, source + ": ");
   for (auto& [index, node] : with_subgraphs) model.mutable_graph()->mutable_node(index)->Swap(&node);
-  return Graph(std::move(model), source);
+  Graph graph(std::move(model), source);
+  graph.set_conversion(std::move(conversion));
+  return graph;
 }
 
 onnx::ModelProto ParseModel(google::protobuf::io::ZeroCopyInputStream& stream, const std::string& source) {

@@ -166,10 +166,18 @@ nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>&
                   {"write", times.build_ms + times.check_ms + times.save_ms},
                   {"total", times.load_ms + times.classify_ms + times.fuse_ms + times.build_ms + times.check_ms +
                                 times.save_ms}};
+  const OpsetConversion& c = graph.conversion();
+  json converted = json::array();
+  for (const auto& n : c.nodes) converted.push_back({{"node", n.node}, {"op_type", n.op_type}, {"adapter", n.adapter}});
+  json conversion = {{"from", {{"opset", c.from_opset}, {"ir_version", c.from_ir}}},
+                     {"to", {{"opset", c.to_opset}, {"ir_version", c.to_ir}}},
+                     {"converted", c.Converted()},
+                     {"nodes", converted}};
   return {{"schema_version", kReportSchemaVersion},
           {"tool", {{"name", "onnx-fuse"}, {"version", ONNXFUSE_VERSION}}},
           {"strategy", plan.strategy},
           {"model", ModelSummary(graph, kinds)},
+          {"conversion", conversion},
           {"groups", groups},
           {"not_fused", not_fused},
           {"patterns", patterns},

@@ -21,6 +21,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnxfuse/opset_conversion.h"
+
 namespace onnxfuse {
 
 using NodeId = std::uint32_t;
@@ -104,6 +106,9 @@ class Graph {
   const std::string& source_path() const { return source_path_; }
   /// Version of the default ("" / "ai.onnx") operator set the model imports.
   std::int64_t opset() const { return opset_; }
+  /// What the loader's opset conversion did (from == to when nothing).
+  const OpsetConversion& conversion() const { return conversion_; }
+  void set_conversion(OpsetConversion conversion) { conversion_ = std::move(conversion); }
 
  private:
   ValueId InternValue(const std::string& name);
@@ -111,6 +116,7 @@ class Graph {
   onnx::ModelProto model_;
   std::string source_path_;
   std::int64_t opset_ = 0;
+  OpsetConversion conversion_;
   std::vector<Node> nodes_;
   std::vector<Value> values_;
   std::vector<ValueId> inputs_;
