@@ -36,7 +36,8 @@ constexpr std::int64_t kWorkingOpset = 17;
 constexpr std::int64_t kWorkingIrVersion = 8;
 
 /// Converts `model` in place into the working range:
-///   - opset 1-6: onnx::version_conversion::ConvertVersion to opset 7;
+///   - opset 1-6: onnx::version_conversion::ConvertVersion to opset 9 (shape
+///     inference first, for the adapters that read sizes);
 ///   - opset 18-23 or IR 9-10: to opset 17 and IR 8 (the main graph, If/Loop/
 ///     Scan bodies and model-local functions).
 /// Models already in range are left untouched (byte for byte).

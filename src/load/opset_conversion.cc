@@ -1,5 +1,5 @@
 // The opset conversion driver (onnxfuse/opset_conversion.h): ONNX's version
-// converter below opset 7; our adapters (down_adapters.h) above 17.
+// converter below opset 7 (to opset 9); our adapters (down_adapters.h) above 17.
 #include "onnxfuse/opset_conversion.h"
 
 #include <algorithm>
@@ -45,6 +45,12 @@ constexpr AdapterEntry kAdapters[] = {
     {"ScatterElements", 18, load::AdaptNewDefaults}, {"ScatterND", 18, load::AdaptNewDefaults},
     {"GridSample", 20, load::AdaptNewDefaults},
 };
+
+// Old models go to opset 9, not 7: Constant-9 is the first to allow every
+// tensor type, and torch's old exports carry int64 Constants (shape inference
+// refuses them at 7 and 8); the version converter has adapters for every op
+// of these models up to 9 (pytorch-converted/, pytorch-operator/).
+constexpr int kUpConversionTarget = 9;
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
@@ -302,6 +308,29 @@ void CheckGraphTypes(const onnx::GraphProto& g, const std::string& source) {
     }
 }
 
+// PRelu-6 applied a slope of C values per channel (axis 1); PRelu-7 broadcasts
+// it numpy-style from the last axis, and ONNX's converter keeps its shape
+// (torch's PReLU(num_parameters=C) at opset 6: [3] against [2, 3, 4]). A
+// constant slope of [C] for an input of rank > 2 becomes [C, 1, ...].
+void ChannelSlopesOfOldPRelu(onnx::GraphProto& g) {
+  std::map<std::string, int> rank;
+  for (const auto& vi : g.input())
+    if (vi.type().tensor_type().has_shape()) rank[vi.name()] = vi.type().tensor_type().shape().dim_size();
+  for (const auto& vi : g.value_info())
+    if (vi.type().tensor_type().has_shape()) rank[vi.name()] = vi.type().tensor_type().shape().dim_size();
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "PRelu" || n.input_size() < 2 || !rank.count(n.input(0)) || rank[n.input(0)] <= 2) continue;
+    for (auto& t : *g.mutable_initializer()) {
+      if (t.name() != n.input(1) || t.dims_size() != 1 || t.dims(0) == 1) continue;
+      for (int k = 2; k < rank[n.input(0)]; ++k) t.add_dims(1);
+      for (auto& vi : *g.mutable_input())  // IR 3 lists it as an input too
+        if (vi.name() == t.name() && vi.type().tensor_type().has_shape())
+          for (int k = 2; k < rank[n.input(0)]; ++k)
+            vi.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+    }
+  }
+}
+
 std::int64_t DefaultOpset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (IsDefaultDomain(o.domain())) return o.version();
@@ -342,7 +371,15 @@ OpsetConversion ConvertToWorkingOpset(onnx::ModelProto& model, const std::string
         added.insert(t.name());
       }
     try {
-      model = onnx::version_conversion::ConvertVersion(model, 7);
+      // Its adapters read value shapes (Add-6's broadcast needs both sizes):
+      // shape inference at the model's own opset gives them.
+      try {
+        onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/false);
+        onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+      } catch (const std::exception&) {  // what it inferred before stopping still helps
+      }
+      ChannelSlopesOfOldPRelu(*model.mutable_graph());
+      model = onnx::version_conversion::ConvertVersion(model, kUpConversionTarget);
       auto* inputs = model.mutable_graph()->mutable_input();
       if (model.ir_version() >= 4)  // IR 3 wants every initializer listed as an input
         inputs->erase(std::remove_if(inputs->begin(), inputs->end(),
@@ -352,7 +389,8 @@ OpsetConversion ConvertToWorkingOpset(onnx::ModelProto& model, const std::string
       std::string message = e.what();
       if (auto cut = message.find('\n'); cut != std::string::npos) message.resize(cut);
       throw Error(ErrorKind::kUnsupported, source + ": opset " + std::to_string(record.from_opset) +
-                                               " cannot be converted to opset 7 by ONNX's version converter: " + message);
+                                               " cannot be converted to opset " +
+                                               std::to_string(kUpConversionTarget) + " by ONNX's version converter: " + message);
     }
     record.to_opset = DefaultOpset(model);
     record.to_ir = model.ir_version();
