@@ -204,8 +204,8 @@ def opset_conversion_seeds():
         [ints("ax", [2, 3]), ints("pads", [1, 1]), ints("pax", [2]), floats("gs", [1, 2]), floats("gb", [0, 1])])
     m18 = helper.make_model(g18, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
 
-    branch = helper.make_graph([helper.make_node("ReduceMax", ["x", "ax"], ["r"], keepdims=1)], "b", [],
-                               [helper.make_tensor_value_info("r", TensorProto.FLOAT, None)])
+    branch = helper.make_graph([helper.make_node("ReduceMax", ["x", "ax"], ["rb"], keepdims=1)], "b", [],
+                               [helper.make_tensor_value_info("rb", TensorProto.FLOAT, None)])
     g21 = helper.make_graph(
         [helper.make_node("Gelu", ["x"], ["g"], approximate="tanh"),
          helper.make_node("GroupNormalization", ["g", "gs", "gb"], ["n"], num_groups=2),
