@@ -236,7 +236,13 @@ class DownConverter {
       if (adapt) {
         try {
           for (const auto& entry : kAdapters)
-            if (n.op_type() == entry.op && from_opset_ >= entry.since) rewrite = entry.adapt(n, ctx);
+            if (n.op_type() == entry.op && from_opset_ >= entry.since) {
+              // No checker has seen the node yet (libonnx 1.12 knows no
+              // opset-18 schema): every adapter reads input 0 and output 0.
+              if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 || n.output(0).empty())
+                ctx.Refuse(n, "has no data input or no output");
+              rewrite = entry.adapt(n, ctx);
+            }
           deferred_.erase(n.name());
         } catch (const load::NeedDims&) {
           deferred_.insert(n.name());
