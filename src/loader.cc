@@ -179,6 +179,19 @@ void CheckGraphInputs(const onnx::GraphProto& graph, const std::string& source) 
   }
 }
 
+// Every graph output is written by a node, or is a graph input or initializer
+// (libonnx's version converter dereferences an output's producer).
+void CheckGraphOutputs(const onnx::GraphProto& graph, const std::string& source) {
+  std::set<std::string> defined;
+  for (const auto& v : graph.input()) defined.insert(v.name());
+  for (const auto& t : graph.initializer()) defined.insert(t.name());
+  for (const auto& n : graph.node())
+    for (const auto& o : n.output()) defined.insert(o);
+  for (const auto& o : graph.output())
+    if (!defined.count(o.name()))
+      Fail(ErrorKind::kInvalidModel, source, "graph output '" + o.name() + "' is written by no node, input or initializer");
+}
+
 // Kahn's algorithm, keeping the file's order among ready nodes so an already
 // sorted model is left as it is. Reports missing producers, duplicate
 // definitions and cycles by node name.
@@ -302,10 +315,13 @@ Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const Lo
   CheckVersions(model, source);
   RefuseNewElementTypes(model, source);
   ReadAndValidateTensors(model, source, base_dir);
-  OpsetConversion conversion = ConvertToWorkingOpset(model, source);
+  // The graph's structure is checked by name before the opset conversion:
+  // ONNX's version converter and shape inference assume a sound graph.
   CheckGraphInputs(model.graph(), source);
   PinInputShapes(model, options, source);
   SortTopologically(*model.mutable_graph(), source);
+  CheckGraphOutputs(model.graph(), source);
+  OpsetConversion conversion = ConvertToWorkingOpset(model, source);
   VerifyNodes(model, source);
   // What the writer's CheckFusedModel demands of the output, demanded of the
   // input: onnx::checker (model-local functions and If/Loop bodies included,
