@@ -9,6 +9,7 @@
 
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
+#include <onnx/defs/tensor_proto_util.h>
 
 namespace onnxfuse::detail {
 
@@ -38,6 +39,22 @@ Verdict IndicesShaped(onnx::InferenceContext& ctx) {
   return RankOf(ctx, 1) >= 2 ? Verdict::kRun : Verdict::kTypeOnly;
 }
 
+// Reshape's shape entry 0 copies the input's dim at that index (allowzero 0):
+// libonnx 1.12 reads past the input's dims when there is none (SEGV; the
+// fuzzer reached it through an opset-18 model whose ReduceMean had keepdims 5).
+Verdict ReshapeZerosWithinRank(onnx::InferenceContext& ctx) {
+  const int rank = RankOf(ctx, 0);
+  const onnx::TensorProto* shape = ctx.getNumInputs() > 1 ? ctx.getInputData(1) : nullptr;
+  const auto* allowzero = ctx.getAttribute("allowzero");
+  if (rank < 0 || !shape || shape->data_type() != onnx::TensorProto::INT64 || (allowzero && allowzero->i() != 0))
+    return Verdict::kRun;
+  const auto values = onnx::ParseData<std::int64_t>(shape);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] == 0 && static_cast<int>(i) >= rank)
+      fail_shape_inference("Reshape: shape[", i, "] is 0 (keep the input's dim) but the input has rank ", rank);
+  return Verdict::kRun;
+}
+
 void Guard(const std::string& op, Precondition precondition) {
   for (const auto& copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
     if (copy.Name() != op || !copy.domain().empty()) continue;
@@ -61,6 +78,7 @@ void InstallOnnxInferenceGuards() {
     Guard("QLinearConv", SameRankAsInput<0, 3>);
     Guard("ConvTranspose", SameRankAsInput<0, 1>);
     Guard("MaxUnpool", IndicesShaped);
+    Guard("Reshape", ReshapeZerosWithinRank);
   });
 }
 

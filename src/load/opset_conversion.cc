@@ -169,31 +169,53 @@ class DownConverter {
     ConvertNodes(*g.mutable_node(), scope, [&](onnx::TensorProto t) { *g.add_initializer() = std::move(t); });
   }
 
-  // Shape inference runs only on a model the checker accepts (libonnx's
-  // inference assumes one: the fuzzer crashed it on a malformed graph), so
-  // the copy's waiting nodes take their opset-17 form first (Pad without its
-  // axes input, Split without num_outputs): their own outputs' shapes may be
-  // off, but only the shapes of what they read are used.
+  // Shape inference runs on the part of the graph the waiting nodes read
+  // (their inputs' ancestors, in file order), never on a waiting node nor on
+  // what follows one, and only once the checker accepts that part: libonnx's
+  // inference assumes a checked graph, and the fuzzer crashed it twice on
+  // graphs built around waiting nodes. That part's graph output is a graph
+  // input (always declared); inference annotates every value it computes.
   void InferDims() {
     onnx::ModelProto copy = model_;
     for (auto& o : *copy.mutable_opset_import())
       if (IsDefaultDomain(o.domain())) o.set_version(kWorkingOpset);
     copy.set_ir_version(kWorkingIrVersion);
-    for (auto& n : *copy.mutable_graph()->mutable_node()) {
-      if (!deferred_.count(n.name())) continue;
-      if (n.op_type() == "Pad" && n.input_size() > 3) n.mutable_input()->DeleteSubrange(3, n.input_size() - 3);
-      load::RemoveAttribute(n, "num_outputs");
+    auto* graph = copy.mutable_graph();
+    if (graph->input_size() == 0) return;
+    std::map<std::string, int> producer;
+    for (int i = 0; i < graph->node_size(); ++i)
+      for (const auto& o : graph->node(i).output()) producer[o] = i;
+    std::vector<bool> keep(static_cast<std::size_t>(graph->node_size()), false);
+    std::vector<std::string> pending;
+    for (const auto& n : graph->node())
+      if (deferred_.count(n.name()) && n.input_size() > 0) pending.push_back(n.input(0));
+    while (!pending.empty()) {
+      const std::string v = pending.back();
+      pending.pop_back();
+      auto it = producer.find(v);
+      if (it == producer.end() || keep[static_cast<std::size_t>(it->second)]) continue;
+      const auto& n = graph->node(it->second);
+      if (deferred_.count(n.name())) continue;  // behind another waiting node: a later round
+      keep[static_cast<std::size_t>(it->second)] = true;
+      for (const auto& i : n.input()) pending.push_back(i);
     }
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (int i = 0; i < graph->node_size(); ++i)
+      if (keep[static_cast<std::size_t>(i)]) *nodes.Add() = graph->node(i);
+    graph->mutable_node()->Swap(&nodes);
+    graph->clear_value_info();
+    graph->clear_output();
+    *graph->add_output() = graph->input(0);
     try {
       onnx::checker::check_model(copy);
-      onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+      // The loader's own options: strict, stopping at the first inconsistency.
+      onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
       onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
     } catch (const std::exception&) {  // no shapes: the waiting adapters refuse, naming the value
       return;
     }
     Scope found;
     for (const auto& vi : copy.graph().value_info()) found.Declare(vi);
-    for (const auto& vi : copy.graph().output()) found.Declare(vi);
     for (auto& [name, d] : found.dims) inferred_[name] = d;
   }
 
