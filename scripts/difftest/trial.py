@@ -143,17 +143,14 @@ def run_fuse(runner, b, strategy):
     return ([f] if f else []), report, None
 
 
-def ill_conditioned(runner, b, strategy, tries=3):
-    """A small mismatch on a graph that amplifies rounding is not a bug: x + (c - x)
-    fed to a LayerNorm normalizes rounding noise. Two tests on the unfused plan:
-    inputs and float constants moved by a relative 1e-6 move the outputs by more
-    than 3e-5 (an amplification above 30; constants too, since a padded row of
-    one constant c normalized by a LayerNorm of eps 1e-6 is the rounding of its
-    mean times 1000, seed 60014360, and moving the inputs leaves it alone); or
-    ONNX Runtime, another summation order, differs from it by more than 1e-5
-    (seed 10459: a GlobalAveragePool whose mean is near 0, squared and summed by
-    a ConvTranspose, gave 1.1e-4 between plans). TRIES perturbations are drawn,
-    since one may leave a rounding unchanged."""
+def sensitivity(runner, b, strategy, tries=3):
+    """How far the unfused plan's outputs move (max relative, over TRIES draws)
+    when its inputs and float constants move by a relative 1e-6, and how far
+    ONNX Runtime, another summation order, is from it. Constants too: a padded
+    row of one constant c normalized by a LayerNorm of eps 1e-6 is the rounding
+    of its mean times 1000 (seed 60014360), and moving the inputs leaves it
+    alone. Several draws, since one may leave a rounding unchanged. Returns
+    (moved, ort) or None when the plan does not run."""
     base = os.path.join(b.folder, "cond_a")
     for d in (base, base + "_out"):
         shutil.rmtree(d, ignore_errors=True)
@@ -161,7 +158,8 @@ def ill_conditioned(runner, b, strategy, tries=3):
     inputs = make_inputs(b.model, base)
     o1, a = runner.outputs(b.path, strategy, 1, False, base, base + "_out")
     if a is None:
-        return False
+        return None
+    moved = 0.0
     for t in range(tries):
         pert = os.path.join(b.folder, "cond_b%d" % t)
         for d in (pert, pert + "_out"):
@@ -174,10 +172,20 @@ def ill_conditioned(runner, b, strategy, tries=3):
         model = os.path.join(pert, "model.onnx")
         onnx.save(perturbed_constants(b.model, 5000 + 100 * t), model)
         o2, c = runner.outputs(model, strategy, 1, False, pert, pert + "_out")
-        if c is not None and any(max_rel(x, y)[1] > 3e-5 for x, y in zip(a, c)):
-            return True
+        if c is not None:
+            moved = max([moved] + [max_rel(x, y)[1] for x, y in zip(a, c)])
     ref = runner.ort(b.path, inputs)
-    return not isinstance(ref, str) and any(max_rel(ref[n], x)[1] > 1e-5 for n, x in zip(b.names, a))
+    ort = 0.0 if isinstance(ref, str) else max([0.0] + [max_rel(ref[n], x)[1] for n, x in zip(b.names, a)])
+    return moved, ort
+
+
+def ill_conditioned(measured):
+    """A graph that amplifies rounding: x + (c - x) fed to a LayerNorm
+    normalizes rounding noise. Inputs moved by 1e-6 move the outputs by more
+    than 3e-5 (an amplification above 30), or ORT differs from the unfused
+    plan by more than 1e-5 (seed 10459: a GlobalAveragePool whose mean is near
+    0, squared and summed by a ConvTranspose, gave 1.1e-4 between plans)."""
+    return measured is not None and (measured[0] > 3e-5 or measured[1] > 1e-5)
 
 
 def perturbed_constants(model, seed):
@@ -194,16 +202,26 @@ def perturbed_constants(model, seed):
 
 
 def keep_real(runner, b, fails, res=None):
-    """Drops small mismatches (below 1e-2 relative, or tiny absolute ones against
-    an all-zero reference) on ill-conditioned graphs; counts them in res."""
-    # A failure without figures (an ORT worker that died, an error) is never small.
-    small = [f for f in fails if f.get("max_rel") is not None and f.get("max_abs") is not None
-             and (f["max_rel"] < 1e-2 or f["max_abs"] < 1e-3)]
-    if not small or not ill_conditioned(runner, b, small[0]["via"][1]):
+    """Drops the mismatches that the graph's own rounding explains; counts them
+    in res. A small one (below 1e-2 relative, or tiny absolute ones against an
+    all-zero reference) on an ill-conditioned graph; a larger one when inputs
+    moved by only 1e-6 already move the outputs by at least half as much (seed
+    70019310: v - (v + c), a row of rounding noise, normalized by two
+    InstanceNormalizations in a row, differs by 1e-2 between plans and moves
+    by as much under 1e-6 of input noise). A failure without figures (an ORT
+    worker that died, an error) is never explained away."""
+    figured = [f for f in fails if f.get("max_rel") is not None and f.get("max_abs") is not None]
+    if not figured:
         return fails
+    measured = sensitivity(runner, b, figured[0]["via"][1])
+    if measured is None:
+        return fails
+    small = [f for f in figured if f["max_rel"] < 1e-2 or f["max_abs"] < 1e-3]
+    explained = [f for f in small if ill_conditioned(measured)]
+    explained += [f for f in figured if f not in small and measured[0] >= f["max_rel"] / 2]
     if res is not None:
-        res["unstable"] += len(small)
-    return [f for f in fails if f not in small]
+        res["unstable"] += len(explained)
+    return [f for f in fails if f not in explained]
 
 
 def trial(runner, recipe, cfg, folder):
