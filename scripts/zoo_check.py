@@ -291,7 +291,8 @@ def main():
             continue
         opset = manifest.get("opset") or next(
             (o.version for o in onnx.load(model_path, load_external_data=False).opset_import if o.domain in ("", "ai.onnx")), "")
-        spread = max(manifest.get("torch_vs_ort_max_rel") or [0.0])
+        spread = manifest.get("torch_vs_ort_max_rel") or 0.0  # one figure, or one per output
+        spread = max(x for x in (spread if isinstance(spread, list) else [spread]) if x is not None) if spread else 0.0
         tol = max(args.rtol, 2 * spread)
         model_args = argparse.Namespace(**{**vars(args), "rtol": tol})
         work = os.path.join(work_root, name)
