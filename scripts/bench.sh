@@ -10,7 +10,7 @@
 #   scripts/bench.sh [--rounds 3] [--iterations 20] [--threads "1 2"] [--out FILE] [--raw FILE] [--zoo] [MODEL...]
 #
 # MODEL: names under models/ (default: every models/*/model.onnx except the
-# *-opset17 copies); --zoo: every models/zoo/*/model.onnx instead (made by
+# *-opsetN copies and twins); --zoo: every models/zoo/*/model.onnx instead (made by
 # scripts/export_zoo.py), named zoo/NAME. Steps of a fused plan on a slow
 # implementation (run --json's slow_steps) are listed and fail a target. --raw FILE keeps the per-process results (TSV). Progress goes
 # to stderr. Needs build/onnx-fuse (scripts/build.sh), scripts/ort/node_modules
@@ -46,7 +46,7 @@ if ((${#models[@]} == 0 && zoo)); then
 elif ((${#models[@]} == 0)); then
   for f in models/*/model.onnx; do
     name=$(basename "$(dirname "$f")")
-    [[ $name == *-opset17 ]] || models+=("$name")
+    [[ $name == *-opset* ]] || models+=("$name")
   done
 fi
 for m in "${models[@]}"; do [[ -f models/$m/model.onnx ]] || { echo "bench: no models/$m/model.onnx" >&2; exit 2; }; done
