@@ -12,8 +12,8 @@
 # MODEL: names under models/ (default: every models/*/model.onnx except the
 # *-opsetN copies and twins); --zoo: every models/zoo/*/model.onnx instead (made by
 # scripts/export_zoo.py), named zoo/NAME. Steps of a fused plan on a slow
-# implementation (run --json's slow_steps) are listed and fail a target. --raw FILE keeps the per-process results (TSV). Progress goes
-# to stderr. Needs build/onnx-fuse (scripts/build.sh), scripts/ort/node_modules
+# implementation (run --json's slow_steps) are listed and fail a target.
+# --raw FILE keeps the per-process results (TSV). Progress goes to stderr. Needs build/onnx-fuse (scripts/build.sh), scripts/ort/node_modules
 # and GNU time (scripts/setup.sh). A failed run is listed under the table; it does
 # not stop the benchmark.
 set -euo pipefail
