@@ -224,6 +224,31 @@ positive("add_sigmoid_6", model(
     [x4], [vi("y", [2, 6, 5, 7])], 6, [nh.from_array(c6, "c")]), fuse_path=False,
     numpy_reference=lambda ins: [1 / (1 + np.exp(-(ins[0].astype(np.float64) + c6)))])
 
+# More refusals: a ScatterElements reduction opset 17 lacks, Gelu's unknown approximation.
+refused("scatter_elements_max_18", model(
+    [h.make_node("ScatterElements", ["x", "i", "u"], ["y"], name="scatter", axis=0, reduction="max")],
+    [x4], [vi("y", None)], 18, [ints("i", np.zeros((1, 6, 5, 7), np.int64)), floats("u", np.ones((1, 6, 5, 7)))]),
+    "reduction 'max'")
+refused("gelu_unknown_approximation_20", model([h.make_node("Gelu", ["x"], ["y"], name="gelu", approximate="erf")],
+                                               [x4], [vi("y", None)], 20), "approximate 'erf'")
+
+# Opset 17 is not converted: the report says so and the written model keeps opset 17 and its IR version.
+m17 = model([h.make_node("Relu", ["x"], ["y"], name="relu")], [x4], [vi("y", [2, 6, 5, 7])], 17)
+path17 = os.path.join(WORK, "opset17.onnx")
+onnx.save(m17, path17)
+r = subprocess.run([BIN, path17, "-o", path17 + ".out.onnx", "--report", path17 + ".json", "-q"], capture_output=True, text=True)
+if r.returncode:
+    failures.append("opset17: exit %d: %s" % (r.returncode, r.stderr.strip()[-200:]))
+else:
+    import json
+    conversion = json.load(open(path17 + ".json"))["conversion"]
+    written = onnx.load(path17 + ".out.onnx")
+    opset = [o.version for o in written.opset_import if o.domain in ("", "ai.onnx")][0]
+    if conversion["converted"] or conversion["nodes"] or opset != 17 or written.ir_version != m17.ir_version:
+        failures.append("opset17: converted %s, written at opset %d IR %d" % (conversion, opset, written.ir_version))
+    else:
+        print("ok   %-28s not converted (opset 17, IR %d kept)" % ("opset17_untouched", written.ir_version))
+
 if failures:
     print("\n".join("FAIL " + f for f in failures))
     sys.exit(1)
