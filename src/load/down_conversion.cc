@@ -1,0 +1,316 @@
+// Opset 18-23 (IR 9-10) down to opset 17 (IR 8): the walk over the main
+// graph, If/Loop/Scan bodies and model-local functions that applies one
+// adapter per changed operator (down_adapters.h).
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <spdlog/spdlog.h>
+#include <vector>
+
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "conversion_steps.h"
+#include "down_adapters.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::load {
+
+namespace {
+
+// Operators whose signature changed after opset 17, with the opset of the
+// change and their adapter (ONNX Changelog.md). Every other op of opset 18-23
+// either only gained types (Reshape, Shape, Identity, If, ...) and is the
+// opset-17 op, or was first defined after 17 and is refused unless listed.
+struct AdapterEntry {
+  const char* op;
+  std::int64_t since;
+  Rewrite (*adapt)(const onnx::NodeProto&, DownContext&);
+};
+constexpr AdapterEntry kAdapters[] = {
+    {"ReduceMax", 18, AdaptReduce},        {"ReduceMin", 18, AdaptReduce},
+    {"ReduceMean", 18, AdaptReduce},       {"ReduceProd", 18, AdaptReduce},
+    {"ReduceL1", 18, AdaptReduce},         {"ReduceL2", 18, AdaptReduce},
+    {"ReduceLogSum", 18, AdaptReduce},     {"ReduceLogSumExp", 18, AdaptReduce},
+    {"ReduceSumSquare", 18, AdaptReduce},  {"Split", 18, AdaptSplit},
+    {"Pad", 18, AdaptPad},                 {"Resize", 18, AdaptResize},
+    {"GroupNormalization", 18, AdaptGroupNormalization},
+    {"Mish", 18, AdaptMish},               {"Gelu", 20, AdaptGelu},
+    {"AveragePool", 19, AdaptPooling},     {"LpPool", 18, AdaptPooling},
+    {"Cast", 19, AdaptNewDefaults},        {"CastLike", 19, AdaptNewDefaults},
+    {"ScatterElements", 18, AdaptNewDefaults}, {"ScatterND", 18, AdaptNewDefaults},
+    {"GridSample", 20, AdaptNewDefaults},
+};
+
+// One graph's (or function's) names in scope: constants and declared dims,
+// chained to the enclosing scope's.
+struct Scope {
+  const Scope* outer = nullptr;
+  std::map<std::string, const onnx::TensorProto*> constants;
+  std::map<std::string, std::vector<std::int64_t>> dims;
+
+  const onnx::TensorProto* Constant(const std::string& name) const {
+    auto it = constants.find(name);
+    return it != constants.end() ? it->second : outer ? outer->Constant(name) : nullptr;
+  }
+  std::optional<std::vector<std::int64_t>> Dims(const std::string& name) const {
+    auto it = dims.find(name);
+    if (it != dims.end()) return it->second;
+    return outer ? outer->Dims(name) : std::nullopt;
+  }
+  void Declare(const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    std::vector<std::int64_t> d;
+    for (const auto& dim : vi.type().tensor_type().shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    dims[vi.name()] = d;
+  }
+};
+
+class DownConverter {
+ public:
+  DownConverter(onnx::ModelProto& model, std::string source, OpsetConversion& record)
+      : model_(model), source_(std::move(source)), record_(record) {
+    CollectNames(model.graph());
+    for (const auto& f : model.functions())
+      for (const auto& n : f.node()) CollectNode(n);
+  }
+
+  // Adapters that need a value's dims (Pad with axes, an uneven Split) wait
+  // while other nodes are converted; then shape inference of the partly
+  // converted model (at opset 17) gives the dims, and they try again.
+  void Run() {
+    may_defer_ = true;
+    ConvertGraph(*model_.mutable_graph(), nullptr);
+    for (int round = 0; round < 4 && !deferred_.empty(); ++round) {
+      InferDims();
+      may_defer_ = round < 3;
+      ConvertGraph(*model_.mutable_graph(), nullptr);
+    }
+    for (auto& f : *model_.mutable_functions()) {
+      Scope scope;
+      std::vector<onnx::NodeProto> constants;  // a function has no initializers: Constant nodes instead
+      ConvertNodes(*f.mutable_node(), scope, [&](onnx::TensorProto t) {
+        onnx::NodeProto c = MakeNode("Constant", {}, {t.name()}, t.name());
+        auto* a = c.add_attribute();
+        a->set_name("value");
+        a->set_type(onnx::AttributeProto::TENSOR);
+        *a->mutable_t() = std::move(t);
+        constants.push_back(std::move(c));
+      });
+      google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+      for (auto& c : constants) *nodes.Add() = std::move(c);
+      for (auto& n : *f.mutable_node()) *nodes.Add() = std::move(n);
+      f.mutable_node()->Swap(&nodes);
+      for (auto& o : *f.mutable_opset_import())
+        if (IsDefaultDomain(o.domain())) o.set_version(kWorkingOpset);
+    }
+  }
+
+ private:
+  void CollectNode(const onnx::NodeProto& n) {
+    names_.insert(n.name());
+    for (const auto& v : n.input()) names_.insert(v);
+    for (const auto& v : n.output()) names_.insert(v);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) CollectNames(a.g());
+      for (const auto& g : a.graphs()) CollectNames(g);
+    }
+  }
+  void CollectNames(const onnx::GraphProto& g) {
+    for (const auto& v : g.input()) names_.insert(v.name());
+    for (const auto& t : g.initializer()) names_.insert(t.name());
+    for (const auto& n : g.node()) CollectNode(n);
+  }
+
+  std::string Fresh(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
+    names_.insert(name);
+    return name;
+  }
+
+  void ConvertGraph(onnx::GraphProto& g, const Scope* outer) {
+    Scope scope;
+    scope.outer = outer;
+    for (const auto& vi : g.input()) scope.Declare(vi);
+    for (const auto& vi : g.output()) scope.Declare(vi);
+    for (const auto& vi : g.value_info()) scope.Declare(vi);
+    for (const auto& t : g.initializer()) {
+      scope.constants[t.name()] = &t;
+      scope.dims[t.name()] = std::vector<std::int64_t>(t.dims().begin(), t.dims().end());
+    }
+    ConvertNodes(*g.mutable_node(), scope, [&](onnx::TensorProto t) { *g.add_initializer() = std::move(t); });
+  }
+
+  // Shape inference runs on the part of the graph the waiting nodes read
+  // (their inputs' ancestors, in file order), never on a waiting node nor on
+  // what follows one, and only once the checker accepts that part: libonnx's
+  // inference assumes a checked graph, and the fuzzer crashed it twice on
+  // graphs built around waiting nodes. That part's graph output is a graph
+  // input (always declared); inference annotates every value it computes.
+  void InferDims() {
+    onnx::ModelProto copy = model_;
+    for (auto& o : *copy.mutable_opset_import())
+      if (IsDefaultDomain(o.domain())) o.set_version(kWorkingOpset);
+    copy.set_ir_version(kWorkingIrVersion);
+    auto* graph = copy.mutable_graph();
+    if (graph->input_size() == 0) return;
+    std::map<std::string, int> producer;
+    for (int i = 0; i < graph->node_size(); ++i)
+      for (const auto& o : graph->node(i).output()) producer[o] = i;
+    std::vector<bool> keep(static_cast<std::size_t>(graph->node_size()), false);
+    std::vector<std::string> pending;
+    for (const auto& n : graph->node())
+      if (deferred_.count(n.name()) && n.input_size() > 0) pending.push_back(n.input(0));
+    while (!pending.empty()) {
+      const std::string v = pending.back();
+      pending.pop_back();
+      auto it = producer.find(v);
+      if (it == producer.end() || keep[static_cast<std::size_t>(it->second)]) continue;
+      const auto& n = graph->node(it->second);
+      if (deferred_.count(n.name())) continue;  // behind another waiting node: a later round
+      keep[static_cast<std::size_t>(it->second)] = true;
+      for (const auto& i : n.input()) pending.push_back(i);
+    }
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (int i = 0; i < graph->node_size(); ++i)
+      if (keep[static_cast<std::size_t>(i)]) *nodes.Add() = graph->node(i);
+    graph->mutable_node()->Swap(&nodes);
+    graph->clear_value_info();
+    graph->clear_output();
+    *graph->add_output() = graph->input(0);
+    try {
+      onnx::checker::check_model(copy);
+      // The loader's own options: strict, stopping at the first inconsistency.
+      onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
+      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception&) {  // no shapes: the waiting adapters refuse, naming the value
+      return;
+    }
+    Scope found;
+    for (const auto& vi : copy.graph().value_info()) found.Declare(vi);
+    for (auto& [name, d] : found.dims) inferred_[name] = d;
+  }
+
+  void ConvertNodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, Scope& scope,
+                    const std::function<void(onnx::TensorProto)>& add_initializer) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> old;
+    old.Swap(&nodes);
+    for (auto& n : old)  // constants first: a node may read one defined later in file order
+      if (n.op_type() == "Constant" && IsDefaultDomain(n.domain()) && n.output_size() == 1)
+        for (const auto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) scope.constants[n.output(0)] = &a.t();
+    DownContext ctx;
+    ctx.source = source_;
+    ctx.from_opset = from_opset_;
+    ctx.constant = [&](const std::string& name) { return scope.Constant(name); };
+    ctx.dims = [&](const std::string& name) -> std::optional<std::vector<std::int64_t>> {
+      if (auto d = scope.Dims(name)) return d;
+      auto it = inferred_.find(name);
+      if (it != inferred_.end()) return it->second;
+      return std::nullopt;
+    };
+    ctx.may_defer = may_defer_;
+    ctx.fresh = [&](const std::string& base) { return Fresh(base); };
+    ctx.add_initializer = add_initializer;
+    for (int i = 0; i < old.size(); ++i) {
+      onnx::NodeProto& n = *old.Mutable(i);
+      if (n.name().empty()) n.set_name(Fresh(n.op_type() + "_" + std::to_string(i)));
+      for (auto& a : *n.mutable_attribute()) {  // If/Loop/Scan bodies: converted in this scope
+        if (a.has_g()) ConvertGraph(*a.mutable_g(), &scope);
+        for (auto& g : *a.mutable_graphs()) ConvertGraph(g, &scope);
+      }
+      if (!IsDefaultDomain(n.domain())) {
+        *nodes.Add() = std::move(n);
+        continue;
+      }
+      // After the first pass only the nodes put off are adapted: the others
+      // are opset-17 nodes already.
+      const bool adapt = !converted_once_.count(&nodes) || deferred_.count(n.name());
+      Rewrite rewrite{{n}, ""};
+      if (adapt) {
+        try {
+          for (const auto& entry : kAdapters)
+            if (n.op_type() == entry.op && from_opset_ >= entry.since) {
+              // No checker has seen the node yet (libonnx 1.12 knows no
+              // opset-18 schema): every adapter reads input 0 and output 0.
+              if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 || n.output(0).empty())
+                ctx.Refuse(n, "has no data input or no output");
+              rewrite = entry.adapt(n, ctx);
+            }
+          deferred_.erase(n.name());
+        } catch (const NeedDims&) {
+          deferred_.insert(n.name());
+          rewrite = Rewrite{{n}, ""};
+          *nodes.Add() = std::move(rewrite.nodes[0]);
+          continue;
+        }
+      }
+      for (auto& r : rewrite.nodes) {
+        if (!onnx::OpSchemaRegistry::Schema(r.op_type(), static_cast<int>(kWorkingOpset), ""))
+          ctx.Refuse(n, "first defined after opset 17, and onnx-fuse has no rewrite of it into opset-17 ops");
+        *nodes.Add() = std::move(r);
+      }
+      if (!rewrite.what.empty()) record_.nodes.push_back({n.name(), n.op_type(), rewrite.what});
+    }
+    converted_once_.insert(&nodes);
+  }
+
+ public:
+  std::int64_t from_opset_ = 0;
+
+ private:
+  onnx::ModelProto& model_;
+  std::string source_;
+  OpsetConversion& record_;
+  std::set<std::string> names_;
+  bool may_defer_ = false;
+  std::set<std::string> deferred_;  ///< nodes waiting for inferred dims
+  std::set<const void*> converted_once_;  ///< node lists already through a first pass
+  std::map<std::string, std::vector<std::int64_t>> inferred_;
+};
+
+void CollectReads(const onnx::GraphProto& g, std::set<std::string>& reads) {
+  for (const auto& n : g.node()) {
+    for (const auto& v : n.input()) reads.insert(v);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) CollectReads(a.g(), reads);
+      for (const auto& sub : a.graphs()) CollectReads(sub, reads);
+    }
+  }
+  for (const auto& o : g.output()) reads.insert(o.name());
+}
+
+// Initializers that only the rewritten nodes read (Reduce axes, Pad's pads and
+// axes) are dropped with them; one listed as a graph input stays.
+void DropUnreadInitializers(onnx::GraphProto& g) {
+  std::set<std::string> reads, inputs;
+  CollectReads(g, reads);
+  for (const auto& i : g.input()) inputs.insert(i.name());
+  auto* inits = g.mutable_initializer();
+  inits->erase(std::remove_if(inits->begin(), inits->end(),
+                              [&](const onnx::TensorProto& t) { return !reads.count(t.name()) && !inputs.count(t.name()); }),
+               inits->end());
+}
+
+}  // namespace
+
+void ConvertDown(onnx::ModelProto& model, const std::string& source, OpsetConversion& record) {
+  DownConverter converter(model, source, record);
+  converter.from_opset_ = record.from_opset;
+  converter.Run();
+  DropUnreadInitializers(*model.mutable_graph());
+  if (DefaultOpset(model) > kWorkingOpset) SetDefaultOpset(model, kWorkingOpset);
+  model.set_ir_version(kWorkingIrVersion);
+  record.to_opset = DefaultOpset(model);
+  record.to_ir = kWorkingIrVersion;
+  spdlog::warn("{}: converted from opset {} (IR {}) to opset {} (IR {}), {} node(s) rewritten; written models are at "
+               "opset {}",
+               source, record.from_opset, record.from_ir, record.to_opset, record.to_ir, record.nodes.size(),
+               record.to_opset);
+}
+
+}  // namespace onnxfuse::load
