@@ -90,6 +90,8 @@ Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
     else if (op == "LessOrEqual") r = x <= y;
     else if (op == "And") r = x != 0 && y != 0;
     else if (op == "Or") r = x != 0 || y != 0;
+    else if (op == "Min") r = std::min(x, y);
+    else if (op == "Max") r = std::max(x, y);
     values[i] = r;
   }
   return Make(is_int || is_bool_out, out, values);
@@ -366,19 +368,9 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     return {Make(IsInt(need(0)) || op == "Not", need(0).dims, v)};
   }
   if (op.rfind("Reduce", 0) == 0) return {Reduce(node, in)};
-  if (op == "Min" || op == "Max") {  // variadic, broadcast (ONNX Operators.md, Max-13)
+  if (op == "Min" || op == "Max") {  // variadic, broadcast (ONNX Operators.md, Max-13): pairwise
     Tensor acc = need(0);
-    for (std::size_t k = 1; k < in.size(); ++k) {
-      const Tensor& y = need(k);
-      Dims out = BroadcastDims(acc.dims, y.dims);
-      std::vector<double> values(static_cast<std::size_t>(Product(out)));
-      for (std::size_t i = 0; i < values.size(); ++i) {
-        double a = ElementAt(acc, BroadcastIndex(static_cast<std::int64_t>(i), out, acc.dims));
-        double b = ElementAt(y, BroadcastIndex(static_cast<std::int64_t>(i), out, y.dims));
-        values[i] = op == "Min" ? std::min(a, b) : std::max(a, b);
-      }
-      acc = Make(IsInt(acc) && IsInt(y), out, values);
-    }
+    for (std::size_t k = 1; k < in.size(); ++k) acc = Binary(node, acc, need(k));
     return {acc};
   }
   if (op == "Where") {

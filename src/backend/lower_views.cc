@@ -139,14 +139,9 @@ bool TryFold(Builder& b, NodeId id) {
 }
 
 void PrefoldConstants(Builder& b) {
-  for (NodeId id = 0; id < b.graph.num_nodes(); ++id) {
-    const Node& node = b.graph.node(id);
-    if (!node.domain.empty() || node.outputs.empty() || !HostEvaluable(node)) continue;
-    bool known = true;
-    for (std::size_t i = 0; i < node.num_explicit_inputs && known; ++i)
-      known = node.inputs[i] == kNoValue || b.IsConst(node.inputs[i]);
-    if (known) TryFold(b, id);
-  }
+  // TryFold evaluates a host-evaluable node only when all its inputs are known.
+  for (NodeId id = 0; id < b.graph.num_nodes(); ++id)
+    if (HostEvaluable(b.graph.node(id))) TryFold(b, id);
 }
 
 namespace {

@@ -205,7 +205,7 @@ class DownConverter {
           if (a.name() == "value" && a.has_t()) scope.constants[n.output(0)] = &a.t();
     DownContext ctx;
     ctx.source = source_;
-    ctx.from_opset = from_opset_;
+    ctx.from_opset = record_.from_opset;
     ctx.constant = [&](const std::string& name) { return scope.Constant(name); };
     ctx.dims = [&](const std::string& name) -> std::optional<std::vector<std::int64_t>> {
       if (auto d = scope.Dims(name)) return d;
@@ -234,7 +234,7 @@ class DownConverter {
       if (adapt) {
         try {
           for (const auto& entry : kAdapters)
-            if (n.op_type() == entry.op && from_opset_ >= entry.since) {
+            if (n.op_type() == entry.op && record_.from_opset >= entry.since) {
               // No checker has seen the node yet (libonnx 1.12 knows no
               // opset-18 schema): every adapter reads input 0 and output 0.
               if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 || n.output(0).empty())
@@ -258,9 +258,6 @@ class DownConverter {
     }
     converted_once_.insert(&nodes);
   }
-
- public:
-  std::int64_t from_opset_ = 0;
 
  private:
   onnx::ModelProto& model_;
@@ -300,7 +297,6 @@ void DropUnreadInitializers(onnx::GraphProto& g) {
 
 void ConvertDown(onnx::ModelProto& model, const std::string& source, OpsetConversion& record) {
   DownConverter converter(model, source, record);
-  converter.from_opset_ = record.from_opset;
   converter.Run();
   DropUnreadInitializers(*model.mutable_graph());
   if (DefaultOpset(model) > kWorkingOpset) SetDefaultOpset(model, kWorkingOpset);
