@@ -19,16 +19,16 @@
 
 #include <spdlog/spdlog.h>
 
-#include "onnxfuse/dot_writer.h"
+#include "report/dot_writer.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/fold_batchnorm.h"
-#include "onnxfuse/greedy_fuser.h"
+#include "rewrite/fold_batchnorm.h"
+#include "fuse/greedy_fuser.h"
 #include "onnxfuse/loader.h"
-#include "onnxfuse/onnx_writer.h"
+#include "write/onnx_writer.h"
 #include "onnxfuse/pattern.h"
-#include "onnxfuse/pattern_fuser.h"
-#include "onnxfuse/postdom_fuser.h"
-#include "onnxfuse/report.h"
+#include "fuse/pattern_fuser.h"
+#include "fuse/postdom_fuser.h"
+#include "report/report.h"
 
 using namespace onnxfuse;
 

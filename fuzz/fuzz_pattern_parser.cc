@@ -18,9 +18,9 @@
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
-#include "onnxfuse/onnx_writer.h"
+#include "write/onnx_writer.h"
 #include "onnxfuse/pattern.h"
-#include "onnxfuse/pattern_fuser.h"
+#include "fuse/pattern_fuser.h"
 
 using namespace onnxfuse;
 

@@ -2,7 +2,7 @@
 // oneDNN (2.6) CPU primitives, and the `onnx-fuse run` job that times it.
 //
 // Compile walks the fusion groups in dependency order and lowers each one to
-// as few primitives as it can (src/backend/lower.h): a Conv, Gemm or MatMul
+// as few primitives as it can (src/backend/lower/lower.h): a Conv, Gemm or MatMul
 // with inference BatchNormalization folded into its weights and bias and the
 // group's elementwise tail as post-ops (eltwise; `sum` for a same-shape
 // residual Add, written in place over the addend's buffer when nothing reads it
@@ -28,7 +28,7 @@
 // producer chose and a reorder is inserted only where a consumer needs a
 // different one. Weights are reordered once, at compile time. All activations
 // live in one arena whose offsets are planned from buffer lifetimes
-// (src/backend/arena.h). Graph inputs and outputs are plain row-major float32.
+// (src/backend/runtime/arena.h). Graph inputs and outputs are plain row-major float32.
 //
 // Shapes are static: every graph input dim must be known (symbolic dims are
 // pinned with LoadOptions::input_shapes, otherwise taken as 1). Float32 graph
@@ -38,7 +38,7 @@
 // created with them), its chain is split: the anchor keeps the longest prefix
 // of post-ops that leaves every step fast (trying a channels-last destination
 // too), and the rest run after it as binary / eltwise primitives in place on
-// its output (src/backend/lower.h, "Splitting"). What stays slow (nothing
+// its output (src/backend/lower/lower.h, "Splitting"). What stays slow (nothing
 // faster exists) is logged as a warning; spdlog at debug level lists every
 // step with its implementation, and each split.
 //
@@ -67,7 +67,7 @@ struct CompileOptions {
   CompileOptions(bool fuse_mode = true) : fuse(fuse_mode) {}  // NOLINT: implicit, so CompileOptions{false} reads well
   bool fuse = true;  ///< false: one primitive per ONNX node, plain layouts, the FusionPlan is ignored
   /// Prepacked constants to record (plan-file writer) or reuse (plan-file
-  /// reader); see src/backend/packed_constants.h. nullptr: neither.
+  /// reader); see src/backend/lower/packed_constants.h. nullptr: neither.
   std::shared_ptr<backend::PackedConstants> packed;
 };
 
@@ -128,44 +128,5 @@ class ExecutablePlan {
   static ExecutablePlan CompileInto(const Graph& graph, Graph* releasable, const FusionPlan& plan,
                                     const CompileOptions& options);
 };
-
-/// The options of `onnx-fuse run`.
-struct RunOptions {
-  std::string model_path;
-  std::string inputs_dir;                                       ///< "" = RandomInputs
-  std::string outputs_dir;                                      ///< "" = do not write outputs
-  std::map<std::string, std::vector<std::int64_t>> input_shapes;  ///< --input-shape NAME=1x3x224x224
-  int threads = 0;           ///< OpenMP threads; 0 = the OpenMP default (all cores or OMP_NUM_THREADS)
-  int iterations = 20;       ///< timed runs
-  int warmup = 3;            ///< untimed runs before them
-  bool fuse = true;          ///< false: --no-fuse
-  bool check = false;        ///< also run the other mode and compare outputs
-  bool json = false;         ///< one JSON line instead of the table
-  bool profile = false;      ///< also time each step over `iterations` more runs: the slowest steps and the time per kind
-  std::string strategy = "postdom";  ///< fuser: "postdom" | "greedy" | "pattern"
-  double check_rtol = 1e-4;  ///< --check fails beyond this max relative difference
-};
-
-/// Timing of one run job; times in milliseconds of wall-clock per inference
-/// (Run(), including copying inputs in and outputs out).
-struct RunStats {
-  double min_ms = 0, median_ms = 0, p90_ms = 0, max_ms = 0;
-  int iterations = 0;
-  int threads = 0;
-  bool fused = true;
-  PlanStats plan;
-  double compile_ms = 0;
-};
-
-/// Order statistics of `times_ms` (sorted copy; p90 by nearest rank).
-RunStats Summarize(std::vector<double> times_ms);
-
-/// Loads, fuses, compiles and times a model; prints a table (or, with json, one
-/// JSON line with median_ms, min_ms, p90_ms, max_ms, iterations, threads, fused,
-/// kernels, reorders, peak_activation_bytes, intermediate_bytes_total, ...) to `out`.
-/// With check, also runs the other mode on the same inputs and prints max abs /
-/// max rel difference per output. Returns 0, or 1 when --check finds an output
-/// beyond check_rtol. Throws Error for bad models, files and options.
-int RunJob(const RunOptions& options, std::ostream& out);
 
 }  // namespace onnxfuse

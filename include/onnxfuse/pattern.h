@@ -19,7 +19,7 @@
 // one); `#@` lines (one directive each, any indentation) belong to the next
 // function and may not appear inside a body. Directives:
 //   #@ benefit: N                  an integer; ties are broken by the strategy
-//   #@ require: pred(arg, ...)     a named predicate (src/pattern_predicates.h:
+//   #@ require: pred(arg, ...)     a named predicate (src/patterns/pattern_predicates.h:
 //                                  constant, scalar, same_shape, per_channel, last_axis,
 //                                  kernel_1x1, kernel_3x3, depthwise)
 //

@@ -3,7 +3,9 @@
 // Errors this throws to exit codes.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -47,10 +49,17 @@ const std::vector<std::string>& StrategyNames();
 /// emit "plain" with a ".plan" path.
 bool EmitsPlanFile(const FuseJob& job);
 
-/// Runs the job and returns its report. Throws Error: kUsage when output_path
+/// Writes `plan`, the fusion of `graph`, as the executable plan file
+/// `job.output_path` and returns the report's "plan_file" section. The
+/// backend provides it (backend/plan: WritePlanFileForJob), so that the
+/// pipeline itself builds without oneDNN.
+using PlanFileWriter = std::function<nlohmann::json(const FuseJob& job, const Graph& graph, const FusionPlan& plan)>;
+
+/// Runs the job and returns its report. A job that emits a plan file
+/// (EmitsPlanFile) needs `write_plan`: Error(kUsage) without one. Throws Error: kUsage when output_path
 /// names the input file (the input is never overwritten) or the strategy is
 /// unknown; the loader's errors; kIo when a file cannot be written. Outputs are
 /// written atomically, so a failure leaves no partial file.
-nlohmann::json RunFuseJob(const FuseJob& job);
+nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan = {});
 
 }  // namespace onnxfuse

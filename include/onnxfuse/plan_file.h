@@ -29,6 +29,7 @@
 #include "onnxfuse/executor.h"
 #include "onnxfuse/fusion_plan.h"
 #include "onnxfuse/graph.h"
+#include "onnxfuse/pipeline.h"
 
 namespace onnxfuse {
 
@@ -70,6 +71,13 @@ std::string CpuIsaName();
 /// Error(kUnsupported) for a plan over protobuf's 2 GB message limit, Error(kIo).
 PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const FusionPlan& fusion,
                            const CompileOptions& options, const std::string& source, bool verify = true);
+
+/// The fuse job's plan-file step (onnxfuse/pipeline.h, PlanFileWriter):
+/// WritePlanFile(job.output_path, graph, fusion, CompileOptions{},
+/// job.input_path, job.verify), logged, and returned as the report's
+/// "plan_file" section {path, format_version, steps, constants, cpu_isa, bytes}.
+/// Throws what WritePlanFile throws.
+nlohmann::json WritePlanFileForJob(const FuseJob& job, const Graph& graph, const FusionPlan& fusion);
 
 /// A loaded plan: its model, groups and compiled executable. Unless loaded
 /// with keep_weights, the graph's initializer data is released once compiled

@@ -3,7 +3,7 @@
 // Written in opset-17 ops the way torch exports nn.GELU up to opset 17, so the
 // erf form matches the Gelu pattern (patterns/gelu.onnxtxt) and the backend's
 // gelu_erf lowering as torch's own spelling does.
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

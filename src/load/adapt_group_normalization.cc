@@ -4,7 +4,7 @@
 //   -18: scale and bias of shape [G] apply per group (on the [N, G, -1] view);
 //   -21: scale and bias of shape [C] apply per channel (on an [N, C, -1] view).
 // The result takes X's shape again.
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

@@ -1,6 +1,6 @@
 // Mish-18 (ONNX Operators.md, Mish): y = x * tanh(softplus(x)), its function
 // body, in opset-17 ops.
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

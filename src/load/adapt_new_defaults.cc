@@ -3,7 +3,7 @@
 //   Cast-19, CastLike-19: saturate (only meaningful for float8 targets);
 //   ScatterElements-18, ScatterND-18: reduction "max" and "min" are new;
 //   GridSample-20: modes renamed (bilinear -> linear, bicubic -> cubic), 3-D inputs.
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

@@ -2,7 +2,7 @@
 // holds begin and end amounts for those axes only. Pad-13 takes amounts for
 // every axis: those of the listed axes, 0 elsewhere, which needs the input's
 // rank. Pad-19 added mode "wrap", which opset 17 cannot express.
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

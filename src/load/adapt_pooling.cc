@@ -1,6 +1,6 @@
 // AveragePool-19 (ONNX Changelog.md) added `dilations`; LpPool-18 added
 // `ceil_mode`. Dilations of 1 and ceil_mode 0 are the opset-17 ops.
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

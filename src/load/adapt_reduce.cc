@@ -3,7 +3,7 @@
 // At 17 (ReduceSum aside, which made the same move at 13) axes are an
 // attribute: a constant axes input becomes one. Empty axes with
 // noop_with_empty_axes = 1 is the identity.
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

@@ -2,7 +2,7 @@
 // and the `axes` attribute; Resize-19 added coordinate_transformation_mode
 // "half_pixel_symmetric". With their defaults (antialias 0, policy "stretch",
 // no axes) the op is Resize-13; anything else is refused.
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

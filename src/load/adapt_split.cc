@@ -6,7 +6,7 @@
 // sizes become the `split` input.
 #include <algorithm>
 
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 
 namespace onnxfuse::load {
 

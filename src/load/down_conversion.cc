@@ -13,8 +13,8 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
-#include "conversion_steps.h"
-#include "down_adapters.h"
+#include "load/conversion_steps.h"
+#include "load/down_adapters.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::load {

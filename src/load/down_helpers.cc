@@ -3,7 +3,7 @@
 
 #include <onnx/defs/tensor_proto_util.h>
 
-#include "down_adapters.h"
+#include "load/down_adapters.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::load {

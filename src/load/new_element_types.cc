@@ -3,7 +3,7 @@
 // which knows only opset-17 types.
 #include <string>
 
-#include "conversion_steps.h"
+#include "load/conversion_steps.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {

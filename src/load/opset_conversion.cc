@@ -3,7 +3,7 @@
 // (down_conversion.cc); element types opset 17 lacks: new_element_types.cc.
 #include "onnxfuse/opset_conversion.h"
 
-#include "conversion_steps.h"
+#include "load/conversion_steps.h"
 
 namespace onnxfuse {
 

@@ -10,7 +10,7 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
-#include "conversion_steps.h"
+#include "load/conversion_steps.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::load {

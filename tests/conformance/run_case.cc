@@ -27,7 +27,7 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/loader.h"
-#include "onnxfuse/postdom_fuser.h"
+#include "fuse/postdom_fuser.h"
 
 namespace onnxfuse::conformance {
 

@@ -51,7 +51,7 @@ expect run_json 0 '"median_ms"' -- run "$work/model.onnx" --json --iterations 2 
 expect run_no_fuse 0 '"fused":false' -- run "$work/model.onnx" --no-fuse --json --iterations 1 --warmup 0
 expect run_missing 5 "nowhere.onnx" -- run "$work/nowhere.onnx"
 
-# The self-checks (issue 20), on a fused plan made wrong on purpose (ONNXFUSE_FAULT_NODE, src/backend/fault_injection.h):
+# The self-checks (issue 20), on a fused plan made wrong on purpose (ONNXFUSE_FAULT_NODE, src/backend/lower/fault_injection.h):
 # writing a plan verifies it and writes nothing when it is wrong; run --check names the first differing group and node.
 expect plan_verified 0 "executable plan" -- "$work/model.onnx" -o "$work/model.plan"
 export ONNXFUSE_FAULT_NODE=Relu_1

@@ -3,7 +3,7 @@
 #   pattern_numerics.sh ONNX_FUSE TESTS_BINARY WORK_DIR
 # The [pattern_library] unit tests write each positive case's model (NAME.onnx)
 # and the ai.onnxfuse op types its fused model must contain (NAME.expect, one a
-# line) to $ONNXFUSE_PATTERN_MODELS_DIR (tests/pattern_library.h). Each model
+# line) to $ONNXFUSE_PATTERN_MODELS_DIR (tests/unit/patterns/pattern_library.h). Each model
 # is fused here with `onnx-fuse --strategy pattern`, checked for those ops, and
 # run against the original by ONNX Runtime on the same pseudo-random inputs:
 # max relative difference <= 1e-5 (the functions run the same ops as the

@@ -11,10 +11,10 @@
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
-#include "onnxfuse/greedy_fuser.h"
+#include "fuse/greedy_fuser.h"
 #include "onnxfuse/loader.h"
 #include "onnxfuse/plan_file.h"
-#include "onnxfuse/postdom_fuser.h"
+#include "fuse/postdom_fuser.h"
 
 int main(int argc, char** argv) {
   using namespace onnxfuse;

@@ -1,0 +1,313 @@
+// `onnx-fuse run`: load, fuse, compile, feed, time, check, print.
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "backend/lower/builder.h"
+#include "onnxfuse/error.h"
+#include "app/run_job.h"
+#include "fuse/greedy_fuser.h"
+#include "onnxfuse/loader.h"
+#include "fuse/pattern_fuser.h"
+#include "onnxfuse/pipeline.h"
+#include "onnxfuse/plan_file.h"
+#include "fuse/postdom_fuser.h"
+#include "backend/runtime/verify.h"
+
+namespace onnxfuse {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+FusionPlan MakePlan(const Graph& graph, const std::string& strategy) {
+  if (strategy == "postdom") return FuseByPostDominator(graph, {});
+  if (strategy == "greedy") return FuseGreedy(graph, {});
+  if (strategy == "pattern") return FuseByPatterns(graph, LoadPatterns({}), {});
+  throw Error(ErrorKind::kUsage, "unknown strategy '" + strategy + "'");
+}
+
+std::string Megabytes(std::int64_t bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / 1e6 << " MB";
+  return out.str();
+}
+
+// A one-line progress counter on stderr, only for a terminal and runs longer than 2 s.
+class Progress {
+ public:
+  explicit Progress(int total) : total_(total), tty_(isatty(STDERR_FILENO) != 0) {}
+  void Update(int done) {
+    if (!tty_ || MsSince(start_) < 2000) return;
+    std::fprintf(stderr, "\rrun: %d/%d", done, total_);
+    shown_ = true;
+  }
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\r%*s\r", 24, "");
+  }
+
+ private:
+  int total_;
+  bool tty_, shown_ = false;
+  Clock::time_point start_ = Clock::now();
+};
+
+// The model to time, compiled: from an ONNX file (loaded, fused with the
+// strategy, compiled) or from a plan file (its groups and prepacked constants).
+struct Prepared {
+  std::unique_ptr<Graph> graph;
+  FusionPlan fusion;
+  std::optional<ExecutablePlan> executable;
+  bool fused = true;
+  std::string strategy;
+  double compile_ms = 0;
+  std::optional<PlanFileInfo> plan_file;
+};
+
+Prepared Prepare(const RunOptions& options) {
+  Prepared p;
+  if (IsPlanFile(options.model_path)) {
+    if (!options.input_shapes.empty())
+      throw Error(ErrorKind::kUsage, options.model_path +
+                                         ": a plan's input shapes are fixed when it is built; --input-shape applies "
+                                         "to ONNX models");
+    auto start = Clock::now();
+    const bool recompile = options.check || !options.fuse;  // needs the model's weights again
+    LoadedPlan loaded = ReadPlanFile(options.model_path, recompile);
+    p.graph = std::move(loaded.graph);
+    p.fusion = std::move(loaded.fusion);
+    p.strategy = loaded.info.strategy;
+    p.fused = loaded.info.fused && options.fuse;
+    if (p.fused || !loaded.info.fused) {
+      p.executable.emplace(std::move(loaded.executable));
+    } else {  // --no-fuse on a fused plan: the baseline of its model
+      CompileOptions unfused;
+      unfused.fuse = false;
+      p.executable.emplace(ExecutablePlan::Compile(*p.graph, p.fusion, unfused));
+    }
+    p.compile_ms = MsSince(start);
+    p.plan_file = loaded.info;
+    return p;
+  }
+  p.graph = std::make_unique<Graph>(LoadModel(options.model_path, LoadOptions{options.input_shapes}));
+  p.fusion = options.fuse || options.check ? MakePlan(*p.graph, options.strategy) : FusionPlan{};
+  p.fused = options.fuse;
+  p.strategy = options.strategy;
+  auto start = Clock::now();
+  CompileOptions compile;
+  compile.fuse = options.fuse;
+  // Without --check nothing compiles this graph again: free its weights as they are packed.
+  p.executable.emplace(options.check ? ExecutablePlan::Compile(*p.graph, p.fusion, compile)
+                                     : ExecutablePlan::CompileReleasingWeights(*p.graph, p.fusion, compile));
+  p.compile_ms = MsSince(start);
+  return p;
+}
+
+}  // namespace
+
+RunStats Summarize(std::vector<double> times_ms) {
+  RunStats s;
+  if (times_ms.empty()) return s;
+  std::sort(times_ms.begin(), times_ms.end());
+  std::size_t n = times_ms.size();
+  s.iterations = static_cast<int>(n);
+  s.min_ms = times_ms.front();
+  s.max_ms = times_ms.back();
+  s.median_ms = n % 2 ? times_ms[n / 2] : (times_ms[n / 2 - 1] + times_ms[n / 2]) / 2;
+  auto rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n)));  // nearest rank
+  s.p90_ms = times_ms[std::max<std::size_t>(rank, 1) - 1];
+  return s;
+}
+
+namespace {
+
+// Mean ms per inference of each kind of step ("conv", "reorder", ...), slowest first.
+std::vector<std::pair<std::string, double>> MsPerKind(const std::vector<ScheduleStep>& schedule,
+                                                     const std::vector<double>& step_ms) {
+  std::map<std::string, double> per_kind;
+  for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i) per_kind[schedule[i].kind] += step_ms[i];
+  std::vector<std::pair<std::string, double>> sorted(per_kind.begin(), per_kind.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return sorted;
+}
+
+nlohmann::json ProfileJson(const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms) {
+  nlohmann::json steps = nlohmann::json::array(), kinds = nlohmann::json::object();
+  for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i)
+    steps.push_back({{"kind", schedule[i].kind}, {"label", schedule[i].label}, {"impl", schedule[i].impl},
+                     {"ms", step_ms[i]}});
+  for (const auto& [kind, ms] : MsPerKind(schedule, step_ms)) kinds[kind] = ms;
+  return {{"steps", steps}, {"kinds", kinds}};
+}
+
+void PrintProfile(std::ostream& out, const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms,
+                  int runs) {
+  constexpr std::size_t kShown = 15;
+  double total = 0;
+  for (double ms : step_ms) total += ms;
+  out << std::setprecision(3);
+  out << "  profile: " << total << " ms per inference in steps timed one by one (" << runs << " runs); by kind:";
+  for (const auto& [kind, ms] : MsPerKind(schedule, step_ms)) out << " " << kind << " " << ms;
+  out << "\n  slowest steps (ms, kind, nodes, implementation):\n";
+  std::vector<std::size_t> order(std::min(schedule.size(), step_ms.size()));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return step_ms[a] > step_ms[b]; });
+  order.resize(std::min(order.size(), kShown));
+  for (std::size_t i : order)
+    out << "    " << std::setw(7) << step_ms[i] << "  " << schedule[i].kind << "  " << schedule[i].label << "  "
+        << schedule[i].impl << "\n";
+  out << std::setw(0) << std::setprecision(2);
+}
+
+}  // namespace
+
+int RunJob(const RunOptions& options, std::ostream& out) {
+  if (options.iterations < 1 || options.warmup < 0 || options.threads < 0)
+    throw Error(ErrorKind::kUsage, "--iterations must be >= 1, --warmup and --threads >= 0");
+  // oneDNN's OpenMP build fixes a primitive's thread count when it is created.
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  const int threads = omp_get_max_threads();
+
+  Prepared prepared = Prepare(options);
+  const Graph& graph = *prepared.graph;
+  const FusionPlan& plan = prepared.fusion;
+  ExecutablePlan& exec = *prepared.executable;
+  const bool fused = prepared.fused;
+
+  std::vector<Tensor> inputs =
+      options.inputs_dir.empty() ? RandomInputs(graph) : MatchInputs(graph, ReadTensorDir(options.inputs_dir, "input"));
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < options.warmup; ++i) outputs = exec.Run(inputs);
+  std::vector<double> times;
+  Progress progress(options.iterations);
+  for (int i = 0; i < options.iterations; ++i) {
+    auto t0 = Clock::now();
+    outputs = exec.Run(inputs);
+    times.push_back(MsSince(t0));
+    progress.Update(i + 1);
+  }
+  // --profile: more runs, each step timed alone (a wait after each: the
+  // total exceeds the plain median slightly).
+  std::vector<double> step_ms;
+  if (options.profile) {
+    for (int i = 0; i < options.iterations; ++i) exec.Run(inputs, &step_ms);
+    for (double& ms : step_ms) ms /= options.iterations;
+  }
+  RunStats stats = Summarize(times);
+  stats.threads = threads;
+  stats.fused = fused;
+  stats.plan = exec.stats();
+  stats.compile_ms = prepared.compile_ms;
+  if (!options.outputs_dir.empty()) WriteTensorDir(options.outputs_dir, outputs, "output");
+
+  // --check: the other mode on the same inputs (unfused is the reference);
+  // a difference is localized to the first fusion group whose result differs.
+  nlohmann::json checks = nlohmann::json::array(), first_difference;
+  std::optional<Verification> verification;
+  if (options.check) {
+    std::vector<Tensor> other = ExecutablePlan::Compile(graph, plan, CompileOptions{!fused}).Run(inputs);
+    verification = VerifyOutputs(graph, plan, inputs, fused ? outputs : other, fused ? other : outputs,
+                                 options.check_rtol);
+    for (const OutputCheck& c : verification->outputs)
+      checks.push_back({{"output", c.output}, {"max_abs", c.max_abs}, {"max_rel", c.max_rel}, {"ok", c.ok}});
+    if (const auto& g = verification->first)
+      first_difference = {{"group", g->group}, {"function", g->function}, {"nodes", g->nodes}, {"node", g->node},
+                          {"value", g->value}, {"max_abs", g->max_abs}, {"max_rel", g->max_rel}};
+  }
+  const bool check_ok = !verification || verification->ok;
+
+  const PlanStats& ps = stats.plan;
+  if (options.json) {
+    nlohmann::json j = {{"model", options.model_path},
+                        {"strategy", prepared.strategy},
+                        {"fused", stats.fused},
+                        {"threads", stats.threads},
+                        {"iterations", stats.iterations},
+                        {"warmup", options.warmup},
+                        {"min_ms", stats.min_ms},
+                        {"median_ms", stats.median_ms},
+                        {"p90_ms", stats.p90_ms},
+                        {"max_ms", stats.max_ms},
+                        {"compile_ms", stats.compile_ms},
+                        {"kernels", ps.kernels},
+                        {"reorders", ps.reorders},
+                        {"peak_activation_bytes", ps.arena_bytes},
+                        {"buffer_bytes_total", ps.buffer_bytes_total},
+                        {"intermediate_bytes_total", ps.intermediate_bytes_total},
+                        {"scratchpad_bytes", ps.scratchpad_bytes},
+                        {"weight_bytes", ps.weight_bytes}};
+    if (options.check) {
+      j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks}};
+      if (!check_ok) {
+        j["check"]["first_difference"] = first_difference;  // null when not localized
+        j["check"]["summary"] = verification->Summary();
+      }
+    }
+    // Steps on a slow implementation (IsSlowImpl: oneDNN's reference kernels,
+    // gemm-based convolutions), so that benchmarks can count them (issue 25).
+    nlohmann::json slow = nlohmann::json::array();
+    for (const ScheduleStep& step : exec.Schedule())
+      if (backend::IsSlowImpl(step.kind, step.impl))
+        slow.push_back({{"kind", step.kind}, {"label", step.label}, {"impl", step.impl}});
+    j["slow_steps"] = slow;
+    if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms);
+    if (prepared.plan_file) {
+      const PlanFileInfo& info = *prepared.plan_file;
+      j["plan_file"] = {{"producer", info.producer},           {"source", info.source},
+                        {"built_isa", info.built_isa},         {"running_isa", info.running_isa},
+                        {"constants", info.constants},         {"constants_reused", info.constants_reused},
+                        {"constants_relaid", info.constants_relaid}, {"constants_repacked", info.constants_repacked},
+                        {"same_schedule", info.same_schedule}, {"file_bytes", info.file_bytes}};
+    }
+    out << j.dump() << std::endl;
+  } else {
+    out << std::fixed << std::setprecision(2);
+    out << options.model_path << ": " << (stats.fused ? "fused (" + prepared.strategy + ")" : "unfused") << ", "
+        << stats.threads << " thread" << (stats.threads == 1 ? "" : "s") << ", compiled in " << stats.compile_ms
+        << " ms\n";
+    if (prepared.plan_file) {
+      const PlanFileInfo& info = *prepared.plan_file;
+      out << "  plan file: " << info.producer << ", from " << info.source << ", built for " << info.built_isa
+          << ", running on " << info.running_isa << "; constants " << info.constants_reused << " as stored, "
+          << info.constants_relaid << " reordered, " << info.constants_repacked << " repacked; schedule "
+          << (info.same_schedule ? "as stored" : "re-derived") << "\n";
+    }
+    out << "  kernels " << ps.kernels << " (" << ps.reorders << " reorders), activation arena "
+        << Megabytes(ps.arena_bytes) << " (buffers " << Megabytes(ps.buffer_bytes_total) << ", graph intermediates "
+        << Megabytes(ps.intermediate_bytes_total) << "), weights " << Megabytes(ps.weight_bytes) << "\n";
+    out << "  " << stats.iterations << " iterations after " << options.warmup << " warmup: min " << stats.min_ms
+        << " ms, median " << stats.median_ms << " ms, p90 " << stats.p90_ms << " ms, max " << stats.max_ms << " ms\n";
+    if (options.profile) PrintProfile(out, exec.Schedule(), step_ms, options.iterations);
+    for (const auto& c : checks)
+      out << std::scientific << std::setprecision(2) << "  check " << c["output"].get<std::string>()
+          << " (fused vs unfused): max abs " << c["max_abs"].get<double>() << ", max rel " << c["max_rel"].get<double>()
+          << (c["ok"].get<bool>() ? " ok" : " FAILED") << "\n"
+          << std::fixed;
+    if (!check_ok) out << "  " << verification->Summary() << "\n";
+  }
+  if (!check_ok) spdlog::error("--check: outputs differ beyond {} relative: {}", options.check_rtol, verification->Summary());
+  return check_ok ? 0 : 1;
+}
+
+}  // namespace onnxfuse

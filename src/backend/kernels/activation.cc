@@ -1,0 +1,243 @@
+#include "backend/kernels/activation.h"
+
+#include "backend/kernels/cpu_isa.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+// GCC 12 warns inside its own avx512fintrin.h: the unmasked intrinsics pass
+// _mm512_undefined_ps() as the (ignored) merge source.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace onnxfuse::backend {
+
+namespace {
+
+constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
+constexpr float kMaxExponent = 126.f;  // 2^n stays a normal float; 1 + exp(v) stays finite
+// exp(g) = sum g^k / k! for k <= 6: |g| <= ln2 / 2 keeps the remainder below 2e-7 (relative).
+constexpr float kC2 = 1.f / 2, kC3 = 1.f / 6, kC4 = 1.f / 24, kC5 = 1.f / 120, kC6 = 1.f / 720;
+// Abramowitz & Stegun 7.1.26: erfc(z) = t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2),
+// t = 1 / (1 + p z), z >= 0.
+constexpr float kP = 0.3275911f, kA1 = 0.254829592f, kA2 = -0.284496736f, kA3 = 1.421413741f,
+                kA4 = -1.453152027f, kA5 = 1.061405429f;
+constexpr float kSqrtHalf = 0.707106781186547524f;
+
+using Kernel = void (*)(const float* src, float* dst, std::int64_t n);
+
+void SwishScalar(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.f + std::exp(-x[i]));
+}
+
+void GeluScalar(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * kSqrtHalf));
+}
+
+// --- AVX-512 ---------------------------------------------------------------
+
+// 2^t = 2^n 2^f, n = round(t), |f| <= 1/2, 2^f = exp(f ln2) by the Taylor
+// series of exp to degree 6 (the coefficients scaled by ln2^k). vscalefps
+// gives 0 or infinity where 2^n leaves the float range; t is only kept above
+// -200 so that t = -infinity gives 0, not NaN (inf - inf).
+__attribute__((target("avx512f"))) __m512 Exp2_16(__m512 t) {
+  t = _mm512_max_ps(t, _mm512_set1_ps(-200.f));
+  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_sub_ps(t, n);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC6 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2), f,
+                             _mm512_set1_ps(kC5 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC4 * kLn2 * kLn2 * kLn2 * kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC3 * kLn2 * kLn2 * kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC2 * kLn2 * kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kLn2));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
+  return _mm512_scalef_ps(p, n);  // p * 2^n
+}
+
+__attribute__((target("avx512f"))) __m512 Exp16(__m512 v) { return Exp2_16(_mm512_mul_ps(v, _mm512_set1_ps(kLog2e))); }
+
+__attribute__((target("avx512f"))) __m512 Swish16(__m512 x) {
+  __m512 e = Exp2_16(_mm512_mul_ps(x, _mm512_set1_ps(-kLog2e)));  // exp(-x)
+  return _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.f)));
+}
+
+__attribute__((target("avx512f"))) __m512 Gelu16(__m512 x) {
+  __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(kSqrtHalf));
+  __m512 t = _mm512_div_ps(_mm512_set1_ps(1.f), _mm512_fmadd_ps(z, _mm512_set1_ps(kP), _mm512_set1_ps(1.f)));
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kA5), t, _mm512_set1_ps(kA4));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(kA3));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(kA2));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(kA1));
+  p = _mm512_mul_ps(p, t);
+  __m512 erfc = _mm512_mul_ps(p, Exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z)));
+  // h = x erfc(|x|/sqrt2) / 2: Gelu is h for x < 0 and x - h for x >= 0.
+  __m512 h = _mm512_mul_ps(_mm512_mul_ps(x, erfc), _mm512_set1_ps(0.5f));
+  __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  return _mm512_mask_blend_ps(negative, _mm512_sub_ps(x, h), h);
+}
+
+template <__m512 (*F)(__m512)>
+__attribute__((target("avx512f"))) void Avx512(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, F(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    auto mask = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, mask, F(_mm512_maskz_loadu_ps(mask, x + i)));
+  }
+}
+
+// --- AVX2 + FMA --------------------------------------------------------------
+
+__attribute__((target("avx2,fma"))) __m256 Exp8(__m256 v) {
+  __m256 t = _mm256_mul_ps(v, _mm256_set1_ps(kLog2e));
+  t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-kMaxExponent)), _mm256_set1_ps(kMaxExponent));
+  __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 g = _mm256_mul_ps(_mm256_sub_ps(t, n), _mm256_set1_ps(kLn2));
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kC6), g, _mm256_set1_ps(kC5));
+  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(kC4));
+  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(kC3));
+  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(kC2));
+  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(1.f));
+  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(1.f));
+  // 2^n from the float's exponent bits: n in [-126, 126] keeps it a normal number.
+  __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+__attribute__((target("avx2,fma"))) __m256 Swish8(__m256 x) {
+  __m256 e = Exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return _mm256_div_ps(x, _mm256_add_ps(e, _mm256_set1_ps(1.f)));
+}
+
+__attribute__((target("avx2,fma"))) __m256 Gelu8(__m256 x) {
+  __m256 abs = _mm256_andnot_ps(_mm256_set1_ps(-0.f), x);
+  __m256 z = _mm256_mul_ps(abs, _mm256_set1_ps(kSqrtHalf));
+  __m256 t = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_fmadd_ps(z, _mm256_set1_ps(kP), _mm256_set1_ps(1.f)));
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kA5), t, _mm256_set1_ps(kA4));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(kA3));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(kA2));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(kA1));
+  p = _mm256_mul_ps(p, t);
+  __m256 erfc = _mm256_mul_ps(p, Exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), z), z)));
+  __m256 h = _mm256_mul_ps(_mm256_mul_ps(x, erfc), _mm256_set1_ps(0.5f));
+  __m256 negative = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
+  return _mm256_blendv_ps(_mm256_sub_ps(x, h), h, negative);
+}
+
+template <__m256 (*F)(__m256), Kernel Scalar>
+__attribute__((target("avx2,fma"))) void Avx2(const float* x, float* y, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i)));
+  Scalar(x + i, y + i, n - i);
+}
+
+// --- dispatch ----------------------------------------------------------------
+
+void Apply(Kernel kernel, const float* src, float* dst, std::int64_t count) {
+  constexpr std::int64_t kChunk = 4096;  // floats per task: 16 KiB, a multiple of every vector width
+  const std::int64_t chunks = (count + kChunk - 1) / kChunk;
+  // One chunk (a squeeze-and-excitation vector, say): no thread team to wake.
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (std::int64_t c = 0; c < chunks; ++c)
+    kernel(src + c * kChunk, dst + c * kChunk, std::min(kChunk, count - c * kChunk));
+}
+
+// sums[c] += rows of x [rows, channels], c < channels. Four rows per update of
+// `sums`: one load-add-store chain through memory per row would bound it.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AddRows(const float* x, std::int64_t rows,
+                                                                          std::int64_t channels, float* sums) {
+  std::int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float *x0 = x + r * channels, *x1 = x0 + channels, *x2 = x1 + channels, *x3 = x2 + channels;
+    for (std::int64_t c = 0; c < channels; ++c) sums[c] += (x0[c] + x1[c]) + (x2[c] + x3[c]);
+  }
+  for (; r < rows; ++r)
+    for (std::int64_t c = 0; c < channels; ++c) sums[c] += x[r * channels + c];
+}
+
+// sums[l] += the sum over `rows` of x [rows, kLanes] (one 8- or 16-channel
+// block), four rows in flight, the partial sums in registers: AddRows's
+// load-add-store of `sums` per four rows halves the rate here.
+template <int kLanes>
+__attribute__((always_inline)) inline void SumRows(const float* x, std::int64_t rows, float* sums) {
+  float a[4][kLanes] = {};
+  std::int64_t r = 0;
+  for (; r + 4 <= rows; r += 4, x += 4 * kLanes)
+    for (int k = 0; k < 4; ++k)
+      for (int l = 0; l < kLanes; ++l) a[k][l] += x[k * kLanes + l];
+  for (; r < rows; ++r, x += kLanes)
+    for (int l = 0; l < kLanes; ++l) a[0][l] += x[l];
+  for (int l = 0; l < kLanes; ++l) sums[l] += (a[0][l] + a[1][l]) + (a[2][l] + a[3][l]);
+}
+
+// AddRows for one block of `lanes` channels: SumRows when 8 or 16.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AddBlockRows(const float* x, std::int64_t rows,
+                                                                               std::int64_t lanes, float* sums) {
+  if (lanes == 8) SumRows<8>(x, rows, sums);
+  else if (lanes == 16) SumRows<16>(x, rows, sums);
+  else AddRows(x, rows, lanes, sums);
+}
+
+Kernel SwishKernel() {
+  static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Swish16>
+                               : CpuIsa() == Isa::kAvx2 ? Avx2<Swish8, SwishScalar>
+                                                        : SwishScalar;
+  return kernel;
+}
+
+}  // namespace
+
+void SwishInPlaceWithMeans(float* data, std::int64_t blocks, std::int64_t rows, std::int64_t block,
+                           std::int64_t channels, float* means) {
+  const Kernel kernel = SwishKernel();
+  const std::int64_t rows_per_chunk = std::max<std::int64_t>(1, 4096 / block);  // about 16 KiB: stays in L1
+  const std::int64_t chunks_per_block = (rows + rows_per_chunk - 1) / rows_per_chunk, chunks = blocks * chunks_per_block;
+  std::vector<float> total(static_cast<std::size_t>(blocks * block), 0.f);
+#pragma omp parallel if (chunks > 1)
+  {
+    std::vector<float> sums(total.size(), 0.f);
+#pragma omp for schedule(static)
+    for (std::int64_t k = 0; k < chunks; ++k) {
+      const std::int64_t b = k / chunks_per_block, first = (k % chunks_per_block) * rows_per_chunk;
+      const std::int64_t n = std::min(rows_per_chunk, rows - first);
+      float* x = data + (b * rows + first) * block;
+      kernel(x, x, n * block);
+      AddBlockRows(x, n, block, sums.data() + b * block);
+    }
+#pragma omp critical
+    for (std::size_t c = 0; c < total.size(); ++c) total[c] += sums[c];
+  }
+  for (std::int64_t c = 0; c < channels; ++c) means[c] = total[static_cast<std::size_t>(c)] / static_cast<float>(rows);
+}
+
+void ChannelMeans(const float* data, std::int64_t images, std::int64_t blocks, std::int64_t rows, std::int64_t block,
+                  std::int64_t channels, float* means) {
+  thread_local std::vector<float> total;  // kept across calls: this runs once per block of a network
+  total.resize(static_cast<std::size_t>(blocks * block));
+  // The calling thread's buffer: inside the parallel region `total` would name each thread's own.
+  float* sums = total.data();
+  for (std::int64_t n = 0; n < images; ++n) {
+    const float* image = data + n * blocks * rows * block;
+    std::fill(sums, sums + blocks * block, 0.f);
+#pragma omp parallel for schedule(static) if (blocks > 1 && blocks * rows * block >= (1 << 16))
+    for (std::int64_t b = 0; b < blocks; ++b) AddBlockRows(image + b * rows * block, rows, block, sums + b * block);
+    for (std::int64_t c = 0; c < channels; ++c) means[n * channels + c] = sums[c] / static_cast<float>(rows);
+  }
+}
+
+void SwishInPlace(float* data, std::int64_t count) {
+  Apply(SwishKernel(), data, data, count);
+}
+
+void Gelu(const float* src, float* dst, std::int64_t count) {
+  static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Gelu16>
+                               : CpuIsa() == Isa::kAvx2 ? Avx2<Gelu8, GeluScalar>
+                                                        : GeluScalar;
+  Apply(kernel, src, dst, count);
+}
+
+}  // namespace onnxfuse::backend

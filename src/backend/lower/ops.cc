@@ -1,0 +1,346 @@
+// Binary, elementwise, PRelu, batch normalization, variadic, Clip and softmax
+// primitives (pooling: backend/lower/pool.cc).
+#include <cfloat>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include "ir/attrs.h"
+#include "backend/lower/host_eval.h"
+#include "backend/lower/lower.h"
+#include "backend/lower/onednn_limits.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+
+float ConstScalar(Builder& b, const Node& node, std::size_t i, float fallback) {
+  if (node.inputs.size() <= i || node.inputs[i] == kNoValue) return fallback;
+  if (!b.IsConst(node.inputs[i])) return NAN;
+  const Tensor& t = b.Const(node.inputs[i], node);
+  return t.NumElements() == 1 ? static_cast<float>(ElementAt(t, 0)) : NAN;
+}
+
+PostOp Eltwise(algorithm alg, float alpha = 0, float beta = 0) {
+  PostOp po;
+  po.alg = alg, po.alpha = alpha, po.beta = beta;
+  return po;
+}
+
+}  // namespace
+
+Arg OpInput(Builder& b, const Node& node, std::size_t i) {
+  const auto& md = b.ActOf(node.inputs.at(i), node).md;
+  if (b.fuse && (IsPlainEquivalent(md) || IsConvLayout(md))) return b.UseAsIs(node.inputs[i], node);
+  return b.UsePlain(node.inputs[i], node);
+}
+
+std::vector<PostOp> EltwiseOf(Builder& b, const Node& node) {
+  const std::string& op = node.op_type;
+  if (!node.domain.empty() || node.outputs.size() != 1) return {};
+  if (op == "Relu") return {Eltwise(algorithm::eltwise_relu)};
+  if (op == "LeakyRelu") return {Eltwise(algorithm::eltwise_relu, AttrFloat(node, "alpha", 0.01f))};
+  if (op == "Sigmoid") return {Eltwise(algorithm::eltwise_logistic)};
+  if (op == "Tanh") return {Eltwise(algorithm::eltwise_tanh)};
+  if (op == "Elu") return {Eltwise(algorithm::eltwise_elu, AttrFloat(node, "alpha", 1.f))};
+  if (op == "Exp") return {Eltwise(algorithm::eltwise_exp)};
+  if (op == "Abs") return {Eltwise(algorithm::eltwise_abs)};
+  if (op == "Sqrt") return {Eltwise(algorithm::eltwise_sqrt)};
+  if (op == "Neg") return {Eltwise(algorithm::eltwise_linear, -1.f, 0.f)};
+  if (op == "Reciprocal") return {Eltwise(algorithm::eltwise_pow, 1.f, -1.f)};  // alpha * x^beta
+  if (op == "Softplus") return {Eltwise(algorithm::eltwise_soft_relu)};
+  if (op == "Pow") {  // x^p with a constant scalar exponent
+    float p = ConstScalar(b, node, 1, NAN);
+    if (std::isnan(p)) return {};
+    return {Eltwise(algorithm::eltwise_pow, 1.f, p)};
+  }
+  if (op == "HardSwish") return {Eltwise(algorithm::eltwise_hardswish, 1.f / 6, 0.5f)};
+  if (op == "HardSigmoid")  // max(0, min(1, alpha*x + beta)): no hardsigmoid in oneDNN 2.6
+    return {Eltwise(algorithm::eltwise_linear, AttrFloat(node, "alpha", 0.2f), AttrFloat(node, "beta", 0.5f)),
+            Eltwise(algorithm::eltwise_clip, 0.f, 1.f)};
+  if (op == "Clip") {
+    float lo, hi;
+    if (b.graph.opset() < 11) {
+      lo = AttrFloat(node, "min", -FLT_MAX), hi = AttrFloat(node, "max", FLT_MAX);
+    } else {
+      lo = ConstScalar(b, node, 1, -FLT_MAX), hi = ConstScalar(b, node, 2, FLT_MAX);
+    }
+    if (std::isnan(lo) || std::isnan(hi)) return {};  // bounds computed at run time
+    return {Eltwise(algorithm::eltwise_clip, lo, hi)};
+  }
+  return {};
+}
+
+void EmitEltwise(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  Arg src = OpInput(b, node, 0);
+  Dims dims = b.ActOf(node.inputs[0], node).dims;
+  // Fused, in place over x when nothing reads x later.
+  bool in_place = b.fuse && b.DeadNow(src.slot, &node);
+  for (const PostOp& po : EltwiseOf(b, node)) {
+    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, po.alg, src.md, po.alpha, po.beta);
+    auto pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, desc, b.Attr());
+    Act dst = in_place && pd.dst_desc() == src.md ? Act{src.slot, src.md, dims} : b.NewAct(dims, pd.dst_desc());
+    in_place = b.fuse;  // the next step (HardSigmoid's clip) works on this step's own result
+    b.Emit(pd, "eltwise", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+    src = Arg{dst.slot, dst.md, {}};
+  }
+  b.SetAct(node.outputs[0], Act{src.slot, src.md, dims});
+}
+
+// PRelu: y = x < 0 ? slope * x : x, the slope unidirectionally broadcast to x
+// (ONNX) -> prelu_forward with the slope as weights of x's rank, each dim 1 or x's.
+void EmitPrelu(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  if (!b.IsAct(node.inputs.at(0))) Unsupported(b, node, "X must be computed at run time");
+  Dims dims = b.ActOf(node.inputs[0], node).dims, sd = b.DimsOfValue(node.inputs.at(1), node);
+  if (sd.size() > dims.size()) Unsupported(b, node, "slope has a higher rank than X");
+  sd = ExpandRank(sd, dims.size());
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (sd[d] != 1 && sd[d] != dims[d]) Unsupported(b, node, "slope " + DimsString(sd) + " does not broadcast to X " + DimsString(dims));
+  Arg slope;
+  if (b.IsConst(node.inputs[1])) {
+    const Tensor& t = b.Const(node.inputs[1], node);
+    if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
+    slope.md = PlainDesc(sd);
+    slope.fixed = b.HostMemory(slope.md, t.data.data());
+  } else {
+    slope = b.UsePlain(node.inputs[1], node);
+    slope.md = PlainDesc(sd);
+  }
+  Arg src = OpInput(b, node, 0);
+  using PreluPd = dnnl::prelu_forward::primitive_desc;
+  PreluPd pd;
+  try {
+    pd = PreluPd(dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope.md), b.Attr(), b.engine);
+  } catch (const dnnl::error&) {  // a layout the kernel does not take: plain
+    src = b.UsePlain(node.inputs[0], node);
+    pd = MakePd<PreluPd>(b, node, dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope.md),
+                         b.Attr());
+  }
+  Act dst = b.NewAct(dims, pd.dst_desc());
+  b.Emit(pd, "prelu", node.name,
+         {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, slope}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  b.SetAct(node.outputs[0], dst);
+}
+
+namespace {
+
+// The dims of operand `v` of a broadcasting binary op with `rank` dims
+// (leading 1s added, ONNX multidirectional broadcasting).
+Dims BroadcastDimsOf(Builder& b, const Node& node, ValueId v, std::size_t rank) {
+  return ExpandRank(b.IsConst(v) ? b.Const(v, node).dims : b.ActOf(v, node).dims, rank);
+}
+
+// Operand `v` of a broadcasting binary op with `rank` dims, in `layout` (plain
+// when zero): a constant's host memory, or the run-time tensor's buffer.
+Arg BroadcastOperand(Builder& b, const Node& node, ValueId v, std::size_t rank, memory::desc layout = {}) {
+  const Dims dims = BroadcastDimsOf(b, node, v, rank);
+  // A run-time operand of lower rank is read plain: a reorder cannot add its leading 1s.
+  if (layout.is_zero() || (!b.IsConst(v) && b.ActOf(v, node).dims.size() != rank)) layout = PlainDesc(dims);
+  if (b.IsConst(v)) {
+    const Tensor& t = b.Const(v, node);
+    if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
+    const memory::desc plain = PlainDesc(dims);
+    if (layout == plain) return Arg{-1, plain, b.HostMemory(plain, t.data.data())};
+    return Arg{-1, layout, b.Prepack(b.HostView(plain, t.data.data()), layout)};
+  }
+  if (IsPlainEquivalent(layout)) {  // the leading 1s are the descriptor's alone
+    Arg arg = b.UsePlain(v, node);
+    arg.md = layout;
+    return arg;
+  }
+  return b.Use(v, layout, node);
+}
+
+// The layout of broadcast operand `v` (`rank` dims) for a binary step on
+// `src0`: plain, unless oneDNN's binary runs its reference code on that and a
+// jit one with the operand blocked as src0 is (oneDNN 2.6 on AVX2 takes a
+// per-channel operand of an nChw8c src0 only so: ref:any, ~100x slower).
+// Only the forms oneDNN 2.6.3's jit:uni binary reads right may be blocked
+// (BlockedOperandRight, onednn_limits.h).
+memory::desc BroadcastLayout(Builder& b, const Node& node, ValueId v, const memory::desc& src0, std::size_t rank,
+                             algorithm alg) {
+  const Dims dims = BroadcastDimsOf(b, node, v, rank);
+  const memory::desc plain = PlainDesc(dims);
+  const memory::desc blocked = BlockedOperandRight(dims, src0.dims()) ? WithBlockingOf(src0, dims) : memory::desc();
+  auto fast = [&](const memory::desc& md) {
+    try {
+      return !IsSlowImpl("binary", dnnl::binary::primitive_desc(dnnl::binary::desc(alg, src0, md, src0), b.Attr(),
+                                                                 b.engine).impl_info_str());
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  };
+  return blocked.is_zero() || fast(plain) || !fast(blocked) ? plain : blocked;
+}
+
+// One binary step dst = alg(src0, src1) (then `ops`) into a new plain tensor
+// of `out` dims; returns dst.
+Arg EmitBinaryStep(Builder& b, const Node& node, algorithm alg, const Arg& src0, const Arg& src1, const Dims& out,
+                   const dnnl::post_ops& ops = dnnl::post_ops()) {
+  Act dst = b.NewAct(out, PlainDesc(out));
+  dnnl::binary::desc desc(alg, src0.md, src1.md, dst.md);
+  auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
+  b.Emit(pd, "binary", node.name,
+         {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+  return Arg{dst.slot, dst.md, {}};
+}
+
+}  // namespace
+
+void EmitBinary(Builder& b, const Chain& chain_in) {
+  const Node& node = b.graph.node(chain_in.anchor);
+  Chain chain = chain_in;
+  const std::string& op = node.op_type;
+  Dims d0 = b.DimsOfValue(node.inputs.at(0), node), d1 = b.DimsOfValue(node.inputs.at(1), node), out;
+  try {
+    out = BroadcastDims(d0, d1);
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  std::size_t first = 0;  // oneDNN's src0 must have the destination's shape
+  if (!(b.IsAct(node.inputs[0]) && d0 == out)) {
+    if (!(b.IsAct(node.inputs[1]) && d1 == out))
+      Unsupported(b, node, "neither input is a run-time tensor of the output's shape");
+    first = 1;
+    // Operands swapped: c - x = -(x - c), c / x = (x / c)^-1, as an eltwise
+    // post-op on the step itself, ahead of the chain's own.
+    if (op == "Sub" || op == "Div")
+      chain.post_ops.insert(chain.post_ops.begin(),
+                            PostOp{PostOp::Kind::kEltwise, op == "Sub" ? algorithm::eltwise_linear : algorithm::eltwise_pow,
+                                   op == "Sub" ? -1.f : 1.f, op == "Sub" ? 0.f : -1.f, kNoValue, {}, 0});
+    MergeLinearSteps(chain.post_ops);
+  }
+  const algorithm alg = op == "Add" ? algorithm::binary_add
+                  : op == "Sub" ? algorithm::binary_sub
+                  : op == "Mul" ? algorithm::binary_mul
+                                : algorithm::binary_div;
+  ValueId other = node.inputs[1 - first];
+  Arg src0 = OpInput(b, node, first);  // a rank-0 result keeps dims [] (its memory is one element of dims {1})
+  // The same shape as src0: read in src0's layout; else broadcast (BroadcastLayout).
+  const Arg src1 = b.IsAct(other) && b.ActOf(other, node).dims == out
+                       ? b.Use(other, src0.md, node)
+                       : BroadcastOperand(b, node, other, out.size(), BroadcastLayout(b, node, other, src0.md, out.size(), alg));
+  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}};
+  const std::size_t count = RightPrefix(chain, "binary", out);  // the rest: tail steps (FinishChain)
+  dnnl::post_ops ops = MakePostOps(b, chain, out, args, count);
+  dnnl::binary::desc desc(alg, src0.md, src1.md, src0.md);
+  auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
+  FinishChain(b, chain, pd, "binary", out, std::move(args), {src0.slot, src1.slot}, count, DNNL_ARG_SRC_0);
+}
+
+void EmitBatchNorm(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  if (AttrInt(node, "training_mode", 0) != 0) Unsupported(b, node, "training_mode=1 is not supported");
+  Arg src = OpInput(b, node, 0);
+  Dims dims = b.ActOf(node.inputs[0], node).dims;
+  auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  if (chain.norm_relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
+  dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md,
+                                               AttrFloat(node, "epsilon", 1e-5f), flags);
+  auto pd = MakePd<dnnl::batch_normalization_forward::primitive_desc>(b, node, desc, b.Attr());
+  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}};
+  const int keys[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const Tensor& t = b.Const(node.inputs.at(i + 1), node);
+    if (dims.size() < 2 || t.NumElements() != dims[1]) Unsupported(b, node, "parameters must have one value per channel");
+    memory m = b.HostMemory(PlainDesc({dims[1]}), t.data.data());
+    args.emplace_back(keys[i], Arg{-1, m.get_desc(), m});
+  }
+  FinishChain(b, chain, pd, "batch_norm", dims, std::move(args), {src.slot}, kAllPostOps, DNNL_ARG_SRC);
+}
+
+void EmitVariadic(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  const std::string& op = node.op_type;
+  std::vector<ValueId> inputs;
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i)
+    if (node.inputs[i] != kNoValue) inputs.push_back(node.inputs[i]);
+  if (inputs.empty())
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": no inputs");
+  Dims out = b.DimsOfValue(inputs[0], node);
+  try {
+    for (ValueId v : inputs) out = BroadcastDims(out, b.DimsOfValue(v, node));
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  // oneDNN's binary writes src0's shape: start from an input of the output's
+  // shape (the ops are commutative), broadcast the others onto it.
+  auto start = std::find_if(inputs.begin(), inputs.end(),
+                            [&](ValueId v) { return b.IsAct(v) && b.ActOf(v, node).dims == out; });
+  if (start == inputs.end()) Unsupported(b, node, "no run-time input has the output's shape " + DimsString(out));
+  std::iter_swap(inputs.begin(), start);
+  if (inputs.size() == 1) {  // the input itself, in any layout, as for Identity (LowerView)
+    const Arg src = b.UseAsIs(inputs[0], node);
+    b.SetAct(node.outputs[0], Act{src.slot, src.md, out});
+    return;
+  }
+  const float mean_scale = op == "Mean" ? 1.f / static_cast<float>(inputs.size()) : 1.f;
+  Arg acc = b.UsePlain(inputs[0], node);
+  const algorithm alg = op == "Max" ? algorithm::binary_max : op == "Min" ? algorithm::binary_min : algorithm::binary_add;
+  for (std::size_t k = 1; k < inputs.size(); ++k) {
+    dnnl::post_ops ops;
+    if (k + 1 == inputs.size() && mean_scale != 1.f) ops.append_eltwise(1.f, algorithm::eltwise_linear, mean_scale, 0.f);
+    acc = EmitBinaryStep(b, node, alg, acc, BroadcastOperand(b, node, inputs[k], out.size()), out, ops);
+  }
+  b.SetAct(node.outputs[0], Act{acc.slot, acc.md, out});
+}
+
+void EmitClip(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  const Dims dims = b.ActOf(node.inputs.at(0), node).dims;
+  Arg cur = b.UsePlain(node.inputs[0], node);
+  // min(max(x, min), max): all max where min > max, as ONNX Clip-11 says.
+  for (const auto& [input, alg] : {std::pair{1, algorithm::binary_max}, std::pair{2, algorithm::binary_min}}) {
+    const auto i = static_cast<std::size_t>(input);
+    if (node.num_explicit_inputs <= i || node.inputs[i] == kNoValue) continue;
+    const ValueId v = node.inputs[i];
+    if (Product(b.DimsOfValue(v, node)) != 1) Unsupported(b, node, "min and max must be scalars");
+    cur = EmitBinaryStep(b, node, alg, cur, BroadcastOperand(b, node, v, dims.size()), dims);
+  }
+  b.SetAct(node.outputs[0], Act{cur.slot, cur.md, dims});
+}
+
+void EmitSoftmax(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  const bool log = node.op_type == "LogSoftmax";
+  Dims x = b.ActOf(node.inputs.at(0), node).dims;
+  auto rank = static_cast<std::int64_t>(x.size());
+  std::int64_t axis = AttrInt(node, "axis", b.graph.opset() >= 13 ? -1 : 1);
+  if (axis < -rank || axis >= std::max<std::int64_t>(rank, 1))
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": axis " +
+                                              std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  Arg src = b.UsePlain(node.inputs[0], node);
+  // Before opset 13, (Log)Softmax normalizes over all of axis.. at once: the
+  // input coerced to 2-D [x0*..*x(axis-1), x(axis)*..] (ONNX Softmax-1/11).
+  // The buffer is plain, so this is a 2-D view of it.
+  dnnl::memory::desc md = src.md;
+  int dnnl_axis = static_cast<int>(axis);
+  if (b.graph.opset() < 13) {
+    const std::int64_t outer = Product(Dims(x.begin(), x.begin() + axis));
+    md = PlainDesc({outer, Product(x) / std::max<std::int64_t>(outer, 1)});
+    dnnl_axis = 1;
+  }
+  const Arg view{src.slot, md, src.fixed};
+  Act dst = b.NewAct(x, PlainDesc(x));
+  const Arg out{dst.slot, md, {}};
+  if (log) {
+    dnnl::logsoftmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, dnnl_axis);
+    auto pd = MakePd<dnnl::logsoftmax_forward::primitive_desc>(b, node, desc, b.Attr());
+    b.Emit(pd, "logsoftmax", node.name, {{DNNL_ARG_SRC, view}, {DNNL_ARG_DST, out}}, dst.md);
+  } else {
+    dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, dnnl_axis);
+    auto pd = MakePd<dnnl::softmax_forward::primitive_desc>(b, node, desc, b.Attr());
+    b.Emit(pd, "softmax", node.name, {{DNNL_ARG_SRC, view}, {DNNL_ARG_DST, out}}, dst.md);
+  }
+  b.SetAct(node.outputs[0], dst);
+}
+
+}  // namespace onnxfuse::backend

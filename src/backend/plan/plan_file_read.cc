@@ -1,0 +1,203 @@
+// Reading plan files: header and checksum first, then the payload streamed,
+// its model loaded and its schedule recompiled (include/onnxfuse/plan_file.h).
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <spdlog/spdlog.h>
+
+#include "onnxfuse/loader.h"
+#include "onnxfuse/plan_file.h"
+#include "backend/lower/packed_constants.h"
+#include "backend/plan/plan_format.h"
+
+namespace onnxfuse {
+
+using namespace planformat;
+
+namespace {
+
+struct Header {
+  std::uint32_t crc = 0;
+  std::uint64_t length = 0;  // payload bytes
+};
+
+// Checks the first bytes of a plan file (`have` of them, up to the header's
+// size) against a file of `file_size` bytes.
+Header CheckHeader(const unsigned char* data, std::size_t have, std::uint64_t file_size, const std::string& source) {
+  if (have < sizeof kMagic || std::memcmp(data, kMagic, sizeof kMagic) != 0)
+    Invalid(source, "not an onnx-fuse plan file (no \"ONNXFPLN\" magic; write one with onnx-fuse MODEL.onnx -o X.plan)");
+  if (have < kPlanHeaderBytes)
+    Invalid(source, "truncated plan file (" + std::to_string(file_size) + " bytes, shorter than its header)");
+  auto version = static_cast<std::uint32_t>(GetLe(data + 8, 4));
+  if (version != kPlanFormatVersion)
+    throw Error(ErrorKind::kUnsupported, source + ": plan format version " + std::to_string(version) +
+                                             "; this onnx-fuse reads version " + std::to_string(kPlanFormatVersion) +
+                                             " (rebuild the plan from its model)");
+  Header h{static_cast<std::uint32_t>(GetLe(data + 12, 4)), GetLe(data + 16, 8)};
+  std::uint64_t present = file_size - kPlanHeaderBytes;
+  if (h.length != present)
+    Invalid(source, (h.length > present ? "truncated plan file: payload of " : "plan file longer than its payload of ") +
+                        std::to_string(h.length) + " bytes, " + std::to_string(present) + " present");
+  if (h.length > static_cast<std::uint64_t>(INT_MAX)) Invalid(source, "plan payload over 2 GB");
+  return h;
+}
+
+planfile::Plan ParseChecked(google::protobuf::io::ZeroCopyInputStream& in, const Header& h, const std::string& source) {
+  planfile::Plan plan;
+  if (!plan.ParseFromBoundedZeroCopyStream(&in, static_cast<int>(h.length)))
+    Invalid(source, "the plan payload does not parse");
+  return plan;
+}
+
+const char* const kCorrupted = "corrupted plan file: the payload's CRC-32 differs from the header's";
+
+FusionPlan GroupsOf(const Graph& graph, const planfile::Plan& stored, const std::string& source) {
+  const auto n = static_cast<std::int64_t>(graph.num_nodes());
+  std::vector<int> label(graph.num_nodes(), -1);
+  std::vector<std::string> rules;
+  for (const auto& group : stored.groups()) {
+    for (std::int64_t node : group.nodes()) {
+      if (node < 0 || node >= n || label[static_cast<std::size_t>(node)] != -1)
+        Invalid(source, "plan groups name node " + std::to_string(node) + " out of range or twice");
+      label[static_cast<std::size_t>(node)] = static_cast<int>(rules.size());
+    }
+    rules.push_back(group.rule());
+  }
+  if (stored.groups_size() == 0) return FusionPlan{};
+  for (std::size_t id = 0; id < label.size(); ++id)
+    if (label[id] == -1) Invalid(source, "plan groups leave out node " + std::to_string(id));
+  FusionPlan fusion = MakeFusionPlan(graph, ClassifyAll(graph), label, rules, stored.strategy());
+  try {
+    ValidateFusionPlan(graph, fusion);
+  } catch (const Error& e) {
+    Invalid(source, std::string("plan groups are not a valid fusion: ") + e.what());
+  }
+  return fusion;
+}
+
+// The stored constants as oneDNN memories; each one's bytes are freed from `stored` once copied.
+std::shared_ptr<backend::PackedConstants> ConstantsOf(planfile::Plan& stored, const std::string& source) {
+  auto packed = std::make_shared<backend::PackedConstants>();
+  packed->replay = true;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  for (auto& c : *stored.mutable_constants()) {
+    dnnl::memory::desc md;
+    try {
+      md = LoadDesc(c.desc(), c.data().size(), "constant '" + c.key() + "'");
+    } catch (const std::invalid_argument& e) {
+      Invalid(source, e.what());
+    } catch (const dnnl::error& e) {
+      Invalid(source, "constant '" + c.key() + "': " + e.what());
+    }
+    dnnl::memory m(md, engine);
+    std::memcpy(m.get_data_handle(), c.data().data(), c.data().size());
+    std::string().swap(*c.mutable_data());
+    if (!packed->by_key.emplace(c.key(), m).second) Invalid(source, "constant '" + c.key() + "' is stored twice");
+  }
+  return packed;
+}
+
+bool SameSchedule(const std::vector<ScheduleStep>& now, const planfile::Plan& stored) {
+  if (static_cast<int>(now.size()) != stored.schedule_size()) return false;
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    const auto& s = stored.schedule(static_cast<int>(i));
+    if (now[i].kind != s.kind() || now[i].label != s.label() || now[i].impl != s.impl() || now[i].layout != s.layout())
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsPlanFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof kMagic] = {};
+  return in.read(magic, sizeof magic) && std::memcmp(magic, kMagic, sizeof kMagic) == 0;
+}
+
+namespace {
+
+// The parsed payload into a compiled plan. The payload's large strings (the
+// model, the constants) are freed as soon as they are copied out, so loading
+// holds each byte about once.
+LoadedPlan Load(planfile::Plan stored, const std::string& source_name, bool keep_weights, std::uint64_t file_bytes) {
+  onnx::ModelProto model = ParseModelBytes(stored.model().data(), stored.model().size(), source_name + " (its model)");
+  std::string().swap(*stored.mutable_model());
+  auto graph = std::make_unique<Graph>(LoadModelProto(std::move(model), source_name + " (its model)"));
+  FusionPlan fusion = GroupsOf(*graph, stored, source_name);
+  CompileOptions options;
+  options.fuse = stored.fused();
+  options.packed = ConstantsOf(stored, source_name);
+  for (const auto& step : stored.schedule())  // a step's label starts with its anchor node's name
+    options.packed->implementations.emplace(step.kind() + ":" + step.label().substr(0, step.label().find('+')),
+                                            step.impl());
+  ExecutablePlan executable = keep_weights ? ExecutablePlan::Compile(*graph, fusion, options)
+                                           : ExecutablePlan::CompileReleasingWeights(*graph, fusion, options);
+
+  PlanFileInfo info;
+  info.producer = stored.producer();
+  info.source = stored.source();
+  info.strategy = stored.strategy();
+  info.fused = stored.fused();
+  info.built_isa = stored.cpu_isa();
+  info.running_isa = CpuIsaName();
+  info.constants = stored.constants_size();
+  info.constants_reused = options.packed->reused;
+  info.constants_relaid = options.packed->relaid;
+  info.constants_repacked = options.packed->recomputed;
+  info.steps = stored.schedule_size();
+  info.same_schedule = SameSchedule(executable.Schedule(), stored);
+  info.file_bytes = file_bytes;
+  if (info.built_isa != info.running_isa)
+    spdlog::info("{}: built for {}, running on {}: layouts re-derived ({} constants reordered, {} as stored, {} repacked)",
+                 source_name, info.built_isa, info.running_isa, info.constants_relaid, info.constants_reused,
+                 info.constants_repacked);
+  else if (!info.same_schedule)
+    spdlog::warn("{}: the schedule compiled here differs from the stored one on the same ISA ({})", source_name,
+                 info.running_isa);
+  return LoadedPlan{std::move(graph), std::move(fusion), std::move(executable), std::move(info)};
+}
+
+}  // namespace
+
+LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  Header h = CheckHeader(bytes, std::min(size, kPlanHeaderBytes), size, source_name);
+  if (Crc32(bytes + kPlanHeaderBytes, h.length) != h.crc) Invalid(source_name, kCorrupted);
+  google::protobuf::io::ArrayInputStream in(bytes + kPlanHeaderBytes, static_cast<int>(h.length));
+  return Load(ParseChecked(in, h, source_name), source_name, keep_weights, size);
+}
+
+LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights) {
+  // Streamed twice (checksum, then parse) rather than read into memory whole:
+  // a plan is about twice its model's size.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error(ErrorKind::kIo, path + ": " + ec.message());
+  unsigned char header[kPlanHeaderBytes];
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  Header h = CheckHeader(header, static_cast<std::size_t>(in.gcount()), size, path);
+  std::vector<char> chunk(std::size_t{1} << 22);
+  std::uint32_t crc = 0;
+  std::uint64_t read = 0;
+  while (read < h.length && in.read(chunk.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(chunk.size(), h.length - read)))) {
+    crc = Crc32(chunk.data(), static_cast<std::size_t>(in.gcount()), crc);
+    read += static_cast<std::uint64_t>(in.gcount());
+  }
+  if (read != h.length) throw Error(ErrorKind::kIo, path + ": read failed");
+  if (crc != h.crc) Invalid(path, kCorrupted);
+  std::vector<char>().swap(chunk);
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(kPlanHeaderBytes));
+  google::protobuf::io::IstreamInputStream stream(&in);
+  return Load(ParseChecked(stream, h, path), path, keep_weights, size);
+}
+
+}  // namespace onnxfuse

@@ -1,0 +1,187 @@
+// Writing plan files: compile with the constants recorded, then stream the
+// payload into the file (include/onnxfuse/plan_file.h).
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <spdlog/spdlog.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "common/atomic_file.h"
+#include "onnxfuse/error.h"
+#include "onnxfuse/plan_file.h"
+#include "onnxfuse/tensor_io.h"
+#include "backend/runtime/verify.h"
+#include "backend/lower/packed_constants.h"
+#include "backend/plan/plan_format.h"
+
+namespace onnxfuse {
+
+using namespace planformat;
+
+namespace {
+
+// A packed constant to stream: its key and descriptor as a message, its bytes in place.
+struct StreamedConstant {
+  planfile::PackedConstant head;  // key, desc; data left empty
+  dnnl::memory memory;
+};
+
+// Bytes to a file descriptor, keeping their CRC-32.
+class CrcFileSink : public google::protobuf::io::CopyingOutputStream {
+ public:
+  explicit CrcFileSink(int fd) : fd_(fd) {}
+  bool Write(const void* buffer, int size) override {
+    error_ = WriteAll(fd_, buffer, static_cast<std::size_t>(size));
+    if (error_ != 0) return false;
+    crc_ = Crc32(buffer, static_cast<std::size_t>(size), crc_);
+    return true;
+  }
+  int error() const { return error_; }
+  std::uint32_t crc() const { return crc_; }
+
+ private:
+  int fd_, error_ = 0;
+  std::uint32_t crc_ = 0;
+};
+
+// The Plan payload as `small` (every field but the model and the constants'
+// data) followed by field 3 (model) and one field 8 (constant) per constant,
+// written with protobuf's wire format (tag, length, bytes) straight from the
+// ModelProto and the constants' memories.
+class PayloadWriter {
+ public:
+  PayloadWriter(const planfile::Plan& small, const onnx::ModelProto& model, const std::vector<StreamedConstant>& constants)
+      : small_(small), model_(model), constants_(constants) {
+    using google::protobuf::io::CodedOutputStream;
+    size_ = small_.ByteSizeLong();
+    model_bytes_ = model_.ByteSizeLong();
+    size_ += 1 + CodedOutputStream::VarintSize64(model_bytes_) + model_bytes_;
+    for (const auto& c : constants_) {
+      std::uint64_t body = ConstantBody(c);
+      size_ += 1 + CodedOutputStream::VarintSize64(body) + body;
+    }
+  }
+  std::uint64_t size() const { return size_; }
+
+  // The header (with the payload's CRC, known only at the end, written last) and the payload. Returns 0 or errno.
+  int WriteFile(int fd) {
+    using google::protobuf::io::CodedOutputStream;
+    unsigned char header[kPlanHeaderBytes] = {};
+    if (int error = WriteAll(fd, header, sizeof header)) return error;
+    CrcFileSink sink(fd);
+    {
+      google::protobuf::io::CopyingOutputStreamAdaptor adaptor(&sink);
+      CodedOutputStream coded(&adaptor);
+      small_.SerializeWithCachedSizes(&coded);
+      coded.WriteTag(Tag(planfile::Plan::kModelFieldNumber));
+      coded.WriteVarint64(model_bytes_);
+      model_.SerializeWithCachedSizes(&coded);
+      for (const auto& c : constants_) {
+        coded.WriteTag(Tag(planfile::Plan::kConstantsFieldNumber));
+        coded.WriteVarint64(ConstantBody(c));
+        c.head.SerializeWithCachedSizes(&coded);
+        coded.WriteTag(Tag(planfile::PackedConstant::kDataFieldNumber));
+        coded.WriteVarint64(c.memory.get_desc().get_size());
+        coded.WriteRaw(c.memory.get_data_handle(), static_cast<int>(c.memory.get_desc().get_size()));
+      }
+      coded.Trim();
+      if (coded.HadError() || !adaptor.Flush()) return sink.error() ? sink.error() : EIO;
+    }
+    std::memcpy(header, kMagic, sizeof kMagic);
+    PutU32(header + 8, kPlanFormatVersion);
+    PutU32(header + 12, sink.crc());
+    PutU64(header + 16, size_);
+    return pwrite(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) ? 0 : errno;
+  }
+
+ private:
+  static std::uint32_t Tag(int field) { return static_cast<std::uint32_t>(field << 3) | 2; }  // length-delimited
+  static std::uint64_t ConstantBody(const StreamedConstant& c) {
+    std::uint64_t data = c.memory.get_desc().get_size();
+    return c.head.ByteSizeLong() + 1 + google::protobuf::io::CodedOutputStream::VarintSize64(data) + data;
+  }
+
+  const planfile::Plan& small_;
+  const onnx::ModelProto& model_;
+  const std::vector<StreamedConstant>& constants_;
+  std::uint64_t size_ = 0, model_bytes_ = 0;
+};
+
+}  // namespace
+
+PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const FusionPlan& fusion,
+                           const CompileOptions& options, const std::string& source, bool verify) {
+  auto packed = std::make_shared<backend::PackedConstants>();
+  CompileOptions record = options;
+  record.packed = packed;
+  ExecutablePlan executable = ExecutablePlan::Compile(graph, fusion, record);
+  if (verify && options.fuse) {  // the plan as it will be stored, against the unfused one
+    const std::vector<Tensor> inputs = RandomInputs(graph);
+    const std::vector<Tensor> fused = executable.Run(inputs);
+    const std::vector<Tensor> unfused = ExecutablePlan::Compile(graph, fusion, CompileOptions{false}).Run(inputs);
+    const Verification v = VerifyOutputs(graph, fusion, inputs, fused, unfused);
+    if (!v.ok)
+      throw Error(ErrorKind::kVerification,
+                  path + ": not written: the fused plan of " + source + " differs from the unfused one: " +
+                      v.Summary() + ". This is a bug in onnx-fuse; another --strategy may avoid it");
+  }
+
+  // Everything but the two large fields (the model, the constants' data), which
+  // are streamed into the file from where they are instead of copied into the
+  // message: protobuf merges repeated and concatenated fields on parsing.
+  planfile::Plan out;
+  out.set_producer(std::string("onnx-fuse ") + ONNXFUSE_VERSION);
+  out.set_source(source);
+  out.set_fused(options.fuse);
+  out.set_strategy(fusion.strategy);
+  if (options.fuse)
+    for (const FusedGroup& g : fusion.groups) {
+      auto* group = out.add_groups();
+      for (NodeId id : g.nodes) group->add_nodes(static_cast<std::int64_t>(id));
+      group->set_rule(g.rule);
+    }
+  out.set_cpu_isa(CpuIsaName());
+  for (const ScheduleStep& s : executable.Schedule()) {
+    auto* step = out.add_schedule();
+    step->set_kind(s.kind), step->set_label(s.label), step->set_impl(s.impl), step->set_layout(s.layout);
+  }
+  out.set_arena_bytes(executable.stats().arena_bytes);
+  std::vector<StreamedConstant> constants;
+  for (const auto& [key, memory] : packed->by_key) {
+    StreamedConstant c;
+    c.head.set_key(key);
+    StoreDesc(memory.get_desc(), *c.head.mutable_desc());
+    c.memory = memory;
+    constants.push_back(std::move(c));
+  }
+  PayloadWriter writer(out, graph.model(), constants);
+  if (writer.size() > static_cast<std::uint64_t>(INT_MAX))
+    throw Error(ErrorKind::kUnsupported, path + ": the plan would exceed protobuf's 2 GB message limit");
+
+  WriteFileAtomically(path, [&](int fd) { return writer.WriteFile(fd); });
+
+  PlanFileInfo info;
+  info.producer = out.producer();
+  info.source = source;
+  info.strategy = out.strategy();
+  info.fused = options.fuse;
+  info.built_isa = info.running_isa = out.cpu_isa();
+  info.constants = static_cast<int>(constants.size());
+  info.steps = out.schedule_size();
+  info.file_bytes = kPlanHeaderBytes + writer.size();
+  return info;
+}
+
+nlohmann::json WritePlanFileForJob(const FuseJob& job, const Graph& graph, const FusionPlan& fusion) {
+  PlanFileInfo info = WritePlanFile(job.output_path, graph, fusion, CompileOptions{}, job.input_path, job.verify);
+  spdlog::info("{}: executable plan of {} steps, {} prepacked constants, {:.1f} MB, for {}", job.output_path,
+               info.steps, info.constants, static_cast<double>(info.file_bytes) / 1e6, info.built_isa);
+  return {{"path", job.output_path},  {"format_version", kPlanFormatVersion}, {"steps", info.steps},
+          {"constants", info.constants}, {"cpu_isa", info.built_isa},      {"bytes", info.file_bytes}};
+}
+
+}  // namespace onnxfuse

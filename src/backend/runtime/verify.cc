@@ -1,0 +1,132 @@
+// The fused plan checked against the unfused one, and a difference localized
+// to the first fusion group whose result differs (onnxfuse/verify.h).
+#include "backend/runtime/verify.h"
+
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "onnxfuse/error.h"
+#include "onnxfuse/executor.h"
+
+namespace onnxfuse {
+
+namespace {
+
+std::string Scientific(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", v);
+  return text;
+}
+
+std::string FunctionOf(const Graph& graph, const FusedGroup& group) {
+  if (group.call) return group.call->function;
+  std::string name;
+  for (NodeId id : group.nodes) name += (name.empty() ? "" : "_") + graph.node(id).op_type;
+  return name;
+}
+
+// The values leaving `group` (GroupOutputs) that can be compared: float, of known, non-empty shape.
+std::vector<ValueId> LeavingValues(const Graph& graph, const FusionPlan& plan, const FusedGroup& group) {
+  std::vector<ValueId> leaving;
+  for (ValueId v : GroupOutputs(graph, plan, group)) {
+    const TensorType& type = graph.value(v).type;
+    const auto elements = type.NumElements();
+    if (type.elem_type == onnx::TensorProto::FLOAT && elements && *elements > 0) leaving.push_back(v);
+  }
+  return leaving;
+}
+
+// `graph` with `values` added to its outputs (same nodes, so the same node ids).
+Graph WithOutputs(const Graph& graph, const std::vector<ValueId>& values) {
+  onnx::ModelProto model = graph.model();
+  for (ValueId v : values) {
+    const Value& value = graph.value(v);
+    if (value.is_graph_output) continue;
+    onnx::ValueInfoProto* info = model.mutable_graph()->add_output();
+    info->set_name(value.name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(value.type.elem_type);
+    for (std::int64_t d : value.type.dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  return Graph(std::move(model), graph.source_path());
+}
+
+// Compiles and runs `graph` fused with `plan` and unfused; the outputs of each, by name.
+std::pair<std::map<std::string, Tensor>, std::map<std::string, Tensor>> RunBoth(const Graph& graph,
+                                                                              const FusionPlan& plan,
+                                                                              const std::vector<Tensor>& inputs) {
+  std::pair<std::map<std::string, Tensor>, std::map<std::string, Tensor>> outputs;
+  for (bool fuse : {true, false}) {
+    ExecutablePlan executable = ExecutablePlan::Compile(graph, plan, CompileOptions{fuse});
+    for (Tensor& t : executable.Run(inputs)) (fuse ? outputs.first : outputs.second)[t.name] = std::move(t);
+  }
+  return outputs;
+}
+
+void Localize(const Graph& graph, const FusionPlan& plan, const std::vector<Tensor>& inputs, double rtol,
+              Verification& result) {
+  std::vector<std::pair<int, ValueId>> leaving;  // group id, value: in the groups' order
+  std::vector<ValueId> values;
+  for (const FusedGroup& group : plan.groups)
+    for (ValueId v : LeavingValues(graph, plan, group)) leaving.emplace_back(group.id, v), values.push_back(v);
+  std::map<std::string, Tensor> fused, unfused;
+  try {
+    std::tie(fused, unfused) = RunBoth(WithOutputs(graph, values), plan, inputs);
+  } catch (const Error& e) {
+    result.localization_note = std::string("not localized: keeping every group's result failed to compile: ") + e.what();
+    return;
+  }
+  for (const auto& [group_id, v] : leaving) {
+    const std::string& name = graph.value(v).name;
+    TensorDiff d = CompareTensors(unfused.at(name), fused.at(name));
+    if (!d.shape_mismatch && d.max_rel <= rtol) continue;
+    const FusedGroup& group = plan.groups.at(static_cast<std::size_t>(group_id));
+    GroupDifference first;
+    first.group = group_id;
+    first.function = FunctionOf(graph, group);
+    for (NodeId id : group.nodes) first.nodes += (first.nodes.empty() ? "" : ",") + graph.node(id).name;
+    first.node = graph.node(graph.value(v).producer).name;
+    first.value = name;
+    first.max_abs = d.max_abs, first.max_rel = d.max_rel;
+    result.first = std::move(first);
+    return;
+  }
+  result.localization_note =
+      "not localized: with every group's result kept, all of them agree (the difference depends on a buffer "
+      "reused in place)";
+}
+
+}  // namespace
+
+std::string Verification::Summary() const {
+  if (ok) return "fused and unfused outputs agree";
+  std::string line;
+  for (const OutputCheck& o : outputs)
+    if (!o.ok)
+      line += std::string(line.empty() ? "" : "; ") + "output '" + o.output + "' differs (max abs " +
+              Scientific(o.max_abs) + ", max rel " + Scientific(o.max_rel) + ")";
+  if (first)
+    line += "; first differing group " + std::to_string(first->group) + " (" + first->function + ": " +
+            first->nodes + ") at node '" + first->node + "' (value '" + first->value + "', max rel " +
+            Scientific(first->max_rel) + ")";
+  else if (!localization_note.empty())
+    line += "; " + localization_note;
+  return line;
+}
+
+Verification VerifyOutputs(const Graph& graph, const FusionPlan& plan, const std::vector<Tensor>& inputs,
+                           const std::vector<Tensor>& fused, const std::vector<Tensor>& unfused, double rtol) {
+  Verification result;
+  Check(fused.size() == unfused.size(), "VerifyOutputs: the plans give different numbers of outputs");
+  for (std::size_t i = 0; i < unfused.size(); ++i) {
+    TensorDiff d = CompareTensors(unfused[i], fused[i]);
+    OutputCheck check{unfused[i].name, d.max_abs, d.max_rel, !d.shape_mismatch && d.max_rel <= rtol};
+    result.ok &= check.ok;
+    result.outputs.push_back(std::move(check));
+  }
+  if (!result.ok) Localize(graph, plan, inputs, rtol, result);
+  return result;
+}
+
+}  // namespace onnxfuse

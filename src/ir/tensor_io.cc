@@ -1,0 +1,276 @@
+// Host tensors <-> TensorProto files (see include/onnxfuse/tensor_io.h).
+#include "onnxfuse/tensor_io.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "onnxfuse/error.h"
+#include "onnxfuse/tensor_data.h"
+
+namespace onnxfuse {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// IEEE 754 half -> float (subnormals, infinities and NaN included).
+float HalfToFloat(std::uint16_t h) {
+  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+template <typename T>
+std::vector<T> RawAs(const std::string& raw, std::int64_t count, const std::string& where) {
+  if (static_cast<std::int64_t>(raw.size()) != count * static_cast<std::int64_t>(sizeof(T)))
+    throw Error(ErrorKind::kInvalidModel, where + ": raw_data has " + std::to_string(raw.size()) + " bytes, dims need " +
+                                              std::to_string(count * static_cast<std::int64_t>(sizeof(T))));
+  std::vector<T> out(static_cast<std::size_t>(count));
+  if (count) std::memcpy(out.data(), raw.data(), raw.size());
+  return out;
+}
+
+template <typename Field>
+void CheckCount(const Field& field, std::int64_t count, const std::string& where) {
+  if (static_cast<std::int64_t>(field.size()) != count)
+    throw Error(ErrorKind::kInvalidModel, where + ": holds " + std::to_string(field.size()) + " values, dims need " +
+                                              std::to_string(count));
+}
+
+// mulberry32 (Tommy Ettinger), as in scripts/ort/compare.js.
+class Mulberry32 {
+ public:
+  explicit Mulberry32(std::uint32_t seed) : state_(seed) {}
+  double Next() {
+    state_ += 0x6d2b79f5u;
+    std::uint32_t t = (state_ ^ (state_ >> 15)) * (1u | state_);
+    t = (t + (t ^ (t >> 7)) * (61u | t)) ^ t;
+    return static_cast<double>(t ^ (t >> 14)) / 4294967296.0;
+  }
+
+ private:
+  std::uint32_t state_;
+};
+
+std::string DimsString(const std::vector<std::int64_t>& dims) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < dims.size(); ++i) out << (i ? "," : "") << dims[i];
+  out << ']';
+  return out.str();
+}
+
+}  // namespace
+
+std::int64_t Tensor::NumElements() const {
+  std::int64_t n = 1;
+  for (auto d : dims) n *= d;
+  return n;
+}
+
+Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& where) {
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
+    throw Error(ErrorKind::kUnsupported, where + ": tensor data is stored externally");
+  // Dims from a file are untrusted: negative ones and products beyond int64 are refused
+  // before anything is sized from them (tensor_data.h).
+  if (!CheckedElementCount(proto.dims()))
+    throw Error(ErrorKind::kInvalidModel, where + ": tensor dims are negative or their product overflows");
+  Tensor t;
+  t.name = proto.name();
+  t.dims.assign(proto.dims().begin(), proto.dims().end());
+  const std::int64_t n = t.NumElements();
+  const std::string& raw = proto.raw_data();
+  const bool has_raw = proto.has_raw_data();
+  auto floats = [&](auto&& values) {
+    t.elem_type = onnx::TensorProto::FLOAT;
+    t.data.assign(values.begin(), values.end());
+  };
+  auto ints = [&](auto&& values) {
+    t.elem_type = onnx::TensorProto::INT64;
+    t.int_data.assign(values.begin(), values.end());
+  };
+  switch (proto.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      if (has_raw) floats(RawAs<float>(raw, n, where));
+      else CheckCount(proto.float_data(), n, where), floats(proto.float_data());
+      break;
+    case onnx::TensorProto::DOUBLE:
+      if (has_raw) floats(RawAs<double>(raw, n, where));
+      else CheckCount(proto.double_data(), n, where), floats(proto.double_data());
+      break;
+    case onnx::TensorProto::FLOAT16: {
+      std::vector<std::uint16_t> halves;
+      if (has_raw) halves = RawAs<std::uint16_t>(raw, n, where);
+      else CheckCount(proto.int32_data(), n, where), halves.assign(proto.int32_data().begin(), proto.int32_data().end());
+      t.elem_type = onnx::TensorProto::FLOAT;
+      for (auto h : halves) t.data.push_back(HalfToFloat(h));
+      break;
+    }
+    case onnx::TensorProto::INT64:
+      if (has_raw) ints(RawAs<std::int64_t>(raw, n, where));
+      else CheckCount(proto.int64_data(), n, where), ints(proto.int64_data());
+      break;
+    case onnx::TensorProto::INT32:
+      if (has_raw) ints(RawAs<std::int32_t>(raw, n, where));
+      else CheckCount(proto.int32_data(), n, where), ints(proto.int32_data());
+      break;
+    case onnx::TensorProto::INT8:
+      if (has_raw) ints(RawAs<std::int8_t>(raw, n, where));
+      else CheckCount(proto.int32_data(), n, where), ints(proto.int32_data());
+      break;
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      if (has_raw) ints(RawAs<std::uint8_t>(raw, n, where));
+      else CheckCount(proto.int32_data(), n, where), ints(proto.int32_data());
+      break;
+    default:
+      throw Error(ErrorKind::kUnsupported,
+                  where + ": tensor element type " + std::to_string(proto.data_type()) + " is not supported");
+  }
+  return t;
+}
+
+onnx::TensorProto TensorToProto(const Tensor& tensor) {
+  onnx::TensorProto proto;
+  proto.set_name(tensor.name);
+  for (auto d : tensor.dims) proto.add_dims(d);
+  proto.set_data_type(tensor.elem_type);
+  if (tensor.elem_type == onnx::TensorProto::INT64)
+    proto.set_raw_data(std::string(reinterpret_cast<const char*>(tensor.int_data.data()),
+                                   tensor.int_data.size() * sizeof(std::int64_t)));
+  else
+    proto.set_raw_data(
+        std::string(reinterpret_cast<const char*>(tensor.data.data()), tensor.data.size() * sizeof(float)));
+  return proto;
+}
+
+Tensor ReadTensorFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
+  onnx::TensorProto proto;
+  if (!proto.ParseFromIstream(&in)) throw Error(ErrorKind::kInvalidModel, path + ": not a serialized TensorProto");
+  return TensorFromProto(proto, path);
+}
+
+void WriteTensorFile(const std::string& path, const Tensor& tensor) {
+  WriteTextAtomically(path, TensorToProto(tensor).SerializeAsString());
+}
+
+std::vector<Tensor> ReadTensorDir(const std::string& dir, const std::string& prefix) {
+  std::vector<Tensor> tensors;
+  for (int i = 0;; ++i) {
+    fs::path file = fs::path(dir) / (prefix + "_" + std::to_string(i) + ".pb");
+    if (!fs::exists(file)) break;
+    tensors.push_back(ReadTensorFile(file.string()));
+  }
+  if (tensors.empty()) throw Error(ErrorKind::kIo, dir + ": no " + prefix + "_0.pb");
+  return tensors;
+}
+
+void WriteTensorDir(const std::string& dir, const std::vector<Tensor>& tensors, const std::string& prefix) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(ErrorKind::kIo, dir + ": cannot create: " + ec.message());
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    WriteTensorFile((fs::path(dir) / (prefix + "_" + std::to_string(i) + ".pb")).string(), tensors[i]);
+}
+
+std::vector<Tensor> MatchInputs(const Graph& graph, std::vector<Tensor> tensors) {
+  const auto& inputs = graph.inputs();
+  if (tensors.size() != inputs.size())
+    throw Error(ErrorKind::kUsage, "the model has " + std::to_string(inputs.size()) + " inputs, got " +
+                                       std::to_string(tensors.size()) + " tensors");
+  std::set<std::string> names;
+  for (ValueId v : inputs) names.insert(graph.value(v).name);
+  bool by_name = std::all_of(tensors.begin(), tensors.end(), [&](const Tensor& t) { return names.count(t.name); });
+  std::vector<Tensor> ordered(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Value& value = graph.value(inputs[i]);
+    std::size_t from = i;
+    if (by_name)
+      from = static_cast<std::size_t>(
+          std::find_if(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.name == value.name; }) -
+          tensors.begin());
+    Tensor t = std::move(tensors[from]);
+    const auto& type = value.type;
+    bool want_int = type.elem_type == onnx::TensorProto::INT64 || type.elem_type == onnx::TensorProto::INT32;
+    if (want_int != (t.elem_type == onnx::TensorProto::INT64))
+      throw Error(ErrorKind::kUsage, "input '" + value.name + "': tensor '" + t.name + "' has the wrong element type");
+    bool dims_ok = !type.has_shape || type.dims.size() == t.dims.size();
+    for (std::size_t d = 0; dims_ok && type.has_shape && d < t.dims.size(); ++d)
+      dims_ok = type.dims[d] < 0 || type.dims[d] == t.dims[d];
+    if (!dims_ok)
+      throw Error(ErrorKind::kUsage, "input '" + value.name + "' is " + type.ShapeString() + ", tensor '" + t.name +
+                                         "' is " + DimsString(t.dims) + " (pin symbolic dims with --input-shape)");
+    t.name = value.name;
+    ordered[i] = std::move(t);
+  }
+  return ordered;
+}
+
+std::vector<Tensor> RandomInputs(const Graph& graph) {
+  std::vector<Tensor> tensors;
+  for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
+    const Value& value = graph.value(graph.inputs()[i]);
+    Tensor t;
+    t.name = value.name;
+    for (auto d : value.type.dims) t.dims.push_back(d >= 0 ? d : 1);
+    if (value.type.elem_type == onnx::TensorProto::INT64 || value.type.elem_type == onnx::TensorProto::INT32) {
+      t.elem_type = onnx::TensorProto::INT64;
+      t.int_data.assign(static_cast<std::size_t>(t.NumElements()), 0);
+    } else {
+      Mulberry32 next(static_cast<std::uint32_t>(i + 1));
+      t.data.resize(static_cast<std::size_t>(t.NumElements()));
+      for (auto& x : t.data) x = static_cast<float>(next.Next() * 2 - 1);
+    }
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+TensorDiff CompareTensors(const Tensor& reference, const Tensor& candidate) {
+  TensorDiff diff;
+  if (reference.dims != candidate.dims || reference.elem_type != candidate.elem_type) {
+    diff.shape_mismatch = true;
+    diff.max_abs = diff.max_rel = INFINITY;
+    return diff;
+  }
+  double max_ref = 0;
+  auto visit = [&](double a, double b) {
+    if (std::isnan(a) != std::isnan(b)) diff.max_abs = INFINITY;
+    if (std::isnan(a) || std::isnan(b)) return;
+    diff.max_abs = std::max(diff.max_abs, std::fabs(a - b));
+    max_ref = std::max(max_ref, std::fabs(a));
+  };
+  for (std::size_t i = 0; i < reference.data.size(); ++i) visit(reference.data[i], candidate.data[i]);
+  for (std::size_t i = 0; i < reference.int_data.size(); ++i)
+    visit(static_cast<double>(reference.int_data[i]), static_cast<double>(candidate.int_data[i]));
+  diff.max_rel = max_ref > 0 ? diff.max_abs / max_ref : (diff.max_abs > 0 ? INFINITY : 0);
+  return diff;
+}
+
+}  // namespace onnxfuse

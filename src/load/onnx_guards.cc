@@ -1,0 +1,85 @@
+// See onnx_guards.h. The registry's schemas are plain objects that libonnx
+// hands out as const pointers; replacing one's inference function (via
+// OpSchema::TypeAndShapeInferenceFunction, its own setter) once, before any
+// inference runs, is how a fixed inference function would be installed too.
+#include "load/onnx_guards.h"
+
+#include <mutex>
+#include <string>
+
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+#include <onnx/defs/tensor_proto_util.h>
+
+namespace onnxfuse::detail {
+
+namespace {
+
+int RankOf(onnx::InferenceContext& ctx, std::size_t index) {
+  if (index >= ctx.getNumInputs()) return -1;
+  const auto* type = ctx.getInputType(index);
+  if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) return -1;
+  return type->tensor_type().shape().dim_size();
+}
+
+enum class Verdict { kRun, kTypeOnly };
+
+using Precondition = Verdict (*)(onnx::InferenceContext& ctx);
+
+template <std::size_t X, std::size_t W>
+Verdict SameRankAsInput(onnx::InferenceContext& ctx) {
+  const int x = RankOf(ctx, X), w = RankOf(ctx, W);
+  if (x >= 0 && w >= 0 && x != w)
+    fail_shape_inference("the weight has rank ", w, " but the input has rank ", x, "; they must be equal");
+  if (w >= 0 && w < 2) fail_shape_inference("the weight has rank ", w, "; at least 2 is needed");
+  return Verdict::kRun;
+}
+
+Verdict IndicesShaped(onnx::InferenceContext& ctx) {
+  return RankOf(ctx, 1) >= 2 ? Verdict::kRun : Verdict::kTypeOnly;
+}
+
+// Reshape's shape entry 0 copies the input's dim at that index (allowzero 0):
+// libonnx 1.12 reads past the input's dims when there is none (SEGV; the
+// fuzzer reached it through an opset-18 model whose ReduceMean had keepdims 5).
+Verdict ReshapeZerosWithinRank(onnx::InferenceContext& ctx) {
+  const int rank = RankOf(ctx, 0);
+  const onnx::TensorProto* shape = ctx.getNumInputs() > 1 ? ctx.getInputData(1) : nullptr;
+  const auto* allowzero = ctx.getAttribute("allowzero");
+  if (rank < 0 || !shape || shape->data_type() != onnx::TensorProto::INT64 || (allowzero && allowzero->i() != 0))
+    return Verdict::kRun;
+  const auto values = onnx::ParseData<std::int64_t>(shape);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] == 0 && static_cast<int>(i) >= rank)
+      fail_shape_inference("Reshape: shape[", i, "] is 0 (keep the input's dim) but the input has rank ", rank);
+  return Verdict::kRun;
+}
+
+void Guard(const std::string& op, Precondition precondition) {
+  for (const auto& copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
+    if (copy.Name() != op || !copy.domain().empty()) continue;
+    auto* schema = const_cast<onnx::OpSchema*>(onnx::OpSchemaRegistry::Schema(op, copy.since_version(), ""));
+    if (!schema || schema->since_version() != copy.since_version()) continue;
+    auto original = schema->GetTypeAndShapeInferenceFunction();
+    schema->TypeAndShapeInferenceFunction([original, precondition](onnx::InferenceContext& ctx) {
+      if (precondition(ctx) == Verdict::kRun) original(ctx);
+      else onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+    });
+  }
+}
+
+}  // namespace
+
+void InstallOnnxInferenceGuards() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Guard("Conv", SameRankAsInput<0, 1>);
+    Guard("ConvInteger", SameRankAsInput<0, 1>);
+    Guard("QLinearConv", SameRankAsInput<0, 3>);
+    Guard("ConvTranspose", SameRankAsInput<0, 1>);
+    Guard("MaxUnpool", IndicesShaped);
+    Guard("Reshape", ReshapeZerosWithinRank);
+  });
+}
+
+}  // namespace onnxfuse::detail

@@ -1,0 +1,26 @@
+// The fusion report (JSON). Schema documented in README.md "Fusion report".
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "onnxfuse/fusion_plan.h"
+#include "onnxfuse/graph.h"
+#include "write/onnx_writer.h"
+
+namespace onnxfuse {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+/// Wall time of each pipeline stage, in milliseconds.
+struct StageTimes {
+  double load_ms = 0, classify_ms = 0, fuse_ms = 0;
+  double build_ms = 0;  ///< building the rewritten ModelProto
+  double check_ms = 0;  ///< onnx::checker and strict shape inference on it
+  double save_ms = 0;   ///< serializing and writing it
+};
+
+/// Builds the report: model summary, groups, rejections, totals, stage times.
+nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>& kinds, const FusionPlan& plan,
+                           const std::vector<std::string>& function_of_group, const StageTimes& times);
+
+}  // namespace onnxfuse

@@ -1,0 +1,55 @@
+// Helpers for tests of the oneDNN backend: a model compiled and run fused
+// (post-dominator groups) and unfused, its outputs checked against values
+// computed in the test.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "onnxfuse/executor.h"
+#include "onnxfuse/graph.h"
+
+namespace onnxfuse::test {
+
+/// What one compiled plan did on one set of inputs.
+struct PlanRun {
+  std::vector<Tensor> outputs;
+  PlanStats stats;
+  std::vector<ScheduleStep> schedule;
+  std::vector<std::string> steps;  ///< ExecutablePlan::Describe(): "kind label impl layout"
+};
+
+/// The steps of `run`, one Describe() line each, for INFO on a failure.
+std::string StepList(const PlanRun& run);
+/// How many steps of `run` start with `prefix` ("conv ", "swish Sigmoid_1+Mul_2 onnxfuse:custom").
+int StepsStartingWith(const PlanRun& run, const std::string& prefix);
+/// How many steps of `run` contain `text` anywhere (a node name, an implementation).
+int StepsContaining(const PlanRun& run, const std::string& text);
+
+/// Compiles `graph` (post-dominator fusion when `fuse`) and runs it once.
+PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs);
+
+/// Every element of `actual` within `tol` (absolute or relative) of `expected`.
+void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol = 1e-5);
+
+/// Runs `graph` unfused and fused and checks the fused plan's first output
+/// against the unfused one's (the reference: one primitive per node, plain
+/// layouts); returns the fused run.
+PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol = 1e-5);
+
+/// Runs the model `text` unfused and fused, checks the first output of both
+/// against `expected`; returns the fused run.
+PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
+                  double tol = 1e-5);
+
+/// Whether our AVX2 GEMM (and the Winograd convolution on it) runs on this
+/// CPU: AVX2 without AVX-512 (src/backend/kernels/gemm.h); elsewhere those
+/// products and convolutions stay on oneDNN.
+bool HaveGemmKernel();
+
+/// Compiles the model `text` (post-dominator fusion) expecting it to be
+/// refused with Error(kUnsupported); returns the message. Fails the test when
+/// it compiles, or fails with another kind of error.
+std::string CompileError(const std::string& text);
+
+}  // namespace onnxfuse::test

@@ -1,0 +1,184 @@
+// Concat (src/backend/lower/concat.cc, backend/lower/concat_norm.cc): a Concat ->
+// BatchNormalization (-> Relu) in one pass, whole runs copied run by run, and
+// Concats never materialized when convolutions or a MaxPool read them part by
+// part. Numbers are checked against naive loops in double.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "plan_check.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+using test::CheckBoth;
+using test::ConcatenatedPointwise;
+using test::Floats;
+using test::PlanRun;
+using test::TensorFrom;
+using test::Wave;
+
+TEST_CASE("Concat -> BatchNormalization (-> Relu) of convolutions' outputs is one pass", "[backend_ops]") {
+  // Three 1x1 convolutions of x [2,4,3,3], concatenated and normalized. Their
+  // outputs are channels-last (AVX-512) or nChw8c (AVX2). Channels 16, 3, 32:
+  // offsets 0, 16, 19, not all multiples of a block, so the result is
+  // channels-last. Channels 16, 8, 24: offsets 0, 16, 24; blocked parts then
+  // give a blocked result, the layout the parts have.
+  const std::int64_t n = 2, cin = 4, hw = 9;
+  Tensor x = TensorFrom({n, cin, 3, 3}, Wave);
+  for (const std::vector<std::int64_t>& couts : {std::vector<std::int64_t>{16, 3, 32}, std::vector<std::int64_t>{16, 8, 24}}) {
+    const std::int64_t total = couts[0] + couts[1] + couts[2];
+    const bool aligned = couts[1] == 8;
+    std::vector<std::vector<float>> w;
+    for (std::size_t i = 0; i < couts.size(); ++i)
+      w.push_back(Floats(static_cast<std::size_t>(couts[i] * cin), 0.5f, static_cast<int>(i) + 1));
+    std::vector<float> gamma = Floats(static_cast<std::size_t>(total), 1.0f, 7),
+                       beta = Floats(static_cast<std::size_t>(total), 0.5f, 8),
+                       mean = Floats(static_cast<std::size_t>(total), 0.3f, 9), var;
+    for (std::int64_t c = 0; c < total; ++c) var.push_back(0.25f + 0.05f * static_cast<float>(c % 7));
+    auto d = [](std::int64_t v) { return std::to_string(v); };
+    for (bool relu : {true, false}) {
+      INFO((relu ? "with Relu" : "without Relu") << ", parts of " << couts[0] << ", " << couts[1] << ", " << couts[2]);
+      std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+        g (float[2,4,3,3] x, float[)" + d(couts[0]) + R"(,4,1,1] w0 = )" + test::FloatList(w[0]) + R"(, float[)" + d(couts[1]) +
+                         R"(,4,1,1] w1 = )" + test::FloatList(w[1]) + R"(, float[)" + d(couts[2]) + R"(,4,1,1] w2 = )" + test::FloatList(w[2]) +
+                         R"(, float[)" + d(total) + "] s = " + test::FloatList(gamma) + R"(, float[)" + d(total) + "] t = " +
+                         test::FloatList(beta) + R"(, float[)" + d(total) + "] m = " + test::FloatList(mean) + R"(, float[)" + d(total) +
+                         "] v = " + test::FloatList(var) + R"() => (float[2,)" + d(total) + R"(,3,3] y) {
+          a = Conv (x, w0)
+          b = Conv (x, w1)
+          c = Conv (x, w2)
+          cat = Concat <axis = 1> (a, b, c)
+          )" + (relu ? "n = BatchNormalization <epsilon = 0.001> (cat, s, t, m, v)\n          y = Relu (n)"
+                     : "y = BatchNormalization <epsilon = 0.001> (cat, s, t, m, v)") + R"(
+        })";
+      std::vector<double> y = ConcatenatedPointwise(x, w, couts);
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        const auto c = static_cast<std::size_t>(static_cast<std::int64_t>(i) / hw % total);
+        const double e = (y[i] - mean[c]) / std::sqrt(static_cast<double>(var[c]) + 1e-3) * gamma[c] + beta[c];
+        y[i] = relu ? std::max(0.0, e) : e;
+      }
+      PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
+      INFO(test::StepList(fused));
+      const std::string step = relu ? "concat_batch_norm Concat_3+BatchNormalization_4+Relu_5 onnxfuse:custom "
+                                    : "concat_batch_norm Concat_3+BatchNormalization_4 onnxfuse:custom ";
+      const bool blocked_parts = test::StepsStartingWith(fused, "conv Conv_2 ") == 1 &&
+                                 test::StepsContaining(fused, "Conv_2 jit_1x1:avx2 aBcd8b") == 1;
+      CHECK(test::StepsStartingWith(fused, step) == 1);
+      CHECK(test::StepsStartingWith(fused, step + (aligned && blocked_parts ? "aBcd8b" : "acdb")) == 1);
+      CHECK(test::StepsStartingWith(fused, "concat ") == 0);
+      CHECK(test::StepsStartingWith(fused, "batch_norm ") == 0);
+    }
+  }
+}
+
+TEST_CASE("a Concat whose parts are whole runs of its result is copied run by run", "[backend_ops]") {
+  // Plain parts along axis 1 of [2, C, 4]: per image, runs of 12, 20 and 4
+  // floats. Then three 1x1 convolutions of x [2,4,3,3] with 16, 8 and 24
+  // output channels: nChw8c on AVX2, where each part is a whole number of
+  // 8-channel blocks and each image of the result is the three parts one
+  // after another.
+  {
+    Tensor p = TensorFrom({2, 3, 4}, Wave, "p"), q = TensorFrom({2, 5, 4}, [](std::int64_t i) { return Wave(i + 5); }, "q"),
+           r = TensorFrom({2, 1, 4}, [](std::int64_t i) { return Wave(i + 9); }, "r");
+    const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[2,3,4] p, float[2,5,4] q, float[2,1,4] r) => (float[2,9,4] y) {
+        y = Concat <axis = 1> (p, q, r)
+      })";
+    std::vector<double> y;
+    for (std::int64_t n = 0; n < 2; ++n)
+      for (const Tensor* t : {&p, &q, &r})
+        for (std::int64_t i = 0; i < t->dims[1] * 4; ++i) y.push_back(t->data[static_cast<std::size_t>(n * t->dims[1] * 4 + i)]);
+    PlanRun fused = CheckBoth(text, {p, q, r}, y, 0);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsStartingWith(fused, "concat Concat_0 onnxfuse:concat_copy ") == 1);
+  }
+  const std::int64_t n = 2, cin = 4;
+  const std::vector<std::int64_t> couts = {16, 8, 24};
+  Tensor x = TensorFrom({n, cin, 3, 3}, Wave);
+  std::vector<std::vector<float>> w;
+  for (std::size_t i = 0; i < couts.size(); ++i)
+    w.push_back(Floats(static_cast<std::size_t>(couts[i] * cin), 0.5f, static_cast<int>(i) + 1));
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,4,3,3] x, float[16,4,1,1] w0 = )" + test::FloatList(w[0]) + R"(, float[8,4,1,1] w1 = )" + test::FloatList(w[1]) +
+                           R"(, float[24,4,1,1] w2 = )" + test::FloatList(w[2]) + R"() => (float[2,48,3,3] y) {
+      a = Conv (x, w0)
+      b = Conv (x, w1)
+      c = Conv (x, w2)
+      y = Concat <axis = 1> (a, b, c)
+    })";
+  PlanRun fused = CheckBoth(text, {x}, ConcatenatedPointwise(x, w, couts), 1e-5);
+  INFO(test::StepList(fused));
+  const bool blocked_parts = test::StepsContaining(fused, "Conv_2 jit_1x1:avx2 aBcd8b") == 1;
+  CHECK(test::StepsStartingWith(fused, "concat Concat_3 onnxfuse:concat_copy aBcd8b") == (blocked_parts ? 1 : 0));
+}
+
+TEST_CASE("a Concat read only by convolutions is never copied: each reader runs per part and accumulates",
+          "[backend_ops]") {
+  // SqueezeNet's fire module: two convolutions (1x1 and 3x3) of a squeeze
+  // output, concatenated, read by the next 1x1 conv (+ Relu). With a residual
+  // Add after the reader (a `sum` post-op already), the concat is made after all.
+  std::vector<float> ws = Floats(8 * 4, 0.4f, 1), we1 = Floats(16 * 8, 0.3f, 2), we3 = Floats(24 * 8 * 9, 0.2f, 3),
+                     wn = Floats(12 * 40, 0.25f, 4), bn = Floats(12, 0.5f, 5), wr = Floats(12 * 4, 0.3f, 6);
+  auto model = [&](bool residual) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + test::FloatList(ws) + R"(, float[16,8,1,1] we1 = )" + test::FloatList(we1) +
+           R"(, float[24,8,3,3] we3 = )" + test::FloatList(we3) + R"(, float[12,40,1,1] wn = )" + test::FloatList(wn) +
+           R"(, float[12] bn = )" + test::FloatList(bn) + R"(, float[12,4,1,1] wr = )" + test::FloatList(wr) + R"() => (float[1,12,9,9] y) {
+        sq = Conv (x, ws)
+        s = Relu (sq)
+        e1 = Conv (s, we1)
+        r1 = Relu (e1)
+        e3 = Conv <pads = [1, 1, 1, 1]> (s, we3)
+        r3 = Relu (e3)
+        cat = Concat <axis = 1> (r1, r3)
+        n = Conv (cat, wn, bn)
+        )" + (residual ? "side = Conv (x, wr)\n        y = Add (n, side)" : "y = Relu (n)") + R"(
+      })";
+  };
+  Tensor x = TensorFrom({1, 4, 9, 9}, Wave);
+  for (bool residual : {false, true}) {
+    INFO((residual ? "reader with a residual Add" : "reader with a Relu"));
+    Graph graph = test::GraphFromText(model(residual));
+    PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-5);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsContaining(fused, "(Concat_6 part ") == (residual ? 0 : 2));
+    CHECK(test::StepsStartingWith(fused, "concat ") == (residual ? 1 : 0));
+  }
+}
+
+TEST_CASE("a Concat read by a MaxPool is pooled per part, the pooled parts feed the next Conv unconcatenated",
+          "[backend_ops]") {
+  // SqueezeNet between stages: fire module -> Concat -> MaxPool (3x3, stride
+  // 2, ceil_mode) -> squeeze conv. With a Flatten reading the pool instead,
+  // the pooled parts are concatenated (smaller than the unpooled concat).
+  std::vector<float> ws = Floats(8 * 4, 0.4f, 1), we1 = Floats(16 * 8, 0.3f, 2), we3 = Floats(24 * 8 * 9, 0.2f, 3),
+                     wn = Floats(12 * 40, 0.25f, 4);
+  auto model = [&](bool conv_reads_pool) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + test::FloatList(ws) + R"(, float[16,8,1,1] we1 = )" + test::FloatList(we1) +
+           R"(, float[24,8,3,3] we3 = )" + test::FloatList(we3) + R"(, float[12,40,1,1] wn = )" + test::FloatList(wn) + R"() => (float[1,)" +
+           (conv_reads_pool ? "12,4,4" : "640") + R"(] y) {
+        sq = Conv (x, ws)
+        s = Relu (sq)
+        e1 = Conv (s, we1)
+        r1 = Relu (e1)
+        e3 = Conv <pads = [1, 1, 1, 1]> (s, we3)
+        r3 = Relu (e3)
+        cat = Concat <axis = 1> (r1, r3)
+        p = MaxPool <kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1> (cat)
+        )" + (conv_reads_pool ? "n = Conv (p, wn)\n        y = Relu (n)" : "y = Flatten (p)") + R"(
+      })";
+  };
+  Tensor x = TensorFrom({1, 4, 9, 9}, Wave);
+  for (bool conv_reads_pool : {true, false}) {
+    INFO((conv_reads_pool ? "a Conv reads the pool" : "a Flatten reads the pool"));
+    Graph graph = test::GraphFromText(model(conv_reads_pool));
+    PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-5);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsStartingWith(fused, "pooling MaxPool_7 (Concat_6 part ") == 2);
+    CHECK(test::StepsContaining(fused, "(Concat_6+MaxPool_7 part ") == (conv_reads_pool ? 2 : 0));  // conv steps
+    CHECK(test::StepsStartingWith(fused, "concat ") == (conv_reads_pool ? 0 : 1));
+  }
+}

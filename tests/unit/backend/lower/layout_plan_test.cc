@@ -1,0 +1,63 @@
+// A planar three-channel image reaching the first convolution
+// (src/backend/kernels/layout.h): through our own reorder to channels-last,
+// or read planar by a convolution to 16 channels. Numbers are checked against
+// naive loops in double.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "plan_check.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+using test::Floats;
+using test::PlanRun;
+using test::TensorFrom;
+using test::Wave;
+
+TEST_CASE("a planar three-channel image reaches a channels-last first Conv through our own reorder",
+          "[backend_ops][activation]") {
+  // Two images of 70x70 pixels: 4900 per plane, more than one block of 4096
+  // for the threads and not a multiple of 16 (the scalar tail). On AVX-512
+  // the first Conv reads channels-last and the reorder to it is
+  // backend/kernels/layout.h's; on AVX2 the Conv reads the planes itself. 32 output
+  // channels: with 16 the Conv would read the planes on AVX-512 too (the
+  // next test).
+  std::vector<float> w = Floats(32 * 3 * 9, 0.3f, 1), bias = Floats(32, 0.2f, 2);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3,70,70] x, float[32,3,3,3] w = )" + test::FloatList(w) + R"(, float[32] b = )" + test::FloatList(bias) +
+                           R"() => (float[2,32,35,35] y) {
+      c = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w, b)
+      y = Relu (c)
+    })";
+  Graph graph = test::GraphFromText(text);
+  Tensor x = TensorFrom({2, 3, 70, 70}, Wave);
+  PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-5);
+  INFO(test::StepList(fused));
+  const bool avx512 = test::StepsContaining(fused, "avx512") > 0;
+  CHECK(test::StepsStartingWith(fused, "reorder Conv_0 onnxfuse:custom acdb") == (avx512 ? 1 : 0));
+}
+
+TEST_CASE("a first Conv to 16 channels reads the planar image, its nChw16c result is channels-last for its readers",
+          "[backend_ops]") {
+  // 3 -> 16 channels at 20x20 (MobileNetV3's stem), then a depthwise 3x3 and
+  // a 1x1 to 24. On AVX-512 the first conv reads
+  // NCHW and writes nChw16c, the same bytes as NHWC for 16 channels: the
+  // depthwise conv (channels-last) reads them with no reorder between.
+  std::vector<float> w0 = Floats(16 * 3 * 9, 0.3f, 1), w1 = Floats(16 * 9, 0.4f, 2), w2 = Floats(24 * 16, 0.3f, 3);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,20,20] x, float[16,3,3,3] w0 = )" + test::FloatList(w0) + R"(, float[16,1,3,3] w1 = )" + test::FloatList(w1) +
+                           R"(, float[24,16,1,1] w2 = )" + test::FloatList(w2) + R"() => (float[1,24,20,20] y) {
+      a = Conv <pads = [1, 1, 1, 1]> (x, w0)
+      r = Relu (a)
+      d = Conv <pads = [1, 1, 1, 1], group = 16> (r, w1)
+      y = Conv (d, w2)
+    })";
+  Graph graph = test::GraphFromText(text);
+  PlanRun fused = test::CheckFusedAgainstUnfused(graph, {TensorFrom({1, 3, 20, 20}, Wave)}, 1e-5);
+  INFO(test::StepList(fused));
+  if (test::StepsContaining(fused, "avx512") > 0) {
+    CHECK(test::StepsStartingWith(fused, "conv Conv_0+Relu jit:avx512_core aBcd16b") == 1);
+    CHECK(test::StepsStartingWith(fused, "reorder Conv_") == 0);  // only the output's, to plain
+  }
+}

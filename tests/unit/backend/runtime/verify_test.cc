@@ -1,0 +1,71 @@
+// The fused plan verified against the unfused one (src/backend/runtime/verify.cc): a
+// difference localized to the first group whose result differs, not to the
+// graph output it reaches.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include "onnxfuse/executor.h"
+#include "fuse/postdom_fuser.h"
+#include "backend/runtime/verify.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+
+namespace {
+
+// ONNXFUSE_FAULT_NODE set for one scope (src/backend/lower/fault_injection.h).
+struct FaultAt {
+  explicit FaultAt(const char* node) { setenv("ONNXFUSE_FAULT_NODE", node, 1); }
+  ~FaultAt() { unsetenv("ONNXFUSE_FAULT_NODE"); }
+};
+
+Verification Verify(const Graph& graph, const FusionPlan& plan) {
+  const std::vector<Tensor> inputs = RandomInputs(graph);
+  std::vector<Tensor> fused = ExecutablePlan::Compile(graph, plan, CompileOptions{true}).Run(inputs);
+  std::vector<Tensor> unfused = ExecutablePlan::Compile(graph, plan, CompileOptions{false}).Run(inputs);
+  return VerifyOutputs(graph, plan, inputs, fused, unfused);
+}
+
+}  // namespace
+
+TEST_CASE("a fused plan that computes the same outputs verifies", "[verify]") {
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  Verification v = Verify(graph, FuseByPostDominator(graph, {}));
+  CHECK(v.ok);
+  REQUIRE(v.outputs.size() == 1);
+  CHECK(v.outputs[0].output == "y");
+  CHECK(v.outputs[0].max_rel <= kVerifyRtol);
+  CHECK_FALSE(v.first);
+}
+
+TEST_CASE("a difference is localized to the first group whose result differs", "[verify]") {
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  FusionPlan plan = FuseByPostDominator(graph, {});
+  // r1 = Relu(BatchNormalization(Conv(r0))) ends the second group; everything after it differs too.
+  const NodeId relu = graph.value(*graph.FindValue("r1")).producer;
+  FaultAt fault(graph.node(relu).name.c_str());
+  Verification v = Verify(graph, plan);
+  CHECK_FALSE(v.ok);
+  REQUIRE(v.first);
+  CHECK(v.first->value == "r1");
+  CHECK(v.first->node == graph.node(relu).name);
+  CHECK(v.first->group == plan.group_of[relu]);
+  CHECK(v.first->function == "Conv_BatchNormalization_Relu");
+  CHECK(v.first->max_abs == Approx(1.0).epsilon(1e-3));
+  CHECK(v.Summary().find("at node '" + graph.node(relu).name + "' (value 'r1'") != std::string::npos);
+}
+
+TEST_CASE("a difference that keeping the groups' results hides is reported as not localized", "[verify]") {
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  FusionPlan plan = FuseByPostDominator(graph, {});
+  const std::vector<Tensor> inputs = RandomInputs(graph);
+  std::vector<Tensor> unfused = ExecutablePlan::Compile(graph, plan, CompileOptions{false}).Run(inputs);
+  std::vector<Tensor> fused = unfused;
+  fused[0].data[5] += 1.f;  // wrong here, right when compiled again
+  Verification v = VerifyOutputs(graph, plan, inputs, fused, unfused);
+  CHECK_FALSE(v.ok);
+  CHECK_FALSE(v.first);
+  CHECK(v.localization_note.find("not localized") != std::string::npos);
+  CHECK(v.Summary().find("output 'y' differs") != std::string::npos);
+}
