@@ -41,7 +41,7 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-FusionPlan MakePlan(const Graph& graph, const std::string& strategy) {
+FusionPlan FuseForRun(const Graph& graph, const std::string& strategy) {
   if (strategy == "postdom") return FuseByPostDominator(graph, {});
   if (strategy == "greedy") return FuseGreedy(graph, {});
   if (strategy == "pattern") return FuseByPatterns(graph, LoadPatterns({}), {});
@@ -111,7 +111,7 @@ Prepared Prepare(const RunOptions& options) {
     return p;
   }
   p.graph = std::make_unique<Graph>(LoadModel(options.model_path, LoadOptions{options.input_shapes}));
-  p.fusion = options.fuse || options.check ? MakePlan(*p.graph, options.strategy) : FusionPlan{};
+  p.fusion = options.fuse || options.check ? FuseForRun(*p.graph, options.strategy) : FusionPlan{};
   p.fused = options.fuse;
   p.strategy = options.strategy;
   auto start = Clock::now();

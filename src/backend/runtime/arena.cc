@@ -5,14 +5,14 @@
 
 namespace onnxfuse::backend {
 
-ArenaPlan PlanArena(const std::vector<BufferLifetime>& buffers, std::int64_t alignment) {
+ArenaLayout LayOutArena(const std::vector<BufferLifetime>& buffers, std::int64_t alignment) {
   auto aligned = [&](std::int64_t n) { return (n + alignment - 1) / alignment * alignment; };
   std::vector<std::size_t> order(buffers.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return buffers[a].bytes > buffers[b].bytes; });
 
-  ArenaPlan plan;
-  plan.offsets.assign(buffers.size(), 0);
+  ArenaLayout layout;
+  layout.offsets.assign(buffers.size(), 0);
   std::vector<std::size_t> placed;
   for (std::size_t i : order) {
     const BufferLifetime& buf = buffers[i];
@@ -20,18 +20,18 @@ ArenaPlan PlanArena(const std::vector<BufferLifetime>& buffers, std::int64_t ali
     std::vector<std::pair<std::int64_t, std::int64_t>> busy;
     for (std::size_t j : placed)
       if (buffers[j].first <= buf.last && buf.first <= buffers[j].last)
-        busy.emplace_back(plan.offsets[j], plan.offsets[j] + aligned(buffers[j].bytes));
+        busy.emplace_back(layout.offsets[j], layout.offsets[j] + aligned(buffers[j].bytes));
     std::sort(busy.begin(), busy.end());
     std::int64_t offset = 0, size = aligned(buf.bytes);
     for (const auto& [begin, end] : busy) {
       if (offset + size <= begin) break;  // fits in the gap before this range
       offset = std::max(offset, end);
     }
-    plan.offsets[i] = offset;
-    plan.total_bytes = std::max(plan.total_bytes, offset + size);
+    layout.offsets[i] = offset;
+    layout.total_bytes = std::max(layout.total_bytes, offset + size);
     placed.push_back(i);
   }
-  return plan;
+  return layout;
 }
 
 }  // namespace onnxfuse::backend

@@ -20,11 +20,14 @@ struct BufferLifetime {
   int last = 0;   ///< last step that touches it (inclusive)
 };
 
-struct ArenaPlan {
+struct ArenaLayout {
   std::vector<std::int64_t> offsets;  ///< per buffer, multiples of `alignment`
   std::int64_t total_bytes = 0;       ///< arena size
 };
 
-ArenaPlan PlanArena(const std::vector<BufferLifetime>& buffers, std::int64_t alignment = 64);
+/// Offsets (bytes) of `buffers` in one arena, each a multiple of `alignment`
+/// (bytes), no two buffers whose lifetimes overlap sharing an address; the
+/// arena's size is the largest end. Greedy by size (see above).
+ArenaLayout LayOutArena(const std::vector<BufferLifetime>& buffers, std::int64_t alignment = 64);
 
 }  // namespace onnxfuse::backend

@@ -177,7 +177,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
       if (arg.slot >= 0) touch(arg.slot, i, i);
   for (auto& life : lifetimes)
     if (life.last < life.first) life.first = life.last = 0;  // never touched, or a view (no bytes)
-  ArenaPlan arena = PlanArena(lifetimes);
+  ArenaLayout arena = LayOutArena(lifetimes);
   for (std::size_t s = 0; s < b.slots.size(); ++s) {
     const Slot& slot = b.slots[s];
     b.slots[s].offset = slot.root >= 0 ? arena.offsets[static_cast<std::size_t>(slot.root)] + slot.view_offset : arena.offsets[s];
