@@ -55,6 +55,26 @@ NodeId NodeNamed(const Graph& graph, const std::string& name) {
   throw std::runtime_error("no node named " + name);
 }
 
+FusionPlan PlanGrouping(const Graph& graph, const std::vector<std::vector<std::string>>& groups) {
+  std::vector<int> label(graph.num_nodes(), -1);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (const auto& name : groups[g]) label[NodeNamed(graph, name)] = static_cast<int>(g);
+  int next = static_cast<int>(groups.size());
+  for (auto& l : label)
+    if (l < 0) l = next++;
+  std::vector<std::string> rules(static_cast<std::size_t>(next), "test");
+  return MakeFusionPlan(graph, ClassifyAll(graph), label, rules, "test");
+}
+
+ThrownError ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.kind(), e.what()};
+  }
+  throw std::runtime_error("expected an onnxfuse::Error, none was thrown");
+}
+
 Tensor TensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<float> data) {
   Tensor t;
   t.name = std::move(name);

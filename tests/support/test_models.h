@@ -7,6 +7,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnxfuse/error.h"
+#include "onnxfuse/fusion_plan.h"
 #include "onnxfuse/graph.h"
 #include "onnxfuse/loader.h"
 #include "onnxfuse/tensor_io.h"
@@ -29,6 +31,18 @@ Graph GraphFromText(const std::string& text, const LoadOptions& options = {});
 
 /// The node named `name`; fails the test when absent.
 NodeId NodeNamed(const Graph& graph, const std::string& name);
+
+/// A plan (strategy and rules "test") with the nodes named in each inner list
+/// as one group, in that order of labels; every other node alone.
+FusionPlan PlanGrouping(const Graph& graph, const std::vector<std::vector<std::string>>& groups);
+
+/// The kind and message of the onnxfuse::Error that `f` throws; throws
+/// std::runtime_error (failing the test) when it throws none.
+struct ThrownError {
+  ErrorKind kind;
+  std::string message;
+};
+ThrownError ErrorOf(const std::function<void()>& f);
 
 /// A tensor named `name` of `dims` holding `data`.
 Tensor TensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<float> data);

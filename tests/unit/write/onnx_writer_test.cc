@@ -1,10 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "onnxfuse/error.h"
@@ -16,18 +14,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A plan with the named nodes grouped as listed; every other node alone.
-FusionPlan PlanOf(const Graph& graph, const std::vector<std::vector<std::string>>& groups) {
-  std::vector<int> label(graph.num_nodes(), -1);
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    for (const auto& name : groups[g]) label[test::NodeNamed(graph, name)] = static_cast<int>(g);
-  int next = static_cast<int>(groups.size());
-  for (auto& l : label)
-    if (l < 0) l = next++;
-  std::vector<std::string> rules(static_cast<std::size_t>(next), "test");
-  return MakeFusionPlan(graph, ClassifyAll(graph), label, rules, "test");
-}
-
 std::vector<std::string> OpTypes(const onnx::GraphProto& graph) {
   std::vector<std::string> types;
   for (const auto& n : graph.node()) types.push_back(n.op_type());
@@ -36,12 +22,6 @@ std::vector<std::string> OpTypes(const onnx::GraphProto& graph) {
 
 std::vector<std::string> Names(const google::protobuf::RepeatedPtrField<std::string>& names) {
   return {names.begin(), names.end()};
-}
-
-const onnx::FunctionProto& FunctionNamed(const onnx::ModelProto& model, const std::string& name) {
-  for (const auto& f : model.functions())
-    if (f.name() == name) return f;
-  throw std::runtime_error("no function " + name);
 }
 
 const onnx::AttributeProto* AttributeNamed(const onnx::NodeProto& node, const std::string& name) {
@@ -78,7 +58,7 @@ std::string TwoConvRelu(const std::string& strides2, const std::string& out_hw) 
 
 TEST_CASE("two identical Conv+Relu groups share one function", "[onnx_writer]") {
   auto graph = test::GraphFromText(TwoConvRelu("[1,1]", "8,8"));
-  auto plan = PlanOf(graph, {{"Conv_0", "Relu_1"}, {"Conv_2", "Relu_3"}});
+  auto plan = test::PlanGrouping(graph, {{"Conv_0", "Relu_1"}, {"Conv_2", "Relu_3"}});
   auto fused = BuildFusedModel(graph, plan);
   const auto& model = fused.model;
 
@@ -137,49 +117,6 @@ TEST_CASE("two identical Conv+Relu groups share one function", "[onnx_writer]") 
   CHECK_NOTHROW(CheckFusedModel(model));
 }
 
-TEST_CASE("groups differing in an attribute share a function with that attribute", "[onnx_writer]") {
-  auto graph = test::GraphFromText(TwoConvRelu("[2,2]", "4,4"));
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {{"Conv_0", "Relu_1"}, {"Conv_2", "Relu_3"}}));
-  const auto& model = fused.model;
-  REQUIRE(model.functions_size() == 1);
-  const auto& f = model.functions(0);
-  CHECK(Names(f.attribute()) == std::vector<std::string>{"Conv_0_strides"});
-  const auto* reference = AttributeNamed(f.node(0), "strides");
-  REQUIRE(reference != nullptr);
-  CHECK(reference->ref_attr_name() == "Conv_0_strides");
-  CHECK(reference->type() == onnx::AttributeProto::INTS);
-  CHECK(reference->ints_size() == 0);
-  CHECK(AttributeNamed(f.node(0), "pads")->ref_attr_name().empty());  // equal in both: a literal
-
-  for (int i = 0; i < 2; ++i) {
-    const auto* value = AttributeNamed(model.graph().node(i), "Conv_0_strides");
-    REQUIRE(value != nullptr);
-    CHECK(value->type() == onnx::AttributeProto::INTS);
-    CHECK(std::vector<std::int64_t>(value->ints().begin(), value->ints().end()) ==
-          std::vector<std::int64_t>(2, i == 0 ? 1 : 2));
-  }
-  CHECK_NOTHROW(CheckFusedModel(model));
-}
-
-TEST_CASE("groups with different wiring get distinct functions", "[onnx_writer]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[2,3] a, float[2,3] b) => (float[2,3] y) {
-      r1 = Relu (a)
-      s1 = Add (r1, b)
-      r2 = Relu (s1)
-      y = Add (b, r2)
-    })");
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {{"Relu_0", "Add_1"}, {"Relu_2", "Add_3"}}));
-  const auto& model = fused.model;
-  REQUIRE(model.functions_size() == 2);
-  CHECK(fused.function_of_group == std::vector<std::string>{"Relu_Add", "Relu_Add_2"});
-  CHECK(OpTypes(model.graph()) == std::vector<std::string>{"Relu_Add", "Relu_Add_2"});
-  CHECK(Names(FunctionNamed(model, "Relu_Add").node(1).input()) == std::vector<std::string>{"t0", "x1"});
-  CHECK(Names(FunctionNamed(model, "Relu_Add_2").node(1).input()) == std::vector<std::string>{"x1", "t0"});
-  CHECK_NOTHROW(CheckFusedModel(model));
-}
-
 TEST_CASE("a group whose first member comes early still follows its producers", "[onnx_writer]") {
   // {Relu_0, Add_2} is convex (no path leaves and re-enters it) but reads
   // Sigmoid_1, which is a later group by first member.
@@ -190,7 +127,7 @@ TEST_CASE("a group whose first member comes early still follows its producers", 
       s = Sigmoid (b)
       y = Add (r, s)
     })");
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {{"Relu_0", "Add_2"}}));
+  auto fused = BuildFusedModel(graph, test::PlanGrouping(graph, {{"Relu_0", "Add_2"}}));
   CHECK(OpTypes(fused.model.graph()) == std::vector<std::string>{"Sigmoid", "Relu_Add"});
   CHECK(fused.function_of_group == std::vector<std::string>{"Relu_Add", ""});
   CHECK_NOTHROW(CheckFusedModel(fused.model));
@@ -205,7 +142,7 @@ TEST_CASE("single nodes are copied unchanged, inner graph outputs stay outputs",
       t = Tanh (s)
       y = Transpose <perm = [0,1]> (t)
     })");
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {{"Relu_0", "Sigmoid_1", "Tanh_2"}}));
+  auto fused = BuildFusedModel(graph, test::PlanGrouping(graph, {{"Relu_0", "Sigmoid_1", "Tanh_2"}}));
   const auto& g = fused.model.graph();
   REQUIRE(OpTypes(g) == std::vector<std::string>{"Relu_Sigmoid_Tanh", "Transpose"});
   CHECK(Names(g.node(0).output()) == std::vector<std::string>{"r", "t"});  // r is a graph output
@@ -219,25 +156,6 @@ TEST_CASE("single nodes are copied unchanged, inner graph outputs stay outputs",
   CHECK_NOTHROW(CheckFusedModel(fused.model));
 }
 
-TEST_CASE("long groups get an abbreviated name", "[onnx_writer]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[4] a) => (float[4] y) {
-      b = Relu (a)
-      c = Sigmoid (b)
-      d = Tanh (c)
-      e = Neg (d)
-      f = Abs (e)
-      h = Exp (f)
-      y = Relu (h)
-    })");
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {{"Relu_0", "Sigmoid_1", "Tanh_2", "Neg_3", "Abs_4", "Exp_5",
-                                                      "Relu_6"}}));
-  CHECK(fused.function_of_group == std::vector<std::string>{"Relu_Sigmoid_Tanh_x7"});
-  CHECK(fused.model.functions(0).node_size() == 7);
-  CHECK_NOTHROW(CheckFusedModel(fused.model));
-}
-
 TEST_CASE("a plan without fused groups only raises the IR version", "[onnx_writer]") {
   auto graph = test::GraphFromText(R"(
     <ir_version: 6, opset_import: ["" : 11]>
@@ -245,7 +163,7 @@ TEST_CASE("a plan without fused groups only raises the IR version", "[onnx_write
       b = Relu (a)
       y = Neg (b)
     })");
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {}));
+  auto fused = BuildFusedModel(graph, test::PlanGrouping(graph, {}));
   CHECK(fused.model.ir_version() == 8);
   CHECK(fused.model.functions_size() == 0);
   CHECK(Opsets(fused.model.opset_import()) == std::map<std::string, std::int64_t>{{"", 11}});
@@ -261,7 +179,7 @@ TEST_CASE("groups holding subgraph nodes are written unfused", "[onnx_writer]") 
       y = If (c) <then_branch = g1 () => (float[4] o1) { o1 = Neg (r) },
                   else_branch = g2 () => (float[4] o2) { o2 = Abs (r) }>
     })");
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {{"Relu_0", "If_1"}}));
+  auto fused = BuildFusedModel(graph, test::PlanGrouping(graph, {{"Relu_0", "If_1"}}));
   CHECK(OpTypes(fused.model.graph()) == std::vector<std::string>{"Relu", "If"});
   CHECK(fused.function_of_group == std::vector<std::string>{""});
   CHECK(fused.model.functions_size() == 0);
@@ -277,7 +195,7 @@ TEST_CASE("an invalid plan is an internal error", "[onnx_writer]") {
       y = Add (b, c)
     })");
   // {Relu_0, Add_2} is not convex: Relu -> Sigmoid -> Add leaves and re-enters it.
-  auto plan = PlanOf(graph, {{"Relu_0", "Add_2"}});
+  auto plan = test::PlanGrouping(graph, {{"Relu_0", "Add_2"}});
   try {
     BuildFusedModel(graph, plan);
     FAIL("no error");
@@ -288,7 +206,7 @@ TEST_CASE("an invalid plan is an internal error", "[onnx_writer]") {
 
 TEST_CASE("the checker sees through functions", "[onnx_writer]") {
   auto graph = test::GraphFromText(TwoConvRelu("[2,2]", "4,4"));
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {{"Conv_0", "Relu_1"}, {"Conv_2", "Relu_3"}}));
+  auto fused = BuildFusedModel(graph, test::PlanGrouping(graph, {{"Conv_0", "Relu_1"}, {"Conv_2", "Relu_3"}}));
   // A declared output shape that disagrees with the body (strides 2 halve 8x8)
   // is caught: strict inference enters the function and binds ref_attr_name.
   auto wrong = fused.model;
@@ -327,7 +245,7 @@ TEST_CASE("a fused model round-trips through a file and can be fused again", "[o
   const std::string path = (dir / "fused.onnx").string();
 
   auto graph = test::GraphFromText(TwoConvRelu("[1,1]", "8,8"));
-  auto fused = BuildFusedModel(graph, PlanOf(graph, {{"Conv_0", "Relu_1"}}));
+  auto fused = BuildFusedModel(graph, test::PlanGrouping(graph, {{"Conv_0", "Relu_1"}}));
   SaveModelAtomically(fused.model, path);
   auto loaded = LoadModel(path);
   CHECK(loaded.num_nodes() == 3);
@@ -336,63 +254,11 @@ TEST_CASE("a fused model round-trips through a file and can be fused again", "[o
   CHECK(loaded.value(*loaded.FindValue("y")).type.ShapeString() == "[1,4,8,8]");
 
   // A second run fuses the rest; its new Conv_Relu must not clash with the first.
-  auto again = BuildFusedModel(loaded, PlanOf(loaded, {{"Conv_1", "Relu_2"}}));
+  auto again = BuildFusedModel(loaded, test::PlanGrouping(loaded, {{"Conv_1", "Relu_2"}}));
   CHECK(again.function_of_group == std::vector<std::string>{"", "Conv_Relu_2"});
   CHECK(again.model.functions_size() == 2);
   CHECK(Opsets(again.model.opset_import()).at("ai.onnxfuse") == 1);
   CHECK(again.model.opset_import_size() == 2);
   CHECK_NOTHROW(CheckFusedModel(again.model));
-  fs::remove_all(dir);
-}
-
-TEST_CASE("SaveModelAtomically replaces a file and leaves it intact on failure", "[onnx_writer]") {
-  const fs::path dir = fs::temp_directory_path() / ("onnxfuse_atomic_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string path = (dir / "model.onnx").string();
-  auto model = test::ParseModel(R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[4] a) => (float[4] y) { y = Relu (a) })");
-  auto contents = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  auto only_entries = [&](const fs::path& d) {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
-    return names;
-  };
-
-  { std::ofstream(path) << "old"; }
-  ::chmod(path.c_str(), 0640);
-  SaveModelAtomically(model, path);
-  CHECK(contents(path) == model.SerializeAsString());
-  CHECK((fs::status(path).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write |
-                                                             fs::perms::group_read));
-  CHECK(only_entries(dir) == std::vector<std::string>{"model.onnx"});
-
-  SECTION("the target is a directory") {
-    const fs::path target = dir / "sub";
-    fs::create_directories(target);
-    { std::ofstream(target / "keep") << "keep"; }
-    try {
-      SaveModelAtomically(model, target.string());
-      FAIL("no error");
-    } catch (const Error& e) {
-      CHECK(e.kind() == ErrorKind::kIo);
-      CHECK(std::string(e.what()).rfind(target.string() + ": ", 0) == 0);
-    }
-    CHECK(contents(target / "keep") == "keep");
-    CHECK(only_entries(dir).size() == 2);  // model.onnx and sub: no temporary file left
-  }
-  SECTION("the directory does not exist") {
-    CHECK_THROWS_AS(SaveModelAtomically(model, (dir / "missing" / "m.onnx").string()), Error);
-  }
-  SECTION("the parent is a file, not a directory") {
-    { std::ofstream(path) << "old"; }
-    CHECK_THROWS_AS(SaveModelAtomically(model, (dir / "model.onnx" / "m.onnx").string()), Error);
-    CHECK(contents(path) == "old");
-    CHECK(only_entries(dir) == std::vector<std::string>{"model.onnx"});
-  }
   fs::remove_all(dir);
 }

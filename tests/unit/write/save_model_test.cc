@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -185,4 +186,56 @@ TEST_CASE("a write cut short (file size limit, as on a full disk) leaves the pre
   }
   ::setrlimit(RLIMIT_FSIZE, &old_limit);
   ::signal(SIGXFSZ, old_handler);
+}
+
+TEST_CASE("SaveModelAtomically replaces a file and leaves it intact on failure", "[save_model]") {
+  const fs::path dir = fs::temp_directory_path() / ("onnxfuse_atomic_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = (dir / "model.onnx").string();
+  auto model = test::ParseModel(R"(
+    <ir_version: 8, opset_import: ["" : 15]>
+    g (float[4] a) => (float[4] y) { y = Relu (a) })");
+  auto contents = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto only_entries = [&](const fs::path& d) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
+    return names;
+  };
+
+  { std::ofstream(path) << "old"; }
+  ::chmod(path.c_str(), 0640);
+  SaveModelAtomically(model, path);
+  CHECK(contents(path) == model.SerializeAsString());
+  CHECK((fs::status(path).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write |
+                                                             fs::perms::group_read));
+  CHECK(only_entries(dir) == std::vector<std::string>{"model.onnx"});
+
+  SECTION("the target is a directory") {
+    const fs::path target = dir / "sub";
+    fs::create_directories(target);
+    { std::ofstream(target / "keep") << "keep"; }
+    try {
+      SaveModelAtomically(model, target.string());
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kIo);
+      CHECK(std::string(e.what()).rfind(target.string() + ": ", 0) == 0);
+    }
+    CHECK(contents(target / "keep") == "keep");
+    CHECK(only_entries(dir).size() == 2);  // model.onnx and sub: no temporary file left
+  }
+  SECTION("the directory does not exist") {
+    CHECK_THROWS_AS(SaveModelAtomically(model, (dir / "missing" / "m.onnx").string()), Error);
+  }
+  SECTION("the parent is a file, not a directory") {
+    { std::ofstream(path) << "old"; }
+    CHECK_THROWS_AS(SaveModelAtomically(model, (dir / "model.onnx" / "m.onnx").string()), Error);
+    CHECK(contents(path) == "old");
+    CHECK(only_entries(dir) == std::vector<std::string>{"model.onnx"});
+  }
+  fs::remove_all(dir);
 }

@@ -63,41 +63,6 @@ const std::vector<float> kW = {0.5f, -0.25f, 0.75f, 1.0f, -0.5f, 0.25f, 0.125f, 
 
 }  // namespace
 
-TEST_CASE("tensor files round-trip float and int64, and inputs match by name or position", "[executor]") {
-  auto dir = std::filesystem::temp_directory_path() / "onnxfuse_tensor_io_test";
-  std::filesystem::remove_all(dir);
-  Tensor f = Ramp({2, 3}, "a");
-  Tensor i;
-  i.name = "b", i.elem_type = onnx::TensorProto::INT64, i.dims = {3}, i.int_data = {1, -2, 1LL << 40};
-  WriteTensorDir(dir.string(), {f, i}, "input");
-  auto back = ReadTensorDir(dir.string(), "input");
-  REQUIRE(back.size() == 2);
-  CHECK(back[0].data == f.data);
-  CHECK(back[0].dims == f.dims);
-  CHECK(back[1].int_data == i.int_data);
-
-  onnx::TensorProto typed;  // float_data instead of raw_data
-  typed.set_data_type(onnx::TensorProto::FLOAT);
-  typed.add_dims(2);
-  typed.add_float_data(1.5f), typed.add_float_data(-2.f);
-  CHECK(TensorFromProto(typed, "t").data == std::vector<float>{1.5f, -2.f});
-  typed.add_float_data(3.f);
-  CHECK_THROWS_AS(TensorFromProto(typed, "t"), Error);
-
-  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,2] p, float[1,3] q) => (float[1,5] y) { y = Concat <axis = 1> (p, q) })");
-  Tensor p = Ramp({1, 2}, "p"), q = Ramp({1, 3}, "q");
-  CHECK(MatchInputs(graph, {q, p})[0].dims == p.dims);  // by name
-  p.name = "first", q.name = "second";
-  CHECK(MatchInputs(graph, {p, q})[1].name == "q");  // by position
-  CHECK_THROWS_AS(MatchInputs(graph, {q, p}), Error);  // by position, wrong shapes
-
-  auto random = RandomInputs(graph);  // compare.js's mulberry32, seed = input index + 1
-  CHECK(random[0].data[0] == Approx(0.2541478811763227));
-  CHECK(random[0].data[1] == Approx(-0.994528557639569));
-  std::filesystem::remove_all(dir);
-}
-
 TEST_CASE("Conv+BatchNormalization+Relu is one primitive with BN folded into the weights", "[executor]") {
   const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,1,4,4] x, float[2,1,2,2] w = {0.5, -0.25, 0.75, 1.0, -0.5, 0.25, 0.125, -1.0}, float[2] b = {0.1, -0.2},
