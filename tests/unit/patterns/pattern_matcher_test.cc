@@ -257,60 +257,6 @@ TEST_CASE("a wildcard used twice binds one value", "[pattern_matcher]") {
         "binding_conflict at Sigmoid_0: 'Sigmoid_0' reads 'x' where the pattern's 'X' is already 'z'");
 }
 
-TEST_CASE("same_shape refuses a broadcasting Add", "[pattern_matcher]") {
-  auto pattern = PatternFromText(std::string("#@ require: same_shape(A, B)\n") + kHeader +
-                                 "AddReluSame (A, B) => (Y) {\n  s = Add (A, B)\n  Y = Relu (s)\n}\n");
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,64,56,56] x, float[1,64,1,1] t, float[1,64,56,56] u) => (float[1,64,56,56] y, float[1,64,56,56] y2) {
-      a = Add (x, t)
-      y = Relu (a)
-      a2 = Add (x, u)
-      y2 = Relu (a2)
-    })");
-  CHECK(Outcome(graph, Match(graph, pattern, "Relu_1")) ==
-        "shapes_differ at Add_0: shapes differ: A ('x') is [1,64,56,56] vs B ('t') [1,64,1,1]");
-  CHECK(Outcome(graph, Match(graph, pattern, "Relu_3")) == "match");
-}
-
-TEST_CASE("per_channel, scalar and last_axis", "[pattern_matcher]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,4,8,8] x, float[1,4,1,1] pc = {1.0, 2.0, 3.0, 4.0}, float[8] last = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0},
-       float[1] one = {2.0}, float[2,8] t)
-      => (float[1,4,8,8] y1, float[1,4,8,8] y2, float[1,4,8,8] y3, float[2,1] r1, float[1,8] r2) {
-      a1 = Mul (x, pc)
-      y1 = Relu (a1)
-      a2 = Mul (x, last)
-      y2 = Relu (a2)
-      a3 = Mul (x, one)
-      y3 = Relu (a3)
-      m1 = ReduceMean <axes = [-1]> (t)
-      r1 = Relu (m1)
-      m2 = ReduceMean <axes = [0]> (t)
-      r2 = Relu (m2)
-    })");
-  auto mul = [](const std::string& predicate) {
-    return PatternFromText("#@ require: " + predicate + "\n" + kHeader +
-                           "MulRelu (X, S) => (Y) {\n  s = Mul (X, S)\n  Y = Relu (s)\n}\n");
-  };
-  auto per_channel = mul("per_channel(S, X)");
-  CHECK(Outcome(graph, Match(graph, per_channel, "Relu_1")) == "match");
-  CHECK(Outcome(graph, Match(graph, per_channel, "Relu_3")) ==
-        "not_per_channel at Mul_2: S ('last') of shape [8] does not broadcast along axis 1 only of X ('x') [1,4,8,8]");
-  CHECK(Outcome(graph, Match(graph, per_channel, "Relu_5")) == "match");  // [1] broadcasts uniformly
-  auto scalar = mul("scalar(S)");
-  CHECK(Outcome(graph, Match(graph, scalar, "Relu_5")) == "match");
-  CHECK(Outcome(graph, Match(graph, scalar, "Relu_1")) ==
-        "not_scalar at Mul_0: S ('pc') has shape [1,4,1,1], not one element");
-
-  auto mean = PatternFromText(std::string("#@ require: last_axis(axes, X)\n") + kHeader +
-                              "MeanRelu <axes> (X) => (Y) {\n  m = ReduceMean <axes = @axes> (X)\n  Y = Relu (m)\n}\n");
-  CHECK(Outcome(graph, Match(graph, mean, "Relu_7")) == "match");
-  CHECK(Outcome(graph, Match(graph, mean, "Relu_9")) ==
-        "not_last_axis at ReduceMean_8: axes is [0], not the last axis of X ('t') [2,8]");
-}
-
 TEST_CASE("a body Constant matches an initializer or a Constant node by value", "[pattern_matcher]") {
   auto pattern = PatternFromText(std::string(kHeader) +
                                  "DivSqrt2Erf (X) => (Y) {\n"
