@@ -2,7 +2,7 @@
 // oneDNN (2.6) CPU primitives, and the `onnx-fuse run` job that times it.
 //
 // Compile walks the fusion groups in dependency order and lowers each one to
-// as few primitives as it can (src/backend/lower/lower.h): a Conv, Gemm or MatMul
+// as few primitives as it can (src/backend/lower/chain.h): a Conv, Gemm or MatMul
 // with inference BatchNormalization folded into its weights and bias and the
 // group's elementwise tail as post-ops (eltwise; `sum` for a same-shape
 // residual Add, written in place over the addend's buffer when nothing reads it
@@ -38,7 +38,7 @@
 // created with them), its chain is split: the anchor keeps the longest prefix
 // of post-ops that leaves every step fast (trying a channels-last destination
 // too), and the rest run after it as binary / eltwise primitives in place on
-// its output (src/backend/lower/lower.h, "Splitting"). What stays slow (nothing
+// its output (src/backend/lower/chain.h, "Splitting"). What stays slow (nothing
 // faster exists) is logged as a warning; spdlog at debug level lists every
 // step with its implementation, and each split.
 //

@@ -296,4 +296,11 @@ Act Builder::EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::d
   return dst;
 }
 
+void Absorb(Builder& b, const std::vector<const Node*>& nodes) {
+  for (const Node* n : nodes) {
+    b.Consume(*n);
+    b.absorbed[static_cast<std::size_t>(n - b.graph.nodes().data())] = true;
+  }
+}
+
 }  // namespace onnxfuse::backend

@@ -227,4 +227,9 @@ class Builder {
   std::vector<int> remaining_;                ///< uses not yet lowered, per value
 };
 
+/// Marks `nodes` lowered as part of another node's pattern: their uses are
+/// consumed and LowerGroup skips them when their group comes. Here, next to
+/// Builder::absorbed, since it changes nothing but the builder's state.
+void Absorb(Builder& b, const std::vector<const Node*>& nodes);
+
 }  // namespace onnxfuse::backend

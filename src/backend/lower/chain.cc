@@ -1,16 +1,39 @@
-// Chains: an anchor primitive and the group members absorbed into it (lower.h):
+// Chains: an anchor primitive and the group members absorbed into it (chain.h):
 // building them while walking a group; backend/lower/chain_emit.cc turns them into steps.
+#include "backend/lower/chain.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "backend/kernels/activation.h"
 #include "ir/attrs.h"
 #include "backend/lower/host_eval.h"
-#include "backend/lower/own_kernels.h"
+#include "backend/lower/batch_norm.h"
+#include "backend/lower/binary.h"
+#include "backend/lower/channel_scale.h"
+#include "backend/lower/concat.h"
+#include "backend/lower/conv.h"
+#include "backend/lower/deconv.h"
+#include "backend/lower/eltwise.h"
+#include "backend/lower/gelu.h"
+#include "backend/lower/graph_queries.h"
+#include "backend/lower/layer_norm.h"
+#include "backend/lower/matmul.h"
+#include "backend/lower/normalization.h"
+#include "backend/lower/pool.h"
+#include "backend/lower/reduce.h"
+#include "backend/lower/resize.h"
+#include "backend/lower/slice.h"
+#include "backend/lower/softmax.h"
+#include "backend/lower/squeeze_excite.h"
+#include "backend/lower/std_math.h"
+#include "backend/lower/unsupported.h"
+#include "backend/lower/views.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -284,25 +307,6 @@ void MergeLinearSteps(std::vector<PostOp>& post_ops) {
     first.alpha = static_cast<float>(alpha), first.beta = static_cast<float>(beta);
   }
   post_ops = std::move(merged);
-}
-
-std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
-  if (AttrInt(bn, "training_mode", 0) != 0 || bn.inputs.size() < 5) return std::nullopt;
-  for (std::size_t i = 1; i < 5; ++i)
-    if (!b.IsConst(bn.inputs[i])) return std::nullopt;
-  const Tensor &gamma = b.Const(bn.inputs[1], bn), &beta = b.Const(bn.inputs[2], bn);
-  const Tensor &mean = b.Const(bn.inputs[3], bn), &var = b.Const(bn.inputs[4], bn);
-  const std::int64_t channels = gamma.NumElements();
-  if (beta.NumElements() != channels || mean.NumElements() != channels || var.NumElements() != channels)
-    return std::nullopt;
-  const double epsilon = AttrFloat(bn, "epsilon", 1e-5f);
-  ChannelAffine affine;
-  for (std::int64_t c = 0; c < channels; ++c) {
-    double k = ElementAt(gamma, c) / std::sqrt(ElementAt(var, c) + epsilon);
-    affine.scale.push_back(k);
-    affine.shift.push_back(ElementAt(beta, c) - ElementAt(mean, c) * k);
-  }
-  return affine;
 }
 
 namespace {

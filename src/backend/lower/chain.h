@@ -28,46 +28,24 @@
 // conv picks nChw8c, where a spatially broadcast binary is `ref:`; on NHWC it
 // is jit). The steps are labelled with the nodes they execute. When no split
 // is all fast (even the bare anchor is slow, say), the chain stays whole and
-// Builder::Emit warns. Anchors of backend/lower/ops.cc are not split by speed: a
+// Builder::Emit warns. Anchors of binary.cc and batch_norm.cc are not split by speed: a
 // batch norm takes its chain whole, a binary anchor the longest prefix its
 // primitive computes right (RightPrefix) and the rest as tail steps.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "ir/attrs.h"
 #include "backend/lower/builder.h"
-#include "onnxfuse/error.h"
+#include "backend/lower/unsupported.h"
 
 namespace onnxfuse::backend {
-
-/// Throws Error(kUnsupported) "<model file>: node '<name>' (<op>): <why>".
-[[noreturn]] inline void Unsupported(const Builder& b, const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
-}
-
-/// Creates a primitive descriptor, turning oneDNN's "unimplemented" into
-/// Error(kUnsupported) naming the node.
-template <typename PD, typename Desc>
-PD MakePd(const Builder& b, const Node& node, const Desc& desc, const dnnl::primitive_attr& attr) {
-  try {
-    return PD(desc, attr, b.engine);
-  } catch (const dnnl::error& e) {
-    Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
-  }
-}
-
-/// Input `i` of a non-anchor op in the layout it reads: as produced when fusing
-/// (plain, or a convolution's channels-last / channel-blocked layout, which
-/// oneDNN's elementwise, pooling, resampling and concat kernels take), plain
-/// otherwise; other strided views (transposes) are made plain first.
-Arg OpInput(Builder& b, const Node& node, std::size_t i);
 
 struct PostOp {
   enum class Kind { kEltwise, kSum, kBinary };
@@ -91,15 +69,6 @@ struct Chain {
   bool norm_relu = false;             ///< BatchNormalization anchor: fused Relu (fuse_norm_relu)
 };
 
-/// A per-channel affine map y = scale * x + shift, in double.
-struct ChannelAffine {
-  std::vector<double> scale, shift;
-};
-/// An inference BatchNormalization as its per-channel affine map (ONNX
-/// Operators.md, BatchNormalization: scale = gamma / sqrt(var + epsilon),
-/// shift = B - mean * scale); nullopt for training_mode, a parameter not known
-/// at build time, or parameters of different lengths (backend/lower/chain.cc).
-std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn);
 
 /// Lowers one fusion group (members in topological order); `fuse` off: one chain per node.
 void LowerGroup(Builder& b, const std::vector<NodeId>& nodes);
@@ -213,199 +182,5 @@ PD MakeChainPd(Builder& b, const Chain& chain, const Dims& dst_dims, const std::
 void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base& pd, const std::string& kind,
                  const Dims& dst_dims, std::vector<std::pair<int, Arg>> args, const std::vector<int>& src_slots,
                  std::size_t count = kAllPostOps, int in_place_arg = kNoArg);
-
-/// Applies the chain's folded affine map (BatchNormalization) per output
-/// channel: weights [out_channels, ...] scaled, bias scaled and shifted (backend/lower/conv.cc).
-void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels);
-/// Input `input` of `node` (a bias) as `n` doubles times `scale`; zeros when absent (backend/lower/conv.cc).
-std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale = 1.0);
-
-/// A Conv's output dims and oneDNN geometry (strides, dilations minus 1,
-/// left / right padding with auto_pad resolved) for input dims `x` and weight
-/// dims `w` [O, I/group, k...] (ONNX Operators.md, Conv). Throws
-/// Error(kUnsupported) for other than 1-D to 3-D, Error(kInvalidModel) when
-/// the channels do not match (backend/lower/conv.cc).
-struct ConvGeometry {
-  Dims out, strides, dil, pl, pr;
-};
-ConvGeometry ConvGeometryOf(const Builder& b, const Node& node, const Dims& x, const Dims& w);
-
-/// A primitive's bias (one value per output channel, BatchNormalization folded
-/// in) as a packed constant of `anchor` (Builder::PackedConstant): dims [O],
-/// or [1, O] with `as_row` (matmul's bias).
-dnnl::memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias, bool as_row = false);
-
-// Anchors that take post-ops (backend/lower/conv.cc). Conv, Gemm and MatMul try our
-// own kernels first (backend/lower/own_kernels.h).
-void EmitConv(Builder& b, const Chain& chain);
-/// Gemm (2-D A, constant B; transA, transB, alpha, beta) as a matmul: alpha
-/// and a folded BatchNormalization in the prepacked B; C of one value per
-/// output as the bias, a [M, 1] or [M, N] C as a binary post-op; on AVX2 our
-/// own GEMM or GEMV first (EmitOwnGemm) (backend/lower/matmul.cc).
-void EmitGemm(Builder& b, const Chain& chain);
-/// MatMul (A computed at run time, B constant or not, batch dims broadcast)
-/// as a matmul: [B.., M, K] x constant [K, N] as one 2-D product, on AVX2 our
-/// own GEMM or GEMV first (EmitOwnGemm); a transposed operand read in place
-/// where a fast kernel takes its strides (backend/lower/matmul.cc).
-void EmitMatMul(Builder& b, const Chain& chain);
-/// ConvTranspose as deconvolution_forward, with folded BatchNormalization and post-ops (backend/lower/deconv.cc).
-void EmitDeconv(Builder& b, const Chain& chain);
-// Other primitives (backend/lower/ops.cc).
-/// Add, Sub, Mul, Div as binary_forward with the chain's post-ops, src0 the
-/// run-time input of the output's shape, the other broadcast from plain; when
-/// that is the second input of Sub or Div, c - x runs as -(x - c) and c / x as
-/// (x / c)^-1 (an eltwise post-op first).
-void EmitBinary(Builder& b, const Chain& chain);
-void EmitBatchNorm(Builder& b, const Chain& chain);
-void EmitEltwise(Builder& b, NodeId node);
-/// MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool as pooling_v2, or
-/// our own max and global average pooling on channel-blocked and
-/// channels-last data (backend/lower/pool.cc).
-void EmitPool(Builder& b, NodeId node);
-/// Max, Min, Sum and Mean of one or more inputs, multidirectionally
-/// broadcast (ONNX Max-13 ...), as a chain of binary_max / binary_min /
-/// binary_add steps on plain buffers; Mean scales the last by 1/N (an
-/// eltwise_linear post-op); one input is the output itself, without a step.
-/// Refused when no run-time input has the output's shape.
-void EmitVariadic(Builder& b, NodeId node);
-/// Clip (opset 11+) whose min or max is computed at run time (a scalar): a
-/// binary_max with min, then a binary_min with max, on plain buffers. Clip
-/// with constant bounds is an eltwise_clip (EltwiseOf) instead.
-void EmitClip(Builder& b, NodeId node);
-/// Softmax and LogSoftmax (softmax_forward, logsoftmax_forward) over a plain
-/// buffer; before opset 13 over the input coerced to 2-D at `axis`.
-void EmitSoftmax(Builder& b, NodeId node);
-/// Concat as a concat primitive or memcpy runs; fused, Concat ->
-/// BatchNormalization (-> Relu) as TryConcatNorm's one pass, or deferred for
-/// readers that take its parts (backend/lower/concat.cc).
-void EmitConcat(Builder& b, NodeId node);
-/// The non-empty parts of a Concat along channels (axis 1) of run-time
-/// tensors that agree on every other dim, and the concatenation's dims.
-struct ChannelParts {
-  std::vector<ValueId> values;
-  Dims out;
-};
-/// `node`'s ChannelParts; nullopt for any other Concat (backend/lower/concat.cc).
-std::optional<ChannelParts> ChannelPartsOf(const Builder& b, const Node& node);
-/// Concat (`node`, along channels) whose only reader is an inference
-/// BatchNormalization with constant parameters, optionally followed by its
-/// only reader Relu, on channels-last or channel-blocked sources: one custom
-/// kernel writing the normalized result, channel-blocked when the parts are
-/// and start at block boundaries, else channels-last. False (nothing
-/// emitted) when the pattern or the layouts do not match (backend/lower/concat_norm.cc).
-bool TryConcatNorm(Builder& b, const Node& node);
-/// A Conv chain reading a deferred concat (Builder::deferred_concats): one
-/// convolution per concatenated part with that part's slice of the weights,
-/// accumulating (`sum` post-op) into one destination, the last one with the
-/// bias and the chain's post-ops. False, with nothing emitted, when the chain
-/// has other than eltwise post-ops or a part would run a slow implementation
-/// (backend/lower/concat.cc).
-bool EmitConvOverConcatParts(Builder& b, const Chain& chain);
-/// Emits the concat deferred for `v` after all, for a reader that cannot take
-/// the parts (backend/lower/concat.cc).
-void EmitDeferredConcat(Builder& b, ValueId v);
-/// A pooling `node` reading a deferred concat pools each part (pooling works
-/// per channel: pool(concat(a, b)) = concat(pool(a), pool(b))); its output is
-/// deferred in turn when only group-1 Convs read it, else concatenated, now
-/// from the smaller pooled parts (backend/lower/concat.cc). `pool(part)` emits the
-/// pooling of one part and returns its destination.
-void PoolConcatParts(Builder& b, const Node& node, const std::function<Act(const Act& part)>& pool);
-/// x * k or x / k (k a constant scalar, x computed at run time) read only by a
-/// MatMul, once: recorded in Builder::deferred_scalars instead of lowered, its
-/// uses not consumed; (k A) B = k (A B), so the MatMul scales its result. False,
-/// with nothing done, otherwise (backend/lower/channel_scale.cc).
-bool DeferScalarScale(Builder& b, NodeId node);
-/// For a MatMul operand `v`: when `v` is a deferred x * k or x / k, consumes
-/// that node, multiplies `scale` by k or 1/k and returns x; else returns `v`.
-ValueId TakeScalarScale(Builder& b, ValueId v, float& scale);
-/// PRelu as prelu_forward (slope broadcast to the input's rank) (backend/lower/ops.cc).
-void EmitPrelu(Builder& b, NodeId node);
-/// Resize (opsets 10-18; nearest and linear) as resampling_forward where
-/// oneDNN's coordinate mapping equals ONNX's for every output index (backend/lower/resize.cc).
-void EmitResize(Builder& b, NodeId node);
-// Layout-only ops and build-time values (backend/lower/views.cc).
-/// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout (views), Transpose (a reorder).
-bool LowerView(Builder& b, NodeId node);
-/// Folds the node when all its inputs are known at build time (or it is Shape
-/// of an activation). Returns false when it cannot be folded.
-bool TryFold(Builder& b, NodeId node);
-/// Folds, in graph order, every node that build-time evaluation handles and
-/// whose inputs are all constants, before any group is lowered: a lowering
-/// that looks ahead into another group (LayerNorm's affine Mul and Add) then
-/// sees a weight that an Identity of an initializer produces (torch's export
-/// of shared parameters) as the constant it is, whatever the groups' order.
-void PrefoldConstants(Builder& b);
-
-// Reductions and recognized decompositions (backend/lower/norm.cc); standard-library elementwise functions (backend/lower/unary.cc).
-void EmitReduce(Builder& b, NodeId node);
-/// True for the elementwise math ops EmitStdUnary lowers: Erf, Log, the
-/// trigonometric and hyperbolic functions and their inverses, Floor, Ceil,
-/// Round, Sign, Softsign, ThresholdedRelu, Selu, Shrink, Celu (backend/lower/unary.cc).
-bool IsStdUnary(const Node& node);
-/// One of those as a parallel loop of the standard library's function over a
-/// plain buffer: oneDNN 2.6 has none of them but Log, and its eltwise_log is
-/// off by 1.4e-6 at log(1) (ONNX node test test_log_example wants 0 within
-/// 1e-7), so Log is no post-op either.
-void EmitStdUnary(Builder& b, NodeId node);
-/// Pow(X, Y) whose Y is a constant of several values (a scalar Y is an
-/// eltwise_pow, EltwiseOf): Y broadcast to X's shape at build time, then a
-/// parallel loop of std::pow over a plain buffer. Refused when Y is computed
-/// at run time or would broadcast X to a larger shape (backend/lower/unary.cc).
-void EmitPow(Builder& b, NodeId node);
-/// Lowers the LayerNormalization decomposition starting at ReduceMean `node`
-/// (fused mode) and absorbs its nodes; false when the pattern does not match.
-bool TryLayerNorm(Builder& b, NodeId node);
-/// The output of the Gelu (erf) decomposition applied to `x`, if `x` feeds one;
-/// with `absorb`, its nodes are consumed and marked absorbed.
-std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb);
-/// Lowers the Gelu decomposition whose Div is `div` as one pass of our Gelu
-/// kernel (backend/kernels/activation.h) in the layout of its input.
-void EmitGelu(Builder& b, NodeId div);
-/// One layer_normalization_forward over the last axis of `src` (a plain view
-/// [.., C] of `dims`' elements): y = (x - mean) / sqrt(var + epsilon) * scale + shift,
-/// `scale` and `shift` [C]. With `mean` / `variance` not null, the primitive runs
-/// as forward_training and also writes the statistics ([rows]) there.
-/// Returns the destination (plain, logical dims `dims`) (backend/lower/norm.cc).
-Act EmitLayerNormPrimitive(Builder& b, const Node& node, const std::string& label, const Arg& src, const Dims& dims,
-                           float epsilon, const Arg& scale, const Arg& shift, Act* mean = nullptr,
-                           Act* variance = nullptr);
-/// LayerNormalization (opset 17) as layer_normalization_forward over a 2-D view;
-/// InstanceNormalization as batch_normalization over a [1, N*C, spatial] view
-/// (backend/lower/norm_ops.cc).
-void EmitLayerNormalization(Builder& b, NodeId node);
-void EmitInstanceNormalization(Builder& b, NodeId node);
-/// Pad, Slice (any steps), Split (constant sizes) and Gather (constant indices)
-/// of run-time tensors (backend/lower/slice.cc); false when `node` is none of these.
-/// Fused, a Slice with steps >= 1, each Split output and a Gather of one run
-/// of indices are views of the input's buffer (Builder::NewView), no step.
-bool LowerSlice(Builder& b, NodeId node);
-
-/// The implementation to run for `pd`'s operation and attributes: among
-/// oneDNN's implementations that read and write the same layouts as `pd` and
-/// are not slow (IsSlowImpl), the fastest on this CPU, timed at build time
-/// (median of 7 runs in interleaved rounds, in ms, on scratch buffers for `arg_keys`, the DNNL_ARG_*
-/// the step will bind); `pd`'s own implementation, oneDNN's first choice,
-/// unless another is at least 5% faster. Replaying a plan file, the one it
-/// stored for `key` (Builder::StoredImpl) when it is among them (impl_choice.cc).
-/// Throws dnnl::error only when oneDNN fails to create or run a candidate.
-dnnl::primitive_desc ChooseImpl(Builder& b, const dnnl::primitive_desc& pd, const std::string& kind,
-                                const std::string& key, const std::vector<int>& arg_keys);
-
-/// The node of type `op` (default domain, not yet absorbed) reading `v`, when
-/// it is the only read of `v` and `v` is not a graph output; else nullptr (backend/lower/norm.cc).
-const Node* SoleUser(const Builder& b, ValueId v, const char* op);
-/// True when `n` is a Conv (default domain, group 1) with constant weights
-/// reading `v` once, as its data input X (backend/lower/norm.cc).
-bool ConvReadsAsData(const Builder& b, const Node& n, ValueId v);
-/// True for the pooling ops EmitPool lowers (MaxPool, AveragePool and their
-/// Global forms): each works per channel, in any layout (backend/lower/norm.cc).
-bool IsPooling(const std::string& op);
-/// Marks `nodes` lowered as part of another node's pattern: their uses are
-/// consumed and LowerGroup skips them when their group comes (backend/lower/norm.cc).
-void Absorb(Builder& b, const std::vector<const Node*>& nodes);
-
-/// Eltwise algorithm of a unary node (Relu, Sigmoid, Tanh, Clip, ...): the
-/// post-ops it lowers to, empty when the node is not a supported elementwise op.
-std::vector<PostOp> EltwiseOf(Builder& b, const Node& node);
 
 }  // namespace onnxfuse::backend

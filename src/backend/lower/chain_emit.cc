@@ -1,6 +1,8 @@
-// Emitting a chain (lower.h, "Splitting"): how many post-ops its anchor takes
+// Emitting a chain (chain.h, "Splitting"): how many post-ops its anchor takes
 // (ChooseAnchor), then the anchor's step and the in-place steps of the rest
 // (FinishChain). Chains are built in backend/lower/chain.cc.
+#include "backend/lower/chain.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -8,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "backend/lower/lower.h"
+#include "backend/lower/unsupported.h"
 #include "backend/lower/onednn_limits.h"
 #include "onnxfuse/error.h"
 

@@ -13,11 +13,15 @@
 // weights have fewer elements than x (the early, wide-spatial blocks: e.g.
 // 96x56x56 in against 24x96 weights), and a pass over x and one primitive are
 // saved each time. Only for batch 1: the scale differs per image.
+#include "backend/lower/channel_scale.h"
+
 #include <algorithm>
 #include <optional>
 #include <utility>
 
 #include "ir/attrs.h"
+#include "backend/lower/conv_geometry.h"
+#include "backend/lower/graph_queries.h"
 #include "backend/lower/own_kernels.h"
 #include "onnxfuse/error.h"
 

@@ -7,12 +7,19 @@
 //    `sum` post-op, since W * [a; b] = W_a * a + W_b * b (SqueezeNet's fire
 //    modules feed their concatenated expand outputs to the next squeeze
 //    conv); a pooling pools each part, and its output is deferred in turn.
+#include "backend/lower/concat.h"
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
 #include "ir/attrs.h"
-#include "backend/lower/lower.h"
+#include "backend/lower/chain.h"
+#include "backend/lower/concat_norm.h"
+#include "backend/lower/conv_geometry.h"
+#include "backend/lower/graph_queries.h"
+#include "backend/lower/operands.h"
+#include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

@@ -9,11 +9,16 @@
 // the traffic of the normalization alone. The normalization is the ONNX
 // BatchNormalization inference formula, folded per channel into y = x * k + t
 // (BatchNormAffine).
+#include "backend/lower/concat_norm.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "ir/attrs.h"
-#include "backend/lower/lower.h"
+#include "backend/lower/batch_norm.h"
+#include "backend/lower/concat.h"
+#include "backend/lower/graph_queries.h"
+#include "backend/lower/unsupported.h"
 
 namespace onnxfuse::backend {
 

@@ -1,75 +1,23 @@
 // Conv chains: convolution_forward primitives with the chain's folded
-// BatchNormalization and post-ops, and the helpers Gemm and MatMul share with
-// them (FoldAffine, BiasOf, BiasMemory, ConvGeometryOf).
+// BatchNormalization and post-ops (the weights and bias helpers they share
+// with Gemm and MatMul: operands.h; the geometry: conv_geometry.h).
+#include "backend/lower/conv.h"
+
 #include "ir/attrs.h"
 #include "backend/lower/host_eval.h"
+#include "backend/lower/chain.h"
+#include "backend/lower/channel_scale.h"
+#include "backend/lower/concat.h"
+#include "backend/lower/conv_geometry.h"
+#include "backend/lower/graph_queries.h"
+#include "backend/lower/impl_choice.h"
+#include "backend/lower/operands.h"
 #include "backend/lower/own_kernels.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
 
 using dnnl::memory;
-
-void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels) {
-  if (chain.scale.empty()) return;
-  auto per_channel = static_cast<std::int64_t>(weights.size()) / out_channels;
-  for (std::int64_t o = 0; o < out_channels; ++o) {
-    double k = chain.scale[static_cast<std::size_t>(o)];
-    for (std::int64_t i = 0; i < per_channel; ++i) {
-      auto& w = weights[static_cast<std::size_t>(o * per_channel + i)];
-      w = static_cast<float>(static_cast<double>(w) * k);
-    }
-    auto& c = bias[static_cast<std::size_t>(o)];
-    c = c * k + chain.shift[static_cast<std::size_t>(o)];
-  }
-}
-
-std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale) {
-  std::vector<double> bias(static_cast<std::size_t>(n), 0.0);
-  if (node.inputs.size() <= input || node.inputs[input] == kNoValue) return bias;
-  const Tensor& t = b.Const(node.inputs[input], node);
-  if (t.NumElements() != 1 && t.NumElements() != n) Unsupported(b, node, "bias must have one value per output");
-  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = scale * ElementAt(t, t.NumElements() == 1 ? 0 : static_cast<std::int64_t>(i));
-  return bias;
-}
-
-memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias, bool as_row) {
-  const auto n = static_cast<std::int64_t>(bias.size());
-  const memory::desc md = as_row ? PlainDesc({1, n}) : PlainDesc({n});
-  std::vector<float> f(bias.begin(), bias.end());
-  return b.PackedConstant(anchor, "bias", md, [&] { return b.HostView(md, f.data()); });
-}
-
-ConvGeometry ConvGeometryOf(const Builder& b, const Node& node, const Dims& x, const Dims& w) {
-  if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) Unsupported(b, node, "only 1-D to 3-D convolutions");
-  const std::size_t spatial = w.size() - 2;
-  const std::int64_t group = AttrInt(node, "group", 1), out_channels = w[0];
-  if (x[1] != w[1] * group || out_channels % group != 0)
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": channels do not match");
-  ConvGeometry g;
-  Dims kernel(w.begin() + 2, w.end());
-  g.strides = AttrInts(node, "strides", Dims(spatial, 1));
-  Dims dilations = AttrInts(node, "dilations", Dims(spatial, 1));
-  Dims pads = AttrInts(node, "pads", Dims(2 * spatial, 0));
-  std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
-  g.pl.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(spatial));
-  g.pr.assign(pads.begin() + static_cast<std::ptrdiff_t>(spatial), pads.end());
-  g.out = {x[0], out_channels};
-  for (std::size_t i = 0; i < spatial; ++i) {
-    std::int64_t in = x[i + 2], extent = (kernel[i] - 1) * dilations[i] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      std::int64_t o = (in + g.strides[i] - 1) / g.strides[i];
-      std::int64_t total = std::max<std::int64_t>(0, (o - 1) * g.strides[i] + extent - in);
-      g.pl[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.pr[i] = total - g.pl[i];
-    } else if (auto_pad == "VALID") {
-      g.pl[i] = g.pr[i] = 0;
-    }
-    g.out.push_back((in + g.pl[i] + g.pr[i] - extent) / g.strides[i] + 1);
-    g.dil.push_back(dilations[i] - 1);
-  }
-  return g;
-}
 
 namespace {
 
@@ -136,7 +84,7 @@ void EmitConv(Builder& b, const Chain& chain) {
   // blocked layout with a reorder on each side; otherwise let the conv choose.
   const memory::desc& have = b.ActOf(input, node).md;
   memory::desc same = b.fuse && !IsPlainEquivalent(have) ? WithLayoutOf(have, out) : memory::desc();
-  std::size_t count = 0;  // post-ops the conv takes; the rest run after it (lower.h, "Splitting")
+  std::size_t count = 0;  // post-ops the conv takes; the rest run after it (chain.h, "Splitting")
   auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
     if (!dst.is_zero()) return ConvPd(conv_desc(WithLayoutOf(dst, x), dst), attr, b.engine);  // channels-last
     // A preferred descriptor, when oneDNN has a fast kernel for it; else an empty pd.

@@ -17,10 +17,14 @@
 // right padding handed to oneDNN, stride * (in - 1) + (K - 1) * dilation + 1 -
 // pad_begin - out, goes negative by output_padding (oneDNN accepts that; the
 // extra outputs then hold only the bias).
+#include "backend/lower/deconv.h"
+
 #include <cmath>
 
 #include "backend/lower/host_eval.h"
-#include "backend/lower/lower.h"
+#include "backend/lower/chain.h"
+#include "backend/lower/operands.h"
+#include "backend/lower/unsupported.h"
 
 namespace onnxfuse::backend {
 
@@ -125,7 +129,7 @@ void EmitDeconv(Builder& b, const Chain& chain) {
                                              src_md, AnyDesc(plain_weights.dims()), PlainDesc({out_channels}), dst_md,
                                              strides, dil, pl, pr);
   };
-  std::size_t count = 0;  // post-ops the deconvolution takes; the rest run after it (lower.h, "Splitting")
+  std::size_t count = 0;  // post-ops the deconvolution takes; the rest run after it (chain.h, "Splitting")
   DeconvPd pd = MakeChainPd<DeconvPd>(
       b, chain, out, "deconv", count, [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
         if (!dst.is_zero()) return DeconvPd(deconv_desc(WithLayoutOf(dst, x), dst), attr, b.engine);

@@ -3,13 +3,14 @@
 // shapes of the model, as TVM's AutoTVM and oneDNN's own benchdnn do it, limited
 // here to candidates that read and write the same layouts (the choice changes
 // no other step of the plan).
+#include "backend/lower/impl_choice.h"
+
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
-#include "backend/lower/lower.h"
 
 namespace onnxfuse::backend {
 

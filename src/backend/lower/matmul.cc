@@ -1,10 +1,16 @@
 // Gemm and MatMul chains: matmul primitives (or our own GEMM and GEMV on AVX2,
 // backend/lower/own_gemm.cc) with the chain's folded BatchNormalization and post-ops.
+#include "backend/lower/matmul.h"
+
 #include <functional>
 
 #include "ir/attrs.h"
 #include "backend/lower/host_eval.h"
+#include "backend/lower/chain.h"
+#include "backend/lower/channel_scale.h"
+#include "backend/lower/operands.h"
 #include "backend/lower/own_kernels.h"
+#include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -190,7 +196,7 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
     return const_weights ? WithGemmWeights(we, make) : make(weights_md);
   };
   const bool try_strided = !collapse && (strided(in_a) || (!const_weights && strided(in_b)));
-  std::size_t count = 0;  // post-ops the matmul takes; the rest run after it (lower.h, "Splitting")
+  std::size_t count = 0;  // post-ops the matmul takes; the rest run after it (chain.h, "Splitting")
   auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
     if (!dst.is_zero()) return MatMulPd();  // plain destinations only
     if (try_strided) {

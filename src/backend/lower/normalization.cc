@@ -16,8 +16,11 @@
 //        view [1, N*C, D1*..*Dk], whose channels are the instances; scale and
 //        B tiled N times.
 // Both compute the biased variance, as ONNX does.
+#include "backend/lower/normalization.h"
+
 #include "backend/lower/host_eval.h"
-#include "backend/lower/lower.h"
+#include "backend/lower/layer_norm.h"
+#include "backend/lower/unsupported.h"
 
 namespace onnxfuse::backend {
 

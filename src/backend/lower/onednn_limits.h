@@ -30,7 +30,7 @@
 #include <cstddef>
 #include <string>
 
-#include "backend/lower/lower.h"
+#include "backend/lower/chain.h"
 
 namespace onnxfuse::backend {
 

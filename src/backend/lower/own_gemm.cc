@@ -1,12 +1,17 @@
 // MatMul and Gemm with constant weights on AVX2 as our own GEMM
 // (backend/kernels/gemm.h), where oneDNN 2.6 runs them on its slower sgemm; and
 // convolutions on small maps, where its jit:avx2 convolution is slow.
+#include "backend/lower/own_kernels.h"
+
 #include <algorithm>
 #include <optional>
 
 #include "backend/kernels/gemm.h"
 #include "backend/kernels/gemv.h"
-#include "backend/lower/own_kernels.h"
+#include "backend/lower/chain.h"
+#include "backend/lower/channel_scale.h"
+#include "backend/lower/conv_geometry.h"
+#include "backend/lower/operands.h"
 
 namespace onnxfuse::backend {
 

@@ -1,17 +1,20 @@
 // Lowering chains onto our own kernels instead of oneDNN primitives, where
-// those are faster: the AVX-512 pointwise GEMM (backend/kernels/pointwise.h), the AVX2
-// GEMM and matrix-vector product (backend/kernels/gemm.h, backend/kernels/gemv.h) and the AVX2
-// Winograd convolution (backend/kernels/winograd.h); and squeeze-and-excitation's
-// excitation and gate. Each Emit* returns false, emitting nothing, when the
-// CPU, the shapes or the chain's post-ops do not fit; the caller then lowers
-// the chain to oneDNN (backend/lower/conv.cc, backend/lower/matmul.cc).
+// those are faster: the AVX-512 pointwise GEMM (backend/kernels/pointwise.h),
+// the AVX2 GEMM and matrix-vector product (backend/kernels/gemm.h,
+// backend/kernels/gemv.h) and the AVX2 Winograd convolution
+// (backend/kernels/winograd.h). Each Emit* returns false, emitting nothing,
+// when the CPU, the shapes or the chain's post-ops do not fit; the caller then
+// lowers the chain to oneDNN (backend/lower/conv.cc, backend/lower/matmul.cc).
+// Squeeze-and-excitation's excitation and gate: squeeze_excite.h,
+// channel_scale.h.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "backend/lower/lower.h"
+#include "backend/lower/chain.h"
+#include "backend/lower/conv_geometry.h"
 #include "backend/kernels/pointwise.h"
 
 namespace onnxfuse::backend {
@@ -76,28 +79,5 @@ bool ConvFitsGemm(const Builder& b, const Node& conv, const Act& x, const Dims& 
 /// After lowering: each PointwiseConv step prefetches the first weight panel
 /// of the next one when it comes soon after (backend/lower/pointwise.cc).
 void LinkPointwise(Builder& b);
-
-/// Squeeze-and-excitation's excitation starting at Conv `fc1`: 1x1 Conv of a
-/// [1, C, 1, 1] activation, Relu or swish, 1x1 Conv back to C channels,
-/// Sigmoid or HardSigmoid, as one step of our own (both matrix-vector products
-/// and activations); absorbs the nodes. False, with nothing done, when the
-/// nodes do not form it (backend/lower/squeeze_excite.cc).
-bool TrySqueezeExcite(Builder& b, NodeId fc1);
-/// Squeeze-and-excitation's x * s (s: [1, C, 1, 1] computed at run time, x
-/// [1, C, ...]) read only by a group-1 Conv with constant weights no larger
-/// than x, or that ConvFitsGemm: recorded in Builder::deferred_scales instead of lowered, its uses
-/// not consumed; false, with nothing done, otherwise (backend/lower/channel_scale.cc).
-bool DeferChannelScale(Builder& b, NodeId mul);
-/// The unscaled x of a deferred x * s (`v` itself when `v` is not deferred).
-ValueId ScaledInput(const Builder& b, ValueId v);
-/// For the reader of deferred `v` = x * s: consumes the Mul and returns s as
-/// a plain [C] argument, for the reader to scale x's channels by.
-Arg TakeChannelScale(Builder& b, ValueId v);
-/// For the convolution reading deferred `v` = x * s with packed `weights`
-/// ([O, C, k...] in any layout): emits the kernel writing the weights times
-/// s[c] (per input channel c) into a new arena buffer, consumes the Mul and
-/// returns that buffer as the convolution's weights argument. `label`: the
-/// convolution's, for the step label.
-Arg EmitScaledWeights(Builder& b, ValueId v, const dnnl::memory& weights, const std::string& label);
 
 }  // namespace onnxfuse::backend

@@ -1,11 +1,15 @@
 // A 1x1 convolution on a small channels-last map as our own GEMM
 // (backend/kernels/pointwise.h), when its weights outweigh its activations.
+#include "backend/lower/own_kernels.h"
+
 #include <algorithm>
 #include <limits>
 #include <memory>
 #include <optional>
 
-#include "backend/lower/own_kernels.h"
+#include "backend/lower/chain.h"
+#include "backend/lower/conv_geometry.h"
+#include "backend/lower/operands.h"
 #include "backend/kernels/pointwise.h"
 
 namespace onnxfuse::backend {

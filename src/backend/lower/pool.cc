@@ -3,11 +3,15 @@
 // global average pooling (ChannelMeans, backend/kernels/activation.h) on
 // channel-blocked and channels-last data; over a deferred concat, one pooling
 // per part.
+#include "backend/lower/pool.h"
+
 #include <optional>
 
 #include "backend/kernels/activation.h"
 #include "ir/attrs.h"
-#include "backend/lower/lower.h"
+#include "backend/lower/concat.h"
+#include "backend/lower/operands.h"
+#include "backend/lower/unsupported.h"
 #include "backend/kernels/max_pool.h"
 #include "onnxfuse/error.h"
 

@@ -20,13 +20,16 @@
 // align_corners, tf_crop_and_resize, other roundings, resized batch or
 // channel axes) runs on the sample tables in plain layout.
 // antialias and keep_aspect_ratio_policy other than stretch (opset 18) are refused.
+#include "backend/lower/resize.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include <spdlog/spdlog.h>
 
 #include "backend/lower/host_eval.h"
-#include "backend/lower/lower.h"
+#include "backend/lower/operands.h"
+#include "backend/lower/unsupported.h"
 #include "backend/kernels/resize.h"
 
 namespace onnxfuse::backend {

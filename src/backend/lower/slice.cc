@@ -19,11 +19,13 @@
 //                         all-zero pads are a view of x
 // Slice's starts/ends/axes/steps clamp as ONNX Operators.md says (Slice-13):
 // step > 0: start and end in [0, n]; step < 0: start in [0, n-1], end in [-1, n-1].
+#include "backend/lower/slice.h"
+
 #include <algorithm>
 
 #include "ir/attrs.h"
 #include "backend/lower/host_eval.h"
-#include "backend/lower/lower.h"
+#include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

@@ -10,12 +10,16 @@
 // paying a primitive's and, with several threads, a thread team's fixed cost:
 // EfficientNet-B0 has 16 such blocks. Here the two matrix-vector products and
 // both activations run as one step, on one thread when the weights are small.
+#include "backend/lower/squeeze_excite.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "ir/attrs.h"
 #include "backend/kernels/gemv.h"
-#include "backend/lower/own_kernels.h"
+#include "backend/lower/conv_geometry.h"
+#include "backend/lower/graph_queries.h"
+#include "backend/lower/operands.h"
 
 namespace onnxfuse::backend {
 

@@ -3,11 +3,13 @@
 // their input's buffer when it is laid out row-major (otherwise one reorder to
 // plain first); Transpose is one reorder through a permuted-strides descriptor
 // (fused: a view with those strides), and so are DepthToSpace and SpaceToDepth.
+#include "backend/lower/views.h"
+
 #include <algorithm>
 
 #include "ir/attrs.h"
 #include "backend/lower/host_eval.h"
-#include "backend/lower/lower.h"
+#include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

@@ -1,10 +1,14 @@
 // 3x3 convolutions as Winograd's F(2x2, 3x3) over our own GEMM
 // (backend/kernels/winograd.h), on AVX2 CPUs where oneDNN 2.6 has no Winograd kernel.
+#include "backend/lower/own_kernels.h"
+
 #include <omp.h>
 
 #include "ir/attrs.h"
 #include "backend/kernels/gemm.h"
-#include "backend/lower/own_kernels.h"
+#include "backend/lower/chain.h"
+#include "backend/lower/conv_geometry.h"
+#include "backend/lower/operands.h"
 #include "backend/kernels/winograd.h"
 
 namespace onnxfuse::backend {

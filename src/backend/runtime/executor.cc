@@ -13,8 +13,10 @@
 
 #include "backend/runtime/arena.h"
 #include "backend/lower/builder.h"
+#include "backend/lower/chain.h"
 #include "backend/lower/fault_injection.h"
 #include "backend/lower/own_kernels.h"
+#include "backend/lower/views.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/tensor_data.h"
 

@@ -1,4 +1,4 @@
-// Binary ops as anchors of their own (src/backend/lower/ops.cc, EmitBinary):
+// Binary ops as anchors of their own (src/backend/lower/binary.cc, EmitBinary):
 // broadcast operands against channel-blocked tensors.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Splitting a fused chain whose primitive would be slow (src/backend/lower/lower.h,
+// Splitting a fused chain whose primitive would be slow (src/backend/lower/chain.h,
 // "Splitting"): oneDNN 2.6 serves a convolution with a spatially broadcast
 // binary post-op ([1,1,H,W]) only by its gemm kernel, while the convolution
 // alone gets a jit one. The conv then keeps the post-ops before the binary and

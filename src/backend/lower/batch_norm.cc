@@ -1,0 +1,59 @@
+// BatchNormalization: its inference formula as a per-channel affine map
+// (folded into a Conv, ConvTranspose or Gemm chain, or into Concat+BN), and as
+// a batch_normalization_forward anchor of its own.
+#include "backend/lower/batch_norm.h"
+
+#include <cmath>
+
+#include "backend/lower/chain.h"
+#include "backend/lower/operands.h"
+#include "backend/lower/unsupported.h"
+#include "ir/attrs.h"
+#include "backend/lower/host_eval.h"
+
+namespace onnxfuse::backend {
+
+using dnnl::memory;
+
+std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
+  if (AttrInt(bn, "training_mode", 0) != 0 || bn.inputs.size() < 5) return std::nullopt;
+  for (std::size_t i = 1; i < 5; ++i)
+    if (!b.IsConst(bn.inputs[i])) return std::nullopt;
+  const Tensor &gamma = b.Const(bn.inputs[1], bn), &beta = b.Const(bn.inputs[2], bn);
+  const Tensor &mean = b.Const(bn.inputs[3], bn), &var = b.Const(bn.inputs[4], bn);
+  const std::int64_t channels = gamma.NumElements();
+  if (beta.NumElements() != channels || mean.NumElements() != channels || var.NumElements() != channels)
+    return std::nullopt;
+  const double epsilon = AttrFloat(bn, "epsilon", 1e-5f);
+  ChannelAffine affine;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    double k = ElementAt(gamma, c) / std::sqrt(ElementAt(var, c) + epsilon);
+    affine.scale.push_back(k);
+    affine.shift.push_back(ElementAt(beta, c) - ElementAt(mean, c) * k);
+  }
+  return affine;
+}
+
+void EmitBatchNorm(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  if (AttrInt(node, "training_mode", 0) != 0) Unsupported(b, node, "training_mode=1 is not supported");
+  Arg src = OpInput(b, node, 0);
+  Dims dims = b.ActOf(node.inputs[0], node).dims;
+  auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  if (chain.norm_relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
+  dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md,
+                                               AttrFloat(node, "epsilon", 1e-5f), flags);
+  auto pd = MakePd<dnnl::batch_normalization_forward::primitive_desc>(b, node, desc, b.Attr());
+  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}};
+  const int keys[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
+  for (std::size_t i = 0; i < 4; ++i) {
+    const Tensor& t = b.Const(node.inputs.at(i + 1), node);
+    if (dims.size() < 2 || t.NumElements() != dims[1]) Unsupported(b, node, "parameters must have one value per channel");
+    memory m = b.HostMemory(PlainDesc({dims[1]}), t.data.data());
+    args.emplace_back(keys[i], Arg{-1, m.get_desc(), m});
+  }
+  FinishChain(b, chain, pd, "batch_norm", dims, std::move(args), {src.slot}, kAllPostOps, DNNL_ARG_SRC);
+}
+
+}  // namespace onnxfuse::backend

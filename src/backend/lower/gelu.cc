@@ -1,0 +1,53 @@
+// The Gelu (erf form) decomposition exporters write for an op ONNX opset 13
+// lacks, recognized in fused mode as one pass of our Gelu kernel (as ONNX
+// Runtime's level-1 GeluFusion does):
+//   y = Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5)
+// The pattern's inner values must have no other readers; its nodes may belong
+// to several fusion groups (they are absorbed wherever they are).
+#include "backend/lower/gelu.h"
+
+#include <cmath>
+
+#include "backend/lower/graph_queries.h"
+#include "backend/kernels/activation.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb) {
+  const Value& xv = b.graph.value(x);
+  if (xv.consumers.size() != 2) return std::nullopt;
+  const Node* div = nullptr;
+  for (NodeId c : xv.consumers) {
+    const Node& n = b.graph.node(c);
+    if (n.op_type == "Div" && n.inputs[0] == x && !b.absorbed[c]) div = &n;
+  }
+  if (!div || !ConstNear(b, div->inputs[1], std::sqrt(2.0), 1e-3)) return std::nullopt;
+  const Node* erf = SoleUser(b, div->outputs[0], "Erf");
+  const Node* add = erf ? SoleUser(b, erf->outputs[0], "Add") : nullptr;
+  if (!add || !ConstNear(b, OtherInput(*add, erf->outputs[0]), 1.0, 1e-6)) return std::nullopt;
+  const Node* mul = SoleUser(b, add->outputs[0], "Mul");
+  if (!mul || OtherInput(*mul, add->outputs[0]) != x) return std::nullopt;
+  const Node* half = SoleUser(b, mul->outputs[0], "Mul");
+  if (!half || !ConstNear(b, OtherInput(*half, mul->outputs[0]), 0.5, 1e-6)) return std::nullopt;
+  if (absorb) Absorb(b, {div, erf, add, mul, half});
+  return half->outputs[0];
+}
+
+void EmitGelu(Builder& b, NodeId div_id) {
+  const Node& div = b.graph.node(div_id);
+  ValueId x = div.inputs[0];
+  auto out = MatchGelu(b, x, true);
+  Check(out.has_value(), "EmitGelu without a Gelu pattern");
+  Arg src = IsDense(b.ActOf(x, div).md) ? b.UseAsIs(x, div) : b.UsePlain(x, div);  // the kernel runs over all bytes
+  Act dst = b.NewAct(b.ActOf(x, div).dims, src.md);
+  const std::int64_t count = static_cast<std::int64_t>(src.md.get_size() / sizeof(float));
+  b.EmitCustom("gelu", div.name + "+Gelu", {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
+               [count](const std::vector<void*>& data) {
+                 Gelu(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), count);
+               },
+               dst.md);
+  b.SetAct(*out, dst);
+}
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,20 @@
+// Gemm and MatMul chains as matmul primitives or our own GEMM and GEMV
+// (backend/lower/matmul.cc).
+#pragma once
+
+#include "backend/lower/chain.h"
+
+namespace onnxfuse::backend {
+
+/// Gemm (2-D A, constant B; transA, transB, alpha, beta) as a matmul: alpha
+/// and a folded BatchNormalization in the prepacked B; C of one value per
+/// output as the bias, a [M, 1] or [M, N] C as a binary post-op; on AVX2 our
+/// own GEMM or GEMV first (EmitOwnGemm).
+void EmitGemm(Builder& b, const Chain& chain);
+/// MatMul (A computed at run time, B constant or not, batch dims broadcast)
+/// as a matmul: [B.., M, K] x constant [K, N] as one 2-D product, on AVX2 our
+/// own GEMM or GEMV first (EmitOwnGemm); a transposed operand read in place
+/// where a fast kernel takes its strides.
+void EmitMatMul(Builder& b, const Chain& chain);
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,47 @@
+#include "backend/lower/operands.h"
+
+#include "backend/lower/chain.h"
+#include "backend/lower/unsupported.h"
+#include "backend/lower/host_eval.h"
+
+namespace onnxfuse::backend {
+
+using dnnl::memory;
+
+Arg OpInput(Builder& b, const Node& node, std::size_t i) {
+  const auto& md = b.ActOf(node.inputs.at(i), node).md;
+  if (b.fuse && (IsPlainEquivalent(md) || IsConvLayout(md))) return b.UseAsIs(node.inputs[i], node);
+  return b.UsePlain(node.inputs[i], node);
+}
+
+void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels) {
+  if (chain.scale.empty()) return;
+  auto per_channel = static_cast<std::int64_t>(weights.size()) / out_channels;
+  for (std::int64_t o = 0; o < out_channels; ++o) {
+    double k = chain.scale[static_cast<std::size_t>(o)];
+    for (std::int64_t i = 0; i < per_channel; ++i) {
+      auto& w = weights[static_cast<std::size_t>(o * per_channel + i)];
+      w = static_cast<float>(static_cast<double>(w) * k);
+    }
+    auto& c = bias[static_cast<std::size_t>(o)];
+    c = c * k + chain.shift[static_cast<std::size_t>(o)];
+  }
+}
+
+std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale) {
+  std::vector<double> bias(static_cast<std::size_t>(n), 0.0);
+  if (node.inputs.size() <= input || node.inputs[input] == kNoValue) return bias;
+  const Tensor& t = b.Const(node.inputs[input], node);
+  if (t.NumElements() != 1 && t.NumElements() != n) Unsupported(b, node, "bias must have one value per output");
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = scale * ElementAt(t, t.NumElements() == 1 ? 0 : static_cast<std::int64_t>(i));
+  return bias;
+}
+
+memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias, bool as_row) {
+  const auto n = static_cast<std::int64_t>(bias.size());
+  const memory::desc md = as_row ? PlainDesc({1, n}) : PlainDesc({n});
+  std::vector<float> f(bias.begin(), bias.end());
+  return b.PackedConstant(anchor, "bias", md, [&] { return b.HostView(md, f.data()); });
+}
+
+}  // namespace onnxfuse::backend

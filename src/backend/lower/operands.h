@@ -1,0 +1,33 @@
+// A node's inputs as the arguments of its primitive: an activation in the
+// layout the op reads (OpInput), and the bias and weights of the anchors that
+// have them (Conv, ConvTranspose, Gemm, MatMul, and the Conv over a deferred
+// concat), with the chain's folded BatchNormalization applied. Shared by
+// those lowerings, so they live apart from any one of them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backend/lower/chain.h"
+
+namespace onnxfuse::backend {
+
+/// Input `i` of a non-anchor op in the layout it reads: as produced when fusing
+/// (plain, or a convolution's channels-last / channel-blocked layout, which
+/// oneDNN's elementwise, pooling, resampling and concat kernels take), plain
+/// otherwise; other strided views (transposes) are made plain first.
+Arg OpInput(Builder& b, const Node& node, std::size_t i);
+
+/// Applies the chain's folded affine map (BatchNormalization) per output
+/// channel: weights [out_channels, ...] scaled, bias scaled and shifted.
+void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels);
+/// Input `input` of `node` (a bias) as `n` doubles times `scale`; zeros when absent.
+std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale = 1.0);
+
+/// A primitive's bias (one value per output channel, BatchNormalization folded
+/// in) as a packed constant of `anchor` (Builder::PackedConstant): dims [O],
+/// or [1, O] with `as_row` (matmul's bias).
+dnnl::memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias, bool as_row = false);
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,12 @@
+// Softmax and LogSoftmax (backend/lower/softmax.cc).
+#pragma once
+
+#include "backend/lower/builder.h"
+
+namespace onnxfuse::backend {
+
+/// Softmax and LogSoftmax (softmax_forward, logsoftmax_forward) over a plain
+/// buffer; before opset 13 over the input coerced to 2-D at `axis`.
+void EmitSoftmax(Builder& b, NodeId node);
+
+}  // namespace onnxfuse::backend
