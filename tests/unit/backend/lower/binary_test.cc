@@ -1,13 +1,25 @@
-// Binary ops as anchors of their own (src/backend/lower/binary.cc, EmitBinary):
-// broadcast operands against channel-blocked tensors.
+// Binary, variadic and Clip primitives (src/backend/lower/binary.cc): binary ops
+// as anchors of their own with operands broadcast against channel-blocked
+// tensors, a constant or broadcast first operand of Sub and Div, rank-0
+// operands (with Log, src/backend/lower/std_math.cc, after them); Max, Min,
+// Sum and Mean of broadcast inputs; Clip with run-time bounds. Numbers are
+// checked against naive loops in double.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
+#include "onnxfuse/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
+using test::CheckBoth;
+using test::CompileError;
+using test::PlanRun;
+using test::TensorFrom;
+using test::Wave;
 
 namespace {
 
@@ -50,4 +62,109 @@ TEST_CASE("a run-time operand of lower rank is broadcast from its plain form", "
                                         " y, float" + dims + " t) {\n  t = ConvTranspose (x, w)\n  y = Add (t, k)\n}");
       test::CheckFusedAgainstUnfused(graph, RandomInputs(graph), 1e-6);
     }
+}
+
+TEST_CASE("a Sub of two scalars keeps rank 0, Log is exact where oneDNN's eltwise_log is not", "[backend_ops]") {
+  // Before, the Sub's result took the shape [1] and compiling failed against
+  // the inferred [] (ONNX node test test_range_float_type_positive_delta_expanded).
+  const char* scalars = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float a, float b) => (float d) {
+      d = Sub (a, b)
+    })";
+  PlanRun run = CheckBoth(scalars, {TensorFrom({}, [](auto) { return 7.5f; }, "a"), TensorFrom({}, [](auto) { return 2.25f; }, "b")},
+                          {5.25});
+  CHECK(run.outputs[0].dims.empty());
+  // oneDNN 2.6's eltwise_log gives log(1) = -1.43e-6 (test_log_example wants
+  // 0 within 1e-7): Log runs as std::log, also after a Conv's layout.
+  const char* logs = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,2,2] x, float[2,2,1,1] w = {1, 0, 0, 1}) => (float[1,2,2,2] y) {
+      c = Conv (x, w)
+      y = Log (c)
+    })";
+  const std::vector<float> values = {1.0f, 2.718281828f, 0.5f, 3.0f, 1.0f, 0.125f, 10.0f, 1e-3f};
+  std::vector<double> expected;
+  for (float v : values) expected.push_back(std::log(static_cast<double>(v)));
+  CheckBoth(logs, {TensorFrom({1, 2, 2, 2}, [&](std::int64_t i) { return values[static_cast<std::size_t>(i)]; })}, expected,
+            2e-7);
+}
+
+TEST_CASE("Max, Min, Sum and Mean of broadcast inputs, the full-shaped one not first", "[backend_ops]") {
+  Tensor a = TensorFrom({3}, [](std::int64_t i) { return 0.5f * static_cast<float>(i) - 0.4f; }, "a");
+  Tensor b = TensorFrom({2, 3}, Wave, "b");
+  const float c[3] = {0.25f, -0.75f, 0.1f};
+  for (const char* op : {"Max", "Min", "Sum", "Mean"}) {
+    INFO(op);
+    const std::string text = std::string(R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[3] a, float[2,3] b, float[1,3] c = {0.25, -0.75, 0.1}) => (float[2,3] y) {
+        y = )") + op + R"( (a, b, c)
+      })";
+    std::vector<double> y;
+    for (std::size_t i = 0; i < 6; ++i) {
+      const double x0 = a.data[i % 3], x1 = b.data[i], x2 = c[i % 3];
+      const std::string o = op;
+      y.push_back(o == "Max"   ? std::max({x0, x1, x2})
+                  : o == "Min" ? std::min({x0, x1, x2})
+                  : o == "Sum" ? x0 + x1 + x2
+                               : (x0 + x1 + x2) / 3);
+    }
+    CheckBoth(text, {a, b}, y, 1e-6);
+  }
+  const char* single = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] b) => (float[2,3] y) {
+      y = Mean (b)
+    })";
+  const PlanRun one = CheckBoth(single, {b}, std::vector<double>(b.data.begin(), b.data.end()), 0);
+  CHECK(one.stats.kernels == 0);  // the input itself, as Identity
+  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,1] a, float[1,3] b) => (float[2,3] y) {
+      y = Max (a, b)
+    })"), Catch::Matchers::Contains("no run-time input has the output's shape"));
+}
+
+TEST_CASE("Clip with bounds computed at run time: either bound alone, and min above max", "[backend_ops]") {
+  Tensor x = TensorFrom({2, 6}, Wave);
+  auto scalar = [](float v, const char* name) { return TensorFrom({}, [v](auto) { return v; }, name); };
+  auto clipped = [&](double lo, double hi) {
+    std::vector<double> y;
+    for (float v : x.data) y.push_back(std::min(std::max(static_cast<double>(v), lo), hi));
+    return y;
+  };
+  const char* both = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,6] x, float lo, float hi) => (float[2,6] y) {
+      y = Clip (x, lo, hi)
+    })";
+  CheckBoth(both, {x, scalar(-0.3f, "lo"), scalar(0.2f, "hi")}, clipped(-0.3f, 0.2f), 0);
+  CheckBoth(both, {x, scalar(0.4f, "lo"), scalar(-0.1f, "hi")}, clipped(0.4f, -0.1f), 0);  // all max
+  const char* min_only = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,6] x, float lo) => (float[2,6] y) {
+      y = Clip (x, lo)
+    })";
+  CheckBoth(min_only, {x, scalar(0.1f, "lo")}, clipped(0.1f, INFINITY), 0);
+  const char* max_only = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,6] x, float hi) => (float[2,6] y) {
+      y = Clip (x, , hi)
+    })";
+  CheckBoth(max_only, {x, scalar(-0.2f, "hi")}, clipped(-INFINITY, -0.2f), 0);
+}
+
+TEST_CASE("Sub and Div whose first input is a constant or a broadcast tensor: operands swapped, result negated or inverted",
+          "[backend_ops]") {
+  Tensor x = TensorFrom({2, 3}, [](std::int64_t i) { return 0.5f + 0.25f * static_cast<float>(i); });
+  Tensor a = TensorFrom({3}, [](std::int64_t i) { return 1.f - static_cast<float>(i); }, "a");
+  std::vector<double> y;
+  for (std::size_t i = 0; i < 6; ++i) y.push_back(std::max(0.0, 1.0 - x.data[i]));
+  PlanRun sub = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, float one = {1.0}) => (float[2,3] y) {
+      d = Sub (one, x)
+      y = Relu (d)
+    })",
+                          {x}, y, 1e-6);
+  CHECK(sub.stats.kernels == 1);  // the negation and the Relu are post-ops of the one binary step
+  y.clear();
+  for (std::size_t i = 0; i < 6; ++i) y.push_back(a.data[i % 3] / x.data[i]);
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, float[3] a) => (float[2,3] y) {
+      y = Div (a, x)
+    })",
+            {x, a}, y, 1e-6);
 }

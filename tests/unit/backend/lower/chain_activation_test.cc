@@ -1,9 +1,9 @@
-// Our own activation kernels (src/backend/kernels/activation.h) as the
-// lowering uses them: swish after a convolution, swish with the means a
-// GlobalAveragePool takes in the same pass, and Gelu after a MatMul + Add.
-// Tagged [activation]: ctest also runs them with oneDNN's ISA capped at AVX2
-// and SSE4.1 (tests/CMakeLists.txt). Numbers are checked against naive loops
-// in double.
+// Our own activation kernels (src/backend/kernels/activation.h) as the lowering
+// uses them (src/backend/lower/chain.cc, Flush): swish after a convolution,
+// swish with the means a GlobalAveragePool takes in the same pass, and Gelu
+// after a MatMul + Add. Tagged [activation]: ctest also runs them with oneDNN's
+// ISA capped at AVX2 and SSE4.1 (tests/CMakeLists.txt). Numbers are checked
+// against naive loops in double.
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -1,11 +1,14 @@
-// A planar three-channel image reaching the first convolution
-// (src/backend/kernels/layout.h): through our own reorder to channels-last,
-// or read planar by a convolution to 16 channels. Numbers are checked against
-// naive loops in double.
+// The layouts and algorithms convolutions choose (src/backend/lower/conv.cc):
+// a planar three-channel image reaching the first convolution through our
+// own reorder to channels-last (backend/kernels/layout.h, emitted by
+// backend/lower/builder.cc), or read planar by a convolution to 16 channels;
+// oneDNN's Winograd algorithm for a 3x3 convolution between wide layers
+// unless a Concat reads it. Numbers are checked against naive loops in double.
 #include <catch2/catch.hpp>
 
 #include <string>
 
+#include "onnxfuse/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 
@@ -59,5 +62,31 @@ TEST_CASE("a first Conv to 16 channels reads the planar image, its nChw16c resul
   if (test::StepsContaining(fused, "avx512") > 0) {
     CHECK(test::StepsStartingWith(fused, "conv Conv_0+Relu jit:avx512_core aBcd16b") == 1);
     CHECK(test::StepsStartingWith(fused, "reorder Conv_") == 0);  // only the output's, to plain
+  }
+}
+
+TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) unless a Concat reads it",
+          "[backend_ops]") {
+  // Read by a Conv, the 64 -> 64 3x3 conv takes oneDNN's Winograd kernel (on
+  // AVX-512, where it exists); read by a Concat with a channels-last branch,
+  // it stays direct (its blocked layout would make the concat plain).
+  std::vector<float> w1 = Floats(64 * 64 * 9, 0.05f, 1), w2 = Floats(16 * 64, 0.2f, 2), b1 = Floats(64, 0.3f, 3);
+  auto model = [&](bool concat) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,64,12,12] x, float[64,64,3,3] w1 = )" + test::FloatList(w1) + R"(, float[64] b1 = )" + test::FloatList(b1) +
+           R"(, float[16,64,1,1] w2 = )" + test::FloatList(w2) + R"() => (float[1,)" + (concat ? "80" : "16") + R"(,12,12] y) {
+        c = Conv <pads = [1, 1, 1, 1]> (x, w1, b1)
+        r = Relu (c)
+        )" + (concat ? "side = Conv (x, w2)\n        y = Concat <axis = 1> (r, side)" : "y = Conv (r, w2)") + R"(
+      })";
+  };
+  Tensor x = TensorFrom({1, 64, 12, 12}, Wave);
+  for (bool concat : {false, true}) {
+    INFO((concat ? "read by a Concat" : "read by a Conv"));
+    Graph graph = test::GraphFromText(model(concat));
+    PlanRun fused = test::CheckFusedAgainstUnfused(graph, {x}, 1e-4);
+    INFO(test::StepList(fused));
+    const bool avx512 = test::StepsContaining(fused, "avx512") > 0;
+    CHECK(test::StepsContaining(fused, "wino") == (!concat && avx512 ? 1 : 0));
   }
 }

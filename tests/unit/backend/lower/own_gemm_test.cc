@@ -1,10 +1,10 @@
 // Products of a run-time matrix and constant weights run as our own AVX2 GEMM
-// (src/backend/kernels/gemm.h): MatMul with its bias Add, a residual Add and
-// Relu in the epilogue; Gemm with transB, alpha, a bias C and Clip; rows not
-// a multiple of the 6-row micro-kernel, depths of one and of two blocks, the
-// residual overwritten in place; MatMul with Gelu after it; convolutions on
-// 7x7 and 14x14 maps, and with a squeeze-and-excitation gate; a single row
-// as MatVec (src/backend/kernels/gemv.h). Numbers are
+// (src/backend/lower/own_gemm.cc, src/backend/kernels/gemm.h): MatMul with its
+// bias Add, a residual Add and Relu in the epilogue; Gemm with transB, alpha, a
+// bias C and Clip; rows not a multiple of the 6-row micro-kernel, depths of one
+// and of two blocks, the residual overwritten in place; MatMul with Gelu after
+// it; convolutions on 7x7 and 14x14 maps, and with a squeeze-and-excitation
+// gate; a single row as MatVec (src/backend/kernels/gemv.h). Numbers are
 // checked against naive loops in double.
 #include <catch2/catch.hpp>
 

@@ -1,14 +1,20 @@
-// Reductions (src/backend/lower/reduce.cc, EmitReduce).
+// Reductions (src/backend/lower/reduce.cc, EmitReduce): axes of size 1, no
+// axes, ReduceLogSum(Exp) as a sum with post-ops.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "onnxfuse/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
+using test::CheckBoth;
+using test::PlanRun;
+using test::TensorFrom;
+using test::Wave;
 
 TEST_CASE("a reduction over axes of size 1 reduces each element alone", "[reduce]") {
   // oneDNN's reduction refuses a destination equal to its source: this was an
@@ -35,4 +41,43 @@ TEST_CASE("a reduction over axes of size 1 reduces each element alone", "[reduce
       test::PlanRun fused = test::CheckBoth(text, {x}, expected, 1e-5);
       CHECK(fused.outputs.at(0).dims == (keepdims ? std::vector<std::int64_t>{2, 1, 3} : std::vector<std::int64_t>{2, 3}));
     }
+}
+
+TEST_CASE("ReduceSum with no axes: all of them, or none with noop_with_empty_axes", "[backend_ops]") {
+  Tensor x = TensorFrom({2, 3}, Wave);
+  double total = 0;
+  for (float v : x.data) total += v;
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[1,1] y) {
+      y = ReduceSum (x)
+    })",
+            {x}, {total}, 1e-6);
+  PlanRun noop = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2,3] y) {
+      y = ReduceSum <noop_with_empty_axes = 1> (x)
+    })",
+                           {x}, std::vector<double>(x.data.begin(), x.data.end()), 0);
+  CHECK(noop.stats.kernels == 0);
+}
+
+TEST_CASE("ReduceLogSum and ReduceLogSumExp: a sum reduction with a log post-op, after an exp step for the latter",
+          "[backend_ops]") {
+  Tensor x = TensorFrom({2, 3}, [](std::int64_t i) { return 0.5f + 0.3f * static_cast<float>(i); });
+  std::vector<double> log_sum, log_sum_exp;
+  for (std::size_t r = 0; r < 2; ++r) {
+    double s = 0, e = 0;
+    for (std::size_t c = 0; c < 3; ++c) s += x.data[r * 3 + c], e += std::exp(static_cast<double>(x.data[r * 3 + c]));
+    log_sum.push_back(std::log(s)), log_sum_exp.push_back(std::log(e));
+  }
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2] y) {
+      y = ReduceLogSum <axes = [1], keepdims = 0> (x)
+    })",
+            {x}, log_sum, 1e-5);
+  PlanRun fused = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float[2,1] y) {
+      y = ReduceLogSumExp <axes = [-1]> (x)
+    })",
+                            {x}, log_sum_exp, 1e-5);
+  CHECK(fused.stats.kernels == 2);
 }

@@ -313,3 +313,20 @@ TEST_CASE("Dropout is the identity in inference, random dropping (training_mode 
     })"),
              Catch::Matchers::Contains("training_mode is true and ratio above 0"));
 }
+
+TEST_CASE("SpaceToDepth then DepthToSpace (DCR) give the input back, one reorder each", "[backend_ops]") {
+  Tensor x = TensorFrom({1, 3, 4, 6}, [](std::int64_t i) { return static_cast<float>(i); });
+  PlanRun fused = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,4,6] x) => (float[1,3,4,6] y) {
+      s = SpaceToDepth <blocksize = 2> (x)
+      y = DepthToSpace <blocksize = 2, mode = "DCR"> (s)
+    })",
+                            {x}, std::vector<double>(x.data.begin(), x.data.end()), 0);
+  CHECK(fused.stats.kernels == 2);
+  // SpaceToDepth's channel c' = (b1 * 2 + b2) * 3 + c holds x[c][2h + b1][2w + b2].
+  Tensor s = test::RunPlan(test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,4,6] x) => (float[1,12,2,3] s) {
+      s = SpaceToDepth <blocksize = 2> (x)
+    })"), true, {x}).outputs.at(0);
+  CHECK(s.data[static_cast<std::size_t>(((1 * 2 + 0) * 3 + 2) * 6 + 1 * 3 + 2)] == x.data[2 * 24 + 3 * 6 + 4]);
+}

@@ -1,8 +1,8 @@
 // 3x3 convolutions as Winograd's F(2x2, 3x3) over our own GEMM
-// (src/backend/kernels/winograd.h) on AVX2: odd map sizes (tiles cut at the
-// edges), a folded BatchNormalization, a residual Add with Relu, Clip, and
-// the convolutions it does not take. Numbers are checked against naive loops
-// in double.
+// (src/backend/lower/winograd.cc, src/backend/kernels/winograd.h) on AVX2: odd
+// map sizes (tiles cut at the edges), a folded BatchNormalization, a residual
+// Add with Relu, Clip, and the convolutions it does not take. Numbers are
+// checked against naive loops in double.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
