@@ -6,13 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
-#include "app/run_job.h"
 #include "fuse/postdom_fuser.h"
 #include "plan_check.h"
 #include "test_models.h"
@@ -329,63 +325,4 @@ TEST_CASE("channel concat of convolution outputs and transposes as views stay ex
   y.insert(y.end(), conv.begin(), conv.end());
   for (auto& e : y) e = std::max(0.0, e);
   test::CheckBoth(text, {x}, y);
-}
-
-TEST_CASE("RunJob times a model, checks fused against unfused and prints one JSON line", "[executor]") {
-  auto dir = std::filesystem::temp_directory_path() / "onnxfuse_run_job_test";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  onnx::ModelProto model = test::ParseModel(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,1,4,4] x, float[2,1,2,2] w = {0.5, -0.25, 0.75, 1.0, -0.5, 0.25, 0.125, -1.0}) => (float[1,2,3,3] y) {
-      c = Conv (x, w)
-      y = Relu (c)
-    })");
-  std::string path = (dir / "m.onnx").string();
-  {
-    std::ofstream out(path, std::ios::binary);
-    model.SerializeToOstream(&out);
-  }
-  RunOptions options;
-  options.model_path = path;
-  options.iterations = 3, options.warmup = 1, options.threads = 1;
-  options.check = options.json = true;
-  options.outputs_dir = (dir / "out").string();
-  std::ostringstream out;
-  CHECK(RunJob(options, out) == 0);
-  auto j = nlohmann::json::parse(out.str());
-  for (const char* key : {"median_ms", "min_ms", "p90_ms", "max_ms", "iterations", "threads", "fused", "kernels",
-                          "reorders", "peak_activation_bytes", "intermediate_bytes_total"})
-    CHECK(j.contains(key));
-  CHECK(j["iterations"] == 3);
-  CHECK(j["threads"] == 1);
-  CHECK(j["kernels"].get<int>() - j["reorders"].get<int>() == 1);
-  CHECK(j["check"]["ok"] == true);
-  auto written = ReadTensorDir(options.outputs_dir, "output");
-  REQUIRE(written.size() == 1);
-  CHECK(written[0].dims == std::vector<std::int64_t>{1, 2, 3, 3});
-
-  // --profile: each step's mean time, in schedule order, and the time per kind.
-  options.check = false, options.profile = true;
-  std::ostringstream profiled;
-  CHECK(RunJob(options, profiled) == 0);
-  auto p = nlohmann::json::parse(profiled.str())["profile"];
-  REQUIRE(p["steps"].size() == static_cast<std::size_t>(j["kernels"].get<int>()));
-  double steps_ms = 0;
-  int convs = 0;
-  for (const auto& step : p["steps"]) {
-    CHECK(step["ms"].get<double>() > 0);
-    steps_ms += step["ms"].get<double>();
-    convs += step["kind"] == "conv" && step["label"] == "Conv_0+Relu";
-  }
-  CHECK(convs == 1);
-  double kinds_ms = 0;
-  for (const auto& [kind, ms] : p["kinds"].items()) kinds_ms += ms.get<double>();
-  CHECK(kinds_ms == Approx(steps_ms));
-
-  RunStats s = Summarize({5, 1, 4, 2, 3});
-  CHECK(s.min_ms == 1);
-  CHECK(s.median_ms == 3);
-  CHECK(s.p90_ms == 5);
-  CHECK(s.max_ms == 5);
-  std::filesystem::remove_all(dir);
 }
