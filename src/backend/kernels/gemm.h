@@ -64,8 +64,9 @@ struct GemmLayout {
 /// c = epilogue(bias + a * w). `w`: [depth, cols] blocked by kGemmPanel
 /// columns, each block [depth][16] (oneDNN's blocked layout with inner block
 /// 16 on dim 1). `bias` [cols] (nullptr: none). The epilogue is
-/// PointwiseConv's (backend/kernels/pointwise.h): kAdd reads `addend` [rows, cols],
-/// which may be `c` itself. Column panels are split over OpenMP threads.
+/// PointwiseConv's (backend/kernels/pointwise.h) with kAdd, if any, first (a
+/// kAdd later is ignored): it reads `addend` [rows, cols], which may be `c`
+/// itself. Column panels are split over OpenMP threads.
 /// Requires HaveGemm().
 void Gemm(const float* a, const float* w, const float* bias, const float* addend, float* c, const GemmShape& shape,
           const std::vector<PointwiseOp>& epilogue, const GemmLayout& layout = {});
