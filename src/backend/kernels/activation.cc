@@ -148,8 +148,7 @@ void Apply(Kernel kernel, const float* src, float* dst, std::int64_t count) {
 
 // sums[c] += rows of x [rows, channels], c < channels. Four rows per update of
 // `sums`: one load-add-store chain through memory per row would bound it.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void AddRows(const float* x, std::int64_t rows,
-                                                                          std::int64_t channels, float* sums) {
+[[gnu::always_inline]] inline void AddRows(const float* x, std::int64_t rows, std::int64_t channels, float* sums) {
   std::int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const float *x0 = x + r * channels, *x1 = x0 + channels, *x2 = x1 + channels, *x3 = x2 + channels;
@@ -174,12 +173,29 @@ __attribute__((always_inline)) inline void SumRows(const float* x, std::int64_t 
   for (int l = 0; l < kLanes; ++l) sums[l] += (a[0][l] + a[1][l]) + (a[2][l] + a[3][l]);
 }
 
-// AddRows for one block of `lanes` channels: SumRows when 8 or 16.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void AddBlockRows(const float* x, std::int64_t rows,
-                                                                               std::int64_t lanes, float* sums) {
+// AddRows for one block of `lanes` channels: SumRows when 8 or 16. Built once
+// per instruction set, so GCC vectorizes the sums for each (ForCpuIsa chooses).
+[[gnu::always_inline]] inline void AddBlockRowsAnyLanes(const float* x, std::int64_t rows, std::int64_t lanes,
+                                                        float* sums) {
   if (lanes == 8) SumRows<8>(x, rows, sums);
   else if (lanes == 16) SumRows<16>(x, rows, sums);
   else AddRows(x, rows, lanes, sums);
+}
+using AddBlockRowsFn = void (*)(const float*, std::int64_t, std::int64_t, float*);
+__attribute__((target("avx512f"))) void AddBlockRowsAvx512(const float* x, std::int64_t rows, std::int64_t lanes,
+                                                          float* sums) {
+  AddBlockRowsAnyLanes(x, rows, lanes, sums);
+}
+__attribute__((target("avx2"))) void AddBlockRowsAvx2(const float* x, std::int64_t rows, std::int64_t lanes,
+                                                      float* sums) {
+  AddBlockRowsAnyLanes(x, rows, lanes, sums);
+}
+void AddBlockRowsBaseline(const float* x, std::int64_t rows, std::int64_t lanes, float* sums) {
+  AddBlockRowsAnyLanes(x, rows, lanes, sums);
+}
+void AddBlockRows(const float* x, std::int64_t rows, std::int64_t lanes, float* sums) {
+  static const AddBlockRowsFn add = ForCpuIsa<AddBlockRowsFn>(AddBlockRowsAvx512, AddBlockRowsAvx2, AddBlockRowsBaseline);
+  add(x, rows, lanes, sums);
 }
 
 Kernel SwishKernel() {

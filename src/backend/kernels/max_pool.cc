@@ -5,8 +5,10 @@
 #include <limits>
 #include <vector>
 
-// The Vec8 helpers below are always inlined into MaxPool2d's clones; GCC
-// warns of their ABI in the baseline one, where no caller outside sees them.
+#include "backend/kernels/cpu_isa.h"
+
+// The Vec8 helpers below are always inlined into the row function's builds;
+// GCC warns of their ABI in the baseline one, where no caller outside sees them.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -19,16 +21,16 @@ namespace {
 // one); `a > b ? a : b` is (v)maxps.
 using Vec8 = float __attribute__((vector_size(32)));
 
-inline Vec8 Load8(const float* p) {
+[[gnu::always_inline]] inline Vec8 Load8(const float* p) {
   Vec8 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void Store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof v); }
-inline Vec8 Max8(Vec8 a, Vec8 b) { return a > b ? a : b; }
+[[gnu::always_inline]] inline void Store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof v); }
+[[gnu::always_inline]] inline Vec8 Max8(Vec8 a, Vec8 b) { return a > b ? a : b; }
 
 // acc[i] = max(acc[i], in[i]) for i < n.
-inline void MaxInto(float* __restrict acc, const float* __restrict in, std::int64_t n) {
+[[gnu::always_inline]] inline void MaxInto(float* __restrict acc, const float* __restrict in, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) Store8(acc + i, Max8(Load8(acc + i), Load8(in + i)));
   for (; i < n; ++i) acc[i] = std::max(acc[i], in[i]);
@@ -40,7 +42,7 @@ inline void MaxInto(float* __restrict acc, const float* __restrict in, std::int6
 // vector maxima per output instead of 8. kLanes (8, 16) fixes the lane count
 // at compile time, 0 reads it from `s` (nhwc: all channels).
 template <std::int64_t kLanes>
-inline void PoolRow(const float* plane, float* out, float* column, std::int64_t oh, const MaxPoolShape& s) {
+[[gnu::always_inline]] inline void PoolRow(const float* plane, float* out, float* column, std::int64_t oh, const MaxPoolShape& s) {
   const std::int64_t lanes = kLanes > 0 ? kLanes : s.lanes, row = s.in_w * lanes;
   const std::int64_t top = oh * s.stride_h - s.pad_top;
   const std::int64_t h0 = std::max<std::int64_t>(top, 0), h1 = std::min(top + s.kernel_h, s.in_h);
@@ -71,14 +73,31 @@ inline void PoolRow(const float* plane, float* out, float* column, std::int64_t 
   }
 }
 
+// One output row at the plane's lane count, built once per instruction set:
+// GCC vectorizes the Vec8 maxima and the loops for each (ForCpuIsa chooses).
+[[gnu::always_inline]] inline void PoolRowAnyLanes(const float* plane, float* out, float* column, std::int64_t oh,
+                                                   const MaxPoolShape& s) {
+  if (s.lanes == 8) PoolRow<8>(plane, out, column, oh, s);
+  else if (s.lanes == 16) PoolRow<16>(plane, out, column, oh, s);
+  else PoolRow<0>(plane, out, column, oh, s);
+}
+using PoolRowFn = void (*)(const float*, float*, float*, std::int64_t, const MaxPoolShape&);
+__attribute__((target("avx512f"))) void PoolRowAvx512(const float* plane, float* out, float* column, std::int64_t oh,
+                                                     const MaxPoolShape& s) {
+  PoolRowAnyLanes(plane, out, column, oh, s);
+}
+__attribute__((target("avx2"))) void PoolRowAvx2(const float* plane, float* out, float* column, std::int64_t oh,
+                                                 const MaxPoolShape& s) {
+  PoolRowAnyLanes(plane, out, column, oh, s);
+}
+void PoolRowBaseline(const float* plane, float* out, float* column, std::int64_t oh, const MaxPoolShape& s) {
+  PoolRowAnyLanes(plane, out, column, oh, s);
+}
+
 }  // namespace
 
-// The parallel loop lives in the cloned function itself: GCC outlines an
-// OpenMP region into a function of its own, which is compiled for the clone's
-// ISA only when the region is in the clone (in a template it called, it was
-// baseline x86-64).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPool2d(const float* src, float* dst,
-                                                                            const MaxPoolShape& s) {
+void MaxPool2d(const float* src, float* dst, const MaxPoolShape& s) {
+  static const PoolRowFn pool_row = ForCpuIsa<PoolRowFn>(PoolRowAvx512, PoolRowAvx2, PoolRowBaseline);
   const std::int64_t rows = s.planes * s.out_h, plane_size = s.in_h * s.in_w * s.lanes;
 #pragma omp parallel if (rows * s.out_w * s.lanes > 16384)
   {
@@ -86,13 +105,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPool2d(cons
     thread_local std::vector<float> column;
     column.resize(static_cast<std::size_t>(s.in_w * s.lanes));
 #pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* plane = src + r / s.out_h * plane_size;
-      float* out = dst + r * s.out_w * s.lanes;
-      if (s.lanes == 8) PoolRow<8>(plane, out, column.data(), r % s.out_h, s);
-      else if (s.lanes == 16) PoolRow<16>(plane, out, column.data(), r % s.out_h, s);
-      else PoolRow<0>(plane, out, column.data(), r % s.out_h, s);
-    }
+    for (std::int64_t r = 0; r < rows; ++r)
+      pool_row(src + r / s.out_h * plane_size, dst + r * s.out_w * s.lanes, column.data(), r % s.out_h, s);
   }
 }
 

@@ -5,6 +5,8 @@
 #include <functional>
 #include <numeric>
 
+#include "backend/kernels/cpu_isa.h"
+
 
 namespace onnxfuse::backend {
 
@@ -121,34 +123,50 @@ AxisSamples SampleAxis(const ResizeMode& mode, const AxisResize& axis) {
 
 namespace {
 
-// dst [outer, axis.out, inner] from src [outer, axis.in, inner], one output row
-// (inner contiguous floats) at a time. Cloned per ISA with its OpenMP region
-// inside, so the outlined region is vectorized for the CPU too.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ResampleAxis(const float* src, float* dst,
-                                                                               std::int64_t outer, std::int64_t inner,
-                                                                               const AxisSamples& axis,
-                                                                               float extrapolation_value) {
+// One output row (`inner` contiguous floats) of output index y along the axis,
+// from `plane` [axis.in, inner]: built once per instruction set, so GCC
+// vectorizes the weighted sums for each (ForCpuIsa chooses).
+[[gnu::always_inline]] inline void ResampleRow(const float* plane, float* out, std::int64_t y, std::int64_t inner,
+                                               const AxisSamples& axis, float extrapolation_value) {
+  if (axis.outside[static_cast<std::size_t>(y)]) {
+    std::fill_n(out, inner, extrapolation_value);
+    return;
+  }
+  const std::size_t at = static_cast<std::size_t>(y * axis.taps);
+  const float* first = plane + axis.index[at] * inner;
+  const float w0 = axis.weight[at];
+  for (std::int64_t i = 0; i < inner; ++i) out[i] = w0 * first[i];
+  for (int t = 1; t < axis.taps; ++t) {
+    const float w = axis.weight[at + static_cast<std::size_t>(t)];
+    if (w == 0.0f) continue;
+    const float* in = plane + axis.index[at + static_cast<std::size_t>(t)] * inner;
+    for (std::int64_t i = 0; i < inner; ++i) out[i] += w * in[i];
+  }
+}
+using ResampleRowFn = void (*)(const float*, float*, std::int64_t, std::int64_t, const AxisSamples&, float);
+__attribute__((target("avx512f"))) void ResampleRowAvx512(const float* plane, float* out, std::int64_t y,
+                                                         std::int64_t inner, const AxisSamples& axis, float fill) {
+  ResampleRow(plane, out, y, inner, axis, fill);
+}
+__attribute__((target("avx2"))) void ResampleRowAvx2(const float* plane, float* out, std::int64_t y, std::int64_t inner,
+                                                     const AxisSamples& axis, float fill) {
+  ResampleRow(plane, out, y, inner, axis, fill);
+}
+void ResampleRowBaseline(const float* plane, float* out, std::int64_t y, std::int64_t inner, const AxisSamples& axis,
+                         float fill) {
+  ResampleRow(plane, out, y, inner, axis, fill);
+}
+
+// dst [outer, axis.out, inner] from src [outer, axis.in, inner], one output row at a time.
+void ResampleAxis(const float* src, float* dst, std::int64_t outer, std::int64_t inner, const AxisSamples& axis,
+                  float extrapolation_value) {
+  static const ResampleRowFn resample_row =
+      ForCpuIsa<ResampleRowFn>(ResampleRowAvx512, ResampleRowAvx2, ResampleRowBaseline);
   const std::int64_t rows = outer * axis.out;
 #pragma omp parallel for schedule(static) if (rows * inner > 4096)
-  for (std::int64_t row = 0; row < rows; ++row) {
-    const std::int64_t o = row / axis.out, y = row % axis.out;
-    float* out = dst + row * inner;
-    if (axis.outside[static_cast<std::size_t>(y)]) {
-      std::fill_n(out, inner, extrapolation_value);
-      continue;
-    }
-    const std::size_t at = static_cast<std::size_t>(y * axis.taps);
-    const float* plane = src + o * axis.in * inner;
-    const float* first = plane + axis.index[at] * inner;
-    const float w0 = axis.weight[at];
-    for (std::int64_t i = 0; i < inner; ++i) out[i] = w0 * first[i];
-    for (int t = 1; t < axis.taps; ++t) {
-      const float w = axis.weight[at + static_cast<std::size_t>(t)];
-      if (w == 0.0f) continue;
-      const float* in = plane + axis.index[at + static_cast<std::size_t>(t)] * inner;
-      for (std::int64_t i = 0; i < inner; ++i) out[i] += w * in[i];
-    }
-  }
+  for (std::int64_t row = 0; row < rows; ++row)
+    resample_row(src + row / axis.out * axis.in * inner, dst + row * inner, row % axis.out, inner, axis,
+                 extrapolation_value);
 }
 
 }  // namespace
