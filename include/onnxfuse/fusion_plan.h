@@ -79,7 +79,11 @@ FusionPlan MakeFusionPlan(const Graph& graph, const std::vector<OpPatternKind>& 
 /// node keeps the graph acyclic). Throws Error(kInternal) naming the group otherwise.
 void ValidateFusionPlan(const Graph& graph, const FusionPlan& plan);
 
-/// Values a group produces that are read outside it or are graph outputs, in production order.
+/// Values the group's nodes produce (omitted outputs skipped), in production order.
+std::vector<ValueId> GroupProducedValues(const Graph& graph, const FusedGroup& group);
+/// Whether `value`, produced in `group`, is read outside it or is a graph output.
+bool LeavesGroup(const Graph& graph, const FusionPlan& plan, const FusedGroup& group, ValueId value);
+/// Values a group produces that leave it (LeavesGroup), in production order.
 std::vector<ValueId> GroupOutputs(const Graph& graph, const FusionPlan& plan, const FusedGroup& group);
 /// Values a group reads that it does not produce (activations and constants), in first-use order.
 std::vector<ValueId> GroupInputs(const Graph& graph, const FusedGroup& group);

@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
@@ -53,7 +54,7 @@ void ValidateFusionPlan(const Graph& graph, const FusionPlan& plan) {
       ++seen[id];
     }
   for (NodeId id = 0; id < graph.num_nodes(); ++id)
-    Check(seen[id] == 1, "node '" + graph.node(id).name + "' is in exactly one group");
+    Check(seen[id] == 1, NodeLabel(graph.node(id)) + " is in exactly one group");
 
   // Convexity: the quotient graph over groups must be acyclic (Kahn's algorithm).
   const std::size_t n = plan.groups.size();
@@ -83,17 +84,24 @@ void ValidateFusionPlan(const Graph& graph, const FusionPlan& plan) {
   }
 }
 
+std::vector<ValueId> GroupProducedValues(const Graph& graph, const FusedGroup& group) {
+  std::vector<ValueId> produced;
+  for (NodeId id : group.nodes)
+    for (ValueId v : graph.node(id).outputs)
+      if (v != kNoValue) produced.push_back(v);
+  return produced;
+}
+
+bool LeavesGroup(const Graph& graph, const FusionPlan& plan, const FusedGroup& group, ValueId value) {
+  const Value& v = graph.value(value);
+  return v.is_graph_output || std::any_of(v.consumers.begin(), v.consumers.end(),
+                                          [&](NodeId c) { return plan.group_of[c] != group.id; });
+}
+
 std::vector<ValueId> GroupOutputs(const Graph& graph, const FusionPlan& plan, const FusedGroup& group) {
   std::vector<ValueId> outputs;
-  for (NodeId id : group.nodes)
-    for (ValueId v : graph.node(id).outputs) {
-      if (v == kNoValue) continue;
-      const Value& value = graph.value(v);
-      bool escapes = value.is_graph_output ||
-                     std::any_of(value.consumers.begin(), value.consumers.end(),
-                                 [&](NodeId c) { return plan.group_of[c] != group.id; });
-      if (escapes) outputs.push_back(v);
-    }
+  for (ValueId v : GroupProducedValues(graph, group))
+    if (LeavesGroup(graph, plan, group, v)) outputs.push_back(v);
   return outputs;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
@@ -15,10 +16,7 @@ namespace {
 // Rejection details name at most this many nodes or values, then "and N more".
 constexpr std::size_t kNamesInDetail = 4;
 
-std::string Describe(const Graph& graph, NodeId id) {
-  const Node& node = graph.node(id);
-  return "'" + node.name + "' (" + node.op_type + ")";
-}
+std::string Describe(const Graph& graph, NodeId id) { return QuotedNode(graph.node(id)); }
 
 template <typename T, typename NameOf>
 std::string NameList(const std::vector<T>& items, NameOf name_of) {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
@@ -60,8 +61,8 @@ PostDominatorTree BuildPostDominatorTree(const Graph& graph, const std::vector<O
       if (v == kNoValue) continue;
       for (NodeId consumer : graph.value(v).consumers) {
         if (consumer <= id)
-          Check(false, "post-dominator tree: node '" + graph.node(id).name + "' is not before its consumer '" +
-                           graph.node(consumer).name + "'");
+          Check(false, "post-dominator tree: " + NodeLabel(graph.node(id)) + " is not before its consumer " +
+                           QuotedNode(graph.node(consumer)));
         if (first) {
           parent = consumer;
           first = false;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 #include "fuse/post_dominator_tree.h"
 
@@ -217,7 +218,7 @@ class Partitioner {
     const NodeId dom = tree_.nodes[id].parent;
     const K dom_edge = tree_.nodes[id].pattern;
     if (kind == K::kOpaque) {
-      return Reject(id, dom, "opaque", Name(id) + " (" + graph_.node(id).op_type + ") is opaque");
+      return Reject(id, dom, "opaque", QuotedNode(graph_.node(id)) + " is opaque");
     }
     if (dom == kNoNode) return RejectWithoutDominator(id);
     if (Find(id) == Find(dom)) return Joined(id);  // already in its post-dominator's group
@@ -244,8 +245,7 @@ class Partitioner {
     } else {
       Check(kind == K::kCommReduce, "postdom fuser: unexpected kind of '" + Name(id) + "'");
       return Reject(id, dom, "reduction_is_sink",
-                    Name(id) + " (" + graph_.node(id).op_type +
-                        ") is a reduction: reductions end groups and never fuse into their consumers");
+                    QuotedNode(graph_.node(id)) + " is a reduction: reductions end groups and never fuse into their consumers");
     }
 
     if (NodeId bad = CheckPath(id, dom, rule); bad != kNoNode) return RejectPath(id, dom, bad);

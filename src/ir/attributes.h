@@ -1,4 +1,13 @@
-// Reading a node's ONNX attributes, with defaults (the backend's only access to NodeProto).
+// Reading a node's ONNX attributes, with defaults: the one attribute reader of
+// onnx-fuse (rewrites, the backend's lowerings and the load stage's adapters).
+//
+// An attribute that is present must have the type the reader asks for
+// (AttributeProto.type: INT for AttrInt, FLOAT for AttrFloat, ...). The loader's
+// ONNX checker already refuses a default-domain node whose attribute type
+// disagrees with its schema ("Mismatched attribute type"), so the check here
+// matters for what the checker does not see (other domains, adapters that run
+// before it); either way a wrong-typed attribute is the model's fault:
+// Error(kInvalidModel) naming the node and the attribute, never a silent 0.
 #pragma once
 
 #include <cstdint>
@@ -7,37 +16,23 @@
 
 #include "onnxfuse/graph.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse {
 
+/// The attribute `name` of `node`, or nullptr when it is absent.
+const onnx::AttributeProto* FindAttribute(const onnx::NodeProto& node, const std::string& name);
 inline const onnx::AttributeProto* FindAttr(const Node& node, const std::string& name) {
-  for (const auto& attr : node.proto.attribute())
-    if (attr.name() == name) return &attr;
-  return nullptr;
+  return FindAttribute(node.proto, name);
 }
 
-inline std::int64_t AttrInt(const Node& node, const std::string& name, std::int64_t fallback) {
-  const auto* attr = FindAttr(node, name);
-  return attr ? attr->i() : fallback;
-}
+/// Value of attribute `name` (INT, FLOAT, STRING, INTS), or `fallback` when absent.
+/// Throws Error(kInvalidModel) "node 'n' (Op): attribute 'a' is FLOAT, not INT" when present with another type.
+std::int64_t AttrInt(const Node& node, const std::string& name, std::int64_t fallback);
+float AttrFloat(const Node& node, const std::string& name, float fallback);
+std::string AttrString(const Node& node, const std::string& name, const std::string& fallback);
+std::vector<std::int64_t> AttrInts(const Node& node, const std::string& name, std::vector<std::int64_t> fallback = {});
 
-inline float AttrFloat(const Node& node, const std::string& name, float fallback) {
-  const auto* attr = FindAttr(node, name);
-  return attr ? attr->f() : fallback;
-}
+/// The same on a NodeProto, before a Graph exists (the load stage's opset adapters).
+std::int64_t AttrInt(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback);
+std::string AttrString(const onnx::NodeProto& node, const std::string& name, const std::string& fallback);
 
-inline std::string AttrString(const Node& node, const std::string& name, const std::string& fallback) {
-  const auto* attr = FindAttr(node, name);
-  return attr ? attr->s() : fallback;
-}
-
-inline std::vector<std::int64_t> AttrInts(const Node& node, const std::string& name,
-                                          std::vector<std::int64_t> fallback = {}) {
-  const auto* attr = FindAttr(node, name);
-  if (!attr) return fallback;
-  return {attr->ints().begin(), attr->ints().end()};
-}
-
-/// "'name' (OpType)": how messages name a node.
-inline std::string NodeLabel(const Node& node) { return "node '" + node.name + "' (" + node.op_type + ")"; }
-
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse

@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "ir/node_label.h"
+
 namespace onnxfuse {
 
 // Every call of a fused-domain op names a function of the model and sets only
@@ -32,7 +34,7 @@ void CheckFunctionCalls(const onnx::ModelProto& model, ErrorKind kind, const std
   }
   for (const auto& node : model.graph().node()) {
     if (node.domain() != kFusedDomain) continue;
-    const std::string where = "fused node '" + node.name() + "' (" + node.op_type() + ")";
+    const std::string where = "fused " + NodeLabel(node);
     auto f = declared.find(node.op_type());
     Check(f != declared.end(), where + " calls no function of the model");
     std::set<std::string> set;

@@ -3,6 +3,7 @@
 
 #include <limits>
 
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
@@ -65,10 +66,6 @@ std::int64_t FieldSize(const TensorProto& t, Field f) {
     case Field::kUint64: return t.uint64_data_size();
     default: return 0;
   }
-}
-
-std::string NodeLabel(const onnx::NodeProto& node, int index) {
-  return "node '" + (node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name()) + "'";
 }
 
 }  // namespace

@@ -10,56 +10,14 @@
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "ir/tensor_values.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/tensor_data.h"
 
 namespace onnxfuse {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// IEEE 754 half -> float (subnormals, infinities and NaN included).
-float HalfToFloat(std::uint16_t h) {
-  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400u) == 0);
-      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-template <typename T>
-std::vector<T> RawAs(const std::string& raw, std::int64_t count, const std::string& where) {
-  if (static_cast<std::int64_t>(raw.size()) != count * static_cast<std::int64_t>(sizeof(T)))
-    throw Error(ErrorKind::kInvalidModel, where + ": raw_data has " + std::to_string(raw.size()) + " bytes, dims need " +
-                                              std::to_string(count * static_cast<std::int64_t>(sizeof(T))));
-  std::vector<T> out(static_cast<std::size_t>(count));
-  if (count) std::memcpy(out.data(), raw.data(), raw.size());
-  return out;
-}
-
-template <typename Field>
-void CheckCount(const Field& field, std::int64_t count, const std::string& where) {
-  if (static_cast<std::int64_t>(field.size()) != count)
-    throw Error(ErrorKind::kInvalidModel, where + ": holds " + std::to_string(field.size()) + " values, dims need " +
-                                              std::to_string(count));
-}
 
 // mulberry32 (Tommy Ettinger), as in scripts/ort/compare.js.
 class Mulberry32 {
@@ -93,63 +51,19 @@ std::int64_t Tensor::NumElements() const {
 }
 
 Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& where) {
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
-    throw Error(ErrorKind::kUnsupported, where + ": tensor data is stored externally");
-  // Dims from a file are untrusted: negative ones and products beyond int64 are refused
-  // before anything is sized from them (tensor_data.h).
-  if (!CheckedElementCount(proto.dims()))
-    throw Error(ErrorKind::kInvalidModel, where + ": tensor dims are negative or their product overflows");
   Tensor t;
   t.name = proto.name();
   t.dims.assign(proto.dims().begin(), proto.dims().end());
-  const std::int64_t n = t.NumElements();
-  const std::string& raw = proto.raw_data();
-  const bool has_raw = proto.has_raw_data();
-  auto floats = [&](auto&& values) {
-    t.elem_type = onnx::TensorProto::FLOAT;
-    t.data.assign(values.begin(), values.end());
-  };
-  auto ints = [&](auto&& values) {
-    t.elem_type = onnx::TensorProto::INT64;
-    t.int_data.assign(values.begin(), values.end());
-  };
   switch (proto.data_type()) {
     case onnx::TensorProto::FLOAT:
-      if (has_raw) floats(RawAs<float>(raw, n, where));
-      else CheckCount(proto.float_data(), n, where), floats(proto.float_data());
-      break;
     case onnx::TensorProto::DOUBLE:
-      if (has_raw) floats(RawAs<double>(raw, n, where));
-      else CheckCount(proto.double_data(), n, where), floats(proto.double_data());
-      break;
-    case onnx::TensorProto::FLOAT16: {
-      std::vector<std::uint16_t> halves;
-      if (has_raw) halves = RawAs<std::uint16_t>(raw, n, where);
-      else CheckCount(proto.int32_data(), n, where), halves.assign(proto.int32_data().begin(), proto.int32_data().end());
+    case onnx::TensorProto::FLOAT16:
       t.elem_type = onnx::TensorProto::FLOAT;
-      for (auto h : halves) t.data.push_back(HalfToFloat(h));
+      t.data = DecodeTensor<float>(proto, where);
       break;
-    }
-    case onnx::TensorProto::INT64:
-      if (has_raw) ints(RawAs<std::int64_t>(raw, n, where));
-      else CheckCount(proto.int64_data(), n, where), ints(proto.int64_data());
-      break;
-    case onnx::TensorProto::INT32:
-      if (has_raw) ints(RawAs<std::int32_t>(raw, n, where));
-      else CheckCount(proto.int32_data(), n, where), ints(proto.int32_data());
-      break;
-    case onnx::TensorProto::INT8:
-      if (has_raw) ints(RawAs<std::int8_t>(raw, n, where));
-      else CheckCount(proto.int32_data(), n, where), ints(proto.int32_data());
-      break;
-    case onnx::TensorProto::UINT8:
-    case onnx::TensorProto::BOOL:
-      if (has_raw) ints(RawAs<std::uint8_t>(raw, n, where));
-      else CheckCount(proto.int32_data(), n, where), ints(proto.int32_data());
-      break;
-    default:
-      throw Error(ErrorKind::kUnsupported,
-                  where + ": tensor element type " + std::to_string(proto.data_type()) + " is not supported");
+    default:  // integer types, and the refusal of any other type
+      t.elem_type = onnx::TensorProto::INT64;
+      t.int_data = DecodeTensor<std::int64_t>(proto, where);
   }
   return t;
 }

@@ -8,7 +8,7 @@
 namespace onnxfuse::load {
 
 Rewrite AdaptGelu(const onnx::NodeProto& node, DownContext& ctx) {
-  const std::string approximate = StringAttribute(node, "approximate", "none");
+  const std::string approximate = AttrString(node, "approximate", "none");
   const std::string& x = node.input(0);
   const std::string base = node.name();
   auto v = [&](const std::string& what) { return ctx.fresh(base + "/" + what); };

@@ -10,7 +10,7 @@ namespace onnxfuse::load {
 
 Rewrite AdaptGroupNormalization(const onnx::NodeProto& node, DownContext& ctx) {
   if (node.input_size() < 3) ctx.Refuse(node, "needs X, scale and bias");
-  const std::int64_t groups = IntAttribute(node, "num_groups", 0);
+  const std::int64_t groups = AttrInt(node, "num_groups", 0);
   if (groups <= 0) ctx.Refuse(node, "num_groups must be positive");
   const auto* eps_attr = FindAttribute(node, "epsilon");
   const float eps = eps_attr ? eps_attr->f() : 1e-5f;

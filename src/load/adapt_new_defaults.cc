@@ -16,12 +16,12 @@ Rewrite AdaptNewDefaults(const onnx::NodeProto& node, DownContext& ctx) {
     return {{out}, op + "-19: saturate dropped (no float8 target)"};
   }
   if (op == "ScatterElements" || op == "ScatterND") {
-    const std::string r = StringAttribute(node, "reduction", "none");
+    const std::string r = AttrString(node, "reduction", "none");
     if (r == "max" || r == "min") ctx.Refuse(node, "reduction '" + r + "' has no equivalent at opset 17");
     return {{node}, ""};
   }
   if (op == "GridSample" && ctx.from_opset >= 20) {
-    const std::string mode = StringAttribute(node, "mode", "linear");
+    const std::string mode = AttrString(node, "mode", "linear");
     const auto dims = ctx.dims(node.input(0));
     if (dims && dims->size() != 4) ctx.Refuse(node, "a " + std::to_string(dims->size()) + "-D input has no equivalent at opset 17");
     RemoveAttribute(out, "mode");

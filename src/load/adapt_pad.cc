@@ -7,7 +7,7 @@
 namespace onnxfuse::load {
 
 Rewrite AdaptPad(const onnx::NodeProto& node, DownContext& ctx) {
-  if (StringAttribute(node, "mode", "constant") == "wrap") ctx.Refuse(node, "mode 'wrap' has no equivalent at opset 17");
+  if (AttrString(node, "mode", "constant") == "wrap") ctx.Refuse(node, "mode 'wrap' has no equivalent at opset 17");
   if (node.input_size() < 4 || node.input(3).empty()) return {{node}, ""};
   const auto axes = ctx.Ints(node.input(3));
   const auto pads = ctx.Ints(node.input(1));

@@ -13,7 +13,7 @@ Rewrite AdaptPooling(const onnx::NodeProto& node, DownContext& ctx) {
     RemoveAttribute(out, "dilations");
     return {{out}, "AveragePool-19: dilations of 1 dropped"};
   }
-  if (IntAttribute(node, "ceil_mode", 0) != 0) ctx.Refuse(node, "ceil_mode = 1 has no equivalent at opset 17");
+  if (AttrInt(node, "ceil_mode", 0) != 0) ctx.Refuse(node, "ceil_mode = 1 has no equivalent at opset 17");
   RemoveAttribute(out, "ceil_mode");
   return {{out}, "LpPool-18: ceil_mode 0 dropped"};
 }

@@ -15,7 +15,7 @@ Rewrite AdaptReduce(const onnx::NodeProto& node, DownContext& ctx) {
     if (!values) ctx.Refuse(node, "axes '" + node.input(1) + "' is computed at run time; opset 17 needs it constant");
     axes = *values;
   }
-  const bool noop = IntAttribute(node, "noop_with_empty_axes", 0) != 0;
+  const bool noop = AttrInt(node, "noop_with_empty_axes", 0) != 0;
   if (axes.empty() && noop) {
     onnx::NodeProto id = MakeNode("Identity", {node.input(0)}, {node.output(0)}, node.name());
     return {{id}, node.op_type() + "-18: no axes and noop_with_empty_axes -> Identity"};

@@ -7,11 +7,11 @@
 namespace onnxfuse::load {
 
 Rewrite AdaptResize(const onnx::NodeProto& node, DownContext& ctx) {
-  if (IntAttribute(node, "antialias", 0) != 0) ctx.Refuse(node, "antialias = 1 has no equivalent at opset 17");
-  if (StringAttribute(node, "keep_aspect_ratio_policy", "stretch") != "stretch")
+  if (AttrInt(node, "antialias", 0) != 0) ctx.Refuse(node, "antialias = 1 has no equivalent at opset 17");
+  if (AttrString(node, "keep_aspect_ratio_policy", "stretch") != "stretch")
     ctx.Refuse(node, "keep_aspect_ratio_policy other than 'stretch' has no equivalent at opset 17");
   if (FindAttribute(node, "axes")) ctx.Refuse(node, "the axes attribute has no equivalent at opset 17");
-  if (StringAttribute(node, "coordinate_transformation_mode", "half_pixel") == "half_pixel_symmetric")
+  if (AttrString(node, "coordinate_transformation_mode", "half_pixel") == "half_pixel_symmetric")
     ctx.Refuse(node, "coordinate_transformation_mode 'half_pixel_symmetric' has no equivalent at opset 17");
   onnx::NodeProto out = node;
   RemoveAttribute(out, "antialias");

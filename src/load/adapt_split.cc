@@ -12,13 +12,13 @@ namespace onnxfuse::load {
 
 Rewrite AdaptSplit(const onnx::NodeProto& node, DownContext& ctx) {
   if (!FindAttribute(node, "num_outputs")) return {{node}, ""};  // Split-13's form: unchanged
-  const std::int64_t parts = IntAttribute(node, "num_outputs", 0);
+  const std::int64_t parts = AttrInt(node, "num_outputs", 0);
   if (parts != node.output_size()) ctx.Refuse(node, "num_outputs differs from the number of outputs");
   onnx::NodeProto out = node;
   RemoveAttribute(out, "num_outputs");
   const auto dims = ctx.dims(node.input(0));
   if (!dims && ctx.may_defer) ctx.MissingDims(node, node.input(0));
-  std::int64_t axis = IntAttribute(node, "axis", 0);
+  std::int64_t axis = AttrInt(node, "axis", 0);
   if (dims && axis < 0) axis += static_cast<std::int64_t>(dims->size());
   if (!dims || axis < 0 || axis >= static_cast<std::int64_t>(dims->size()) || (*dims)[axis] < 0 ||
       (*dims)[axis] % parts == 0)

@@ -10,6 +10,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "ir/attributes.h"
+
 namespace onnxfuse::load {
 
 /// What an adapter may know and do besides its node.
@@ -58,9 +60,7 @@ Rewrite AdaptPooling(const onnx::NodeProto& node, DownContext& ctx);            
 Rewrite AdaptNewDefaults(const onnx::NodeProto& node, DownContext& ctx);         // Cast-19, Scatter*-18, GridSample-20, ...
 
 // --- small helpers shared by the adapters -----------------------------------
-const onnx::AttributeProto* FindAttribute(const onnx::NodeProto& node, const std::string& name);
-std::int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback);
-std::string StringAttribute(const onnx::NodeProto& node, const std::string& name, const std::string& fallback);
+// Attributes: FindAttribute, AttrInt and AttrString of ir/attributes.h.
 /// Removes attribute `name` if present.
 void RemoveAttribute(onnx::NodeProto& node, const std::string& name);
 void SetInts(onnx::NodeProto& node, const std::string& name, const std::vector<std::int64_t>& values);

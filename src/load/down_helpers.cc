@@ -1,9 +1,8 @@
 // Helpers shared by the down-conversion adapters (down_adapters.h).
 #include <algorithm>
 
-#include <onnx/defs/tensor_proto_util.h>
-
 #include "load/down_adapters.h"
+#include "ir/tensor_values.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::load {
@@ -21,28 +20,8 @@ void DownContext::MissingDims(const onnx::NodeProto& node, const std::string& va
 std::optional<std::vector<std::int64_t>> DownContext::Ints(const std::string& name) const {
   const onnx::TensorProto* t = name.empty() ? nullptr : constant(name);
   if (!t) return std::nullopt;
-  if (t->data_type() == onnx::TensorProto::INT64) return onnx::ParseData<std::int64_t>(t);
-  if (t->data_type() == onnx::TensorProto::INT32) {
-    auto v = onnx::ParseData<std::int32_t>(t);
-    return std::vector<std::int64_t>(v.begin(), v.end());
-  }
-  return std::nullopt;
-}
-
-const onnx::AttributeProto* FindAttribute(const onnx::NodeProto& node, const std::string& name) {
-  for (const auto& a : node.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
-std::int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback) {
-  const auto* a = FindAttribute(node, name);
-  return a ? a->i() : fallback;
-}
-
-std::string StringAttribute(const onnx::NodeProto& node, const std::string& name, const std::string& fallback) {
-  const auto* a = FindAttribute(node, name);
-  return a ? a->s() : fallback;
+  if (t->data_type() != onnx::TensorProto::INT64 && t->data_type() != onnx::TensorProto::INT32) return std::nullopt;
+  return DecodeTensor<std::int64_t>(*t, source + ": '" + name + "'");
 }
 
 void RemoveAttribute(onnx::NodeProto& node, const std::string& name) {

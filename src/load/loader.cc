@@ -19,6 +19,7 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/opset_conversion.h"
 #include "ir/fused_domain.h"
+#include "ir/node_label.h"
 #include "onnxfuse/tensor_data.h"
 #include "load/onnx_guards.h"
 
@@ -39,11 +40,6 @@ constexpr int kMaxMessageNesting = 100;
 
 [[noreturn]] void Fail(ErrorKind kind, const std::string& source, const std::string& what) {
   throw Error(kind, source + ": " + what);
-}
-
-std::string NodeLabel(const onnx::NodeProto& node, int index) {
-  std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
-  return "node '" + name + "' (" + node.op_type() + ")";
 }
 
 void CheckVersions(const onnx::ModelProto& model, const std::string& source) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "load/conversion_steps.h"
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
@@ -42,7 +43,7 @@ void CheckGraphTypes(const onnx::GraphProto& g, const std::string& source) {
     if (NewType(t.data_type())) RefuseType(source, "initializer '" + t.name() + "'", t.data_type());
   for (const auto& n : g.node())
     for (const auto& a : n.attribute()) {
-      const std::string label = "node '" + n.name() + "' (" + n.op_type() + ")";
+      const std::string label = NodeLabel(n);
       if (a.has_t() && NewType(a.t().data_type())) RefuseType(source, label + " attribute '" + a.name() + "'", a.t().data_type());
       if ((n.op_type() == "Cast" || n.op_type() == "CastLike") && a.name() == "to" &&
           NewType(static_cast<std::int32_t>(a.i())))

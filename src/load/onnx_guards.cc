@@ -9,7 +9,8 @@
 
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
-#include <onnx/defs/tensor_proto_util.h>
+
+#include "ir/tensor_values.h"
 
 namespace onnxfuse::detail {
 
@@ -48,7 +49,7 @@ Verdict ReshapeZerosWithinRank(onnx::InferenceContext& ctx) {
   const auto* allowzero = ctx.getAttribute("allowzero");
   if (rank < 0 || !shape || shape->data_type() != onnx::TensorProto::INT64 || (allowzero && allowzero->i() != 0))
     return Verdict::kRun;
-  const auto values = onnx::ParseData<std::int64_t>(shape);
+  const auto values = DecodeTensor<std::int64_t>(*shape, "Reshape's shape");
   for (std::size_t i = 0; i < values.size(); ++i)
     if (values[i] == 0 && static_cast<int>(i) >= rank)
       fail_shape_inference("Reshape: shape[", i, "] is 0 (keep the input's dim) but the input has rank ", rank);

@@ -8,7 +8,10 @@
 
 #include <onnx/defs/tensor_proto_util.h>
 
+#include "ir/node_label.h"
+#include "ir/tensor_values.h"
 #include "onnxfuse/error.h"
+#include "onnxfuse/tensor_data.h"
 
 namespace onnxfuse::detail {
 
@@ -63,7 +66,7 @@ std::string Origin(const Graph& graph, ValueId v) {
   const Value& value = graph.value(v);
   if (value.producer == kNoNode) return "a graph input";
   const Node& node = graph.node(value.producer);
-  return "computed by '" + node.name + "' (" + node.op_type + ")";
+  return "computed by " + QuotedNode(node);
 }
 
 PredicateFailure Fail(std::string reason, std::string detail, std::size_t arg) {
@@ -226,19 +229,15 @@ std::string AttrText(const AttributeProto& a) {
 }
 
 std::optional<double> SingleNumber(const onnx::TensorProto& tensor) {
-  std::int64_t count = 1;
-  for (auto d : tensor.dims()) count *= d;
-  if (count != 1 || tensor.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  const auto type = tensor.data_type();
+  if (CheckedElementCount(tensor.dims()) != std::optional<std::int64_t>(1) ||
+      (type != onnx::TensorProto::FLOAT && type != onnx::TensorProto::DOUBLE && type != onnx::TensorProto::INT32 &&
+       type != onnx::TensorProto::INT64))
+    return std::nullopt;
   try {
-    switch (tensor.data_type()) {
-      case onnx::TensorProto::FLOAT: return static_cast<double>(onnx::ParseData<float>(&tensor).at(0));
-      case onnx::TensorProto::DOUBLE: return onnx::ParseData<double>(&tensor).at(0);
-      case onnx::TensorProto::INT32: return static_cast<double>(onnx::ParseData<int32_t>(&tensor).at(0));
-      case onnx::TensorProto::INT64: return static_cast<double>(onnx::ParseData<int64_t>(&tensor).at(0));
-      default: return std::nullopt;
-    }
+    return DecodeTensor<double>(tensor, "constant").at(0);
   } catch (const std::exception&) {
-    return std::nullopt;  // malformed data: not a usable constant
+    return std::nullopt;  // malformed or external data: not a usable constant
   }
 }
 

@@ -38,14 +38,8 @@ json ModelSummary(const Graph& graph, const std::vector<OpPatternKind>& kinds) {
 // never be written to memory.
 std::vector<ValueId> InternalValues(const Graph& graph, const FusionPlan& plan, const FusedGroup& group) {
   std::vector<ValueId> internal;
-  for (NodeId id : group.nodes)
-    for (ValueId v : graph.node(id).outputs) {
-      if (v == kNoValue) continue;
-      const Value& value = graph.value(v);
-      bool inside = !value.is_graph_output && !value.consumers.empty();
-      for (NodeId c : value.consumers) inside = inside && plan.group_of[c] == group.id;
-      if (inside) internal.push_back(v);
-    }
+  for (ValueId v : GroupProducedValues(graph, group))
+    if (!graph.value(v).consumers.empty() && !LeavesGroup(graph, plan, group, v)) internal.push_back(v);
   return internal;
 }
 

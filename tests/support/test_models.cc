@@ -23,6 +23,24 @@ const char* const kBasicBlock = R"(
     y = Relu (a)
   })";
 
+const char* const kTvmDiamond = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[1,3,16,16] x, float[3,3,3,3] w, float[1,3,14,14] k, float[1] h) => (float[1,3,14,14] y) {
+    c = Conv (x, w)
+    a = Add (c, k)
+    r = Relu (a)
+    m = Mul (c, h)
+    y = Add (r, m)
+  })";
+
+const char* const kTwoBranchesToOutputs = R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[4] x) => (float[4] y1, float[4] y2) {
+    a = Relu (x)
+    y1 = Exp (a)
+    y2 = Sigmoid (a)
+  })";
+
 const char* const kDownsampleBlock = R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,8,8,8] x, float[16,8,3,3] w1, float[16,16,3,3] w2, float[16,8,1,1] wd,

@@ -23,6 +23,13 @@ extern const char* const kBasicBlock;
 /// conv+bn joining at an Add, then Relu (1x8x8x8 -> 1x16x4x4; weights are inputs).
 extern const char* const kDownsampleBlock;
 
+/// TVM's diamond (its fusion paper's Figure): Conv feeding Add->Relu and Mul,
+/// which meet at a final Add (1x3x16x16 -> 1x3x14x14; c, a, r, m, y).
+extern const char* const kTvmDiamond;
+
+/// Relu whose output feeds Exp and Sigmoid, each a graph output: branches that never meet.
+extern const char* const kTwoBranchesToOutputs;
+
 /// Parses a model in ONNX text syntax (onnx/defs/parser.h). Fails the test on a parse error.
 onnx::ModelProto ParseModel(const std::string& text);
 

@@ -8,7 +8,7 @@
 #include "backend/lower/chain.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/lower/host_eval.h"
 
 namespace onnxfuse::backend {

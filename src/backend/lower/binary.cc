@@ -8,7 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "backend/lower/host_eval.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/operands.h"

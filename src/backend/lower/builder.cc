@@ -5,7 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "backend/kernels/layout.h"
 #include "onnxfuse/error.h"
 

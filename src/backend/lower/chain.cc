@@ -11,7 +11,8 @@
 #include <utility>
 
 #include "backend/kernels/activation.h"
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "backend/lower/host_eval.h"
 #include "backend/lower/batch_norm.h"
 #include "backend/lower/binary.h"

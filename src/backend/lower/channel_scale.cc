@@ -19,7 +19,7 @@
 #include <optional>
 #include <utility>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/lower/conv_geometry.h"
 #include "backend/lower/graph_queries.h"
 #include "backend/lower/own_kernels.h"

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <optional>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/concat_norm.h"
 #include "backend/lower/conv_geometry.h"

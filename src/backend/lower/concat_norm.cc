@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/lower/batch_norm.h"
 #include "backend/lower/concat.h"
 #include "backend/lower/graph_queries.h"

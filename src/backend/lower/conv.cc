@@ -3,7 +3,7 @@
 // with Gemm and MatMul: operands.h; the geometry: conv_geometry.h).
 #include "backend/lower/conv.h"
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/lower/host_eval.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/channel_scale.h"

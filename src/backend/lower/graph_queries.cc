@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 
 namespace onnxfuse::backend {
 

@@ -7,7 +7,8 @@
 #include <functional>
 #include <limits>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "backend/lower/dnnl_util.h"
 #include "onnxfuse/error.h"
 

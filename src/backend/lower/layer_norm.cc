@@ -16,7 +16,7 @@
 
 #include "backend/lower/graph_queries.h"
 #include "backend/lower/unsupported.h"
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 
 namespace onnxfuse::backend {
 

@@ -4,7 +4,8 @@
 
 #include <functional>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "backend/lower/host_eval.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/channel_scale.h"

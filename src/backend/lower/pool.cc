@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "backend/kernels/activation.h"
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/lower/concat.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"

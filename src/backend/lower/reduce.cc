@@ -5,7 +5,7 @@
 #include <string>
 
 #include "backend/lower/unsupported.h"
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/lower/host_eval.h"
 
 namespace onnxfuse::backend {

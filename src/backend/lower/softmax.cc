@@ -6,7 +6,8 @@
 #include <string>
 
 #include "backend/lower/unsupported.h"
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

@@ -15,7 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/kernels/gemv.h"
 #include "backend/lower/conv_geometry.h"
 #include "backend/lower/graph_queries.h"

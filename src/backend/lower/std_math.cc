@@ -13,7 +13,8 @@
 #include <string>
 #include <type_traits>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "backend/lower/host_eval.h"
 #include "backend/lower/unsupported.h"
 

@@ -9,7 +9,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/lower/builder.h"
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {

@@ -7,7 +7,8 @@
 
 #include <algorithm>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "backend/lower/host_eval.h"
 #include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"

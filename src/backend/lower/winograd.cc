@@ -4,7 +4,7 @@
 
 #include <omp.h>
 
-#include "ir/attrs.h"
+#include "ir/attributes.h"
 #include "backend/kernels/gemm.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/conv_geometry.h"

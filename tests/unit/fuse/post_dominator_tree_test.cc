@@ -63,15 +63,7 @@ TEST_CASE("on a chain each node's parent is its consumer", "[post_dominator_tree
 }
 
 TEST_CASE("on TVM's diamond the conv's parent is the final add", "[post_dominator_tree]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,3,16,16] x, float[3,3,3,3] w, float[1,3,14,14] k, float[1] h) => (float[1,3,14,14] y) {
-      c = Conv (x, w)
-      a = Add (c, k)
-      r = Relu (a)
-      m = Mul (c, h)
-      y = Add (r, m)
-    })");
+  auto graph = test::GraphFromText(test::kTvmDiamond);
   auto tree = TreeOf(graph);
   const NodeId conv = test::NodeNamed(graph, "Conv_0"), add = test::NodeNamed(graph, "Add_1"),
                relu = test::NodeNamed(graph, "Relu_2"), mul = test::NodeNamed(graph, "Mul_3"),
@@ -159,13 +151,7 @@ TEST_CASE("graph outputs and branches that never meet give no parent", "[post_do
     CHECK(tree.nodes[0].parent == 1);
   }
   SECTION("two branches to two graph outputs") {
-    auto graph = test::GraphFromText(R"(
-      <ir_version: 8, opset_import: ["" : 13]>
-      g (float[4] x) => (float[4] y1, float[4] y2) {
-        a = Relu (x)
-        y1 = Exp (a)
-        y2 = Sigmoid (a)
-      })");
+    auto graph = test::GraphFromText(test::kTwoBranchesToOutputs);
     auto tree = TreeOf(graph);
     CHECK(tree.nodes[0].parent == kNoNode);
     CHECK(tree.nodes[0].depth == 1);

@@ -89,15 +89,7 @@ Graph Build(onnx::ModelProto model) {
 }  // namespace
 
 TEST_CASE("TVM's diamond fuses into one group", "[postdom]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,3,16,16] x, float[3,3,3,3] w, float[1,3,14,14] k, float[1] h) => (float[1,3,14,14] y) {
-      c = Conv (x, w)
-      a = Add (c, k)
-      r = Relu (a)
-      m = Mul (c, h)
-      y = Add (r, m)
-    })");
+  auto graph = test::GraphFromText(test::kTvmDiamond);
   auto plan = Fuse(graph);
   REQUIRE(plan.groups.size() == 1);
   CHECK(plan.groups[0].nodes.size() == 5);
@@ -276,19 +268,13 @@ TEST_CASE("opaque ops and their producers are rejected", "[postdom]") {
   CHECK(Reasons(graph, plan) == std::map<std::string, std::string>{{"Relu_0", "dominator_edge_not_fusable"},
                                                                    {"TopK_1", "opaque"},
                                                                    {"Exp_2", "graph_output"}});
-  CHECK(RejectionOf(graph, plan, "TopK_1").detail == "TopK_1 (TopK) is opaque");
+  CHECK(RejectionOf(graph, plan, "TopK_1").detail == "'TopK_1' (TopK) is opaque");
   CHECK(RejectionOf(graph, plan, "TopK_1").target == test::NodeNamed(graph, "Exp_2"));
   CHECK(RejectionOf(graph, plan, "Relu_0").detail == "the path from Relu_0 to its post-dominator TopK_1 passes kOpaque");
 }
 
 TEST_CASE("branches that never meet again have no post-dominator", "[postdom]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[4] x) => (float[4] y1, float[4] y2) {
-      a = Relu (x)
-      y1 = Exp (a)
-      y2 = Sigmoid (a)
-    })");
+  auto graph = test::GraphFromText(test::kTwoBranchesToOutputs);
   auto plan = Fuse(graph);
   CHECK(plan.groups.size() == 3);
   CHECK(Reasons(graph, plan) == std::map<std::string, std::string>{{"Relu_0", "no_post_dominator"},

@@ -114,5 +114,5 @@ TEST_CASE("every stored tensor is visited, subgraphs included", "[tensor_data]")
   body->add_initializer()->set_name("inner");
   std::vector<std::string> seen;
   ForEachTensor(graph, [&](onnx::TensorProto&, const std::string& what) { seen.push_back(what); });
-  CHECK(seen == std::vector<std::string>{"initializer 'init'", "initializer 'inner'", "attribute 'value' of node 'k'"});
+  CHECK(seen == std::vector<std::string>{"initializer 'init'", "initializer 'inner'", "attribute 'value' of node 'k' (Constant)"});
 }

@@ -1,0 +1,128 @@
+// The TensorProto decoder and encoder (see tensor_values.h).
+#include "ir/tensor_values.h"
+
+#include <cstring>
+
+#include "onnxfuse/error.h"
+#include "onnxfuse/tensor_data.h"
+
+namespace onnxfuse {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "raw_data is little-endian and copied as it is");
+
+namespace {
+
+using onnx::TensorProto;
+
+// Elements stored as `Stored` (raw_data) or in the typed `field`, converted to T.
+template <typename Stored, typename T, typename Field>
+std::vector<T> Decode(const TensorProto& tensor, const Field& field, std::int64_t count, const std::string& where) {
+  std::vector<T> out;
+  out.reserve(static_cast<std::size_t>(count));
+  if (tensor.has_raw_data()) {
+    const std::string& raw = tensor.raw_data();
+    const std::int64_t want = count * static_cast<std::int64_t>(sizeof(Stored));  // count comes from checked dims
+    if (static_cast<std::int64_t>(raw.size()) != want)
+      throw Error(ErrorKind::kInvalidModel, where + ": raw_data has " + std::to_string(raw.size()) +
+                                                " bytes, dims need " + std::to_string(want));
+    for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i) {
+      Stored value;
+      std::memcpy(&value, raw.data() + i * sizeof(Stored), sizeof(Stored));
+      out.push_back(static_cast<T>(value));
+    }
+    return out;
+  }
+  if (static_cast<std::int64_t>(field.size()) != count)
+    throw Error(ErrorKind::kInvalidModel, where + ": holds " + std::to_string(field.size()) + " values, dims need " +
+                                              std::to_string(count));
+  for (const auto& value : field) out.push_back(static_cast<T>(value));
+  return out;
+}
+
+// IEEE 754 binary16 bits -> float (subnormals, infinities and NaN included).
+float HalfToFloat(std::uint16_t h) {
+  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+template <typename T>
+std::vector<T> DecodeHalves(const TensorProto& tensor, std::int64_t count, const std::string& where) {
+  std::vector<T> out;
+  for (std::uint16_t half : Decode<std::uint16_t, std::uint16_t>(tensor, tensor.int32_data(), count, where))
+    out.push_back(static_cast<T>(HalfToFloat(half)));
+  return out;
+}
+
+template <typename Stored>
+void AppendLittleEndian(Stored value, std::string& bytes) {
+  char buffer[sizeof(Stored)];
+  std::memcpy(buffer, &value, sizeof(Stored));
+  bytes.append(buffer, sizeof(Stored));
+}
+
+}  // namespace
+
+template <typename T>
+std::vector<T> DecodeTensor(const TensorProto& tensor, const std::string& where) {
+  if (tensor.data_location() == TensorProto::EXTERNAL)
+    throw Error(ErrorKind::kUnsupported, where + ": tensor data is stored externally");
+  // Dims from a file are untrusted: negative ones and products beyond int64 are refused
+  // before anything is sized from them (tensor_data.h).
+  const auto count = CheckedElementCount(tensor.dims());
+  if (!count) throw Error(ErrorKind::kInvalidModel, where + ": tensor dims are negative or their product overflows");
+  const std::int64_t n = *count;
+  switch (tensor.data_type()) {
+    case TensorProto::FLOAT: return Decode<float, T>(tensor, tensor.float_data(), n, where);
+    case TensorProto::DOUBLE: return Decode<double, T>(tensor, tensor.double_data(), n, where);
+    case TensorProto::FLOAT16: return DecodeHalves<T>(tensor, n, where);
+    case TensorProto::INT64: return Decode<std::int64_t, T>(tensor, tensor.int64_data(), n, where);
+    case TensorProto::INT32: return Decode<std::int32_t, T>(tensor, tensor.int32_data(), n, where);
+    case TensorProto::INT8: return Decode<std::int8_t, T>(tensor, tensor.int32_data(), n, where);
+    case TensorProto::UINT8:
+    case TensorProto::BOOL: return Decode<std::uint8_t, T>(tensor, tensor.int32_data(), n, where);
+    default:
+      throw Error(ErrorKind::kUnsupported,
+                  where + ": tensor element type " + std::to_string(tensor.data_type()) + " is not supported");
+  }
+}
+
+template std::vector<float> DecodeTensor<float>(const TensorProto&, const std::string&);
+template std::vector<double> DecodeTensor<double>(const TensorProto&, const std::string&);
+template std::vector<std::int64_t> DecodeTensor<std::int64_t>(const TensorProto&, const std::string&);
+
+TensorProto EncodeTensor(const std::string& name, std::int32_t data_type, const std::vector<std::int64_t>& dims,
+                         const std::vector<double>& values) {
+  Check(data_type == TensorProto::FLOAT || data_type == TensorProto::DOUBLE, "EncodeTensor: FLOAT or DOUBLE only");
+  TensorProto tensor;
+  tensor.set_name(name);
+  tensor.set_data_type(data_type);
+  for (auto d : dims) tensor.add_dims(d);
+  std::string bytes;
+  for (double v : values) {
+    if (data_type == TensorProto::FLOAT) AppendLittleEndian(static_cast<float>(v), bytes);
+    else AppendLittleEndian(v, bytes);
+  }
+  tensor.set_raw_data(std::move(bytes));
+  return tensor;
+}
+
+}  // namespace onnxfuse
