@@ -59,10 +59,9 @@ void RunPipeline(const std::uint8_t* data, std::size_t size) {
   FuseAndWrite(graph, FuseByPostDominator(graph, options));
   FuseAndWrite(graph, FuseGreedy(graph, options));
   FuseAndWrite(graph, FuseByPatterns(graph, patterns, options));
-  FoldResult fold = FoldBatchNormIntoConv(graph);
-  if (fold.folded.empty()) return;
-  Graph folded = LoadModelProto(std::move(fold.model), source, {}, "");
-  FuseAndWrite(folded, FuseByPostDominator(folded, FuserOptions{}));
+  if (FoldBatchNormIntoConv(graph).folded.empty()) return;
+  LoadModelProto(graph.model(), source, {}, "");  // the rewritten model must still pass the loader
+  FuseAndWrite(graph, FuseByPostDominator(graph, FuserOptions{}));
 }
 
 }  // namespace

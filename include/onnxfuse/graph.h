@@ -8,12 +8,14 @@
 //
 // The Graph also keeps the loaded `onnx::ModelProto` (with shape-inferred
 // value_info and nodes in the sorted order) so writers can copy metadata,
-// initializers and the original NodeProtos unchanged.
+// initializers and the original NodeProtos unchanged. Graph-level rewrites
+// (BatchNormalization folding) edit both through the "Rewriting" methods.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -110,8 +112,41 @@ class Graph {
   const OpsetConversion& conversion() const { return conversion_; }
   void set_conversion(OpsetConversion conversion) { conversion_ = std::move(conversion); }
 
+  // --- Rewriting (ir/graph_edit.cc). An edit changes model() at once; nodes(),
+  // values(), ids and use-lists keep describing the graph before the edits until
+  // CommitEdits(), so a pass edits by the ids it matched. CommitEdits re-derives
+  // them from model() as the constructor does: ids, names and types are then
+  // those a reload of model() would give (node ids shift past removed nodes, an
+  // unnamed node is named by its new index; value types come from value_info).
+  // No shape inference runs: an edit must keep every value's type. Edits are for
+  // passes that run before ReleaseInitializer.
+
+  /// A value name that nothing in the model (subgraphs included) uses and no
+  /// earlier call returned since the last commit: `base`, else "<base>_2", "<base>_3", ...
+  std::string NewValueName(const std::string& base);
+  /// Adds `tensor` as an initializer; its name must be new (NewValueName). For IR
+  /// version < 4 it is also listed in graph.input, as IR 3 requires.
+  void AddInitializer(onnx::TensorProto tensor);
+  /// Input `slot` of `node` reads the value named `value` (which must be defined
+  /// at the commit); slot == the node's input count appends an input.
+  void SetNodeInput(NodeId node, std::size_t slot, const std::string& value);
+  /// Output `slot` of `node` writes the value named `value`; its former
+  /// producer must be removed in the same commit.
+  void SetNodeOutput(NodeId node, std::size_t slot, const std::string& value);
+  /// Removes `node` at the commit.
+  void RemoveNode(NodeId node);
+  /// Removes initializer `id` (from graph.initializer, and from graph.input where listed) at the commit.
+  void RemoveInitializer(ValueId id);
+  /// Applies the removals, drops the value_info of values the edits left
+  /// undefined, and re-derives nodes, values and use-lists. Throws
+  /// Error(kInvalidModel) as the constructor does when a value is read but no
+  /// longer defined, or defined twice.
+  void CommitEdits();
+
  private:
   ValueId InternValue(const std::string& name);
+  /// Builds nodes, values, use-lists, inputs and outputs from model_ (the constructor's work).
+  void Index();
 
   onnx::ModelProto model_;
   std::string source_path_;
@@ -123,6 +158,9 @@ class Graph {
   std::vector<ValueId> outputs_;
   std::unordered_map<std::string, ValueId> value_by_name_;
   std::unordered_set<ValueId> released_;  ///< initializers whose data ReleaseInitializer freed
+  std::unordered_set<std::string> taken_names_;    ///< NewValueName's: the model's names and those returned
+  std::set<NodeId> removed_nodes_;                 ///< RemoveNode's, until the commit
+  std::set<std::string> removed_initializers_;     ///< RemoveInitializer's, until the commit
 };
 
 /// TensorType from an ONNX TypeProto (non-tensor types give elem_type 0, no shape).

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/tensor_data.h"
 
@@ -133,7 +134,15 @@ Graph::Graph(onnx::ModelProto model, std::string source_path)
     : model_(std::move(model)), source_path_(std::move(source_path)) {
   for (const auto& opset : model_.opset_import())
     if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
+  Index();
+}
 
+void Graph::Index() {
+  nodes_.clear();
+  values_.clear();
+  inputs_.clear();
+  outputs_.clear();
+  value_by_name_.clear();
   const auto& g = model_.graph();
   auto where = [&](const std::string& what) { return source_path_ + ": " + what; };
 
@@ -167,7 +176,7 @@ Graph::Graph(onnx::ModelProto model, std::string source_path)
     Node node;
     node.op_type = proto.op_type();
     node.domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
-    node.name = proto.name().empty() ? proto.op_type() + "_" + std::to_string(i) : proto.name();
+    node.name = NodeName(proto, i);
     auto use = [&](const std::string& name) {
       if (name.empty()) return kNoValue;
       auto found = value_by_name_.find(name);
@@ -175,7 +184,7 @@ Graph::Graph(onnx::ModelProto model, std::string source_path)
           (values_[found->second].producer == kNoNode && !values_[found->second].is_graph_input &&
            values_[found->second].initializer < 0))
         throw Error(ErrorKind::kInvalidModel,
-                    where("node '" + node.name + "' (" + node.op_type + ") reads '" + name +
+                    where(NodeLabel(node) + " reads '" + name +
                           "', which no node, graph input or initializer defines"));
       values_[found->second].consumers.push_back(id);
       return found->second;
@@ -192,7 +201,7 @@ Graph::Graph(onnx::ModelProto model, std::string source_path)
       Value& value = values_[v];
       if (value.producer != kNoNode || value.is_graph_input || value.initializer >= 0)
         throw Error(ErrorKind::kInvalidModel,
-                    where("node '" + node.name + "' (" + node.op_type + ") writes '" + name +
+                    where(NodeLabel(node) + " writes '" + name +
                           "', which is already defined" +
                           (value.producer != kNoNode ? " by node '" + nodes_[value.producer].name + "'"
                                                      : " as a graph input or initializer")));

@@ -43,8 +43,8 @@ bool SameFile(const std::string& a, const std::string& b) {
 }
 
 // Report section of --fold-bn; node names are those of the model as loaded.
-nlohmann::json DescribeFolding(const Graph& graph, const FoldResult& fold) {
-  auto name = [&](NodeId id) { return id == kNoNode ? nlohmann::json(nullptr) : nlohmann::json(graph.node(id).name); };
+nlohmann::json DescribeFolding(const FoldResult& fold) {
+  auto name = [](const std::string& node) { return node.empty() ? nlohmann::json(nullptr) : nlohmann::json(node); };
   nlohmann::json folded = nlohmann::json::array(), refused = nlohmann::json::array();
   for (const auto& f : fold.folded)
     folded.push_back({{"batchnorm", name(f.batchnorm)}, {"conv", name(f.conv)}, {"weight", f.weight}, {"bias", f.bias}});
@@ -95,11 +95,7 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
   Stopwatch watch;
   Graph graph = LoadModel(job.input_path, job.load);
   nlohmann::json bn_folding;
-  if (job.fold_bn || job.emit == "plain") {
-    FoldResult fold = FoldBatchNormIntoConv(graph);
-    bn_folding = DescribeFolding(graph, fold);
-    graph = LoadModelProto(std::move(fold.model), job.input_path, job.load);
-  }
+  if (job.fold_bn || job.emit == "plain") bn_folding = DescribeFolding(FoldBatchNormIntoConv(graph));
   times.load_ms = watch.LapMs();
   spdlog::debug("loaded {}: {} nodes, opset {}", job.input_path, graph.num_nodes(), graph.opset());
 

@@ -34,7 +34,7 @@
 //                                 are refused: this pass reads and writes no 16-bit encodings).
 //   "shape_mismatch"              W has rank < 3 or a zero dim; γ, β, μ, σ² or b is not 1-D of
 //                                 length C_out; ConvTranspose's C_in is not divisible by group;
-//                                 opset 7-8 spatial=0; a tensor's data does not match its dims.
+//                                 opset 7-8 spatial=0.
 //   "non_finite"                  a folded value is infinite or NaN in W's type (σ² + ε <= 0, or
 //                                 W·s overflows FLOAT): the fold would not compute what BN does.
 // Unlike ORT, a BN whose output is a graph output is folded: the conv takes over the name.
@@ -42,7 +42,8 @@
 // BatchNormalization of the graph ends up in exactly one of `folded` or
 // `refused`, so the report can say why each remaining BN stayed.
 //
-// Rewrite (on a copy of graph.model(); the Graph itself is not touched):
+// Rewrite (of the Graph, through its edit API: the Graph and its model() change
+// together, and stay what a reload of that model would give):
 //   - the BN node is removed; the conv writes the BN's output name, so every
 //     value name downstream (and graph outputs) stays the same;
 //   - W' and B' are new initializers (raw_data, W's dtype) named "<W>_bnfolded" and
@@ -56,46 +57,46 @@
 //     read elsewhere, and unrelated unused initializers, are kept;
 //   - value_info of the conv's former output and of BN's optional outputs is dropped;
 //   - for IR version < 4, W' and B' are also listed in graph.input (required there).
-// Opsets, IR version, metadata and functions are kept. One pass folds one BN per
-// conv; a BN fed by another BN is refused ("no_conv_producer").
+// Opsets, IR version, metadata, functions and the loader's opset-conversion
+// record are kept. One pass folds one BN per conv; a BN fed by another BN is
+// refused ("no_conv_producer"). Unnamed nodes are named by their index, as the
+// loader names them, so a node after a folded BN may get a new name.
 //
-// The caller reloads the result with LoadModelProto to get a Graph again.
+// Tensor data is decoded by DecodeTensor (ir/tensor_values.h); the loader has
+// validated it against its dims, so a mismatch there is Error(kInvalidModel).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
-
 #include "onnxfuse/graph.h"
 
 namespace onnxfuse {
 
-/// One folded BatchNormalization (ids refer to the input Graph).
+/// One folded BatchNormalization. Node names are those of the Graph before the fold.
 struct BatchNormFold {
-  NodeId batchnorm = kNoNode;
-  NodeId conv = kNoNode;  ///< the Conv or ConvTranspose that absorbed it
-  std::string weight;     ///< name of the new W' initializer
-  std::string bias;       ///< name of the new B' initializer
+  std::string batchnorm;
+  std::string conv;    ///< the Conv or ConvTranspose that absorbed it
+  std::string weight;  ///< name of the new W' initializer
+  std::string bias;    ///< name of the new B' initializer
 };
 
-/// One BatchNormalization that stays, and why (ids refer to the input Graph).
+/// One BatchNormalization that stays, and why. Node names are those of the Graph before the fold.
 struct BatchNormRefusal {
-  NodeId batchnorm = kNoNode;
-  NodeId conv = kNoNode;  ///< the producer that would have absorbed it, kNoNode if none
-  std::string reason;     ///< stable code, see the list above
-  std::string detail;     ///< one sentence naming the nodes and values involved
+  std::string batchnorm;
+  std::string conv;    ///< the producer that would have absorbed it, "" if none
+  std::string reason;  ///< stable code, see the list above
+  std::string detail;  ///< one sentence naming the nodes and values involved
 };
 
 struct FoldResult {
-  onnx::ModelProto model;                 ///< standard ONNX, same opsets
   std::vector<BatchNormFold> folded;      ///< in node order
   std::vector<BatchNormRefusal> refused;  ///< in node order
 };
 
-/// Folds every inference BatchNormalization whose input comes from a Conv or
-/// ConvTranspose into that op's weights and bias. Never throws for model
-/// content: whatever cannot be folded is a refusal.
-FoldResult FoldBatchNormIntoConv(const Graph& graph);
+/// Folds every inference BatchNormalization of `graph` whose input comes from a
+/// Conv or ConvTranspose into that op's weights and bias, in place. Whatever
+/// cannot be folded is a refusal, and without folds the graph is not touched.
+FoldResult FoldBatchNormIntoConv(Graph& graph);
 
 }  // namespace onnxfuse
