@@ -91,5 +91,5 @@ TEST_CASE("ValidateFusionPlan accepts a partition of convex groups only", "[fusi
   auto lost = test::PlanGrouping(graph, {});
   lost.groups[3].nodes.clear();  // Sigmoid_3 in no group
   CHECK(test::ErrorOf([&] { ValidateFusionPlan(graph, lost); }).message ==
-        "internal error: node 'Sigmoid_3' is in exactly one group");
+        "internal error: node 'Sigmoid_3' (Sigmoid) is in exactly one group");
 }

@@ -63,7 +63,7 @@ TEST_CASE("GroupNormalization-21: scale and bias per channel on an [N, C, -1] vi
   CHECK(test::Strings(Producing(r.nodes, "gn/nc").input()) == Names{"gn/shape", "gn/starts", "gn/ends"});
   const auto& concat = Producing(r.nodes, "gn/nc_shape");
   CHECK(concat.op_type() == "Concat");
-  CHECK(load::IntAttribute(concat, "axis", -1) == 0);
+  CHECK(AttrInt(concat, "axis", -1) == 0);
   CHECK(test::Strings(Producing(r.nodes, "gn/per_channel").input()) == Names{"gn/normalized", "gn/nc_shape"});
   CHECK(test::Strings(Producing(r.nodes, "gn/scaled").input()) == Names{"gn/per_channel", "gn/scale"});
   CHECK(r.what == "GroupNormalization-21: function body, per-channel scale and bias");

@@ -13,8 +13,8 @@ using test::NodeFromText;
 TEST_CASE("Cast and CastLike lose saturate", "[adapt_new_defaults]") {
   AdapterScope scope(19);
   auto r = AdaptNewDefaults(NodeFromText("y = Cast <to = 1, saturate = 1> (x)"), scope.ctx);
-  CHECK(load::FindAttribute(r.nodes[0], "saturate") == nullptr);
-  CHECK(load::IntAttribute(r.nodes[0], "to", 0) == 1);
+  CHECK(FindAttribute(r.nodes[0], "saturate") == nullptr);
+  CHECK(AttrInt(r.nodes[0], "to", 0) == 1);
   CHECK(r.what == "Cast-19: saturate dropped (no float8 target)");
   auto like = AdaptNewDefaults(NodeFromText("y = CastLike <saturate = 0> (x, t)"), scope.ctx);
   CHECK(like.what == "CastLike-19: saturate dropped (no float8 target)");
@@ -27,7 +27,7 @@ TEST_CASE("ScatterElements and ScatterND: max and min reductions are refused", "
   AdapterScope scope(18);
   auto add = AdaptNewDefaults(NodeFromText("y = ScatterND <reduction = \"add\"> (x, i, u)"), scope.ctx);
   CHECK(add.what.empty());
-  CHECK(load::StringAttribute(add.nodes[0], "reduction", "") == "add");
+  CHECK(AttrString(add.nodes[0], "reduction", "") == "add");
   auto e = test::ErrorOf([&] {
     AdaptNewDefaults(NodeFromText("y = ScatterElements <reduction = \"max\"> (x, i, u)", "sc"), scope.ctx);
   });
@@ -40,7 +40,7 @@ TEST_CASE("GridSample-20: modes take their opset-16 names, only 4-D inputs", "[a
   scope.dims["x"] = {1, 3, 8, 8};
   auto mode_of = [&](const std::string& text) {
     auto r = AdaptNewDefaults(NodeFromText(text), scope.ctx);
-    return load::StringAttribute(r.nodes[0], "mode", "");
+    return AttrString(r.nodes[0], "mode", "");
   };
   CHECK(mode_of("y = GridSample (x, g)") == "bilinear");  // the default, linear, written out
   CHECK(mode_of("y = GridSample <mode = \"cubic\"> (x, g)") == "bicubic");

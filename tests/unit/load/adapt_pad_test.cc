@@ -22,7 +22,7 @@ TEST_CASE("pads of listed axes are spread over every axis of the input", "[adapt
   const auto& out = r.nodes[0];
   CHECK(test::Strings(out.input()) == Names{"x", "p/pads"});  // axes gone, the empty constant_value too
   CHECK(test::IntValues(scope.Added("p/pads")) == Ints{0, 1, 0, 2, 0, 3, 0, 4});
-  CHECK(load::StringAttribute(out, "mode", "") == "reflect");
+  CHECK(AttrString(out, "mode", "") == "reflect");
   CHECK(r.what == "Pad-18: pads of listed axes -> pads of every axis");
 
   auto valued = AdaptPad(NodeFromText("y = Pad (x, pads, cv, axes)", "q"), scope.ctx);

@@ -13,7 +13,7 @@ TEST_CASE("AveragePool: dilations of 1 are dropped, others refused", "[adapt_poo
   AdapterScope scope(19);
   auto r = AdaptPooling(NodeFromText("y = AveragePool <kernel_shape = [3, 3], dilations = [1, 1]> (x)", "p"), scope.ctx);
   REQUIRE(r.nodes.size() == 1);
-  CHECK(load::FindAttribute(r.nodes[0], "dilations") == nullptr);
+  CHECK(FindAttribute(r.nodes[0], "dilations") == nullptr);
   CHECK(test::IntsOf(r.nodes[0], "kernel_shape") == std::vector<std::int64_t>{3, 3});
   CHECK(r.what == "AveragePool-19: dilations of 1 dropped");
   auto e = test::ErrorOf([&] {
@@ -26,8 +26,8 @@ TEST_CASE("AveragePool: dilations of 1 are dropped, others refused", "[adapt_poo
 TEST_CASE("LpPool: ceil_mode 0 is dropped, 1 refused", "[adapt_pooling]") {
   AdapterScope scope(18);
   auto r = AdaptPooling(NodeFromText("y = LpPool <kernel_shape = [2], p = 3, ceil_mode = 0> (x)", "lp"), scope.ctx);
-  CHECK(load::FindAttribute(r.nodes[0], "ceil_mode") == nullptr);
-  CHECK(load::IntAttribute(r.nodes[0], "p", 0) == 3);
+  CHECK(FindAttribute(r.nodes[0], "ceil_mode") == nullptr);
+  CHECK(AttrInt(r.nodes[0], "p", 0) == 3);
   CHECK(r.what == "LpPool-18: ceil_mode 0 dropped");
   auto e = test::ErrorOf([&] { AdaptPooling(NodeFromText("y = LpPool <kernel_shape = [2], ceil_mode = 1> (x)", "lp"), scope.ctx); });
   CHECK_THAT(e.message, Catch::EndsWith("ceil_mode = 1 has no equivalent at opset 17"));

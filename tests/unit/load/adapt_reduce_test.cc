@@ -20,8 +20,8 @@ TEST_CASE("a constant axes input becomes the axes attribute", "[adapt_reduce]") 
   CHECK(out.name() == "mean");
   CHECK(test::Strings(out.input()) == std::vector<std::string>{"x"});
   CHECK(test::IntsOf(out, "axes") == std::vector<std::int64_t>{1, -1});
-  CHECK(load::IntAttribute(out, "keepdims", 1) == 0);
-  CHECK(load::FindAttribute(out, "noop_with_empty_axes") == nullptr);
+  CHECK(AttrInt(out, "keepdims", 1) == 0);
+  CHECK(FindAttribute(out, "noop_with_empty_axes") == nullptr);
   CHECK(r.what == "ReduceMean-18: axes input -> axes attribute");
   CHECK(scope.added.empty());
 }
@@ -43,7 +43,7 @@ TEST_CASE("no axes: all axes reduced, or the identity with noop_with_empty_axes"
   auto all = AdaptReduce(NodeFromText("y = ReduceL2 (x)"), scope.ctx);
   REQUIRE(all.nodes.size() == 1);
   CHECK(all.nodes[0].op_type() == "ReduceL2");
-  CHECK(load::FindAttribute(all.nodes[0], "axes") == nullptr);
+  CHECK(FindAttribute(all.nodes[0], "axes") == nullptr);
 
   scope.Ints("empty", {});
   auto noop = AdaptReduce(NodeFromText("y = ReduceProd <noop_with_empty_axes = 1> (x, empty)", "p"), scope.ctx);

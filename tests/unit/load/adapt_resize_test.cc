@@ -18,7 +18,7 @@ TEST_CASE("antialias 0 and policy stretch are dropped, other attributes kept", "
   REQUIRE(r.nodes.size() == 1);
   const auto& out = r.nodes[0];
   CHECK(out.attribute_size() == 1);
-  CHECK(load::StringAttribute(out, "mode", "") == "linear");
+  CHECK(AttrString(out, "mode", "") == "linear");
   CHECK(test::Strings(out.input()) == std::vector<std::string>{"x", "", "scales"});
   CHECK(out.name() == "rs");
   CHECK(r.what == "Resize-18: default antialias and keep_aspect_ratio_policy dropped");

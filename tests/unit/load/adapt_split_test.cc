@@ -24,8 +24,8 @@ TEST_CASE("num_outputs dividing the axis evenly is Split-13 without sizes", "[ad
   scope.dims["x"] = {1, 6, 4};
   auto r = AdaptSplit(NodeFromText("a, b, c = Split <axis = 1, num_outputs = 3> (x)"), scope.ctx);
   REQUIRE(r.nodes.size() == 1);
-  CHECK(load::FindAttribute(r.nodes[0], "num_outputs") == nullptr);
-  CHECK(load::IntAttribute(r.nodes[0], "axis", 0) == 1);
+  CHECK(FindAttribute(r.nodes[0], "num_outputs") == nullptr);
+  CHECK(AttrInt(r.nodes[0], "axis", 0) == 1);
   CHECK(test::Strings(r.nodes[0].input()) == std::vector<std::string>{"x"});
   CHECK(r.what == "Split-18: num_outputs -> even parts, one per output");
   CHECK(scope.added.empty());

@@ -85,7 +85,7 @@ inline std::vector<std::string> Strings(const google::protobuf::RepeatedPtrField
 
 /// The ints of attribute `name` of `node`; fails the test when absent.
 inline std::vector<std::int64_t> IntsOf(const onnx::NodeProto& node, const std::string& name) {
-  const auto* a = load::FindAttribute(node, name);
+  const auto* a = FindAttribute(node, name);
   if (!a) FAIL("node " << node.name() << " has no attribute " << name);
   return {a->ints().begin(), a->ints().end()};
 }

@@ -41,19 +41,19 @@ TEST_CASE("Ints reads int64 and int32 constants, nothing else", "[down_helpers]"
 
 TEST_CASE("attribute helpers read with fallbacks, remove and replace", "[down_helpers]") {
   auto node = NodeFromText("y = Foo <k = 3, mode = \"edge\", axes = [0]> (x)");
-  CHECK(load::IntAttribute(node, "k", 0) == 3);
-  CHECK(load::IntAttribute(node, "absent", 9) == 9);
-  CHECK(load::StringAttribute(node, "mode", "") == "edge");
-  CHECK(load::StringAttribute(node, "absent", "constant") == "constant");
-  CHECK(load::FindAttribute(node, "axes") != nullptr);
+  CHECK(AttrInt(node, "k", 0) == 3);
+  CHECK(AttrInt(node, "absent", 9) == 9);
+  CHECK(AttrString(node, "mode", "") == "edge");
+  CHECK(AttrString(node, "absent", "constant") == "constant");
+  CHECK(FindAttribute(node, "axes") != nullptr);
   load::SetInts(node, "axes", {1, 2});  // replaces, never duplicates
   CHECK(node.attribute_size() == 3);
   CHECK(test::IntsOf(node, "axes") == std::vector<std::int64_t>{1, 2});
-  CHECK(load::FindAttribute(node, "axes")->type() == onnx::AttributeProto::INTS);
+  CHECK(FindAttribute(node, "axes")->type() == onnx::AttributeProto::INTS);
   load::RemoveAttribute(node, "k");
   load::RemoveAttribute(node, "never there");
   CHECK(node.attribute_size() == 2);
-  CHECK(load::FindAttribute(node, "k") == nullptr);
+  CHECK(FindAttribute(node, "k") == nullptr);
 }
 
 TEST_CASE("built nodes and tensors", "[down_helpers]") {
