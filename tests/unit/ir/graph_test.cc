@@ -75,7 +75,7 @@ TEST_CASE("Consumers lists each consumer once, in node order, over all outputs",
   CHECK(g.value(*g.FindValue("a")).consumers == std::vector<NodeId>{1, 2, 2});
 }
 
-TEST_CASE("constants: initializers and Constant outputs; released data keeps the value", "[graph]") {
+TEST_CASE("constants: initializers and Constant outputs, and released data keeps the value", "[graph]") {
   Graph g = Build(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] y) <float[2] w = {1, 2}> {

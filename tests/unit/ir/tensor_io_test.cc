@@ -171,7 +171,7 @@ TEST_CASE("tensor files: written as raw_data, missing and damaged files refused"
   fs::remove_all(dir);
 }
 
-TEST_CASE("inputs are refused on count, element type and shape; symbolic dims take any size", "[tensor_io]") {
+TEST_CASE("inputs are refused on count, element type and shape: symbolic dims take any size", "[tensor_io]") {
   Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[N,2] p, int64[2] k) => (float[N,2] y) { s = Cast <to = 1> (k)  y = Add (p, s) })");
   auto e = test::ErrorOf([&] { MatchInputs(graph, {Wavy({1, 2}, "p")}); });

@@ -42,7 +42,7 @@ std::vector<std::int64_t> Ints(const onnx::NodeProto& node, const std::string& n
 
 }  // namespace
 
-TEST_CASE("the main graph: nodes adapted, named, recorded; constants only they read dropped", "[down_conversion]") {
+TEST_CASE("the main graph: nodes adapted, named, recorded, constants only they read dropped", "[down_conversion]") {
   auto model = test::ParseModel(R"(
     <ir_version: 9, opset_import: ["" : 18]>
     g (float[2,3,4] x, int64[1] kept) => (float[2,4] y, float[2,3,4] z)

@@ -26,7 +26,7 @@ std::vector<std::string> InputNames(const onnx::ModelProto& model) {
 
 }  // namespace
 
-TEST_CASE("an old model reaches opset 9; the record says so", "[up_conversion]") {
+TEST_CASE("an old model reaches opset 9: the record says so", "[up_conversion]") {
   auto model = test::ParseModel(R"(
     <ir_version: 3, opset_import: ["" : 6]>
     g (float[2,3] x) => (float[2,3] y) { r = Relu (x)  y = Neg (r) })");

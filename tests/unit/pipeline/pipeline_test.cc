@@ -74,7 +74,7 @@ TEST_CASE("a job writes the fused model and its report, and returns the report",
   CHECK(fused.num_nodes() == report["totals"]["kernels_after"].get<std::size_t>());
 }
 
-TEST_CASE("--fold-bn and --emit plain: BatchNormalization folded, standard ONNX written", "[pipeline]") {
+TEST_CASE("fold_bn and emit plain: BatchNormalization folded, standard ONNX written", "[pipeline]") {
   TempDir dir;
   FuseJob job = BlockJob(dir);
   job.output_path = (dir.path / "plain.onnx").string();
@@ -90,7 +90,7 @@ TEST_CASE("--fold-bn and --emit plain: BatchNormalization folded, standard ONNX 
   CHECK(HasOp(written.model(), "Conv"));
 }
 
-TEST_CASE("--explain prints where the node went", "[pipeline]") {
+TEST_CASE("explain_node prints where the node went", "[pipeline]") {
   TempDir dir;
   FuseJob job = BlockJob(dir, "greedy");
   job.explain_node = "Conv_1";
@@ -106,7 +106,7 @@ TEST_CASE("--explain prints where the node went", "[pipeline]") {
   CHECK_THAT(captured.str(), Catch::StartsWith("Conv_1 (Conv, kOutEWiseFusable)\n"));
 }
 
-TEST_CASE("the input is never overwritten; bad strategies and plan files without a backend are usage errors",
+TEST_CASE("the input is never overwritten: bad strategies and plan files without a backend are usage errors",
           "[pipeline]") {
   TempDir dir;
   FuseJob job = BlockJob(dir);
@@ -155,7 +155,7 @@ TEST_CASE("a plan file is written by the given writer with the job's graph and p
   CHECK_FALSE(fs::exists(job.output_path));  // the fake writer wrote nothing; the pipeline neither
 }
 
-TEST_CASE("EmitsPlanFile: --emit plan or a .plan path; plain with .plan is a usage error", "[pipeline]") {
+TEST_CASE("EmitsPlanFile: --emit plan or a .plan path, and plain with .plan is a usage error", "[pipeline]") {
   FuseJob job;
   job.output_path = "m.plan";
   CHECK(EmitsPlanFile(job));

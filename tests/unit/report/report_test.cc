@@ -115,7 +115,7 @@ TEST_CASE("totals, pattern outcomes, stage times and the conversion section", "[
                                       {"adapter", "Gelu-20: erf form in Div, Erf, Add, Mul"}});
 }
 
-TEST_CASE("Constant-only groups launch no kernel; symbolic intermediates are counted apart", "[report]") {
+TEST_CASE("Constant-only groups launch no kernel: symbolic intermediates are counted apart", "[report]") {
   Graph graph = test::GraphFromText(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[N,4] x) => (float[N,4] y) {
