@@ -22,6 +22,7 @@
 #include <cmath>
 
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_tensor.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"

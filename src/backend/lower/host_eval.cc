@@ -1,6 +1,7 @@
 // Reference implementations of the ops the builder folds at build time
 // (semantics from the ONNX operator spec, opsets 7-17).
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_tensor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,38 +17,6 @@ namespace onnxfuse::backend {
 
 namespace {
 
-bool IsInt(const Tensor& t) { return t.elem_type == onnx::TensorProto::INT64; }
-
-// A double back to int64, saturating: INT64_MAX, the "to the end" of Slice's
-// ends that exporters write, becomes 2^63 as a double, which does not convert.
-std::int64_t SaturatingInt64(double v) {
-  constexpr double kTwo63 = 9223372036854775808.0;
-  if (v >= kTwo63) return std::numeric_limits<std::int64_t>::max();
-  if (v <= -kTwo63) return std::numeric_limits<std::int64_t>::min();
-  return static_cast<std::int64_t>(v);
-}
-
-Tensor Make(bool is_int, Dims dims, const std::vector<double>& values) {
-  Tensor t;
-  t.elem_type = is_int ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT;
-  t.dims = std::move(dims);
-  if (is_int) for (double v : values) t.int_data.push_back(SaturatingInt64(v));
-  else for (double v : values) t.data.push_back(static_cast<float>(v));
-  return t;
-}
-
-std::vector<double> Values(const Tensor& t) {
-  std::vector<double> out(static_cast<std::size_t>(t.NumElements()));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = ElementAt(t, static_cast<std::int64_t>(i));
-  return out;
-}
-
-Dims Strides(const Dims& dims) {
-  Dims s(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
-
 std::int64_t NormAxis(std::int64_t axis, std::size_t rank, const Node& node) {
   std::int64_t r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= std::max<std::int64_t>(r, 1))
@@ -58,12 +27,12 @@ std::int64_t NormAxis(std::int64_t axis, std::size_t rank, const Node& node) {
 Tensor ConstantValue(const Node& node) {
   for (const auto& attr : node.proto.attribute()) {
     if (attr.name() == "value") return TensorFromProto(attr.t(), NodeLabel(node));
-    if (attr.name() == "value_float") return Make(false, {}, {attr.f()});
-    if (attr.name() == "value_int") return Make(true, {}, {static_cast<double>(attr.i())});
+    if (attr.name() == "value_float") return MakeHostTensor(false, {}, {attr.f()});
+    if (attr.name() == "value_int") return MakeHostTensor(true, {}, {static_cast<double>(attr.i())});
     if (attr.name() == "value_floats")
-      return Make(false, {attr.floats_size()}, std::vector<double>(attr.floats().begin(), attr.floats().end()));
+      return MakeHostTensor(false, {attr.floats_size()}, std::vector<double>(attr.floats().begin(), attr.floats().end()));
     if (attr.name() == "value_ints")
-      return Make(true, {attr.ints_size()}, std::vector<double>(attr.ints().begin(), attr.ints().end()));
+      return MakeHostTensor(true, {attr.ints_size()}, std::vector<double>(attr.ints().begin(), attr.ints().end()));
   }
   throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": Constant without a supported value attribute");
 }
@@ -71,7 +40,7 @@ Tensor ConstantValue(const Node& node) {
 Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
   Dims out = BroadcastDims(a.dims, b.dims);
   const std::string& op = node.op_type;
-  bool is_int = IsInt(a) && IsInt(b) && op != "Pow";
+  bool is_int = IsInt64(a) && IsInt64(b) && op != "Pow";
   bool is_bool_out = op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" ||
                      op == "LessOrEqual" || op == "And" || op == "Or";
   std::vector<double> values(static_cast<std::size_t>(Product(out)));
@@ -95,7 +64,7 @@ Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
     else if (op == "Max") r = std::max(x, y);
     values[i] = r;
   }
-  return Make(is_int || is_bool_out, out, values);
+  return MakeHostTensor(is_int || is_bool_out, out, values);
 }
 
 std::vector<std::int64_t> AxesOf(const Node& node, const std::vector<const Tensor*>& in, std::int64_t opset) {
@@ -125,7 +94,7 @@ Tensor Slice(const Node& node, const std::vector<const Tensor*>& in, std::int64_
     begin[axis] = b, step[axis] = s;
     out_dims[axis] = s > 0 ? std::max<std::int64_t>(0, (e - b + s - 1) / s) : std::max<std::int64_t>(0, (b - e - s - 1) / -s);
   }
-  Dims is = Strides(x.dims), os = Strides(out_dims);
+  Dims is = DenseStrides(x.dims), os = DenseStrides(out_dims);
   std::vector<double> values(static_cast<std::size_t>(Product(out_dims)));
   for (std::size_t i = 0; i < values.size(); ++i) {
     std::int64_t src = 0;
@@ -133,7 +102,7 @@ Tensor Slice(const Node& node, const std::vector<const Tensor*>& in, std::int64_
       src += (begin[d] + (static_cast<std::int64_t>(i) / os[d] % out_dims[d]) * step[d]) * is[d];
     values[i] = ElementAt(x, src);
   }
-  return Make(IsInt(x), out_dims, values);
+  return MakeHostTensor(IsInt64(x), out_dims, values);
 }
 
 Tensor Gather(const Node& node, const Tensor& x, const Tensor& indices) {
@@ -152,7 +121,7 @@ Tensor Gather(const Node& node, const Tensor& x, const Tensor& indices) {
       std::int64_t j = k < 0 ? k + n : k;
       for (std::int64_t i = 0; i < inner; ++i) values.push_back(ElementAt(x, (o * n + j) * inner + i));
     }
-  return Make(IsInt(x), out, values);
+  return MakeHostTensor(IsInt64(x), out, values);
 }
 
 Dims ReshapeDims(const Node& node, const Dims& in, const std::vector<std::int64_t>& shape) {
@@ -192,7 +161,7 @@ Tensor Reduce(const Node& node, const std::vector<const Tensor*>& in) {
   const bool is_max = op == "ReduceMax", is_min = op == "ReduceMin", is_prod = op == "ReduceProd";
   const double init = is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0 : 0.0;
   std::vector<double> acc(static_cast<std::size_t>(n), init);
-  const Dims in_strides = Strides(x.dims), kept_strides = Strides(kept);
+  const Dims in_strides = DenseStrides(x.dims), kept_strides = DenseStrides(kept);
   for (std::int64_t i = 0; i < x.NumElements(); ++i) {
     std::int64_t k = 0;
     for (std::size_t d = 0; d < x.dims.size(); ++d)
@@ -211,7 +180,7 @@ Tensor Reduce(const Node& node, const std::vector<const Tensor*>& in) {
     else if (op == "ReduceL2") a = std::sqrt(a);
     else if (op == "ReduceLogSumExp") a = std::log(a);
   }
-  return Make(IsInt(x), out, acc);
+  return MakeHostTensor(IsInt64(x), out, acc);
 }
 
 // Elementwise unary ops on known tensors (ONNX Operators.md); Round rounds
@@ -232,27 +201,6 @@ double Unary(const std::string& op, double x) {
 }
 
 }  // namespace
-
-double ElementAt(const Tensor& t, std::int64_t i) {
-  return IsInt(t) ? static_cast<double>(t.int_data[static_cast<std::size_t>(i)]) : t.data[static_cast<std::size_t>(i)];
-}
-
-std::int64_t BroadcastIndex(std::int64_t i, const Dims& out, const Dims& in) {
-  Dims x = ExpandRank(in, out.size()), s = Strides(x), os = Strides(out);
-  std::int64_t idx = 0;
-  for (std::size_t d = 0; d < out.size(); ++d) {
-    std::int64_t coord = (i / os[d]) % out[d];
-    if (x[d] != 1) idx += coord * s[d];
-  }
-  return idx;
-}
-
-std::vector<std::int64_t> AsInts(const Tensor& t) {
-  if (IsInt(t)) return t.int_data;
-  std::vector<std::int64_t> out;
-  for (std::int64_t i = 0; i < t.NumElements(); ++i) out.push_back(SaturatingInt64(ElementAt(t, i)));
-  return out;
-}
 
 bool DropoutDrops(const Tensor* ratio, const Tensor* training_mode) {
   const bool training = training_mode && training_mode->NumElements() > 0 && ElementAt(*training_mode, 0) != 0;
@@ -287,9 +235,9 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
   if (op == "Cast") {
     auto to = AttrInt(node, "to", onnx::TensorProto::FLOAT);
     bool is_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE || to == onnx::TensorProto::FLOAT16;
-    auto v = Values(need(0));
+    auto v = HostValues(need(0));
     if (!is_float) for (auto& x : v) x = std::trunc(x);
-    return {Make(!is_float, need(0).dims, v)};
+    return {MakeHostTensor(!is_float, need(0).dims, v)};
   }
   if (op == "Gather") return {Gather(node, need(0), need(1))};
   if (op == "Unsqueeze" || op == "Squeeze") {
@@ -317,7 +265,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     Dims out = first.dims;
     out[axis] = 0;
     bool is_int = true;
-    for (std::size_t k = 0; k < in.size(); ++k) out[axis] += need(k).dims[axis], is_int &= IsInt(need(k));
+    for (std::size_t k = 0; k < in.size(); ++k) out[axis] += need(k).dims[axis], is_int &= IsInt64(need(k));
     std::int64_t outer = Product(Dims(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(axis)));
     std::vector<double> values;
     for (std::int64_t o = 0; o < outer; ++o)
@@ -325,7 +273,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
         std::int64_t chunk = Product(Dims(need(k).dims.begin() + static_cast<std::ptrdiff_t>(axis), need(k).dims.end()));
         for (std::int64_t i = 0; i < chunk; ++i) values.push_back(ElementAt(need(k), o * chunk + i));
       }
-    return {Make(is_int, out, values)};
+    return {MakeHostTensor(is_int, out, values)};
   }
   if (op == "Reshape") {
     Tensor t = need(0);
@@ -347,9 +295,9 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     auto perm = AttrInts(node, "perm");
     if (perm.empty())
       for (std::size_t d = x.dims.size(); d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
-    Dims out, is = Strides(x.dims);
+    Dims out, is = DenseStrides(x.dims);
     for (auto p : perm) out.push_back(x.dims[static_cast<std::size_t>(p)]);
-    Dims os = Strides(out);
+    Dims os = DenseStrides(out);
     std::vector<double> values(static_cast<std::size_t>(Product(out)));
     for (std::size_t i = 0; i < values.size(); ++i) {
       std::int64_t src = 0;
@@ -357,16 +305,16 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
         src += (static_cast<std::int64_t>(i) / os[d] % out[d]) * is[static_cast<std::size_t>(perm[d])];
       values[i] = ElementAt(x, src);
     }
-    return {Make(IsInt(x), out, values)};
+    return {MakeHostTensor(IsInt64(x), out, values)};
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
       op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" || op == "And" || op == "Or")
     return {Binary(node, need(0), need(1))};
   if (op == "Sqrt" || op == "Neg" || op == "Abs" || op == "Ceil" || op == "Floor" || op == "Round" || op == "Exp" ||
       op == "Log" || op == "Reciprocal" || op == "Relu" || op == "Sign" || op == "Not") {
-    auto v = Values(need(0));
+    auto v = HostValues(need(0));
     for (auto& x : v) x = Unary(op, x);
-    return {Make(IsInt(need(0)) || op == "Not", need(0).dims, v)};
+    return {MakeHostTensor(IsInt64(need(0)) || op == "Not", need(0).dims, v)};
   }
   if (op.rfind("Reduce", 0) == 0) return {Reduce(node, in)};
   if (op == "Min" || op == "Max") {  // variadic, broadcast (ONNX Operators.md, Max-13): pairwise
@@ -383,7 +331,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
       values[i] = ElementAt(c, BroadcastIndex(k, out, c.dims)) != 0 ? ElementAt(x, BroadcastIndex(k, out, x.dims))
                                                                     : ElementAt(y, BroadcastIndex(k, out, y.dims));
     }
-    return {Make(IsInt(x) && IsInt(y), out, values)};
+    return {MakeHostTensor(IsInt64(x) && IsInt64(y), out, values)};
   }
   if (op == "Expand") {
     const Tensor& x = need(0);
@@ -391,7 +339,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     std::vector<double> values(static_cast<std::size_t>(Product(out)));
     for (std::size_t i = 0; i < values.size(); ++i)
       values[i] = ElementAt(x, BroadcastIndex(static_cast<std::int64_t>(i), out, x.dims));
-    return {Make(IsInt(x), out, values)};
+    return {MakeHostTensor(IsInt64(x), out, values)};
   }
   if (op == "Tile") {  // ONNX Operators.md, Tile-13: dim d repeated repeats[d] times
     const Tensor& x = need(0);
@@ -401,27 +349,27 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
                                                 " values for an input of rank " + std::to_string(x.dims.size()));
     Dims out;
     for (std::size_t d = 0; d < x.dims.size(); ++d) out.push_back(x.dims[d] * repeats[d]);
-    const Dims os = Strides(out), is = Strides(x.dims);
+    const Dims os = DenseStrides(out), is = DenseStrides(x.dims);
     std::vector<double> values(static_cast<std::size_t>(Product(out)));
     for (std::size_t i = 0; i < values.size(); ++i) {
       std::int64_t src = 0;
       for (std::size_t d = 0; d < out.size(); ++d) src += (static_cast<std::int64_t>(i) / os[d] % out[d] % x.dims[d]) * is[d];
       values[i] = ElementAt(x, src);
     }
-    return {Make(IsInt(x), out, values)};
+    return {MakeHostTensor(IsInt64(x), out, values)};
   }
   if (op == "ConstantOfShape") {
     Dims out = AsInts(need(0));
     const auto* attr = FindAttr(node, "value");
-    Tensor v = attr ? TensorFromProto(attr->t(), NodeLabel(node)) : Make(false, {1}, {0.0});
-    return {Make(IsInt(v), out, std::vector<double>(static_cast<std::size_t>(Product(out)), ElementAt(v, 0)))};
+    Tensor v = attr ? TensorFromProto(attr->t(), NodeLabel(node)) : MakeHostTensor(false, {1}, {0.0});
+    return {MakeHostTensor(IsInt64(v), out, std::vector<double>(static_cast<std::size_t>(Product(out)), ElementAt(v, 0)))};
   }
   if (op == "Range") {
     double start = ElementAt(need(0), 0), limit = ElementAt(need(1), 0), delta = ElementAt(need(2), 0);
     auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
     std::vector<double> values;
     for (std::int64_t i = 0; i < n; ++i) values.push_back(start + static_cast<double>(i) * delta);
-    return {Make(IsInt(need(0)), {n}, values)};
+    return {MakeHostTensor(IsInt64(need(0)), {n}, values)};
   }
   throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": cannot be evaluated at build time");
 }

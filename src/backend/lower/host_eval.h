@@ -26,14 +26,6 @@ bool HostEvaluable(const Node& node);
 /// it does not handle, Error(kInvalidModel) for inconsistent inputs.
 std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& inputs, std::int64_t opset);
 
-/// The element at flat index i as a double, whatever the tensor's type.
-double ElementAt(const Tensor& t, std::int64_t i);
-/// Flat index into a tensor of dims `in`, multidirectionally broadcast to
-/// `out` (ONNX Broadcasting.md), of the element at flat index i of `out`.
-std::int64_t BroadcastIndex(std::int64_t i, const std::vector<std::int64_t>& out, const std::vector<std::int64_t>& in);
-/// All elements as int64 (shape-like tensors).
-std::vector<std::int64_t> AsInts(const Tensor& t);
-
 /// Whether a Dropout with these optional inputs (nullptr: omitted) drops
 /// elements at random: training_mode true and ratio (default 0.5) not 0
 /// (ONNX Operators.md, Dropout-13). Otherwise it is the identity, which is

@@ -7,6 +7,7 @@
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_tensor.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/channel_scale.h"
 #include "backend/lower/operands.h"

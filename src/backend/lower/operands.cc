@@ -3,6 +3,7 @@
 #include "backend/lower/chain.h"
 #include "backend/lower/unsupported.h"
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_tensor.h"
 
 namespace onnxfuse::backend {
 

@@ -7,6 +7,7 @@
 #include "backend/lower/unsupported.h"
 #include "ir/attributes.h"
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_tensor.h"
 
 namespace onnxfuse::backend {
 

@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_tensor.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"
 #include "backend/kernels/resize.h"

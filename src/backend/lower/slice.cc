@@ -26,6 +26,7 @@
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_tensor.h"
 #include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
 

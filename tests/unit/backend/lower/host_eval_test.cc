@@ -45,8 +45,6 @@ TEST_CASE("Slice's ends of INT64_MAX survive build-time evaluation", "[host_eval
   const Tensor x = test::TensorFrom({2, 2}, [](std::int64_t i) { return 0.5f * static_cast<float>(i); });
   test::CheckBoth(text, {x}, {3.0, 4.5, 8.0, 9.5}, 0);
 
-  const Tensor max_end = Ints({1}, {std::numeric_limits<std::int64_t>::max()});
-  CHECK(backend::AsInts(max_end) == std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::max()});
 }
 
 TEST_CASE("Reduce*, Min, Max, Ceil and Tile of constants fold at build time", "[host_eval]") {

@@ -1,0 +1,62 @@
+#include "backend/lower/host_tensor.h"
+
+#include <limits>
+
+#include "backend/lower/dnnl_util.h"
+
+namespace onnxfuse::backend {
+
+bool IsInt64(const Tensor& t) { return t.elem_type == onnx::TensorProto::INT64; }
+
+// A double back to int64, saturating: INT64_MAX, the "to the end" of Slice's
+// ends that exporters write, becomes 2^63 as a double, which does not convert.
+std::int64_t SaturatingInt64(double v) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (v >= kTwo63) return std::numeric_limits<std::int64_t>::max();
+  if (v <= -kTwo63) return std::numeric_limits<std::int64_t>::min();
+  return static_cast<std::int64_t>(v);
+}
+
+Tensor MakeHostTensor(bool is_int, Dims dims, const std::vector<double>& values) {
+  Tensor t;
+  t.elem_type = is_int ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT;
+  t.dims = std::move(dims);
+  if (is_int) for (double v : values) t.int_data.push_back(SaturatingInt64(v));
+  else for (double v : values) t.data.push_back(static_cast<float>(v));
+  return t;
+}
+
+std::vector<double> HostValues(const Tensor& t) {
+  std::vector<double> out(static_cast<std::size_t>(t.NumElements()));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = ElementAt(t, static_cast<std::int64_t>(i));
+  return out;
+}
+
+Dims DenseStrides(const Dims& dims) {
+  Dims s(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+double ElementAt(const Tensor& t, std::int64_t i) {
+  return IsInt64(t) ? static_cast<double>(t.int_data[static_cast<std::size_t>(i)]) : t.data[static_cast<std::size_t>(i)];
+}
+
+std::int64_t BroadcastIndex(std::int64_t i, const Dims& out, const Dims& in) {
+  Dims x = ExpandRank(in, out.size()), s = DenseStrides(x), os = DenseStrides(out);
+  std::int64_t idx = 0;
+  for (std::size_t d = 0; d < out.size(); ++d) {
+    std::int64_t coord = (i / os[d]) % out[d];
+    if (x[d] != 1) idx += coord * s[d];
+  }
+  return idx;
+}
+
+std::vector<std::int64_t> AsInts(const Tensor& t) {
+  if (IsInt64(t)) return t.int_data;
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < t.NumElements(); ++i) out.push_back(SaturatingInt64(ElementAt(t, i)));
+  return out;
+}
+
+}  // namespace onnxfuse::backend

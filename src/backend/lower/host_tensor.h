@@ -1,0 +1,39 @@
+// Host tensors (ir's Tensor: FLOAT in `data`, INT64 in `int_data`) as
+// numbers, for build-time evaluation (host_eval.h) and the lowerings that read
+// constants: elements as doubles whatever the type, broadcast indexing, int64
+// views, and tensors made from doubles.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "onnxfuse/tensor_io.h"
+
+namespace onnxfuse::backend {
+
+/// True for an INT64 tensor (its values in int_data).
+bool IsInt64(const Tensor& t);
+
+/// A double back to int64, saturating at the int64 range: INT64_MAX, Slice's
+/// "to the end" that exporters write, becomes 2^63 as a double, which a plain
+/// conversion does not take.
+std::int64_t SaturatingInt64(double v);
+
+/// An INT64 (`is_int`, values saturated) or FLOAT tensor of `dims` holding `values`.
+Tensor MakeHostTensor(bool is_int, std::vector<std::int64_t> dims, const std::vector<double>& values);
+
+/// Every element as a double.
+std::vector<double> HostValues(const Tensor& t);
+
+/// Element strides of a dense row-major tensor of `dims`.
+std::vector<std::int64_t> DenseStrides(const std::vector<std::int64_t>& dims);
+
+/// The element at flat index i as a double, whatever the tensor's type.
+double ElementAt(const Tensor& t, std::int64_t i);
+/// Flat index into a tensor of dims `in`, multidirectionally broadcast to
+/// `out` (ONNX Broadcasting.md), of the element at flat index i of `out`.
+std::int64_t BroadcastIndex(std::int64_t i, const std::vector<std::int64_t>& out, const std::vector<std::int64_t>& in);
+/// All elements as int64 (shape-like tensors), saturating.
+std::vector<std::int64_t> AsInts(const Tensor& t);
+
+}  // namespace onnxfuse::backend
