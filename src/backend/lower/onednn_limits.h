@@ -1,6 +1,6 @@
 // What oneDNN 2.6.3 (Debian 12's libdnnl) computes wrongly, found by the
 // differential tester (scripts/difftest.sh) and pinned by probes of the
-// library alone (tests/unit/backend/lower/onednn_probe_test.cc), and the predicates the lowering
+// library alone (tests/unit/backend/lower/onednn_limits_test.cc), and the predicates the lowering
 // consults to keep out of it. Each holds on AVX-512 and AVX2 alike; the
 // reference and gemm implementations are right in every case. When a newer
 // oneDNN fixes one, its probe fails and the predicate can go.
