@@ -77,6 +77,11 @@ struct ScheduleStep {
   std::string label;   ///< the ONNX nodes it executes, e.g. "Conv_0+Relu_1"
   std::string impl;    ///< oneDNN's implementation (impl_info_str), or "onnxfuse:custom"
   std::string layout;  ///< its destination's layout, e.g. "nChw16c"
+  /// The fusion group whose lowering emitted it (FusedGroup::id); -1 outside
+  /// any group (a graph output's copy) and in unfused mode. A step may also
+  /// execute nodes it absorbed from a neighbouring group (its label names them).
+  int group = -1;
+  std::string pattern;  ///< that group's FusedGroup::pattern_name, "" when none
 };
 
 /// What a compiled plan executes per inference and how much memory it holds.

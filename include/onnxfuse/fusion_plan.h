@@ -39,6 +39,11 @@ struct FusedGroup {
   NodeId anchor = kNoNode;        ///< the member of kind kOutEWiseFusable, if any (TVM's anchor_ref)
   std::string rule;               ///< what fused it, e.g. "postdom.phase0"; "" for a single node
   std::optional<PatternCall> call;  ///< set when a pattern defines the group's function
+  /// The library pattern that fused the group (its function's name, e.g.
+  /// "Gelu"), "" when none did. The backend lowers such a group by this name
+  /// (backend/lower/pattern_lowerings.h) and labels its steps with it; unlike
+  /// `call`, a plan file keeps it.
+  std::string pattern_name;
 };
 
 /// One place where fusion did not happen.

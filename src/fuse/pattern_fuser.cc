@@ -131,6 +131,7 @@ FusionPlan FuseByPatterns(const Graph& graph, const std::vector<Pattern>& patter
     FusedGroup& group = plan.groups[static_cast<std::size_t>(plan.group_of[f.match.nodes.front()])];
     group.rule = "pattern:" + pattern.function.name();  // also for a one-node pattern
     group.call = PatternCall{pattern.function.name(), f.match.inputs, f.match.outputs, f.match.attributes};
+    group.pattern_name = pattern.function.name();
     if (!function_added[pattern.function.name()]) {
       plan.functions.push_back(pattern.function);
       function_added[pattern.function.name()] = true;

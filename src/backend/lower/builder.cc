@@ -252,6 +252,8 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
   step.kind = std::move(kind);
   step.label = std::move(label);
   step.layout = LayoutString(dst_md);
+  step.group = group;
+  step.pattern = group_pattern;
   spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
   if (fuse && IsSlowImpl(step.kind, step.impl))
     spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", step.kind, step.label,
@@ -274,6 +276,8 @@ void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::p
   step.kind = std::move(kind);
   step.label = std::move(label);
   step.layout = LayoutString(dst_md);
+  step.group = group;
+  step.pattern = group_pattern;
   spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
   steps.push_back(std::move(step));
 }

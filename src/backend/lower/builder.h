@@ -68,6 +68,8 @@ struct Step {
   std::string label;  ///< the ONNX nodes it executes
   std::string impl;   ///< oneDNN's implementation name (impl_info_str)
   std::string layout; ///< layout of its destination
+  int group = -1;       ///< Builder::group when it was emitted
+  std::string pattern;  ///< Builder::group_pattern when it was emitted
 };
 
 /// An implementation to avoid when another exists: oneDNN's reference
@@ -185,6 +187,10 @@ class Builder {
   Act EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label);
 
   std::vector<Step> steps;
+  /// The fusion group being lowered (FusedGroup::id, -1: none) and its library
+  /// pattern ("" when none): every step emitted is labelled with them.
+  int group = -1;
+  std::string group_pattern;
   std::vector<Slot> slots;
   /// Graph inputs with an unknown dim that Compile took as 1.
   std::vector<std::string> defaulted_inputs;

@@ -319,7 +319,22 @@ bool AllInputsConst(const Builder& b, const Node& node) {
 
 }  // namespace
 
-void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
+namespace {
+
+// The decompositions recognized again in groups no library pattern named.
+bool RecognizePattern(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  if (node.op_type == "ReduceMean" && TryLayerNorm(b, id)) return true;
+  if (node.op_type == "Div" && b.IsAct(node.inputs[0]) && MatchGelu(b, node.inputs[0], false)) {
+    EmitGelu(b, id);
+    return true;
+  }
+  return node.op_type == "Conv" && TrySqueezeExcite(b, id);
+}
+
+}  // namespace
+
+void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const PatternStart& start) {
   std::optional<Chain> chain;
   for (NodeId id : nodes) {
     if (b.absorbed[id]) continue;
@@ -335,12 +350,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes) {
       b.ConstAsAct(node.inputs[0], node);
     if (chain && b.fuse && Attach(b, *chain, id, nodes)) continue;
     if (chain) Flush(b, *chain), chain.reset();
-    if (b.fuse && node.op_type == "ReduceMean" && TryLayerNorm(b, id)) continue;
-    if (b.fuse && node.op_type == "Div" && b.IsAct(node.inputs[0]) && MatchGelu(b, node.inputs[0], false)) {
-      EmitGelu(b, id);
-      continue;
-    }
-    if (b.fuse && node.op_type == "Conv" && TrySqueezeExcite(b, id)) continue;
+    if (b.fuse && (start ? start(b, id) : RecognizePattern(b, id))) continue;
     // Their uses are consumed where the product is used.
     if (DeferChannelScale(b, id) || DeferScalarScale(b, id)) continue;
     if (StartsChain(b, node)) {

@@ -70,8 +70,16 @@ struct Chain {
 };
 
 
+/// Lowers node `id` of a group together with the other nodes of a larger
+/// pattern it starts, absorbing them; false, with nothing done, when it does not.
+using PatternStart = std::function<bool(Builder& b, NodeId id)>;
+
 /// Lowers one fusion group (members in topological order); `fuse` off: one chain per node.
-void LowerGroup(Builder& b, const std::vector<NodeId>& nodes);
+/// In fused mode each member that starts no chain is offered to `start`, or, when
+/// `start` is empty, to the recognizers of LayerNormalization, Gelu and
+/// squeeze-and-excitation (TryLayerNorm, MatchGelu, TrySqueezeExcite), before
+/// its op's own lowering (backend/lower/pattern_lowerings.h gives `start` by pattern name).
+void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const PatternStart& start = {});
 
 /// "Conv+BatchNormalization+Relu": the chain's node names joined, for step labels.
 std::string ChainLabel(const Builder& b, const Chain& chain);

@@ -36,9 +36,13 @@ std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb) {
 
 void EmitGelu(Builder& b, NodeId div_id) {
   const Node& div = b.graph.node(div_id);
-  ValueId x = div.inputs[0];
-  auto out = MatchGelu(b, x, true);
+  auto out = MatchGelu(b, div.inputs[0], true);
   Check(out.has_value(), "EmitGelu without a Gelu pattern");
+  EmitGeluKernel(b, div, *out);
+}
+
+void EmitGeluKernel(Builder& b, const Node& div, ValueId out) {
+  const ValueId x = div.inputs[0];
   Arg src = IsDense(b.ActOf(x, div).md) ? b.UseAsIs(x, div) : b.UsePlain(x, div);  // the kernel runs over all bytes
   Act dst = b.NewAct(b.ActOf(x, div).dims, src.md);
   const std::int64_t count = static_cast<std::int64_t>(src.md.get_size() / sizeof(float));
@@ -47,7 +51,7 @@ void EmitGelu(Builder& b, NodeId div_id) {
                  Gelu(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), count);
                },
                dst.md);
-  b.SetAct(*out, dst);
+  b.SetAct(out, dst);
 }
 
 }  // namespace onnxfuse::backend

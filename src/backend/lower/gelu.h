@@ -13,5 +13,9 @@ std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb);
 /// Lowers the Gelu decomposition whose Div is `div` as one pass of our Gelu
 /// kernel (backend/kernels/activation.h) in the layout of its input.
 void EmitGelu(Builder& b, NodeId div);
+/// That kernel for the decomposition whose Div is `div` (its nodes already
+/// absorbed by the caller), writing the decomposition's output `out`: one step
+/// labelled "<div>+Gelu".
+void EmitGeluKernel(Builder& b, const Node& div, ValueId out);
 
 }  // namespace onnxfuse::backend

@@ -20,15 +20,36 @@
 
 namespace onnxfuse::backend {
 
-namespace {
-
 bool LastAxisMean(const Node& n, std::size_t rank) {
   auto axes = AttrInts(n, "axes");
   return n.op_type == "ReduceMean" && AttrInt(n, "keepdims", 1) == 1 && axes.size() == 1 &&
          (axes[0] == -1 || axes[0] == static_cast<std::int64_t>(rank) - 1);
 }
 
-}  // namespace
+bool TakeLayerNormAffine(Builder& b, const Node& n, LayerNormParts& parts) {
+  const ValueId p = OtherInput(n, parts.out);
+  if (p == kNoValue || !b.IsConst(p)) return false;
+  const Tensor& t = b.Const(p, n);
+  const auto channels = static_cast<std::int64_t>(parts.scale.size());
+  if (t.elem_type != onnx::TensorProto::FLOAT || t.NumElements() != channels || t.dims.size() != 1) return false;
+  (n.op_type == "Mul" ? parts.scale : parts.shift) = t.data;
+  parts.nodes.push_back(&n);
+  parts.out = n.outputs[0];
+  return true;
+}
+
+void EmitLayerNorm(Builder& b, const LayerNormParts& parts) {
+  const Node& r1 = *parts.nodes.front();
+  const auto channels = static_cast<std::int64_t>(parts.scale.size());
+  Arg src = b.UsePlain(parts.x, r1);
+  dnnl::memory scale_mem = b.HostMemory(PlainDesc({channels}), parts.scale.data());
+  dnnl::memory shift_mem = b.HostMemory(PlainDesc({channels}), parts.shift.data());
+  Act dst = EmitLayerNormPrimitive(b, r1, r1.name + "+LayerNormalization", src, b.ActOf(parts.x, r1).dims,
+                                   static_cast<float>(parts.epsilon), Arg{-1, scale_mem.get_desc(), scale_mem},
+                                   Arg{-1, shift_mem.get_desc(), shift_mem});
+  Absorb(b, parts.nodes);
+  b.SetAct(parts.out, dst);
+}
 
 bool TryLayerNorm(Builder& b, NodeId id) {
   const Node& r1 = b.graph.node(id);
@@ -55,28 +76,13 @@ bool TryLayerNorm(Builder& b, NodeId id) {
   if (!add || !ConstNear(b, OtherInput(*add, r2->outputs[0]), NAN, 0, &eps)) return false;
   const Node* sqrt = SoleUser(b, add->outputs[0], "Sqrt");
   if (!sqrt || SoleUser(b, sqrt->outputs[0], "Div") != div || div->inputs[1] != sqrt->outputs[0]) return false;
-  std::vector<const Node*> nodes = {&r1, sub, pow, r2, add, sqrt, div};
-  const std::int64_t channels = dims.back();
-  std::vector<float> scale(static_cast<std::size_t>(channels), 1.f), shift(static_cast<std::size_t>(channels), 0.f);
-  ValueId out = div->outputs[0];
+  LayerNormParts parts(x, div->outputs[0], eps, dims.back());
+  parts.nodes = {&r1, sub, pow, r2, add, sqrt, div};
   for (const char* op : {"Mul", "Add"}) {  // the affine tail, when its parameters are [C] constants
-    const Node* n = SoleUser(b, out, op);
-    ValueId p = n ? OtherInput(*n, out) : kNoValue;
-    if (!n || !b.IsConst(p)) break;
-    const Tensor& t = b.Const(p, *n);
-    if (t.elem_type != onnx::TensorProto::FLOAT || t.NumElements() != channels || t.dims.size() != 1) break;
-    (std::string(op) == "Mul" ? scale : shift) = b.Const(p, *n).data;
-    nodes.push_back(n);
-    out = n->outputs[0];
+    const Node* n = SoleUser(b, parts.out, op);
+    if (!n || !TakeLayerNormAffine(b, *n, parts)) break;
   }
-
-  Arg src = b.UsePlain(x, r1);
-  dnnl::memory scale_mem = b.HostMemory(PlainDesc({channels}), scale.data());
-  dnnl::memory shift_mem = b.HostMemory(PlainDesc({channels}), shift.data());
-  Act dst = EmitLayerNormPrimitive(b, r1, r1.name + "+LayerNormalization", src, dims, static_cast<float>(eps),
-                                   Arg{-1, scale_mem.get_desc(), scale_mem}, Arg{-1, shift_mem.get_desc(), shift_mem});
-  Absorb(b, nodes);
-  b.SetAct(out, dst);
+  EmitLayerNorm(b, parts);
   return true;
 }
 

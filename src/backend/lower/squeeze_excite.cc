@@ -25,12 +25,7 @@ namespace onnxfuse::backend {
 
 namespace {
 
-enum class Act1 { kRelu, kSwish };
-
-struct Gate {
-  bool hard = false;  ///< HardSigmoid: max(0, min(1, alpha x + beta)); else Sigmoid
-  float alpha = 0, beta = 0;
-};
+using Act1 = SqueezeExcite::Act1;
 
 // A 1x1 Conv of `in` (dims `x`: [1, C, 1, 1]) with constant weights [M, C, 1, 1]
 // whose output is [1, M, 1, 1]; its weights' M, else 0.
@@ -74,27 +69,44 @@ std::vector<float> BiasFloats(Builder& b, const Node& node, std::size_t i, std::
 
 }  // namespace
 
-bool TrySqueezeExcite(Builder& b, NodeId id) {
-  const Node& fc1 = b.graph.node(id);
+bool BindSqueezeExcite(Builder& b, SqueezeExcite& se) {
+  const Node& fc1 = *se.fc1;
   if (!b.fuse || fc1.op_type != "Conv" || !fc1.domain.empty() || !b.IsAct(fc1.inputs.at(0))) return false;
   const ValueId m = fc1.inputs[0];
-  const std::int64_t reduced = PointwiseOnPixel(b, fc1, m, b.ActOf(m, fc1).dims);
-  if (reduced == 0 || b.graph.value(fc1.outputs[0]).is_graph_output) return false;
-  std::vector<const Node*> nodes = {&fc1};
-  Act1 act1 = Act1::kRelu;
-  const ValueId h = MatchAct1(b, fc1.outputs[0], act1, nodes);
+  se.reduced = PointwiseOnPixel(b, fc1, m, b.ActOf(m, fc1).dims);
+  if (se.reduced == 0 || b.graph.value(fc1.outputs[0]).is_graph_output) return false;
+  se.channels = b.ActOf(m, fc1).dims[1];
+  const ValueId h = se.act1.back()->outputs[0];
+  if (PointwiseOnPixel(b, *se.fc2, h, {1, se.reduced, 1, 1}) != se.channels) return false;
+  se.hard_gate = se.gate->op_type == "HardSigmoid";
+  if (se.hard_gate) se.alpha = AttrFloat(*se.gate, "alpha", 0.2f), se.beta = AttrFloat(*se.gate, "beta", 0.5f);
+  return true;
+}
+
+bool TrySqueezeExcite(Builder& b, NodeId id) {
+  SqueezeExcite se;
+  se.fc1 = &b.graph.node(id);
+  if (!b.fuse || se.fc1->op_type != "Conv" || !se.fc1->domain.empty()) return false;
+  std::vector<const Node*> act1;
+  const ValueId h = MatchAct1(b, se.fc1->outputs[0], se.kind, act1);
   if (h == kNoValue) return false;
-  const Node* fc2 = SoleUser(b, h, "Conv");
-  const std::int64_t channels = b.ActOf(m, fc1).dims[1];
-  if (!fc2 || PointwiseOnPixel(b, *fc2, h, {1, reduced, 1, 1}) != channels) return false;
-  Gate gate;
-  const Node* act2 = SoleUser(b, fc2->outputs[0], "Sigmoid");
-  if (!act2 && (act2 = SoleUser(b, fc2->outputs[0], "HardSigmoid"))) {
-    gate.hard = true;
-    gate.alpha = AttrFloat(*act2, "alpha", 0.2f), gate.beta = AttrFloat(*act2, "beta", 0.5f);
-  }
-  if (!act2) return false;
-  nodes.push_back(fc2), nodes.push_back(act2);
+  se.act1 = act1;
+  se.fc2 = SoleUser(b, h, "Conv");
+  if (!se.fc2) return false;
+  se.gate = SoleUser(b, se.fc2->outputs[0], "Sigmoid");
+  if (!se.gate) se.gate = SoleUser(b, se.fc2->outputs[0], "HardSigmoid");
+  if (!se.gate || !BindSqueezeExcite(b, se)) return false;
+  EmitSqueezeExcite(b, se);
+  return true;
+}
+
+void EmitSqueezeExcite(Builder& b, const SqueezeExcite& se) {
+  const Node &fc1 = *se.fc1, &fc2 = *se.fc2;
+  const ValueId m = fc1.inputs[0];
+  const std::int64_t reduced = se.reduced, channels = se.channels;
+  std::vector<const Node*> nodes = {&fc1};
+  nodes.insert(nodes.end(), se.act1.begin(), se.act1.end());
+  nodes.push_back(&fc2), nodes.push_back(se.gate);
 
   // Weights [M, C, 1, 1] are row-major [M, C] already.
   auto constant = [&](const std::vector<float>& values, std::int64_t n) {
@@ -103,13 +115,14 @@ bool TrySqueezeExcite(Builder& b, NodeId id) {
   };
   const Arg w1 = constant(b.Const(fc1.inputs[1], fc1).data, reduced * channels);
   const Arg b1 = constant(BiasFloats(b, fc1, 2, reduced), reduced);
-  const Arg w2 = constant(b.Const(fc2->inputs[1], *fc2).data, channels * reduced);
-  const Arg b2 = constant(BiasFloats(b, *fc2, 2, channels), channels);
+  const Arg w2 = constant(b.Const(fc2.inputs[1], fc2).data, channels * reduced);
+  const Arg b2 = constant(BiasFloats(b, fc2, 2, channels), channels);
   const Arg in = b.UsePlain(m, fc1);
   const Dims gate_dims = {1, channels, 1, 1};
   const Act out = b.NewAct(gate_dims, PlainDesc(gate_dims));
   const Act hidden = b.NewAct({reduced}, PlainDesc({reduced}));
-  CustomKernel kernel = [reduced, channels, act1, gate](const std::vector<void*>& data) {
+  CustomKernel kernel = [reduced, channels, act1 = se.kind, hard = se.hard_gate, alpha = se.alpha,
+                         beta = se.beta](const std::vector<void*>& data) {
     const auto* x = static_cast<const float*>(data[0]);
     auto* z = static_cast<float*>(data[5]);
     auto* y = static_cast<float*>(data[6]);
@@ -117,15 +130,14 @@ bool TrySqueezeExcite(Builder& b, NodeId id) {
     for (std::int64_t i = 0; i < reduced; ++i) z[i] = act1 == Act1::kRelu ? std::max(z[i], 0.f) : z[i] / (1.f + std::exp(-z[i]));
     MatVec(static_cast<const float*>(data[3]), static_cast<const float*>(data[4]), z, y, channels, reduced);
     for (std::int64_t c = 0; c < channels; ++c)
-      y[c] = gate.hard ? std::clamp(gate.alpha * y[c] + gate.beta, 0.f, 1.f) : 1.f / (1.f + std::exp(-y[c]));
+      y[c] = hard ? std::clamp(alpha * y[c] + beta, 0.f, 1.f) : 1.f / (1.f + std::exp(-y[c]));
   };
   std::string label;
   for (const Node* n : nodes) label += (label.empty() ? "" : "+") + n->name;
   b.EmitCustom("squeeze_excite", label,
                {{0, in}, {1, w1}, {2, b1}, {3, w2}, {4, b2}, {5, Arg{hidden.slot, hidden.md, {}}}, {6, Arg{out.slot, out.md, {}}}}, std::move(kernel), out.md);
   Absorb(b, nodes);
-  b.SetAct(act2->outputs[0], out);
-  return true;
+  b.SetAct(se.gate->outputs[0], out);
 }
 
 }  // namespace onnxfuse::backend

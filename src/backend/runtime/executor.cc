@@ -16,6 +16,7 @@
 #include "backend/lower/chain.h"
 #include "backend/lower/fault_injection.h"
 #include "backend/lower/own_kernels.h"
+#include "backend/lower/pattern_lowerings.h"
 #include "backend/lower/views.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/tensor_data.h"
@@ -41,12 +42,18 @@ Buffer Allocate(std::int64_t bytes) {
   return Buffer(static_cast<char*>(p));
 }
 
+// An execution unit: a fusion group's members, or one node (unfused; group null).
+struct Unit {
+  std::vector<NodeId> nodes;
+  const FusedGroup* group = nullptr;
+};
+
 // Execution units: fusion groups in dependency order (Kahn's algorithm, ties by
 // first member), or one node each, in the graph's topological order, unfused.
-std::vector<std::vector<NodeId>> Units(const Graph& graph, const FusionPlan& plan, bool fuse) {
-  std::vector<std::vector<NodeId>> units;
+std::vector<Unit> Units(const Graph& graph, const FusionPlan& plan, bool fuse) {
+  std::vector<Unit> units;
   if (!fuse || plan.groups.empty()) {
-    for (NodeId id = 0; id < graph.num_nodes(); ++id) units.push_back({id});
+    for (NodeId id = 0; id < graph.num_nodes(); ++id) units.push_back({{id}, nullptr});
     return units;
   }
   Check(plan.group_of.size() == graph.num_nodes(), "fusion plan does not cover the graph");
@@ -71,7 +78,7 @@ std::vector<std::vector<NodeId>> Units(const Graph& graph, const FusionPlan& pla
   while (!ready.empty()) {
     std::size_t g = ready.top();
     ready.pop();
-    units.push_back(plan.groups[g].nodes);
+    units.push_back({plan.groups[g].nodes, &plan.groups[g]});
     for (auto s : succ[g])
       if (--indegree[s] == 0) ready.push(s);
   }
@@ -142,10 +149,14 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     impl->inputs.push_back({value.name, act.slot, dims, std::nullopt});
   }
   PrefoldConstants(b);
-  for (const auto& unit : Units(graph, plan, options.fuse)) {
-    LowerGroup(b, unit);
-    InjectFault(b, unit);
+  for (const Unit& unit : Units(graph, plan, options.fuse)) {
+    b.group = unit.group ? unit.group->id : -1;
+    b.group_pattern = unit.group ? unit.group->pattern_name : "";
+    // A group the pattern library named is lowered by that name; others are recognized again.
+    LowerGroupByPattern(b, unit.nodes, b.group_pattern);
+    InjectFault(b, unit.nodes);
   }
+  b.group = -1, b.group_pattern.clear();
   LinkPointwise(b);
 
   for (ValueId v : graph.outputs()) {
@@ -273,7 +284,7 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::
 
 std::vector<ScheduleStep> ExecutablePlan::Schedule() const {
   std::vector<ScheduleStep> schedule;
-  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout});
+  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout, s.group, s.pattern});
   return schedule;
 }
 
