@@ -72,6 +72,11 @@ FusionPlan GroupsOf(const Graph& graph, const planfile::Plan& stored, const std:
   for (std::size_t id = 0; id < label.size(); ++id)
     if (label[id] == -1) Invalid(source, "plan groups leave out node " + std::to_string(id));
   FusionPlan fusion = MakeFusionPlan(graph, ClassifyAll(graph), label, rules, stored.strategy());
+  for (std::size_t g = 0; g < fusion.groups.size(); ++g) {
+    // Its pattern is that of the stored group its members came from.
+    const auto first = static_cast<std::size_t>(fusion.groups[g].nodes.front());
+    fusion.groups[g].pattern_name = stored.groups(label[first]).pattern();
+  }
   try {
     ValidateFusionPlan(graph, fusion);
   } catch (const Error& e) {

@@ -143,6 +143,7 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
       auto* group = out.add_groups();
       for (NodeId id : g.nodes) group->add_nodes(static_cast<std::int64_t>(id));
       group->set_rule(g.rule);
+      group->set_pattern(g.pattern_name);
     }
   out.set_cpu_isa(CpuIsaName());
   for (const ScheduleStep& s : executable.Schedule()) {

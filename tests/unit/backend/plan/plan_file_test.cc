@@ -12,7 +12,9 @@
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"
+#include "fuse/pattern_fuser.h"
 #include "fuse/postdom_fuser.h"
+#include "onnxfuse/pattern.h"
 #include "onnxfuse_plan.pb.h"
 #include "test_models.h"
 
@@ -71,6 +73,43 @@ TEST_CASE("a written plan reloads and computes what was compiled", "[plan_file]"
   std::vector<Tensor> got = loaded.executable.Run(Inputs(*loaded.graph));
   REQUIRE(got.size() == expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i].data == expected[i].data);
+}
+
+TEST_CASE("a plan file keeps each group's library pattern, and one without them runs the same schedule",
+          "[plan_file]") {
+  // The basic block fuses as ConvBnRelu and ConvBnAddRelu. The pattern is an
+  // optional field (Group.pattern): a file written before it existed has
+  // none, and its groups are lowered by recognizing the patterns again.
+  TempDir dir;
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  FusionPlan fusion = FuseByPatterns(graph, LoadPatternDir(BuiltinPatternDir()), {});
+  const fs::path path = dir.path / "block.plan";
+  WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "block.onnx");
+  const planfile::Plan stored = Payload(ReadBytes(path));
+  REQUIRE(stored.groups_size() == static_cast<int>(fusion.groups.size()));
+  std::vector<std::string> names;
+  for (int g = 0; g < stored.groups_size(); ++g) {
+    CHECK(stored.groups(g).pattern() == fusion.groups[static_cast<std::size_t>(g)].pattern_name);
+    if (!stored.groups(g).pattern().empty()) names.push_back(stored.groups(g).pattern());
+  }
+  CHECK(names == std::vector<std::string>{"ConvBnRelu", "ConvBnAddRelu"});
+
+  LoadedPlan loaded = ReadPlanFile(path.string());
+  CHECK(loaded.info.same_schedule);
+  for (std::size_t g = 0; g < fusion.groups.size(); ++g)
+    CHECK(loaded.fusion.groups[g].pattern_name == fusion.groups[g].pattern_name);
+  for (const ScheduleStep& s : loaded.executable.Schedule()) {
+    INFO(s.kind << " " << s.label);
+    if (s.group < 0) CHECK(s.kind == "reorder");  // a graph output's copy, after every group
+    else CHECK(s.pattern == fusion.groups.at(static_cast<std::size_t>(s.group)).pattern_name);
+  }
+
+  planfile::Plan old = stored;
+  for (auto& group : *old.mutable_groups()) group.clear_pattern();
+  const std::string old_bytes = WithHeader(old.SerializeAsString());
+  LoadedPlan old_loaded = ParsePlanFile(old_bytes.data(), old_bytes.size(), "old.plan", false);
+  CHECK(old_loaded.info.same_schedule);
+  for (const FusedGroup& g : old_loaded.fusion.groups) CHECK(g.pattern_name.empty());
 }
 
 TEST_CASE("damaged plans are refused with a reason", "[plan_file]") {
