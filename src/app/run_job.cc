@@ -152,6 +152,18 @@ std::vector<std::pair<std::string, double>> MsPerKind(const std::vector<Schedule
   return sorted;
 }
 
+// Each step with the fusion group that emitted it and that group's library
+// pattern (null when none): what the report's groups became.
+nlohmann::json StepsJson(const std::vector<ScheduleStep>& schedule) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const ScheduleStep& s : schedule)
+    steps.push_back({{"kind", s.kind},
+                     {"label", s.label},
+                     {"group", s.group < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.group)},
+                     {"pattern", s.pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.pattern)}});
+  return steps;
+}
+
 nlohmann::json ProfileJson(const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms) {
   nlohmann::json steps = nlohmann::json::array(), kinds = nlohmann::json::object();
   for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i)
@@ -271,6 +283,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
       if (backend::IsSlowImpl(step.kind, step.impl))
         slow.push_back({{"kind", step.kind}, {"label", step.label}, {"impl", step.impl}});
     j["slow_steps"] = slow;
+    j["steps"] = StepsJson(exec.Schedule());
     if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms);
     if (prepared.plan_file) {
       const PlanFileInfo& info = *prepared.plan_file;
