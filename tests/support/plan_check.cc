@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"
@@ -76,5 +77,9 @@ std::string CompileError(const std::string& text) {
 }
 
 bool HaveGemmKernel() { return CpuIsaName().rfind("avx2", 0) == 0; }
+
+FaultAt::FaultAt(const std::string& node) { setenv("ONNXFUSE_FAULT_NODE", node.c_str(), 1); }
+
+FaultAt::~FaultAt() { unsetenv("ONNXFUSE_FAULT_NODE"); }
 
 }  // namespace onnxfuse::test

@@ -47,6 +47,16 @@ PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, co
 /// products and convolutions stay on oneDNN.
 bool HaveGemmKernel();
 
+/// ONNXFUSE_FAULT_NODE=`node` in the environment for the scope of this object
+/// (src/backend/lower/fault_injection.h: fused plans compiled meanwhile add 1
+/// to that node's first output); unset again at scope exit.
+struct FaultAt {
+  explicit FaultAt(const std::string& node);
+  ~FaultAt();
+  FaultAt(const FaultAt&) = delete;
+  FaultAt& operator=(const FaultAt&) = delete;
+};
+
 /// Compiles the model `text` (post-dominator fusion) expecting it to be
 /// refused with Error(kUnsupported); returns the message. Fails the test when
 /// it compiles, or fails with another kind of error.

@@ -3,22 +3,15 @@
 // graph output it reaches.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-
 #include "onnxfuse/executor.h"
 #include "fuse/postdom_fuser.h"
 #include "backend/runtime/verify.h"
+#include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 
 namespace {
-
-// ONNXFUSE_FAULT_NODE set for one scope (src/backend/lower/fault_injection.h).
-struct FaultAt {
-  explicit FaultAt(const char* node) { setenv("ONNXFUSE_FAULT_NODE", node, 1); }
-  ~FaultAt() { unsetenv("ONNXFUSE_FAULT_NODE"); }
-};
 
 Verification Verify(const Graph& graph, const FusionPlan& plan) {
   const std::vector<Tensor> inputs = RandomInputs(graph);
@@ -44,7 +37,7 @@ TEST_CASE("a difference is localized to the first group whose result differs", "
   FusionPlan plan = FuseByPostDominator(graph, {});
   // r1 = Relu(BatchNormalization(Conv(r0))) ends the second group; everything after it differs too.
   const NodeId relu = graph.value(*graph.FindValue("r1")).producer;
-  FaultAt fault(graph.node(relu).name.c_str());
+  test::FaultAt fault(graph.node(relu).name);
   Verification v = Verify(graph, plan);
   CHECK_FALSE(v.ok);
   REQUIRE(v.first);
