@@ -73,3 +73,44 @@ TEST_CASE("Concat -> BatchNormalization (-> Relu) of convolutions' outputs is on
     }
   }
 }
+
+TEST_CASE("Concat -> BatchNormalization is one pass only when the pattern and the layouts match",
+          "[concat_norm]") {
+  // Two 1x1 convolutions of x [1,4,3,3] (8 channels each, channels-last or
+  // blocked), concatenated and normalized: one pass; not when the Concat is
+  // also a graph output, nor for two plain graph inputs (the pass needs a
+  // Concat read by the normalization alone, and parts in a convolution's layout).
+  const std::vector<float> w0 = Floats(32, 0.5f, 1), w1 = Floats(32, 0.5f, 2), gamma = Floats(16, 1.0f, 3),
+                           beta = Floats(16, 0.5f, 4), mean = Floats(16, 0.3f, 5), var(16, 0.5f);
+  const std::string params = "float[16] s = " + test::FloatList(gamma) + ", float[16] t = " + test::FloatList(beta) +
+                             ", float[16] m = " + test::FloatList(mean) + ", float[16] v = " + test::FloatList(var);
+  const std::string convs = ", float[8,4,1,1] w0 = " + test::FloatList(w0) + ", float[8,4,1,1] w1 = " + test::FloatList(w1);
+  struct Variant {
+    const char* what;
+    std::string inputs, outputs, body;
+    bool one_pass;
+  };
+  const std::vector<Variant> variants = {
+      {"the pattern", "float[1,4,3,3] x" + convs, "", "a = Conv (x, w0)\n b = Conv (x, w1)\n cat = Concat <axis = 1> (a, b)\n",
+       true},
+      {"the Concat also a graph output", "float[1,4,3,3] x" + convs, ", float[1,16,3,3] cat",
+       "a = Conv (x, w0)\n b = Conv (x, w1)\n cat = Concat <axis = 1> (a, b)\n", false},
+      {"plain parts", "float[1,8,3,3] a, float[1,8,3,3] b", "", "cat = Concat <axis = 1> (a, b)\n", false},
+  };
+  for (const Variant& v : variants) {
+    INFO(v.what);
+    const std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\ng (" + v.inputs + ", " + params +
+                             ") => (float[1,16,3,3] y" + v.outputs + ") {\n " + v.body +
+                             " y = BatchNormalization <epsilon = 0.001> (cat, s, t, m, v)\n}";
+    Graph graph = test::GraphFromText(text);
+    std::vector<Tensor> inputs;
+    for (ValueId input : graph.inputs()) {
+      const Value& value = graph.value(input);
+      if (!graph.IsConstant(input)) inputs.push_back(TensorFrom(value.type.dims, Wave, value.name));
+    }
+    PlanRun fused = test::CheckFusedAgainstUnfused(graph, inputs, 1e-5);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsStartingWith(fused, "concat_batch_norm ") == (v.one_pass ? 1 : 0));
+    CHECK(test::StepsStartingWith(fused, "batch_norm ") == (v.one_pass ? 0 : 1));
+  }
+}
