@@ -1,29 +1,9 @@
 #include "plan_file_bytes.h"
 
 #include <catch2/catch.hpp>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <fstream>
-#include <iterator>
-
 namespace onnxfuse::test {
-
-namespace fs = std::filesystem;
-
-PlanTempDir::PlanTempDir() : path(fs::temp_directory_path() / ("onnxfuse_plan_test_" + std::to_string(::getpid()))) {
-  fs::create_directories(path);
-}
-
-PlanTempDir::~PlanTempDir() {
-  std::error_code ignored;  // a destructor must not throw: a leftover folder is harmless
-  fs::remove_all(path, ignored);
-}
-
-std::string ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::string WithHeader(const std::string& payload, std::uint32_t version) {
   std::string out = "ONNXFPLN";

@@ -1,30 +1,15 @@
-// Helpers for tests of the plan file (tests/unit/backend/plan/): a folder to
-// write plans into, a file's bytes, and plan files made by hand around a
-// payload, so that a test can alter a payload behind a valid header and
+// Helpers for tests of the plan file (tests/unit/backend/plan/): plan files
+// made by hand around a payload, so that a test can alter a payload behind a valid header and
 // checksum (include/onnxfuse/plan_file.h gives the layout).
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <string>
 
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse_plan.pb.h"
 
 namespace onnxfuse::test {
-
-/// A fresh folder under the system temp folder, "onnxfuse_plan_test_<pid>",
-/// removed with its contents at scope exit.
-struct PlanTempDir {
-  PlanTempDir();
-  ~PlanTempDir();
-  PlanTempDir(const PlanTempDir&) = delete;
-  PlanTempDir& operator=(const PlanTempDir&) = delete;
-  std::filesystem::path path;
-};
-
-/// The bytes of the file at `path` ("" when it cannot be read).
-std::string ReadBytes(const std::filesystem::path& path);
 
 /// A plan file's bytes: the 24-byte header (magic, `version`, the CRC-32 of
 /// `payload`, its length) followed by `payload`.

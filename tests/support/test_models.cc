@@ -1,5 +1,6 @@
 #include "test_models.h"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -67,6 +68,58 @@ Graph GraphFromText(const std::string& text, const LoadOptions& options) {
   return LoadModelProto(ParseModel(text), "inline.onnx", options);
 }
 
+std::string ChainText(const std::vector<std::string>& ops, const std::string& dims, int opset, int ir_version,
+                      const std::vector<std::size_t>& also_outputs) {
+  if (ops.empty() || ops.size() > 23) throw std::runtime_error("ChainText: 1 to 23 ops");
+  auto value = [&](std::size_t i) { return i + 1 == ops.size() ? std::string("y") : std::string(1, char('a' + i)); };
+  std::string outputs;
+  for (std::size_t i : also_outputs) outputs += "float[" + dims + "] " + value(i) + ", ";
+  std::string text = "<ir_version: " + std::to_string(ir_version) + ", opset_import: [\"\" : " +
+                     std::to_string(opset) + "]>\ng (float[" + dims + "] x) => (" + outputs + "float[" + dims +
+                     "] y) {\n";
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    text += "  " + value(i) + " = " + ops[i] + " (" + (i ? value(i - 1) : "x") + ")\n";
+  return text + "}\n";
+}
+
+std::string GeluText(const std::string& in, const std::string& out, const std::string& half,
+                     const std::string& prefix) {
+  const std::string k = prefix + "k", d = prefix + "d", e = prefix + "e", one = prefix + "one", a = prefix + "a",
+                    m = prefix + "m", h = prefix + "half";
+  return "  " + k + " = Constant <value = float {1.4142135381698608}> ()\n  " + d + " = Div (" + in + ", " + k +
+         ")\n  " + e + " = Erf (" + d + ")\n  " + one + " = Constant <value = float {1.0}> ()\n  " + a + " = Add (" +
+         e + ", " + one + ")\n  " + m + " = Mul (" + in + ", " + a + ")\n  " + h + " = Constant <value = float {" +
+         half + "}> ()\n  " + out + " = Mul (" + m + ", " + h + ")\n";
+}
+
+Graph ChainGraph(const std::string& input, const std::vector<std::string>& ops,
+                 const std::vector<std::string>& names) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  auto* g = model.mutable_graph();
+  g->set_name("chain");
+  auto add_value = [](onnx::ValueInfoProto* vi, const std::string& name) {
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(1);
+    t->mutable_shape()->add_dim()->set_dim_value(4);
+  };
+  add_value(g->add_input(), input);
+  std::string previous = input;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    auto* node = g->add_node();
+    if (i < names.size()) node->set_name(names[i]);
+    node->set_op_type(ops[i]);
+    node->add_input(previous);
+    previous = "v" + std::to_string(i + 1);
+    node->add_output(previous);
+  }
+  add_value(g->add_output(), previous);
+  return LoadModelProto(std::move(model), "chain.onnx");
+}
+
 NodeId NodeNamed(const Graph& graph, const std::string& name) {
   for (NodeId id = 0; id < graph.num_nodes(); ++id)
     if (graph.node(id).name == name) return id;
@@ -98,6 +151,15 @@ Tensor TensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<fl
   t.name = std::move(name);
   t.dims = std::move(dims);
   t.data = std::move(data);
+  return t;
+}
+
+Tensor IntTensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<std::int64_t> values) {
+  Tensor t;
+  t.name = std::move(name);
+  t.elem_type = onnx::TensorProto::INT64;
+  t.dims = std::move(dims);
+  t.int_data = std::move(values);
   return t;
 }
 
@@ -146,6 +208,20 @@ std::vector<double> NaiveConv2d(const Tensor& x, const std::vector<float>& w, st
             }
         y.push_back(sum);
       }
+  return y;
+}
+
+std::vector<double> LayerNormLastAxis(const Tensor& x, const std::vector<double>& gamma,
+                                      const std::vector<double>& beta, double epsilon) {
+  const std::size_t n = gamma.size(), rows = x.data.size() / n;
+  std::vector<double> y;
+  for (std::size_t row = 0; row < rows; ++row) {
+    const float* v = x.data.data() + row * n;
+    double mean = 0, var = 0;
+    for (std::size_t c = 0; c < n; ++c) mean += v[c] / static_cast<double>(n);
+    for (std::size_t c = 0; c < n; ++c) var += std::pow(v[c] - mean, 2) / static_cast<double>(n);
+    for (std::size_t c = 0; c < n; ++c) y.push_back((v[c] - mean) / std::sqrt(var + epsilon) * gamma[c] + beta[c]);
+  }
   return y;
 }
 

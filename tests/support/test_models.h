@@ -36,6 +36,32 @@ onnx::ModelProto ParseModel(const std::string& text);
 /// Parses and loads a model through the real loader (sort, checks, shape inference).
 Graph GraphFromText(const std::string& text, const LoadOptions& options = {});
 
+/// The ONNX text of x -> ops[0] -> ops[1] -> ... -> y: a chain of 1 to 23
+/// one-input ops on float[dims] (`dims` as the text writes them: "1,4"), at
+/// `opset` of the default domain and `ir_version`. Node i writes the value
+/// named by the i-th letter ("a", "b", ...), the last one "y"; the values of
+/// the nodes listed in `also_outputs` are graph outputs too, declared before
+/// y. The loader names the nodes <Op>_<i>. Throws std::runtime_error for an
+/// empty or longer chain.
+std::string ChainText(const std::vector<std::string>& ops, const std::string& dims = "4", int opset = 13,
+                      int ir_version = 8, const std::vector<std::size_t>& also_outputs = {});
+
+/// torch's nn.GELU in its erf form, as lines of a graph body in ONNX text:
+/// out = in * (Erf(in / sqrt 2) + 1) * half, the three numbers Constant
+/// nodes (nodes in this order: Constant, Div, Erf, Constant, Add, Mul,
+/// Constant, Mul). It names its values k, d, e, one, a, m and half, each
+/// after `prefix`, so that a model can keep its own names apart.
+std::string GeluText(const std::string& in, const std::string& out, const std::string& half = "0.5",
+                     const std::string& prefix = "");
+
+/// x -> ops[0] -> ops[1] -> ... : a chain of one-input ops on float [1,4],
+/// built as a ModelProto directly (the text parser is slow at 200k nodes and
+/// cannot spell every name) and loaded through the real loader. The input is
+/// named `input`, node i writes "v<i+1>" and is named names[i] (past the end
+/// of `names`, the loader names it).
+Graph ChainGraph(const std::string& input, const std::vector<std::string>& ops,
+                 const std::vector<std::string>& names = {});
+
 /// The node named `name`; fails the test when absent.
 NodeId NodeNamed(const Graph& graph, const std::string& name);
 
@@ -53,6 +79,8 @@ ThrownError ErrorOf(const std::function<void()>& f);
 
 /// A tensor named `name` of `dims` holding `data`.
 Tensor TensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<float> data);
+/// An INT64 tensor named `name` of `dims` holding `values` (Tensor::int_data).
+Tensor IntTensorOf(std::string name, std::vector<std::int64_t> dims, std::vector<std::int64_t> values);
 
 /// `x` [N, C, H, W] stored channels-last, as the graph input [N, H, W, C]
 /// named `name` that a Transpose (perm [0, 3, 1, 2]) makes x again: the
@@ -67,6 +95,12 @@ std::vector<double> NaivePointwise(const Tensor& x, const std::vector<float>& w,
 /// bias), square stride and pads, in double: y [out_channels, oh, ow] flat.
 std::vector<double> NaiveConv2d(const Tensor& x, const std::vector<float>& w, std::int64_t out_channels,
                                 std::int64_t k, std::int64_t stride, std::int64_t pad);
+
+/// Layer normalization of x over its last axis (of gamma.size() elements), in
+/// double: (x - mean) / sqrt(var + epsilon) * gamma[c] + beta[c], the
+/// variance the biased one (ONNX LayerNormalization); x's layout, flat.
+std::vector<double> LayerNormLastAxis(const Tensor& x, const std::vector<double>& gamma,
+                                      const std::vector<double>& beta, double epsilon);
 
 /// A tensor named `name` of `dims` whose element i (row-major) is f(i).
 Tensor TensorFrom(std::vector<std::int64_t> dims, const std::function<float(std::int64_t)>& f, std::string name = "x");

@@ -6,15 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "common/atomic_file.h"
 #include "onnxfuse/error.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -22,50 +21,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("onnxfuse_atomic_file_" + std::to_string(::getpid()) + "_" +
-                                               std::to_string(counter++));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::vector<std::string> Entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-  static inline int counter = 0;
-};
-
-std::string Contents(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test::FileContents;
 
 fs::perms Permissions(const fs::path& p) { return fs::status(p).permissions() & fs::perms::all; }
 
 }  // namespace
 
 TEST_CASE("WriteTextAtomically creates a file, then replaces it keeping its mode", "[atomic_file]") {
-  TempDir dir;
+  test::TempDir dir("atomic_file");
   const std::string path = (dir.path / "report.json").string();
   const mode_t mask = ::umask(022);
   WriteTextAtomically(path, "first");
   ::umask(mask);
-  CHECK(Contents(path) == "first");
+  CHECK(FileContents(path) == "first");
   CHECK(Permissions(path) == (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                               fs::perms::others_read));  // 0666 & ~022
   ::chmod(path.c_str(), 0600);
   WriteTextAtomically(path, std::string("second\0with a NUL", 17));
-  CHECK(Contents(path) == std::string("second\0with a NUL", 17));
+  CHECK(FileContents(path) == std::string("second\0with a NUL", 17));
   CHECK(Permissions(path) == (fs::perms::owner_read | fs::perms::owner_write));
   CHECK(dir.Entries() == std::vector<std::string>{"report.json"});
 }
 
 TEST_CASE("a failing writer leaves the old file and no temporary one", "[atomic_file]") {
-  TempDir dir;
+  test::TempDir dir("atomic_file");
   const std::string path = (dir.path / "model.onnx").string();
   { std::ofstream(path) << "old"; }
   auto e = test::ErrorOf([&] {
@@ -77,12 +56,12 @@ TEST_CASE("a failing writer leaves the old file and no temporary one", "[atomic_
   CHECK(e.kind == ErrorKind::kIo);
   CHECK(e.message.rfind(path + ": cannot write " + path + ".tmp.", 0) == 0);
   CHECK_THAT(e.message, Catch::EndsWith(std::string(": ") + std::strerror(ENOSPC)));
-  CHECK(Contents(path) == "old");
+  CHECK(FileContents(path) == "old");
   CHECK(dir.Entries() == std::vector<std::string>{"model.onnx"});
 }
 
 TEST_CASE("a missing directory is an I/O error naming the path and the folder", "[atomic_file]") {
-  TempDir dir;
+  test::TempDir dir("atomic_file");
   const std::string path = (dir.path / "absent" / "out.txt").string();
   auto e = test::ErrorOf([&] { WriteTextAtomically(path, "x"); });
   CHECK(e.kind == ErrorKind::kIo);
@@ -90,7 +69,7 @@ TEST_CASE("a missing directory is an I/O error naming the path and the folder", 
 }
 
 TEST_CASE("AtomicFile: nothing changes before Commit, an uncommitted file is removed", "[atomic_file]") {
-  TempDir dir;
+  test::TempDir dir("atomic_file");
   const std::string model = (dir.path / "m.onnx").string(), data = (dir.path / "m.onnx.data").string();
   { std::ofstream(model) << "old model"; }
   {
@@ -102,12 +81,12 @@ TEST_CASE("AtomicFile: nothing changes before Commit, an uncommitted file is rem
     b.CheckWrite(WriteAll(b.fd(), "data", 4));
     a.Sync();
     b.Sync();
-    CHECK(Contents(model) == "old model");
+    CHECK(FileContents(model) == "old model");
     CHECK(!fs::exists(data));
     b.Commit();  // a is abandoned: its destructor removes the temporary file
   }
-  CHECK(Contents(model) == "old model");
-  CHECK(Contents(data) == "data");
+  CHECK(FileContents(model) == "old model");
+  CHECK(FileContents(data) == "data");
   CHECK(dir.Entries() == std::vector<std::string>{"m.onnx", "m.onnx.data"});
 }
 

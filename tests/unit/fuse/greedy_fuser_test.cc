@@ -35,29 +35,11 @@ Strings RejectionNames(const Graph& graph, const FusionPlan& plan) {
 
 FusionPlan Fuse(const Graph& graph, FuserOptions options = {}) { return FuseGreedy(graph, options); }
 
-// x -> Relu -> Neg -> Relu -> Neg ... (n nodes), built directly (the text parser is slow at this size).
+// x -> Relu -> Neg -> Relu -> Neg ... (n nodes).
 Graph ElementwiseChain(int n) {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(13);
-  auto* g = model.mutable_graph();
-  g->set_name("chain");
-  auto add_value = [](onnx::ValueInfoProto* vi, const std::string& name) {
-    vi->set_name(name);
-    auto* t = vi->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(1);
-    t->mutable_shape()->add_dim()->set_dim_value(4);
-  };
-  add_value(g->add_input(), "v0");
-  for (int i = 0; i < n; ++i) {
-    auto* node = g->add_node();
-    node->set_op_type(i % 2 ? "Neg" : "Relu");
-    node->add_input("v" + std::to_string(i));
-    node->add_output("v" + std::to_string(i + 1));
-  }
-  add_value(g->add_output(), "v" + std::to_string(n));
-  return LoadModelProto(std::move(model), "chain.onnx");
+  std::vector<std::string> ops;
+  for (int i = 0; i < n; ++i) ops.push_back(i % 2 ? "Neg" : "Relu");
+  return test::ChainGraph("v0", ops);
 }
 
 
@@ -118,13 +100,7 @@ TEST_CASE("a downsampling block keeps its shortcut Conv+BN apart", "[greedy]") {
 }
 
 TEST_CASE("a graph output inside a chain ends it, a final graph output does not reject", "[greedy]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,4] x) => (float[1,4] a, float[1,4] y) {
-      a = Relu (x)
-      b = Sigmoid (a)
-      y = Tanh (b)
-    })");
+  auto graph = test::GraphFromText(test::ChainText({"Relu", "Sigmoid", "Tanh"}, "1,4", 13, 8, {0}));
   auto plan = Fuse(graph);
   CHECK(GroupNames(graph, plan) == Groups{{"Relu_0"}, {"Sigmoid_1", "Tanh_2"}});
   CHECK(RejectionNames(graph, plan) == Strings{"Relu_0 -> Sigmoid_1: graph_output"});
@@ -287,17 +263,7 @@ TEST_CASE("an unknown element count is no shape change", "[greedy]") {
 }
 
 TEST_CASE("a chain longer than max_group_size splits", "[greedy]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,4] x) => (float[1,4] y) {
-      a = Relu (x)
-      b = Neg (a)
-      c = Relu (b)
-      d = Neg (c)
-      e = Relu (d)
-      f = Neg (e)
-      y = Relu (f)
-    })");
+  auto graph = ElementwiseChain(7);
   FuserOptions options;
   options.max_group_size = 3;
   auto plan = Fuse(graph, options);
@@ -311,12 +277,7 @@ TEST_CASE("a chain longer than max_group_size splits", "[greedy]") {
   CHECK(Fuse(graph, options).groups.size() == 7);
 
   options.max_group_size = 0;
-  try {
-    Fuse(graph, options);
-    FAIL("a group size limit of 0 was accepted");
-  } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::kUsage);
-  }
+  CHECK(test::ErrorOf([&] { Fuse(graph, options); }).kind == ErrorKind::kUsage);
 }
 
 TEST_CASE("a 200k-node elementwise chain is fused iteratively", "[greedy]") {

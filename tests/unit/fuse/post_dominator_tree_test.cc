@@ -41,13 +41,7 @@ Graph ReluChain(int n) {
 }  // namespace
 
 TEST_CASE("on a chain each node's parent is its consumer", "[post_dominator_tree]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,4] x) => (float[1,4] y) {
-      a = Relu (x)
-      b = Exp (a)
-      y = Sigmoid (b)
-    })");
+  auto graph = test::GraphFromText(test::ChainText({"Relu", "Exp", "Sigmoid"}, "1,4"));
   auto tree = TreeOf(graph);
   REQUIRE(tree.nodes.size() == 3);
   // Sigmoid_2 produces the graph output: extern_ref, a root with pattern kOpaque.
@@ -136,13 +130,7 @@ TEST_CASE("a ResNet block with downsample joins at the residual add", "[post_dom
 
 TEST_CASE("graph outputs and branches that never meet give no parent", "[post_dominator_tree]") {
   SECTION("a graph output in the middle of a chain") {
-    auto graph = test::GraphFromText(R"(
-      <ir_version: 8, opset_import: ["" : 13]>
-      g (float[4] x) => (float[4] b, float[4] y) {
-        a = Relu (x)
-        b = Exp (a)
-        y = Sigmoid (b)
-      })");
+    auto graph = test::GraphFromText(test::ChainText({"Relu", "Exp", "Sigmoid"}, "4", 13, 8, {1}));
     auto tree = TreeOf(graph);
     CHECK(IsExternRef(graph, 1));
     CHECK_FALSE(IsExternRef(graph, 0));

@@ -240,14 +240,7 @@ TEST_CASE("a reduction on a parallel branch blocks the path", "[postdom]") {
 }
 
 TEST_CASE("a graph output in the middle of a chain stops fusion", "[postdom]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[4] x) => (float[4] b, float[4] y) {
-      a = Relu (x)
-      b = Exp (a)
-      c = Sigmoid (b)
-      y = Tanh (c)
-    })");
+  auto graph = test::GraphFromText(test::ChainText({"Relu", "Exp", "Sigmoid", "Tanh"}, "4", 13, 8, {1}));
   auto plan = Fuse(graph);
   CHECK(FusedGroups(graph, plan) == std::set<Names>{{"Relu_0", "Exp_1"}, {"Sigmoid_2", "Tanh_3"}});
   CHECK(Reasons(graph, plan) == std::map<std::string, std::string>{{"Exp_1", "graph_output"},
@@ -284,16 +277,7 @@ TEST_CASE("branches that never meet again have no post-dominator", "[postdom]") 
 }
 
 TEST_CASE("the group size limit splits a chain", "[postdom]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[4] x) => (float[4] y) {
-      a = Relu (x)
-      b = Exp (a)
-      c = Sigmoid (b)
-      d = Tanh (c)
-      e = Abs (d)
-      y = Neg (e)
-    })");
+  auto graph = test::GraphFromText(test::ChainText({"Relu", "Exp", "Sigmoid", "Tanh", "Abs", "Neg"}));
   FuserOptions options;
   options.max_group_size = 3;
   auto plan = Fuse(graph, options);

@@ -31,14 +31,7 @@ onnx::TensorProto Raw(onnx::TensorProto::DataType type, std::vector<std::int64_t
   return t;
 }
 
-Tensor Ints(std::string name, std::vector<std::int64_t> dims, std::vector<std::int64_t> values) {
-  Tensor t;
-  t.name = std::move(name);
-  t.elem_type = onnx::TensorProto::INT64;
-  t.dims = std::move(dims);
-  t.int_data = std::move(values);
-  return t;
-}
+using test::IntTensorOf;
 
 }  // namespace
 
@@ -150,7 +143,7 @@ TEST_CASE("tensors that cannot be decoded are refused with their source and reas
 TEST_CASE("tensor files: written as raw_data, missing and damaged files refused", "[tensor_io]") {
   const fs::path dir = fs::temp_directory_path() / ("onnxfuse_tensor_files_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  WriteTensorDir(dir.string(), {Ints("k", {2}, {3, -4})}, "output");
+  WriteTensorDir(dir.string(), {IntTensorOf("k", {2}, {3, -4})}, "output");
   onnx::TensorProto written;
   {
     std::ifstream in(dir / "output_0.pb", std::ios::binary);
@@ -180,9 +173,9 @@ TEST_CASE("inputs are refused on count, element type and shape: symbolic dims ta
   e = test::ErrorOf([&] { MatchInputs(graph, {Wavy({1, 2}, "p"), Wavy({2}, "k")}); });
   CHECK(e.kind == ErrorKind::kUsage);
   CHECK_THAT(e.message, Catch::Contains("input 'k'") && Catch::Contains("wrong element type"));
-  e = test::ErrorOf([&] { MatchInputs(graph, {Wavy({1, 3}, "p"), Ints("k", {2}, {1, 2})}); });
+  e = test::ErrorOf([&] { MatchInputs(graph, {Wavy({1, 3}, "p"), IntTensorOf("k", {2}, {1, 2})}); });
   CHECK(e.message == "input 'p' is [N,2], tensor 'p' is [1,3] (pin symbolic dims with --input-shape)");
-  auto matched = MatchInputs(graph, {Wavy({5, 2}, "p"), Ints("k", {2}, {1, 2})});
+  auto matched = MatchInputs(graph, {Wavy({5, 2}, "p"), IntTensorOf("k", {2}, {1, 2})});
   CHECK(matched[0].dims == std::vector<std::int64_t>{5, 2});
 
   // Random inputs: symbolic dims become 1, integer inputs are zeros.
@@ -210,5 +203,5 @@ TEST_CASE("CompareTensors: max absolute and relative difference, NaN and shape m
 
   auto reshaped = test::TensorOf("r", {1, 3}, {1.0f, -4.0f, 2.0f});
   CHECK(CompareTensors(a, reshaped).shape_mismatch);
-  CHECK(CompareTensors(Ints("i", {1}, {2}), Ints("j", {1}, {5})).max_abs == 3.0);
+  CHECK(CompareTensors(IntTensorOf("i", {1}, {2}), IntTensorOf("j", {1}, {5})).max_abs == 3.0);
 }

@@ -30,11 +30,7 @@ TEST_CASE("pads of listed axes are spread over every axis of the input", "[adapt
 }
 
 TEST_CASE("without axes the node is Pad-13 already", "[adapt_pad]") {
-  AdapterScope scope(19);
-  auto node = NodeFromText("y = Pad <mode = \"edge\"> (x, pads)");
-  auto r = AdaptPad(node, scope.ctx);
-  CHECK(r.what.empty());
-  CHECK(r.nodes[0].SerializeAsString() == node.SerializeAsString());
+  test::CheckLeftAsItIs(AdaptPad, "y = Pad <mode = \"edge\"> (x, pads)", 19);
 }
 
 TEST_CASE("Pad refusals name the node and the reason", "[adapt_pad]") {

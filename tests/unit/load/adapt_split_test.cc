@@ -12,11 +12,7 @@ using test::NodeFromText;
 using Ints = std::vector<std::int64_t>;
 
 TEST_CASE("Split-13's form is left as it is", "[adapt_split]") {
-  AdapterScope scope(18);
-  auto node = NodeFromText("a, b = Split <axis = 1> (x, sizes)");
-  auto r = AdaptSplit(node, scope.ctx);
-  CHECK(r.what.empty());
-  CHECK(r.nodes[0].SerializeAsString() == node.SerializeAsString());
+  test::CheckLeftAsItIs(AdaptSplit, "a, b = Split <axis = 1> (x, sizes)", 18);
 }
 
 TEST_CASE("num_outputs dividing the axis evenly is Split-13 without sizes", "[adapt_split]") {

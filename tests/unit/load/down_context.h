@@ -71,6 +71,18 @@ inline onnx::NodeProto NodeFromText(const std::string& text, const std::string& 
   return node;
 }
 
+/// Checks that `adapt` (load::AdaptPad, ...) leaves the node of `text` (as
+/// NodeFromText reads it) as it is, from opset `from_opset`: the same node
+/// first in what it returns, and nothing reported.
+inline void CheckLeftAsItIs(load::Rewrite (*adapt)(const onnx::NodeProto&, load::DownContext&),
+                            const std::string& text, std::int64_t from_opset) {
+  AdapterScope scope(from_opset);
+  const onnx::NodeProto node = NodeFromText(text);
+  const load::Rewrite r = adapt(node, scope.ctx);
+  CHECK(r.what.empty());
+  CHECK(r.nodes[0].SerializeAsString() == node.SerializeAsString());
+}
+
 /// Op types of `nodes`, in order.
 inline std::vector<std::string> OpTypes(const std::vector<onnx::NodeProto>& nodes) {
   std::vector<std::string> types;

@@ -5,6 +5,7 @@
 
 #include <onnx/defs/parser.h>
 
+#include "conversion_step.h"
 #include "load/conversion_steps.h"
 #include "onnxfuse/error.h"
 #include "test_models.h"
@@ -14,13 +15,7 @@ using Names = std::vector<std::string>;
 
 namespace {
 
-OpsetConversion Down(onnx::ModelProto& model) {
-  OpsetConversion record;
-  record.from_opset = record.to_opset = load::DefaultOpset(model);
-  record.from_ir = record.to_ir = model.ir_version();
-  load::ConvertDown(model, "new.onnx", record);
-  return record;
-}
+OpsetConversion Down(onnx::ModelProto& model) { return test::RunConversionStep(load::ConvertDown, model, "new.onnx"); }
 
 Names OpTypes(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
   Names types;

@@ -4,10 +4,9 @@
 #include <fstream>
 #include <functional>
 
-#include <unistd.h>
-
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -21,21 +20,6 @@ const char* kConvRelu = R"(
     c = Conv <pads: ints = [1,1,1,1]> (x, w)
     y = Relu (c)
   })";
-
-// A fresh folder under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() : path(fs::temp_directory_path() / ("onnxfuse_loader_" + std::to_string(::getpid()) + "_" +
-                                                 std::to_string(counter++))) {
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string Write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(path / name, std::ios::binary) << bytes;
-    return (path / name).string();
-  }
-  static inline int counter = 0;
-};
 
 ErrorKind KindOf(const std::function<void()>& f, std::string* message = nullptr) {
   try {
@@ -138,7 +122,7 @@ TEST_CASE("structural errors name the file, the node and the reason", "[loader]"
 }
 
 TEST_CASE("files that are not models are refused with the file name", "[loader]") {
-  TempDir dir;
+  test::TempDir dir("loader");
   auto bytes = test::ParseModel(kConvRelu).SerializeAsString();
   std::string message;
   CHECK(KindOf([&] { LoadModel((dir.path / "missing.onnx").string()); }, &message) == ErrorKind::kIo);
@@ -154,7 +138,7 @@ TEST_CASE("files that are not models are refused with the file name", "[loader]"
 }
 
 TEST_CASE("initializers in external data are read, paths outside the folder refused", "[loader]") {
-  TempDir dir;
+  test::TempDir dir("loader");
   auto model = test::ParseModel(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[2] x) => (float[2] y) { y = Add (x, b) })");

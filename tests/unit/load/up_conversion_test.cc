@@ -2,6 +2,7 @@
 // needs first, the PRelu slope fix, and the errors.
 #include <catch2/catch.hpp>
 
+#include "conversion_step.h"
 #include "load/conversion_steps.h"
 #include "onnxfuse/error.h"
 #include "test_models.h"
@@ -10,13 +11,7 @@ using namespace onnxfuse;
 
 namespace {
 
-OpsetConversion Up(onnx::ModelProto& model) {
-  OpsetConversion record;
-  record.from_opset = record.to_opset = load::DefaultOpset(model);
-  record.from_ir = record.to_ir = model.ir_version();
-  load::ConvertUp(model, "old.onnx", record);
-  return record;
-}
+OpsetConversion Up(onnx::ModelProto& model) { return test::RunConversionStep(load::ConvertUp, model, "old.onnx"); }
 
 std::vector<std::string> InputNames(const onnx::ModelProto& model) {
   std::vector<std::string> names;

@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "onnxfuse/error.h"
 #include "onnxfuse/pattern.h"
+#include "temp_dir.h"
 
 using namespace onnxfuse;
 using Strings = std::vector<std::string>;
@@ -29,19 +27,6 @@ std::string ParseError(const std::string& text) {
 }
 
 const char* kHeader = "<domain: \"ai.onnxfuse\", opset_import: [\"\" : 13]>\n";
-
-// A fresh directory under the system temp folder, removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& tag)
-      : path(std::filesystem::temp_directory_path() /
-             ("onnxfuse-pattern-" + tag + "-" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  void Write(const std::string& name, const std::string& text) const { std::ofstream(path / name) << text; }
-};
 
 }  // namespace
 
@@ -185,7 +170,7 @@ TEST_CASE("functions are validated against the operator schemas", "[pattern_file
 }
 
 TEST_CASE("a pattern directory: sorted files, names unique across files", "[pattern_file]") {
-  TempDir dir("dir");
+  test::TempDir dir("pattern_dir");
   dir.Write("b.onnxtxt", std::string(kHeader) + "Second (X) => (Y) {\n  Y = Relu (X)\n}\n");
   dir.Write("a.onnxtxt", std::string("\n") + kHeader + "First (X) => (Y) {\n  Y = Sigmoid (X)\n}\n");
   dir.Write("notes.txt", "not a pattern");

@@ -21,13 +21,6 @@ const Strings kLayerNormInits = {Init("ln_s", {8}, 0.5, 1.5), Init("ln_b", {8}, 
 const std::string kLayerNormMembers =
     "LayerNormalization: ReduceMean_0, Sub_1, Pow_3, ReduceMean_4, Add_6, Sqrt_7, Div_8, Mul_9, Add_10";
 
-// torch's nn.GELU (erf form): reads `in`, writes `out`; `half` is the last constant.
-std::string GeluBody(const std::string& in, const std::string& out, const std::string& half = "0.5") {
-  return "  k = Constant <value = float {1.4142135381698608}> ()\n  d = Div (" + in + ", k)\n  e = Erf (d)\n"
-         "  one = Constant <value = float {1.0}> ()\n  a = Add (e, one)\n  m = Mul (" + in + ", a)\n"
-         "  half = Constant <value = float {" + half + "}> ()\n  " + out + " = Mul (m, half)\n";
-}
-
 // A Linear layer on x [1,5,8] as torch exports it for rank-3 inputs: MatMul, then Add(bias, .).
 const Strings kLinearInits = {Init("w", {8, 16}), Init("b", {16})};
 const std::string kLinear = "  mm = MatMul (x, w)\n  h = Add (b, mm)\n";
@@ -66,14 +59,14 @@ TEST_CASE("LayerNormalization: torch's decomposed layer norm at opset 13", "[pat
 
 TEST_CASE("Gelu: torch's decomposed erf Gelu", "[pattern_library]") {
   SECTION("Div/Erf/Add/Mul/Mul; the three constants are part of the function") {
-    auto f = FuseText(Model("(float[1,5,8] x) => (float[1,5,8] y)", {}, GeluBody("x", "y")));
+    auto f = FuseText(Model("(float[1,5,8] x) => (float[1,5,8] y)", {}, GeluText("x", "y")));
     CHECK(PatternGroups(f) == Strings{"Gelu: Div_1, Erf_2, Add_4, Mul_5, Mul_7"});
     for (const auto& group : f.plan.groups)
       if (group.call) CHECK(group.call->inputs.size() == 1);  // X only
     CheckPositive("Gelu", f);
   }
   SECTION("near-miss: another constant") {
-    auto f = FuseText(Model("(float[1,5,8] x) => (float[1,5,8] y)", {}, GeluBody("x", "y", "0.6")));
+    auto f = FuseText(Model("(float[1,5,8] x) => (float[1,5,8] y)", {}, GeluText("x", "y", "0.6")));
     CHECK(PatternGroups(f).empty());
     CHECK(NearMiss(f, "Gelu", "Mul_7") ==
           "constant_mismatch at Mul_7: 'Mul_7' reads 'half' = 0.6 (FLOAT, rank 0); the pattern expects the "
@@ -83,21 +76,21 @@ TEST_CASE("Gelu: torch's decomposed erf Gelu", "[pattern_library]") {
 
 TEST_CASE("MatMulAddGelu: a transformer MLP's first half", "[pattern_library]") {
   SECTION("opset 13 (ViT)") {
-    auto f = FuseText(Model("(float[1,5,8] x) => (float[1,5,16] y)", kLinearInits, kLinear + GeluBody("h", "y")));
+    auto f = FuseText(Model("(float[1,5,8] x) => (float[1,5,16] y)", kLinearInits, kLinear + GeluText("h", "y")));
     CHECK(PatternGroups(f) == Strings{"MatMulAddGelu: MatMul_0, Add_1, Div_3, Erf_4, Add_6, Mul_7, Mul_9"});
     CheckPositive("MatMulAddGelu", f);
   }
   SECTION("opset 17 (ConvNeXt): after a LayerNormalization op") {
     auto f = FuseText(Model("(float[1,5,8] x0) => (float[1,5,16] y)", Concat(kLayerNormInits, kLinearInits),
                             "  x = LayerNormalization <axis = -1, epsilon = 0.000001> (x0, ln_s, ln_b)\n" + kLinear +
-                                GeluBody("h", "y"),
+                                GeluText("h", "y"),
                             17));
     CHECK(PatternGroups(f) == Strings{"MatMulAddGelu: MatMul_1, Add_2, Div_4, Erf_5, Add_7, Mul_8, Mul_10"});
     CheckPositive("MatMulAddGelu_opset17", f);
   }
   SECTION("near-miss: weights computed at run time; Gelu alone") {
     auto f = FuseText(Model("(float[1,5,8] x, float[8,16] w) => (float[1,5,16] y)", {Init("b", {16})},
-                            kLinear + GeluBody("h", "y")));
+                            kLinear + GeluText("h", "y")));
     CHECK(PatternGroups(f) == Strings{"Gelu: Div_3, Erf_4, Add_6, Mul_7, Mul_9"});
     CHECK(NearMiss(f, "MatMulAddGelu", "Mul_9") ==
           "not_constant at MatMul_0: W ('w') is not a constant: it is a graph input");

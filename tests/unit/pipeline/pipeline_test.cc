@@ -2,16 +2,14 @@
 // plan-file hook, and the pattern library it loads.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <sstream>
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/pipeline.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -20,24 +18,10 @@ using nlohmann::json;
 
 namespace {
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("onnxfuse_pipeline_" + std::to_string(::getpid()) + "_" +
-                                               std::to_string(counter++));
-  TempDir() {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static inline int counter = 0;
-};
-
-std::string Contents(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test::FileContents;
 
 // The basic block written to DIR/block.onnx, and a job reading it.
-FuseJob BlockJob(const TempDir& dir, const std::string& strategy = "postdom") {
+FuseJob BlockJob(const test::TempDir& dir, const std::string& strategy = "postdom") {
   const std::string input = (dir.path / "block.onnx").string();
   std::ofstream(input, std::ios::binary) << test::ParseModel(test::kBasicBlock).SerializeAsString();
   FuseJob job;
@@ -55,7 +39,7 @@ bool HasOp(const onnx::ModelProto& model, const std::string& op_type) {
 }  // namespace
 
 TEST_CASE("a job writes the fused model and its report, and returns the report", "[pipeline]") {
-  TempDir dir;
+  test::TempDir dir("pipeline");
   FuseJob job = BlockJob(dir);
   job.output_path = (dir.path / "fused.onnx").string();
   job.report_path = (dir.path / "report.json").string();
@@ -66,8 +50,8 @@ TEST_CASE("a job writes the fused model and its report, and returns the report",
   CHECK(report["model"]["nodes"] == 8);
   CHECK(report["totals"]["fused_groups"].get<int>() >= 1);
   CHECK_FALSE(report.contains("bn_folding"));
-  CHECK(json::parse(Contents(job.report_path)) == report);
-  CHECK(Contents(job.dot_path).rfind("digraph", 0) == 0);
+  CHECK(json::parse(FileContents(job.report_path)) == report);
+  CHECK(FileContents(job.dot_path).rfind("digraph", 0) == 0);
 
   Graph fused = LoadModel(job.output_path);
   CHECK(fused.model().functions_size() >= 1);
@@ -75,7 +59,7 @@ TEST_CASE("a job writes the fused model and its report, and returns the report",
 }
 
 TEST_CASE("fold_bn and emit plain: BatchNormalization folded, standard ONNX written", "[pipeline]") {
-  TempDir dir;
+  test::TempDir dir("pipeline");
   FuseJob job = BlockJob(dir);
   job.output_path = (dir.path / "plain.onnx").string();
   job.emit = "plain";
@@ -91,7 +75,7 @@ TEST_CASE("fold_bn and emit plain: BatchNormalization folded, standard ONNX writ
 }
 
 TEST_CASE("explain_node prints where the node went", "[pipeline]") {
-  TempDir dir;
+  test::TempDir dir("pipeline");
   FuseJob job = BlockJob(dir, "greedy");
   job.explain_node = "Conv_1";
   std::ostringstream captured;
@@ -108,9 +92,9 @@ TEST_CASE("explain_node prints where the node went", "[pipeline]") {
 
 TEST_CASE("the input is never overwritten: bad strategies and plan files without a backend are usage errors",
           "[pipeline]") {
-  TempDir dir;
+  test::TempDir dir("pipeline");
   FuseJob job = BlockJob(dir);
-  const std::string original = Contents(job.input_path);
+  const std::string original = FileContents(job.input_path);
   job.output_path = job.input_path;
   auto e = test::ErrorOf([&] { RunFuseJob(job); });
   CHECK(e.kind == ErrorKind::kUsage);
@@ -120,7 +104,7 @@ TEST_CASE("the input is never overwritten: bad strategies and plan files without
   job.output_path.clear();
   job.report_path = job.input_path;
   CHECK(test::ErrorOf([&] { RunFuseJob(job); }).message == job.input_path + ": refusing to overwrite the input model");
-  CHECK(Contents(job.input_path) == original);
+  CHECK(FileContents(job.input_path) == original);
 
   job.report_path.clear();
   job.strategy = "fastest";
@@ -137,7 +121,7 @@ TEST_CASE("the input is never overwritten: bad strategies and plan files without
 }
 
 TEST_CASE("a plan file is written by the given writer with the job's graph and plan", "[pipeline]") {
-  TempDir dir;
+  test::TempDir dir("pipeline");
   FuseJob job = BlockJob(dir);
   job.output_path = (dir.path / "block.plan").string();
   std::size_t nodes_seen = 0, groups_seen = 0;
@@ -179,7 +163,7 @@ TEST_CASE("LoadPatterns: the built-in library, then extra folders, names unique"
   REQUIRE_FALSE(builtin.empty());
   CHECK(builtin.size() == LoadPatternDir(BuiltinPatternDir()).size());
 
-  TempDir dir;
+  test::TempDir dir("pipeline");
   const std::string body = "<domain: \"ai.onnxfuse\", opset_import: [\"\" : 13]>\n{NAME} (X) => (Y) {\n  Y = Relu (X)\n}\n";
   auto write = [&](const std::string& name) {
     std::string text = body;

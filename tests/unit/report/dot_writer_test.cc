@@ -14,6 +14,7 @@
 
 #include "report/dot_writer.h"
 #include "onnxfuse/error.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -69,20 +70,6 @@ std::string NodeLine(const std::string& dot, const std::string& id) {
   return dot.substr(begin + 1, dot.find('\n', begin) - begin - 1);
 }
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// A fresh folder under the system temp dir, removed at scope exit.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("onnxfuse_dot_" + std::to_string(::getpid()) + "_" +
-                                               std::to_string(counter++));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  static inline int counter = 0;
-};
-
 ErrorKind KindOf(const std::function<void()>& f, std::string* message) {
   try {
     f();
@@ -94,32 +81,9 @@ ErrorKind KindOf(const std::function<void()>& f, std::string* message) {
   return ErrorKind::kInternal;
 }
 
-// x -> op0 -> op1 ... built directly, so names may hold any bytes the text syntax cannot.
+// x -> Relu -> Relu ... with the nodes named `node_names`: names the text syntax cannot spell.
 Graph NamedChain(const std::string& input_name, const Strings& node_names) {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(13);
-  auto* g = model.mutable_graph();
-  g->set_name("names");
-  auto add_value = [](onnx::ValueInfoProto* vi, const std::string& name) {
-    vi->set_name(name);
-    auto* t = vi->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(1);
-    t->mutable_shape()->add_dim()->set_dim_value(4);
-  };
-  add_value(g->add_input(), input_name);
-  std::string previous = input_name;
-  for (std::size_t i = 0; i < node_names.size(); ++i) {
-    auto* node = g->add_node();
-    node->set_name(node_names[i]);
-    node->set_op_type("Relu");
-    node->add_input(previous);
-    previous = "v" + std::to_string(i);
-    node->add_output(previous);
-  }
-  add_value(g->add_output(), previous);
-  return LoadModelProto(std::move(model), "names.onnx");
+  return test::ChainGraph(input_name, Strings(node_names.size(), "Relu"), node_names);
 }
 
 }  // namespace
@@ -169,13 +133,7 @@ TEST_CASE("a residual block: one cluster per fused group, internal edges dashed,
 }
 
 TEST_CASE("a tensor a group also writes out is drawn solid inside the group", "[dot_writer]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,4] x) => (float[1,4] a, float[1,4] y) {
-      a = Relu (x)
-      b = Sigmoid (a)
-      y = Tanh (b)
-    })");
+  auto graph = test::GraphFromText(test::ChainText({"Relu", "Sigmoid", "Tanh"}, "1,4", 13, 8, {0}));
   auto plan = PlanOf(graph, {0, 0, 0}, {"test.all"});
   const std::string dot = ToDot(graph, plan, {});
   INFO(dot);
@@ -245,10 +203,10 @@ TEST_CASE("names are escaped for DOT and long PyTorch names shortened", "[dot_wr
   CHECK(dot.find("label=\"Relu\\n\xe2\x80\xa6" + std::string(31, 'x') + "\"") != std::string::npos);
 
   // dot accepts the text and shows the names as written.
-  TempDir dir;
+  test::TempDir dir("dot");
   const auto svg = dir.path / "names.svg";
   RenderSvg(dot, svg.string());
-  const std::string text = ReadFile(svg);
+  const std::string text = test::FileContents(svg);
   CHECK(text.find("say &quot;hi&quot; \\ bye") != std::string::npos);
   CHECK(text.find("x&quot;1\\2") != std::string::npos);
 }
@@ -257,11 +215,11 @@ TEST_CASE("RenderSvg writes the picture through dot", "[dot_writer]") {
   auto graph = test::GraphFromText(test::kBasicBlock);
   auto plan = PlanOf(graph, {0, 1, 1, 1, 2, 2, 2, 2}, {"", "test.head", "test.residual"});
   const std::string dot = ToDot(graph, plan, {"", "Conv_BatchNormalization_Relu", "Conv_Add_Relu"});
-  TempDir dir;
+  test::TempDir dir("dot");
   const auto svg = dir.path / "block.svg";
   RenderSvg(dot, svg.string());
   REQUIRE(fs::exists(svg));
-  const std::string text = ReadFile(svg);
+  const std::string text = test::FileContents(svg);
   CHECK(text.find("<svg") != std::string::npos);
   CHECK(text.find("Conv_BatchNormalization_Relu") != std::string::npos);
   CHECK(text.find("test.residual") != std::string::npos);
@@ -269,19 +227,19 @@ TEST_CASE("RenderSvg writes the picture through dot", "[dot_writer]") {
 }
 
 TEST_CASE("RenderSvg: a dot failure is an I/O error and leaves the target as it was", "[dot_writer]") {
-  TempDir dir;
+  test::TempDir dir("dot");
   const auto svg = dir.path / "old.svg";
   std::ofstream(svg) << "old";
   std::string message;
   CHECK(KindOf([&] { RenderSvg("digraph { a -> }\n", svg.string()); }, &message) == ErrorKind::kIo);
   CHECK(message.find(svg.string() + ": dot -Tsvg exited with status 1") == 0);
   CHECK(message.find("syntax error") != std::string::npos);
-  CHECK(ReadFile(svg) == "old");
+  CHECK(test::FileContents(svg) == "old");
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
 }
 
 TEST_CASE("RenderSvg without Graphviz says so", "[dot_writer]") {
-  TempDir dir;
+  test::TempDir dir("dot");
   const std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
   ::setenv("PATH", dir.path.c_str(), 1);  // an empty folder: no dot
   std::string message;

@@ -3,28 +3,14 @@
 
 #include "onnxfuse/error.h"
 #include "report/explain.h"
+#include "reported_block.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 
 namespace {
 
-struct Explained {
-  Graph graph = test::GraphFromText(test::kBasicBlock);
-  std::vector<OpPatternKind> kinds = ClassifyAll(graph);
-  FusionPlan plan = test::PlanGrouping(graph, {{"Conv_1", "BatchNormalization_2", "Relu_3"}});
-  std::vector<std::string> functions = std::vector<std::string>(plan.groups.size());
-
-  Explained() {
-    functions[1] = "Conv_BatchNormalization_Relu";
-    plan.rejections.push_back(
-        {test::NodeNamed(graph, "Relu_0"), test::NodeNamed(graph, "Conv_1"), "fork", "r0 is read twice"});
-    PatternOutcome outcome;
-    outcome.pattern = "ConvBnAddRelu";
-    outcome.near_misses.push_back({test::NodeNamed(graph, "Relu_7"), test::NodeNamed(graph, "Add_6"),
-                                   "intermediate_used_outside", "r0 leaves"});
-    plan.pattern_outcomes.push_back(outcome);
-  }
+struct Explained : test::ReportedBlock {
   std::string Explain(const std::string& node) const { return ExplainNode(graph, kinds, plan, functions, node); }
 };
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "report/report.h"
+#include "reported_block.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -11,25 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-struct BasicBlockReport {
-  Graph graph = test::GraphFromText(test::kBasicBlock);
-  std::vector<OpPatternKind> kinds = ClassifyAll(graph);
-  FusionPlan plan = test::PlanGrouping(graph, {{"Conv_1", "BatchNormalization_2", "Relu_3"}});
-  std::vector<std::string> functions = std::vector<std::string>(plan.groups.size());
-  int fused = plan.group_of[test::NodeNamed(graph, "Conv_1")];
-
-  BasicBlockReport() {
-    functions[static_cast<std::size_t>(fused)] = "Conv_BatchNormalization_Relu";
-    plan.rejections.push_back(
-        {test::NodeNamed(graph, "Relu_0"), test::NodeNamed(graph, "Conv_1"), "fork", "r0 is read twice"});
-    PatternOutcome outcome;
-    outcome.pattern = "ConvBnAddRelu";
-    outcome.file = "conv.onnxtxt";
-    outcome.benefit = 40;
-    outcome.near_misses.push_back({test::NodeNamed(graph, "Relu_7"), test::NodeNamed(graph, "Add_6"),
-                                   "intermediate_used_outside", "r0 leaves"});
-    plan.pattern_outcomes.push_back(outcome);
-  }
+struct BasicBlockReport : test::ReportedBlock {
   json Build(const StageTimes& times = {}) const { return BuildReport(graph, kinds, plan, functions, times); }
 };
 

@@ -112,17 +112,8 @@ TEST_CASE("groups with different wiring get distinct functions", "[function_buil
 }
 
 TEST_CASE("long groups get an abbreviated name, taken names a suffix", "[function_builder]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 8, opset_import: ["" : 15]>
-    g (float[4] a) => (float[4] y) {
-      b = Relu (a)
-      c = Sigmoid (b)
-      d = Tanh (c)
-      e = Neg (d)
-      f = Abs (e)
-      h = Exp (f)
-      y = Relu (h)
-    })");
+  auto graph =
+      test::GraphFromText(test::ChainText({"Relu", "Sigmoid", "Tanh", "Neg", "Abs", "Exp", "Relu"}, "4", 15));
   auto seven = test::PlanGrouping(graph, {{"Relu_0", "Sigmoid_1", "Tanh_2", "Neg_3", "Abs_4", "Exp_5", "Relu_6"}});
   CHECK(FusedOpName(graph, seven.groups[0]) == "Relu_Sigmoid_Tanh_x7");
   auto set = BuildFunctions(graph, seven, {});

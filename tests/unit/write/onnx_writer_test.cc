@@ -157,12 +157,7 @@ TEST_CASE("single nodes are copied unchanged, inner graph outputs stay outputs",
 }
 
 TEST_CASE("a plan without fused groups only raises the IR version", "[onnx_writer]") {
-  auto graph = test::GraphFromText(R"(
-    <ir_version: 6, opset_import: ["" : 11]>
-    g (float[4] a) => (float[4] y) {
-      b = Relu (a)
-      y = Neg (b)
-    })");
+  auto graph = test::GraphFromText(test::ChainText({"Relu", "Neg"}, "4", 11, 6));
   auto fused = BuildFusedModel(graph, test::PlanGrouping(graph, {}));
   CHECK(fused.model.ir_version() == 8);
   CHECK(fused.model.functions_size() == 0);
@@ -196,12 +191,7 @@ TEST_CASE("an invalid plan is an internal error", "[onnx_writer]") {
     })");
   // {Relu_0, Add_2} is not convex: Relu -> Sigmoid -> Add leaves and re-enters it.
   auto plan = test::PlanGrouping(graph, {{"Relu_0", "Add_2"}});
-  try {
-    BuildFusedModel(graph, plan);
-    FAIL("no error");
-  } catch (const Error& e) {
-    CHECK(e.kind() == ErrorKind::kInternal);
-  }
+  CHECK(test::ErrorOf([&] { BuildFusedModel(graph, plan); }).kind == ErrorKind::kInternal);
 }
 
 TEST_CASE("the checker sees through functions", "[onnx_writer]") {

@@ -9,12 +9,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <map>
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
 #include "write/onnx_writer.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -22,27 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() : path(fs::temp_directory_path() / ("onnxfuse_save_" + std::to_string(::getpid()) + "_" +
-                                                 std::to_string(counter++))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::vector<std::string> Entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-  static inline int counter = 0;
-};
-
-std::string Contents(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using test::FileContents;
 
 // Conv + Add with a 16 KB weight, a 4 KB one, a 64-byte one and a Constant node.
 onnx::ModelProto ModelWithWeights() {
@@ -83,7 +63,7 @@ std::map<std::string, std::string> ExternalEntries(const onnx::TensorProto& t) {
 }  // namespace
 
 TEST_CASE("a model over the inline limit is written with its large initializers as external data", "[save_model]") {
-  TempDir dir;
+  test::TempDir dir("save");
   const auto model = ModelWithWeights();
   const std::string path = (dir.path / "out.onnx").string();
   SaveOptions options;
@@ -92,10 +72,10 @@ TEST_CASE("a model over the inline limit is written with its large initializers 
   CHECK(dir.Entries() == std::vector<std::string>{"out.onnx", "out.onnx.data"});
 
   onnx::ModelProto written;
-  REQUIRE(written.ParseFromString(Contents(path)));
+  REQUIRE(written.ParseFromString(FileContents(path)));
   CHECK(written.graph().node_size() == model.graph().node_size());
   CHECK(written.ByteSizeLong() < 4096);
-  const std::string data = Contents(dir.path / "out.onnx.data");
+  const std::string data = FileContents(dir.path / "out.onnx.data");
   std::int64_t end = 0;
   for (int i = 0; i < written.graph().initializer_size(); ++i) {
     const auto& t = written.graph().initializer(i);
@@ -132,27 +112,27 @@ TEST_CASE("a model over the inline limit is written with its large initializers 
 }
 
 TEST_CASE("a model under the inline limit is one file", "[save_model]") {
-  TempDir dir;
+  test::TempDir dir("save");
   const auto model = ModelWithWeights();
   SaveModelAtomically(model, (dir.path / "out.onnx").string());
   CHECK(dir.Entries() == std::vector<std::string>{"out.onnx"});
-  CHECK(Contents(dir.path / "out.onnx") == model.SerializeAsString());
+  CHECK(FileContents(dir.path / "out.onnx") == model.SerializeAsString());
 }
 
 TEST_CASE("a model over the limit with no initializer large enough to move stays one file", "[save_model]") {
-  TempDir dir;
+  test::TempDir dir("save");
   SaveOptions options;
   options.inline_limit = 1024;
   options.min_external_bytes = 1 << 30;
   const auto model = ModelWithWeights();
   SaveModelAtomically(model, (dir.path / "out.onnx").string(), options);
   CHECK(dir.Entries() == std::vector<std::string>{"out.onnx"});
-  CHECK(Contents(dir.path / "out.onnx") == model.SerializeAsString());
+  CHECK(FileContents(dir.path / "out.onnx") == model.SerializeAsString());
 }
 
 TEST_CASE("a write cut short (file size limit, as on a full disk) leaves the previous files and no temporary",
           "[save_model]") {
-  TempDir dir;
+  test::TempDir dir("save");
   const auto model = ModelWithWeights();
   const std::string path = (dir.path / "out.onnx").string();
   { std::ofstream(path) << "previous model"; }
@@ -180,8 +160,8 @@ TEST_CASE("a write cut short (file size limit, as on a full disk) leaves the pre
     INFO(message);
     CHECK(kind == ErrorKind::kIo);
     CHECK_THAT(message, Catch::Contains("out.onnx") && Catch::Contains("File too large"));
-    CHECK(Contents(path) == "previous model");
-    CHECK(Contents(path + ".data") == "previous data");
+    CHECK(FileContents(path) == "previous model");
+    CHECK(FileContents(path + ".data") == "previous data");
     CHECK(dir.Entries() == std::vector<std::string>{"out.onnx", "out.onnx.data"});
   }
   ::setrlimit(RLIMIT_FSIZE, &old_limit);
@@ -189,30 +169,19 @@ TEST_CASE("a write cut short (file size limit, as on a full disk) leaves the pre
 }
 
 TEST_CASE("SaveModelAtomically replaces a file and leaves it intact on failure", "[save_model]") {
-  const fs::path dir = fs::temp_directory_path() / ("onnxfuse_atomic_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  test::TempDir temp("atomic");
+  const fs::path dir = temp.path;
   const std::string path = (dir / "model.onnx").string();
   auto model = test::ParseModel(R"(
     <ir_version: 8, opset_import: ["" : 15]>
     g (float[4] a) => (float[4] y) { y = Relu (a) })");
-  auto contents = [](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  auto only_entries = [&](const fs::path& d) {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(d)) names.push_back(e.path().filename().string());
-    return names;
-  };
-
   { std::ofstream(path) << "old"; }
   ::chmod(path.c_str(), 0640);
   SaveModelAtomically(model, path);
-  CHECK(contents(path) == model.SerializeAsString());
+  CHECK(FileContents(path) == model.SerializeAsString());
   CHECK((fs::status(path).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write |
                                                              fs::perms::group_read));
-  CHECK(only_entries(dir) == std::vector<std::string>{"model.onnx"});
+  CHECK(temp.Entries() == std::vector<std::string>{"model.onnx"});
 
   SECTION("the target is a directory") {
     const fs::path target = dir / "sub";
@@ -225,8 +194,8 @@ TEST_CASE("SaveModelAtomically replaces a file and leaves it intact on failure",
       CHECK(e.kind() == ErrorKind::kIo);
       CHECK(std::string(e.what()).rfind(target.string() + ": ", 0) == 0);
     }
-    CHECK(contents(target / "keep") == "keep");
-    CHECK(only_entries(dir).size() == 2);  // model.onnx and sub: no temporary file left
+    CHECK(FileContents(target / "keep") == "keep");
+    CHECK(temp.Entries().size() == 2);  // model.onnx and sub: no temporary file left
   }
   SECTION("the directory does not exist") {
     CHECK_THROWS_AS(SaveModelAtomically(model, (dir / "missing" / "m.onnx").string()), Error);
@@ -234,8 +203,7 @@ TEST_CASE("SaveModelAtomically replaces a file and leaves it intact on failure",
   SECTION("the parent is a file, not a directory") {
     { std::ofstream(path) << "old"; }
     CHECK_THROWS_AS(SaveModelAtomically(model, (dir / "model.onnx" / "m.onnx").string()), Error);
-    CHECK(contents(path) == "old");
-    CHECK(only_entries(dir) == std::vector<std::string>{"model.onnx"});
+    CHECK(FileContents(path) == "old");
+    CHECK(temp.Entries() == std::vector<std::string>{"model.onnx"});
   }
-  fs::remove_all(dir);
 }

@@ -18,6 +18,32 @@ using test::PlanRun;
 using test::TensorFrom;
 using test::Wave;
 
+namespace {
+
+// SqueezeNet's fire module on x [1,4,9,9]: a 1x1 squeeze conv to 8 channels
+// and Relu, 1x1 and 3x3 expand convs to 16 and 24 channels each with Relu,
+// concatenated as `cat` [1,40,9,9] (nodes Conv_0 to Concat_6). FireInputs()
+// declares x and the convs' weights (ws, we1, we3), then wn [12,40,1,1] for
+// the 1x1 conv that reads `cat`: a graph's first inputs.
+const char* const kFireModule = R"(
+        sq = Conv (x, ws)
+        s = Relu (sq)
+        e1 = Conv (s, we1)
+        r1 = Relu (e1)
+        e3 = Conv <pads = [1, 1, 1, 1]> (s, we3)
+        r3 = Relu (e3)
+        cat = Concat <axis = 1> (r1, r3)
+)";
+
+std::string FireInputs() {
+  return "float[1,4,9,9] x, float[8,4,1,1] ws = " + test::FloatList(Floats(8 * 4, 0.4f, 1)) +
+         ", float[16,8,1,1] we1 = " + test::FloatList(Floats(16 * 8, 0.3f, 2)) +
+         ", float[24,8,3,3] we3 = " + test::FloatList(Floats(24 * 8 * 9, 0.2f, 3)) +
+         ", float[12,40,1,1] wn = " + test::FloatList(Floats(12 * 40, 0.25f, 4));
+}
+
+}  // namespace
+
 TEST_CASE("a Concat whose parts are whole runs of its result is copied run by run", "[backend_ops]") {
   // Plain parts along axis 1 of [2, C, 4]: per image, runs of 12, 20 and 4
   // floats. Then three 1x1 convolutions of x [2,4,3,3] with 16, 8 and 24
@@ -64,20 +90,11 @@ TEST_CASE("a Concat read only by convolutions is never copied: each reader runs 
   // SqueezeNet's fire module: two convolutions (1x1 and 3x3) of a squeeze
   // output, concatenated, read by the next 1x1 conv (+ Relu). With a residual
   // Add after the reader (a `sum` post-op already), the concat is made after all.
-  std::vector<float> ws = Floats(8 * 4, 0.4f, 1), we1 = Floats(16 * 8, 0.3f, 2), we3 = Floats(24 * 8 * 9, 0.2f, 3),
-                     wn = Floats(12 * 40, 0.25f, 4), bn = Floats(12, 0.5f, 5), wr = Floats(12 * 4, 0.3f, 6);
+  std::vector<float> bn = Floats(12, 0.5f, 5), wr = Floats(12 * 4, 0.3f, 6);
   auto model = [&](bool residual) {
     return R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + test::FloatList(ws) + R"(, float[16,8,1,1] we1 = )" + test::FloatList(we1) +
-           R"(, float[24,8,3,3] we3 = )" + test::FloatList(we3) + R"(, float[12,40,1,1] wn = )" + test::FloatList(wn) +
-           R"(, float[12] bn = )" + test::FloatList(bn) + R"(, float[12,4,1,1] wr = )" + test::FloatList(wr) + R"() => (float[1,12,9,9] y) {
-        sq = Conv (x, ws)
-        s = Relu (sq)
-        e1 = Conv (s, we1)
-        r1 = Relu (e1)
-        e3 = Conv <pads = [1, 1, 1, 1]> (s, we3)
-        r3 = Relu (e3)
-        cat = Concat <axis = 1> (r1, r3)
+      g ()" + FireInputs() + R"(, float[12] bn = )" + test::FloatList(bn) + R"(, float[12,4,1,1] wr = )" +
+           test::FloatList(wr) + R"() => (float[1,12,9,9] y) {)" + kFireModule + R"(
         n = Conv (cat, wn, bn)
         )" + (residual ? "side = Conv (x, wr)\n        y = Add (n, side)" : "y = Relu (n)") + R"(
       })";
@@ -98,20 +115,9 @@ TEST_CASE("a Concat read by a MaxPool is pooled per part, the pooled parts feed 
   // SqueezeNet between stages: fire module -> Concat -> MaxPool (3x3, stride
   // 2, ceil_mode) -> squeeze conv. With a Flatten reading the pool instead,
   // the pooled parts are concatenated (smaller than the unpooled concat).
-  std::vector<float> ws = Floats(8 * 4, 0.4f, 1), we1 = Floats(16 * 8, 0.3f, 2), we3 = Floats(24 * 8 * 9, 0.2f, 3),
-                     wn = Floats(12 * 40, 0.25f, 4);
   auto model = [&](bool conv_reads_pool) {
     return R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[1,4,9,9] x, float[8,4,1,1] ws = )" + test::FloatList(ws) + R"(, float[16,8,1,1] we1 = )" + test::FloatList(we1) +
-           R"(, float[24,8,3,3] we3 = )" + test::FloatList(we3) + R"(, float[12,40,1,1] wn = )" + test::FloatList(wn) + R"() => (float[1,)" +
-           (conv_reads_pool ? "12,4,4" : "640") + R"(] y) {
-        sq = Conv (x, ws)
-        s = Relu (sq)
-        e1 = Conv (s, we1)
-        r1 = Relu (e1)
-        e3 = Conv <pads = [1, 1, 1, 1]> (s, we3)
-        r3 = Relu (e3)
-        cat = Concat <axis = 1> (r1, r3)
+      g ()" + FireInputs() + R"() => (float[1,)" + (conv_reads_pool ? "12,4,4" : "640") + R"(] y) {)" + kFireModule + R"(
         p = MaxPool <kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1> (cat)
         )" + (conv_reads_pool ? "n = Conv (p, wn)\n        y = Relu (n)" : "y = Flatten (p)") + R"(
       })";

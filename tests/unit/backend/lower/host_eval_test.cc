@@ -19,14 +19,6 @@ namespace {
 
 const char* kHeader = "<ir_version: 8, opset_import: [\"\" : 13]>\n";
 
-Tensor Ints(std::vector<std::int64_t> dims, std::vector<std::int64_t> values) {
-  Tensor t;
-  t.elem_type = onnx::TensorProto::INT64;
-  t.dims = std::move(dims);
-  t.int_data = std::move(values);
-  return t;
-}
-
 }  // namespace
 
 TEST_CASE("Slice's ends of INT64_MAX survive build-time evaluation", "[host_eval]") {
@@ -75,8 +67,8 @@ TEST_CASE("Reduce*, Min, Max, Ceil and Tile of constants fold at build time", "[
   keepdims.set_type(onnx::AttributeProto::INT);
   keepdims.set_i(0);
   *node.proto.add_attribute() = keepdims;
-  const Tensor data = Ints({2, 2}, {1, 2, 3, 4});
-  const Tensor axes = Ints({1}, {0});
+  const Tensor data = test::IntTensorOf("", {2, 2}, {1, 2, 3, 4});
+  const Tensor axes = test::IntTensorOf("", {1}, {0});
   const auto out = backend::EvalOnHost(node, {&data, &axes}, 13);
   CHECK(out.at(0).dims == std::vector<std::int64_t>{2});
   CHECK(out.at(0).int_data == std::vector<std::int64_t>{4, 6});

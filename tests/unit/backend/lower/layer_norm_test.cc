@@ -2,7 +2,6 @@
 // (src/backend/lower/layer_norm.cc, TryLayerNorm).
 #include <catch2/catch.hpp>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -35,16 +34,8 @@ g (float[1,4,8] x, float[8] g0 = {1, 2, 3, 4, 5, 6, 7, 8}, float[8] b0 = {0.5, 0
 }
 )";
   const Tensor x = test::TensorFrom({1, 4, 8}, [](std::int64_t i) { return test::Wave(i); });
-  std::vector<double> expected;
-  for (int row = 0; row < 4; ++row) {
-    double mean = 0, var = 0;
-    for (int c = 0; c < 8; ++c) mean += x.data[static_cast<std::size_t>(row * 8 + c)] / 8.0;
-    for (int c = 0; c < 8; ++c) var += std::pow(x.data[static_cast<std::size_t>(row * 8 + c)] - mean, 2) / 8.0;
-    for (int c = 0; c < 8; ++c) {
-      const double bias = c == 0 ? 0.5 : c == 7 ? -0.5 : 0.0;
-      expected.push_back((x.data[static_cast<std::size_t>(row * 8 + c)] - mean) / std::sqrt(var + 1e-5) * (c + 1) + bias);
-    }
-  }
+  const std::vector<double> expected =
+      test::LayerNormLastAxis(x, {1, 2, 3, 4, 5, 6, 7, 8}, {0.5, 0, 0, 0, 0, 0, 0, -0.5}, 1e-5);
   const test::PlanRun fused = test::CheckBoth(text, {x}, expected, 1e-4);
   INFO(test::StepList(fused));
   CHECK(test::StepsStartingWith(fused, "layer_norm ") == 1);

@@ -28,12 +28,15 @@ namespace {
 
 using Dims = std::vector<std::int64_t>;
 
-std::vector<float> Values(std::int64_t n, int salt) {
-  std::vector<float> v;
-  for (std::int64_t i = 0; i < n; ++i)
-    v.push_back(static_cast<float>(((i * 5 + salt * 7) % 17) - 8) * 0.0625f + 0.01f * static_cast<float>(salt));
-  return v;
+float Value(std::int64_t i, int salt) {
+  return static_cast<float>(((i * 5 + salt * 7) % 17) - 8) * 0.0625f + 0.01f * static_cast<float>(salt);
 }
+
+Tensor Input(const std::string& name, const Dims& dims, int salt) {
+  return test::TensorFrom(dims, [salt](std::int64_t i) { return Value(i, salt); }, name);
+}
+
+std::vector<float> Values(std::int64_t n, int salt) { return Input("", {n}, salt).data; }
 
 // p[i, n] = sum_k a[i, k] w[k, n] in double, a [rows, depth]; w stored [depth,
 // cols], or [cols, depth] when `transposed` (Gemm's transB).
@@ -49,12 +52,6 @@ std::vector<double> NaiveProduct(const Tensor& a, const std::vector<float>& w, s
       p.push_back(sum);
     }
   return p;
-}
-
-Tensor Input(const std::string& name, const Dims& dims, int salt) {
-  std::int64_t n = 1;
-  for (std::int64_t d : dims) n *= d;
-  return test::TensorOf(name, dims, Values(n, salt));
 }
 
 }  // namespace

@@ -35,17 +35,11 @@ float Wave(std::int64_t i, int salt) {
   return static_cast<float>(((i * 7 + salt * 3) % 13) - 6) * 0.0625f + 0.01f * static_cast<float>(salt);
 }
 
-std::vector<float> Values(std::int64_t n, int salt) {
-  std::vector<float> v;
-  for (std::int64_t i = 0; i < n; ++i) v.push_back(Wave(i, salt));
-  return v;
+Tensor Input(const std::string& name, const Dims& dims, int salt) {
+  return test::TensorFrom(dims, [salt](std::int64_t i) { return Wave(i, salt); }, name);
 }
 
-Tensor Input(const std::string& name, const Dims& dims, int salt) {
-  std::int64_t n = 1;
-  for (std::int64_t d : dims) n *= d;
-  return test::TensorOf(name, dims, Values(n, salt));
-}
+std::vector<float> Values(std::int64_t n, int salt) { return Input("", {n}, salt).data; }
 
 }  // namespace
 

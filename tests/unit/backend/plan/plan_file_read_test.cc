@@ -16,13 +16,14 @@
 #include "onnxfuse/pattern.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 namespace fs = std::filesystem;
 
 TEST_CASE("a written plan reloads and computes what was compiled", "[plan_file]") {
-  test::PlanTempDir dir;
+  test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
   FusionPlan fusion = FuseByPostDominator(graph, {});
   const fs::path path = dir.path / "block.plan";
@@ -45,12 +46,12 @@ TEST_CASE("a plan file keeps each group's library pattern, and one without them 
   // The basic block fuses as ConvBnRelu and ConvBnAddRelu. The pattern is an
   // optional field (Group.pattern): a file written before it existed has
   // none, and its groups are lowered by recognizing the patterns again.
-  test::PlanTempDir dir;
+  test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
   FusionPlan fusion = FuseByPatterns(graph, LoadPatternDir(BuiltinPatternDir()), {});
   const fs::path path = dir.path / "block.plan";
   WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "block.onnx");
-  const planfile::Plan stored = test::Payload(test::ReadBytes(path));
+  const planfile::Plan stored = test::Payload(test::FileContents(path));
   REQUIRE(stored.groups_size() == static_cast<int>(fusion.groups.size()));
   std::vector<std::string> names;
   for (int g = 0; g < stored.groups_size(); ++g) {
@@ -78,11 +79,11 @@ TEST_CASE("a plan file keeps each group's library pattern, and one without them 
 }
 
 TEST_CASE("damaged plans are refused with a reason", "[plan_file]") {
-  test::PlanTempDir dir;
+  test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
   const fs::path path = dir.path / "block.plan";
   WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "block.onnx");
-  const std::string bytes = test::ReadBytes(path);
+  const std::string bytes = test::FileContents(path);
   auto refused = [](const std::string& data, ErrorKind kind, const std::string& needle) {
     try {
       ParsePlanFile(data.data(), data.size(), "x.plan");
@@ -133,7 +134,7 @@ TEST_CASE("a depthwise convolution's implementation is chosen by timing, a plan 
   // the AMD Zen CI machine); the build times both and keeps the faster.
   // Loading a plan must run what the plan stored, even the other one: rewrite
   // the stored choice.
-  test::PlanTempDir dir;
+  test::TempDir dir("plan_file");
   std::string weights = "{";
   for (int i = 0; i < 72 * 9; ++i) weights += (i ? ", " : "") + std::to_string(((i * 7) % 11 - 5) * 0.1);
   Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
@@ -144,7 +145,7 @@ TEST_CASE("a depthwise convolution's implementation is chosen by timing, a plan 
   FusionPlan fusion = FuseByPostDominator(graph, {});
   const fs::path path = dir.path / "dw.plan";
   WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "dw.onnx");
-  planfile::Plan plan = test::Payload(test::ReadBytes(path));
+  planfile::Plan plan = test::Payload(test::FileContents(path));
   int conv = -1;
   for (int i = 0; i < plan.schedule_size(); ++i)
     if (plan.schedule(i).kind() == "conv") conv = i;

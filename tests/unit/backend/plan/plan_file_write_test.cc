@@ -11,13 +11,14 @@
 #include "fuse/postdom_fuser.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 namespace fs = std::filesystem;
 
 TEST_CASE("the plan file is replaced atomically and never half-written", "[plan_file]") {
-  test::PlanTempDir dir;
+  test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
   const fs::path path = dir.path / "block.plan";
   std::ofstream(path) << "previous";
@@ -30,7 +31,7 @@ TEST_CASE("the plan file is replaced atomically and never half-written", "[plan_
 
 TEST_CASE("the written payload holds the model, the groups, the schedule as compiled and every constant",
           "[plan_file]") {
-  test::PlanTempDir dir;
+  test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
   FusionPlan fusion = FuseByPostDominator(graph, {});
   const std::vector<ScheduleStep> compiled = ExecutablePlan::Compile(graph, fusion).Schedule();
@@ -38,7 +39,7 @@ TEST_CASE("the written payload holds the model, the groups, the schedule as comp
     INFO((fused ? "fused" : "unfused"));
     const fs::path path = dir.path / (fused ? "fused.plan" : "unfused.plan");
     const PlanFileInfo info = WritePlanFile(path.string(), graph, fusion, CompileOptions{fused}, "block.onnx");
-    const std::string bytes = test::ReadBytes(path);
+    const std::string bytes = test::FileContents(path);
     CHECK(info.file_bytes == bytes.size());
     CHECK(bytes.compare(0, 8, "ONNXFPLN") == 0);
     const planfile::Plan plan = test::Payload(bytes);

@@ -13,6 +13,7 @@
 #include "fuse/postdom_fuser.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -23,7 +24,7 @@ TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layo
   // A 3x3, stride-1, 64 -> 64 convolution read by another convolution runs as
   // Winograd F(2x2, 3x3) on AVX-512 (backend/lower/conv.cc): its weights' layout is
   // dnnl_format_kind_wino, which the plan file keeps as such (format version 2).
-  test::PlanTempDir dir;
+  test::TempDir dir("plan_file");
   std::string w1 = "{", w2 = "{";
   for (int i = 0; i < 64 * 64 * 9; ++i) w1 += (i ? ", " : "") + std::to_string(((i * 7) % 11 - 5) * 0.01);
   for (int i = 0; i < 16 * 64; ++i) w2 += (i ? ", " : "") + std::to_string(((i * 5) % 13 - 6) * 0.02);
@@ -37,7 +38,7 @@ TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layo
   FusionPlan fusion = FuseByPostDominator(graph, {});
   const fs::path path = dir.path / "wino.plan";
   WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "wino.onnx");
-  const std::string bytes = test::ReadBytes(path);
+  const std::string bytes = test::FileContents(path);
   planfile::Plan plan = test::Payload(bytes);
   int winograd = 0;
   for (const auto& c : plan.constants()) winograd += c.desc().has_wino();
@@ -84,10 +85,10 @@ TEST_CASE("constant MatMul weights on oneDNN's gemm are stored column-major, num
     g (float[5,48] x, float[48,40] w = )" + text + R"(}) => (float[5,40] y) {
       y = MatMul (x, w)
     })");
-  test::PlanTempDir dir;
+  test::TempDir dir("plan_file");
   const fs::path path = dir.path / "matmul.plan";
   WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "matmul.onnx");
-  const std::string bytes = test::ReadBytes(path);
+  const std::string bytes = test::FileContents(path);
   planfile::Plan plan = test::Payload(bytes);
   REQUIRE(plan.schedule_size() == 1);
   const bool gemm = plan.schedule(0).impl().find("gemm") != std::string::npos;

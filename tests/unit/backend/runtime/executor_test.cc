@@ -217,16 +217,7 @@ TEST_CASE("an unsupported op is an error at build time naming the node and op", 
 
 TEST_CASE("the activation arena reuses memory across disjoint lifetimes", "[executor]") {
   // A chain of 6 Relus on 1 MB tensors: at most 2 are alive at a time.
-  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,4,256,256] x) => (float[1,4,256,256] y) {
-      a = Relu (x)
-      b = Sigmoid (a)
-      c = Relu (b)
-      d = Tanh (c)
-      e = Relu (d)
-      y = Abs (e)
-    })";
-  Graph graph = test::GraphFromText(text);
+  Graph graph = test::GraphFromText(test::ChainText({"Relu", "Sigmoid", "Relu", "Tanh", "Relu", "Abs"}, "1,4,256,256"));
   test::PlanRun unfused = test::RunPlan(graph, false, {Ramp({1, 4, 256, 256})});
   const std::int64_t mb = 4 * 256 * 256 * 4;
   CHECK(unfused.stats.kernels == 6);
@@ -236,7 +227,7 @@ TEST_CASE("the activation arena reuses memory across disjoint lifetimes", "[exec
 }
 
 TEST_CASE("the LayerNormalization and Gelu decompositions run as one primitive each when fused", "[executor]") {
-  const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,4] x, float[4] gamma = {1.0, 2.0, 0.5, -1.0}, float[4] beta = {0.0, 0.1, -0.2, 0.3}) => (float[1,2,4] y) {
       m = ReduceMean <axes = [-1]> (x)
       d = Sub (x, m)
@@ -249,27 +240,10 @@ TEST_CASE("the LayerNormalization and Gelu decompositions run as one primitive e
       n = Div (d, s)
       sc = Mul (n, gamma)
       ln = Add (sc, beta)
-      r2 = Constant <value = float {1.4142135}> ()
-      q = Div (ln, r2)
-      e = Erf (q)
-      one = Constant <value = float {1.0}> ()
-      e1 = Add (e, one)
-      h = Mul (ln, e1)
-      half = Constant <value = float {0.5}> ()
-      y = Mul (h, half)
-    })";
+)" + test::GeluText("ln", "y", "0.5", "gelu_") + "}";
   Tensor x = Ramp({1, 2, 4});
-  const double gamma[] = {1.0, 2.0, 0.5, -1.0}, beta[] = {0.0, 0.1, -0.2, 0.3};
-  std::vector<double> y;
-  for (int row = 0; row < 2; ++row) {
-    double mean = 0, var = 0;
-    for (int c = 0; c < 4; ++c) mean += x.data[static_cast<std::size_t>(row * 4 + c)] / 4.0;
-    for (int c = 0; c < 4; ++c) var += std::pow(x.data[static_cast<std::size_t>(row * 4 + c)] - mean, 2) / 4.0;
-    for (int c = 0; c < 4; ++c) {
-      double n = (x.data[static_cast<std::size_t>(row * 4 + c)] - mean) / std::sqrt(var + 1e-5) * gamma[c] + beta[c];
-      y.push_back(0.5 * n * (1 + std::erf(n / std::sqrt(2.0))));
-    }
-  }
+  std::vector<double> y = test::LayerNormLastAxis(x, {1.0, 2.0, 0.5, -1.0}, {0.0, 0.1, -0.2, 0.3}, 1e-5);
+  for (double& n : y) n = 0.5 * n * (1 + std::erf(n / std::sqrt(2.0)));
   PlanStats stats = test::CheckBoth(text, {x}, y, 1e-4).stats;
   CHECK(stats.kernels == 2);
 }
