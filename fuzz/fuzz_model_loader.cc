@@ -11,8 +11,6 @@
 //
 // External data is refused (no base folder): the fuzzer never reads files.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -20,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "report/dot_writer.h"
+#include "finding.h"
 #include "onnxfuse/error.h"
 #include "rewrite/fold_batchnorm.h"
 #include "fuse/greedy_fuser.h"
@@ -31,13 +30,9 @@
 #include "report/report.h"
 
 using namespace onnxfuse;
+using fuzz::Finding;
 
 namespace {
-
-[[noreturn]] void Finding(const char* what, const char* message) {
-  std::fprintf(stderr, "FINDING: %s: %s\n", what, message);
-  std::abort();
-}
 
 void FuseAndWrite(const Graph& graph, const FusionPlan& plan) {
   ValidateFusionPlan(graph, plan);
@@ -77,12 +72,6 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  try {
-    RunPipeline(data, size);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) Finding("internal error (exit code 70)", e.what());
-  } catch (const std::exception& e) {
-    Finding("unexpected exception", e.what());
-  }
+  fuzz::RunOneInput([&] { RunPipeline(data, size); });
   return 0;
 }

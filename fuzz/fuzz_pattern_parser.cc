@@ -7,15 +7,13 @@
 // pattern file is user input, so one that parses must fuse into a model that
 // passes the checker, or be refused with a message.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <string>
 #include <vector>
 
 #include <onnx/defs/parser.h>
 #include <spdlog/spdlog.h>
 
+#include "finding.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
 #include "write/onnx_writer.h"
@@ -23,6 +21,7 @@
 #include "fuse/pattern_fuser.h"
 
 using namespace onnxfuse;
+using fuzz::Finding;
 
 namespace {
 
@@ -44,11 +43,6 @@ const char* const kModel = R"(
     z = Tanh (h)
   })";
 
-[[noreturn]] void Finding(const char* what, const char* message) {
-  std::fprintf(stderr, "FINDING: %s: %s\n", what, message);
-  std::abort();
-}
-
 const Graph& FixedGraph() {
   static const Graph graph = [] {
     onnx::ModelProto model;
@@ -67,18 +61,14 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  try {
+  fuzz::RunOneInput([&] {
     std::vector<Pattern> patterns = ParsePatterns(std::string(reinterpret_cast<const char*>(data), size), "fuzz.onnxtxt");
-    if (patterns.empty()) return 0;
+    if (patterns.empty()) return;
     const Graph& graph = FixedGraph();
     FusionPlan plan = FuseByPatterns(graph, patterns, FuserOptions{});
     ValidateFusionPlan(graph, plan);
     FusedModel fused = BuildFusedModel(graph, plan);
     CheckFusedModel(fused.model);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) Finding("internal error (exit code 70)", e.what());
-  } catch (const std::exception& e) {
-    Finding("unexpected exception", e.what());
-  }
+  });
   return 0;
 }

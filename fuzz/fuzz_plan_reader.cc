@@ -16,14 +16,12 @@
 #include <zlib.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "finding.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse/tensor_io.h"
@@ -31,11 +29,6 @@
 using namespace onnxfuse;
 
 namespace {
-
-[[noreturn]] void Finding(const char* what, const char* message) {
-  std::fprintf(stderr, "FINDING: %s: %s\n", what, message);
-  std::abort();
-}
 
 void RunPlan(const std::uint8_t* data, std::size_t size) {
   std::vector<std::uint8_t> bytes(data, data + size);
@@ -58,12 +51,6 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  try {
-    RunPlan(data, size);
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kInternal) Finding("internal error (exit code 70)", e.what());
-  } catch (const std::exception& e) {
-    Finding("unexpected exception", e.what());
-  }
+  fuzz::RunOneInput([&] { RunPlan(data, size); });
   return 0;
 }
