@@ -52,6 +52,15 @@ def _all_steps(steps):
                 yield from _all_steps(br)
 
 
+def _step_count(recipe):
+    return sum(1 for _ in _all_steps(recipe["steps"]))
+
+
+def _step_at(recipe, idx):
+    """The idx-th step in _all_steps' order: the same step in a deep copy of the recipe."""
+    return list(_all_steps(recipe["steps"]))[idx]
+
+
 def _simpler(field, cur):
     cands = SIMPLER.get(field, [])
     if field == "form":
@@ -146,16 +155,15 @@ class Shrinker:
     def replace_steps(self, best):
         """A composite or unusual step replaced by Relu, Neg, Add or Mul of a scalar."""
         improved = None
-        n = sum(1 for _ in _all_steps(best["steps"]))
-        for idx in range(n):
-            st = list(_all_steps(best["steps"]))[idx]
+        for idx in range(_step_count(best)):
+            st = _step_at(best, idx)
             if st["op"] not in COMPOSITE:
                 continue
             for rep in REPLACE:
                 if all(st.get(k) == v for k, v in rep.items()):
                     break      # already this simple; later stand-ins are not simpler
                 cand = copy.deepcopy(best)
-                target = list(_all_steps(cand["steps"]))[idx]
+                target = _step_at(cand, idx)
                 seed = target.get("s", 0)
                 target.clear()
                 target.update(rep, s=seed)
@@ -185,15 +193,14 @@ class Shrinker:
 
     def simplify(self, best):
         improved = None
-        n = sum(1 for _ in _all_steps(best["steps"]))
-        for idx in range(n):
-            st = list(_all_steps(best["steps"]))[idx]
+        for idx in range(_step_count(best)):
+            st = _step_at(best, idx)
             fields = [f for f in SIMPLER if f in st or (f == "round" and st.get("op") == "bin")
                       or (f == "round_w" and st.get("op") in ("conv", "convT", "gemm", "matmul"))]
             for field in fields:
                 for v in _simpler(field, st.get(field)):
                     cand = copy.deepcopy(best)
-                    list(_all_steps(cand["steps"]))[idx][field] = v
+                    _step_at(cand, idx)[field] = v
                     if self.test(cand):
                         best = improved = cand
                         break
