@@ -82,6 +82,14 @@ std::string ChainText(const std::vector<std::string>& ops, const std::string& di
   return text + "}\n";
 }
 
+std::string LayerNormText(const std::string& in, const std::string& gamma, const std::string& beta,
+                          const std::string& out) {
+  return "  m = ReduceMean <axes = [-1]> (" + in + ")\n  d = Sub (" + in + ", m)\n"
+         "  two = Constant <value = float {2}> ()\n  p = Pow (d, two)\n  v = ReduceMean <axes = [-1]> (p)\n"
+         "  eps = Constant <value = float {1e-5}> ()\n  ve = Add (v, eps)\n  s = Sqrt (ve)\n  n = Div (d, s)\n"
+         "  a = Mul (n, " + gamma + ")\n  " + out + " = Add (a, " + beta + ")\n";
+}
+
 std::string GeluText(const std::string& in, const std::string& out, const std::string& half,
                      const std::string& prefix) {
   const std::string k = prefix + "k", d = prefix + "d", e = prefix + "e", one = prefix + "one", a = prefix + "a",

@@ -46,6 +46,14 @@ Graph GraphFromText(const std::string& text, const LoadOptions& options = {});
 std::string ChainText(const std::vector<std::string>& ops, const std::string& dims = "4", int opset = 13,
                       int ir_version = 8, const std::vector<std::size_t>& also_outputs = {});
 
+/// torch's F.layer_norm over the last axis as exported at opset 13, as lines
+/// of a graph body in ONNX text: out = (in - mean) / sqrt(var + 1e-5) * gamma
+/// + beta (nodes in this order: ReduceMean, Sub, Constant, Pow, ReduceMean,
+/// Constant, Add, Sqrt, Div, Mul, Add). It names its values m, d, two, p, v,
+/// eps, ve, s, n and a.
+std::string LayerNormText(const std::string& in, const std::string& gamma, const std::string& beta,
+                          const std::string& out);
+
 /// torch's nn.GELU in its erf form, as lines of a graph body in ONNX text:
 /// out = in * (Erf(in / sqrt 2) + 1) * half, the three numbers Constant
 /// nodes (nodes in this order: Constant, Div, Erf, Constant, Add, Mul,

@@ -34,25 +34,7 @@ g (float[1,4,8] x, float[1,16,5,5] z) => (float[1,4,8] y, float[1,16,5,5] e)
   <float[8] g0 = {1, 2, 3, 4, 5, 6, 7, 8}, float[8] b0 = {0.5, 0, 0, 0, 0, 0, 0, -0.5},
    float[4,16,1,1] w1 = {)" + list(64, 0.5f, 2) + R"(}, float[4] b1 = {)" + list(4, 0.3f, 3) + R"(},
    float[16,4,1,1] w2 = {)" + list(64, 0.6f, 4) + R"(}, float[16] b2 = {)" + list(16, 0.4f, 5) + R"(}> {
-  m = ReduceMean <axes = [-1]> (x)
-  d = Sub (x, m)
-  two = Constant <value = float {2}> ()
-  p = Pow (d, two)
-  v = ReduceMean <axes = [-1]> (p)
-  eps = Constant <value = float {1e-5}> ()
-  ve = Add (v, eps)
-  s = Sqrt (ve)
-  n = Div (d, s)
-  a = Mul (n, g0)
-  ln = Add (a, b0)
-  sqrt2 = Constant <value = float {1.4142135}> ()
-  q = Div (ln, sqrt2)
-  r = Erf (q)
-  one = Constant <value = float {1}> ()
-  t = Add (r, one)
-  u = Mul (ln, t)
-  half = Constant <value = float {0.5}> ()
-  y = Mul (u, half)
+)" + test::LayerNormText("x", "g0", "b0", "ln") + test::GeluText("ln", "y", "0.5", "gelu_") + R"(
   pool = GlobalAveragePool (z)
   c1 = Conv <kernel_shape = [1, 1]> (pool, w1, b1)
   h = Relu (c1)
@@ -155,14 +137,7 @@ TEST_CASE("a Gelu named by the library is lowered as one step where the recogniz
   // named by the library, it is one gelu step whatever else reads x.
   const Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[2,24] x) => (float[2,24] y) {
-  sqrt2 = Constant <value = float {1.4142135}> ()
-  q = Div (x, sqrt2)
-  r = Erf (q)
-  one = Constant <value = float {1}> ()
-  t = Add (r, one)
-  u = Mul (x, t)
-  half = Constant <value = float {0.5}> ()
-  gelu = Mul (u, half)
+)" + test::GeluText("x", "gelu") + R"(
   y = Add (gelu, x)
 }
 )");
