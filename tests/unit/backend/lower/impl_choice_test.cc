@@ -79,24 +79,23 @@ TEST_CASE("replaying a plan, ChooseImpl takes the stored implementation when it 
   const auto desc = DepthwiseDesc();
   const std::vector<std::string> candidates = Candidates(backend::Builder(graph, true, engine), desc);
   INFO(candidates.size() << " candidates");
-  for (const std::string& stored : candidates) {
-    INFO("stored " << stored);
+  // What ChooseImpl takes when replaying a plan that stored `stored`.
+  auto replayed = [&](const std::string& stored) {
     backend::PackedConstants replay;
     replay.replay = true;
     replay.implementations[kKey] = stored;
     backend::Builder b(graph, true, engine, &replay);
     const dnnl::convolution_forward::primitive_desc pd(desc, b.Attr(), b.engine);
-    CHECK(backend::ChooseImpl(b, pd, "conv", kKey, kArgs).impl_info_str() == stored);
+    return backend::ChooseImpl(b, pd, "conv", kKey, kArgs).impl_info_str();
+  };
+  for (const std::string& stored : candidates) {
+    INFO("stored " << stored);
+    CHECK(replayed(stored) == stored);
   }
   // A stored name that is no candidate here (a slow kernel, another CPU's) is not taken.
   for (const std::string stored : {"ref:any", "jit_dw:no_such_isa"}) {
     INFO("stored " << stored);
-    backend::PackedConstants replay;
-    replay.replay = true;
-    replay.implementations[kKey] = stored;
-    backend::Builder b(graph, true, engine, &replay);
-    const dnnl::convolution_forward::primitive_desc pd(desc, b.Attr(), b.engine);
-    const std::string impl = backend::ChooseImpl(b, pd, "conv", kKey, kArgs).impl_info_str();
+    const std::string impl = replayed(stored);
     CHECK(std::find(candidates.begin(), candidates.end(), impl) != candidates.end());
   }
 }
