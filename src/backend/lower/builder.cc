@@ -249,16 +249,10 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
   step.args = std::move(args);
   step.scratchpad = pd.scratchpad_desc();
   step.impl = pd.impl_info_str();
-  step.kind = std::move(kind);
-  step.label = std::move(label);
-  step.layout = LayoutString(dst_md);
-  step.group = group;
-  step.pattern = group_pattern;
-  spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
-  if (fuse && IsSlowImpl(step.kind, step.impl))
-    spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", step.kind, step.label,
+  if (fuse && IsSlowImpl(kind, step.impl))
+    spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", kind, label,
                  step.impl.rfind("ref", 0) == 0 ? "reference" : "gemm", step.impl);
-  steps.push_back(std::move(step));
+  Push(std::move(step), std::move(kind), std::move(label), dst_md);
 }
 
 void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
@@ -273,6 +267,10 @@ void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::p
   step.args = std::move(args);
   if (scratch_bytes > 0) step.scratchpad = dnnl::memory::desc({scratch_bytes}, dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
   step.impl = std::move(impl);
+  Push(std::move(step), std::move(kind), std::move(label), dst_md);
+}
+
+void Builder::Push(Step step, std::string kind, std::string label, const dnnl::memory::desc& dst_md) {
   step.kind = std::move(kind);
   step.label = std::move(label);
   step.layout = LayoutString(dst_md);

@@ -224,6 +224,10 @@ class Builder {
   std::vector<bool> absorbed;
 
  private:
+  /// Names `step` (kind, label, destination layout, the current group and
+  /// pattern), logs it and appends it: what Emit and EmitCustom share.
+  void Push(Step step, std::string kind, std::string label, const dnnl::memory::desc& dst_md);
+
   PackedConstants* packed_;
   Graph* releasable_;
   std::vector<std::optional<Tensor>> consts_;
