@@ -8,8 +8,8 @@ it (`run --json`, whose steps name the group that emitted them and its
 library pattern), then checks:
   - every group the report names with a pattern (rule "pattern:<name>") is
     executed by at least one step, and every step of it carries that pattern;
-    a pattern with a kernel of its own (Gelu, LayerNormalization, the SE*)
-    runs it;
+    a pattern with a kernel of its own (Gelu, LayerNormalization, the SE*;
+    MatMulAddGelu's Gelu) runs it;
   - every step's group is a group of the report (a fused group, or a node left
     alone, which the report lists under not_fused), with that group's pattern
     or none; steps outside any group are only copies (reorders) of graph outputs.
@@ -25,10 +25,11 @@ import sys
 
 PREFIX = "pattern:"
 # The step kind of the patterns the backend lowers by name with a kernel of
-# their own (src/backend/lower/pattern_lowerings.h).
+# their own (src/backend/lower/pattern_lowerings.h). MatMulAddGelu's MatMul and
+# Add run as a matmul step (or a split of it), its Gelu, named, as our kernel.
 OWN_KERNEL = {"Gelu": "gelu", "LayerNormalization": "layer_norm", "SEReluSigmoid": "squeeze_excite",
               "SEReluHardSigmoid": "squeeze_excite", "SESiLUSigmoid": "squeeze_excite",
-              "SESiLUHardSigmoid": "squeeze_excite"}
+              "SESiLUHardSigmoid": "squeeze_excite", "MatMulAddGelu": "gelu"}
 
 
 def run(cmd, out_path):
@@ -95,6 +96,16 @@ def self_test(report, run_json):
         t = copy.deepcopy(run_json)
         t["steps"] = [s for s in t["steps"] if s["group"] != steps[i]["group"]]
         tampered.append(("a pattern group's steps dropped", t))
+    # Each pattern with a kernel of its own, its first group run as if op by op.
+    for pattern, kind in sorted(OWN_KERNEL.items()):
+        own = [s for s in steps if s["pattern"] == pattern and s["kind"] == kind]
+        if not own:
+            continue
+        t = copy.deepcopy(run_json)
+        for s in t["steps"]:
+            if s["group"] == own[0]["group"] and s["kind"] == kind:
+                s["kind"] = "eltwise"
+        tampered.append((f"a {pattern} group without its {kind} step", t))
     for what, t in tampered:
         if not disagreements(report, t):
             sys.exit(f"FAIL self-test: the checker accepts a run with {what}")

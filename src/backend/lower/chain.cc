@@ -143,8 +143,20 @@ bool AttachBinary(Builder& b, Chain& chain, const Node& node) {
   return true;
 }
 
-// Absorbs `id` into the chain when it only extends the chain's output.
-bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group) {
+// The Gelu of a named group (NamedPattern::gelu) when `div` is its Div and
+// nothing else reads the Div's input x, the chain's output: the Gelu kernel
+// overwrites x in place (Flush). Absorbs its nodes; nullopt, with nothing done,
+// otherwise. The library matched the nodes; this is the in-place condition only.
+std::optional<ValueId> TakeNamedGelu(Builder& b, const NamedPattern& named, const Node& div) {
+  if (named.gelu.empty() || named.gelu.front() != &div) return std::nullopt;
+  if (b.graph.value(div.inputs[0]).consumers.size() != 2) return std::nullopt;  // the Div and the Mul
+  Absorb(b, named.gelu);
+  return named.gelu.back()->outputs[0];
+}
+
+// Absorbs `id` into the chain when it only extends the chain's output; a Gelu
+// is found by MatchGelu, or for a group a library pattern named (`named`), by name.
+bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group, const NamedPattern* named) {
   const Node& node = b.graph.node(id);
   const Node& anchor = b.graph.node(chain.anchor);
   if (!node.domain.empty() || b.graph.value(chain.out).is_graph_output || chain.post_ops.size() + 2 > kMaxPostOps)
@@ -159,12 +171,13 @@ bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& g
     if (extend) chain.norm_relu = true;
   } else if (node.op_type == "BatchNormalization") {
     extend = sole_use && node.inputs[0] == chain.out && FoldBatchNorm(b, chain, node);
-  } else if (node.op_type == "Div" && !sole_use && node.inputs[0] == chain.out && MatchGelu(b, chain.out, false)) {
-    // Gelu's decomposition reads x twice (Div and the Mul): taken whole.
-    const ValueId gelu = *MatchGelu(b, chain.out, true);  // consumes the pattern's nodes
+  } else if (node.op_type == "Div" && !sole_use && node.inputs[0] == chain.out) {
+    // Gelu's decomposition reads x twice (Div and the Mul): taken whole, its nodes consumed.
+    const std::optional<ValueId> gelu = named ? TakeNamedGelu(b, *named, node) : MatchGelu(b, chain.out, true);
+    if (!gelu) return false;
     chain.post_ops.push_back(PostOp{Kind::kEltwise, dnnl::algorithm::eltwise_gelu_erf, 0, 0, kNoValue, {}});
     chain.members.push_back(id);
-    chain.out = gelu;
+    chain.out = *gelu;
     return true;
   } else if (IsBinaryOp(node.op_type)) {
     extend = sole_use && AttachBinary(b, chain, node);
@@ -201,9 +214,9 @@ bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& g
 }
 
 // TryAttach, recording which member each new post-op comes from.
-bool Attach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group) {
+bool Attach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group, const NamedPattern* named) {
   const std::size_t first_op = chain.post_ops.size(), member = chain.members.size();
-  if (!TryAttach(b, chain, id, group)) return false;
+  if (!TryAttach(b, chain, id, group, named)) return false;
   for (std::size_t i = first_op; i < chain.post_ops.size(); ++i) chain.post_ops[i].member = member;
   MergeLinearSteps(chain.post_ops);
   return true;
@@ -334,7 +347,7 @@ bool RecognizePattern(Builder& b, NodeId id) {
 
 }  // namespace
 
-void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const PatternStart& start) {
+void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern* named) {
   std::optional<Chain> chain;
   for (NodeId id : nodes) {
     if (b.absorbed[id]) continue;
@@ -348,9 +361,9 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const PatternStart
     // input becomes an activation, so that every lowering finds one.
     if (!node.inputs.empty() && node.inputs[0] != kNoValue && !b.IsAct(node.inputs[0]) && AllInputsConst(b, node))
       b.ConstAsAct(node.inputs[0], node);
-    if (chain && b.fuse && Attach(b, *chain, id, nodes)) continue;
+    if (chain && b.fuse && Attach(b, *chain, id, nodes, named)) continue;
     if (chain) Flush(b, *chain), chain.reset();
-    if (b.fuse && (start ? start(b, id) : RecognizePattern(b, id))) continue;
+    if (b.fuse && (named ? named->start && named->start(b, id) : RecognizePattern(b, id))) continue;
     // Their uses are consumed where the product is used.
     if (DeferChannelScale(b, id) || DeferScalarScale(b, id)) continue;
     if (StartsChain(b, node)) {

@@ -74,12 +74,26 @@ struct Chain {
 /// pattern it starts, absorbing them; false, with nothing done, when it does not.
 using PatternStart = std::function<bool(Builder& b, NodeId id)>;
 
+/// What the name of the library pattern that fused a group tells LowerGroup
+/// (backend/lower/pattern_lowerings.h gives it by pattern name).
+struct NamedPattern {
+  /// Offered each member that starts no chain (may be empty).
+  PatternStart start;
+  /// The pattern's Gelu (erf) decomposition, when it ends in one: its Div,
+  /// Erf, Add, Mul, Mul, in that order (MatMulAddGelu); else empty.
+  std::vector<const Node*> gelu;
+};
+
 /// Lowers one fusion group (members in topological order); `fuse` off: one chain per node.
-/// In fused mode each member that starts no chain is offered to `start`, or, when
-/// `start` is empty, to the recognizers of LayerNormalization, Gelu and
-/// squeeze-and-excitation (TryLayerNorm, MatchGelu, TrySqueezeExcite), before
-/// its op's own lowering (backend/lower/pattern_lowerings.h gives `start` by pattern name).
-void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const PatternStart& start = {});
+/// In fused mode, for a group no library pattern named (`named` null), each
+/// member that starts no chain is offered to the recognizers of
+/// LayerNormalization, Gelu and squeeze-and-excitation (TryLayerNorm,
+/// MatchGelu, TrySqueezeExcite) before its op's own lowering, and a chain
+/// takes a Gelu decomposition of its output that MatchGelu finds as a Gelu
+/// post-op. For a named group, no recognizer runs: such members are offered to
+/// `named->start`, and a chain takes `named->gelu` when its Div reads the
+/// chain's output and nothing but that Div and the Gelu's first Mul reads it.
+void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern* named = nullptr);
 
 /// "Conv+BatchNormalization+Relu": the chain's node names joined, for step labels.
 std::string ChainLabel(const Builder& b, const Chain& chain);

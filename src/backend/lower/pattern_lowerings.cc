@@ -26,14 +26,23 @@ struct PatternLowering {
   std::vector<std::string> ops;  ///< op types of the computing members, in order
   std::size_t entry = 0;         ///< index in `ops` of the member it starts at
   Lowering lower = nullptr;
+  /// The pattern ends in the Gelu decomposition (its last kGeluNodes ops),
+  /// which a chain before it in the group takes as its post-op
+  /// (NamedPattern::gelu; the Gelu pattern's own group has no such chain).
+  bool gelu_tail = false;
 };
 
+// Div(x, sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5) (patterns/gelu.onnxtxt).
+constexpr std::ptrdiff_t kGeluNodes = 5;
+
 bool LowerGelu(Builder& b, const Members& m, NodeId) {
-  // Div(x, sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5) (patterns/gelu.onnxtxt).
-  const Node& div = *m[0];
+  // The pattern's last kGeluNodes members, entered at their Div: the Gelu
+  // pattern's own, or what a chain did not take of MatMulAddGelu's.
+  const Members gelu(m.end() - kGeluNodes, m.end());
+  const Node& div = *gelu.front();
   if (!b.IsAct(div.inputs[0])) return false;
-  Absorb(b, m);
-  EmitGeluKernel(b, div, m.back()->outputs[0]);
+  Absorb(b, gelu);
+  EmitGeluKernel(b, div, gelu.back()->outputs[0]);
   return true;
 }
 
@@ -72,7 +81,10 @@ bool LowerSqueezeExcite(Builder& b, const Members& m, NodeId) {
 
 const std::map<std::string, PatternLowering>& Table() {
   static const std::map<std::string, PatternLowering> table = {
-      {"Gelu", {{"Div", "Erf", "Add", "Mul", "Mul"}, 0, LowerGelu}},
+      {"Gelu", {{"Div", "Erf", "Add", "Mul", "Mul"}, 0, LowerGelu, true}},
+      // The MatMul and Add start a chain as in any group; it takes the Gelu
+      // by name (NamedPattern::gelu), else LowerGelu runs at the Div.
+      {"MatMulAddGelu", {{"MatMul", "Add", "Div", "Erf", "Add", "Mul", "Mul"}, 2, LowerGelu, true}},
       {"LayerNormalization",
        {{"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}, 0, LowerLayerNorm}},
       {"SEReluSigmoid", {{"GlobalAveragePool", "Conv", "Relu", "Conv", "Sigmoid", "Mul"}, 1, LowerSqueezeExcite}},
@@ -115,11 +127,14 @@ void LowerGroupByPattern(Builder& b, const std::vector<NodeId>& nodes, const std
   const PatternLowering& lowering = it->second;
   const Node* entry = members[lowering.entry];
   bool tried = false;
-  LowerGroup(b, nodes, [&](Builder& builder, NodeId id) {
+  NamedPattern named;
+  named.start = [&](Builder& builder, NodeId id) {
     if (tried || &builder.graph.node(id) != entry) return false;
     tried = true;
     return lowering.lower(builder, members, id);
-  });
+  };
+  if (lowering.gelu_tail) named.gelu.assign(members.end() - kGeluNodes, members.end());
+  LowerGroup(b, nodes, &named);
 }
 
 }  // namespace onnxfuse::backend

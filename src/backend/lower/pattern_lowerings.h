@@ -15,14 +15,21 @@
 //                        swish, Conv, gate) as one "squeeze_excite" step
 //                        (EmitSqueezeExcite); the GlobalAveragePool before it
 //                        and the gating Mul after it as any other node
+//   MatMulAddGelu        the MatMul and the bias Add as a chain, as in any
+//                        group, which takes the Gelu's five nodes, known by
+//                        name (NamedPattern::gelu, backend/lower/chain.h), as
+//                        its Gelu post-op: the matmul step, then one "gelu"
+//                        step of our kernel in place on its destination (as
+//                        the chain did for the Gelu MatchGelu found); where
+//                        the chain does not take it, at the Div, as Gelu
 // The rest of such a group, and a group whose lowering refuses (a limit of the
 // backend's kernels: a ReduceMean that drops the axis, a Conv not on a 1x1
 // map, ...), goes through the chain lowering without the recognizers.
-// Groups of other patterns (ConvBnRelu, MatMulAddGelu, ...) and groups no
-// pattern named (the postdom and greedy strategies) are lowered by LowerGroup
-// as they are, the recognizers included (TryLayerNorm, MatchGelu,
-// TrySqueezeExcite; and TryConcatNorm, whose Concat -> BatchNormalization no
-// library pattern names).
+// Groups of other patterns (ConvBnRelu, MatMulAdd, ...) and groups no pattern
+// named (the postdom and greedy strategies) are lowered by LowerGroup as they
+// are, the recognizers included (TryLayerNorm, MatchGelu, TrySqueezeExcite;
+// and TryConcatNorm, whose Concat -> BatchNormalization no library pattern
+// names).
 #pragma once
 
 #include <string>

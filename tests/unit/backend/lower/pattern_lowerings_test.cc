@@ -45,6 +45,25 @@ g (float[1,4,8] x, float[1,16,5,5] z) => (float[1,4,8] y, float[1,16,5,5] e)
 )";
 }
 
+// The first half of a transformer MLP as torch exports it: x [1, 4, 8] ->
+// MatMul(x, W [8, 16]) -> Add(B [16], .) -> Gelu (decomposed, Erf's 1 written
+// as `one`) -> y [1, 4, 16]; with `residual`, z = y + h reads the Gelu's input
+// h a third time. Nodes, named by the loader: MatMul_0, Add_1, Div_3, Erf_4,
+// Add_6, Mul_7, Mul_9 (Add_10).
+std::string MlpModel(const std::string& one, bool residual) {
+  std::string gelu = test::GeluText("h", "y");
+  gelu.replace(gelu.find("{1.0}"), 5, "{" + one + "}");  // std::out_of_range when GeluText no longer writes it
+  return R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,8] x) => (float[1,4,16] )" + std::string(residual ? "z" : "y") + R"()
+  <float[8,16] w = )" + test::FloatList(test::Floats(128, 0.4f, 6)) + R"(, float[16] bias = )" +
+         test::FloatList(test::Floats(16, 0.5f, 7)) + R"(> {
+  mm = MatMul (x, w)
+  h = Add (bias, mm)
+)" + gelu + (residual ? "  z = Add (y, h)\n" : "") + "}\n";
+}
+
+Tensor MlpInput() { return test::TensorFrom({1, 4, 8}, [](std::int64_t i) { return 3 * test::Wave(i); }, "x"); }
+
 std::vector<Tensor> Inputs() {
   return {test::TensorFrom({1, 4, 8}, [](std::int64_t i) { return test::Wave(i); }, "x"),
           test::TensorFrom({1, 16, 5, 5}, [](std::int64_t i) { return test::Wave(7 * i + 3); }, "z")};
@@ -120,7 +139,7 @@ TEST_CASE("every pattern lowered by name is a pattern of the library", "[pattern
   std::set<std::string> library;
   for (const Pattern& p : LoadPatternDir(BuiltinPatternDir())) library.insert(p.function.name());
   const std::vector<std::string> names = backend::PatternLoweringNames();
-  CHECK(names.size() == 6);
+  CHECK(names.size() == 7);
   for (const std::string& name : names) {
     INFO(name);
     CHECK(library.count(name) == 1);
@@ -155,4 +174,69 @@ g (float[2,24] x) => (float[2,24] y) {
   CHECK(count(recognized, "gelu") == 0);
   test::CheckClose(named.Run({x}).at(0), expected, 1e-5);
   test::CheckClose(recognized.Run({x}).at(0), expected, 1e-5);
+}
+
+TEST_CASE("a MatMulAddGelu named by the library is its chain and the Gelu taken by name, as the recognizer lowers it",
+          "[pattern_lowerings]") {
+  const Graph graph = test::GraphFromText(MlpModel("1", false));
+  const FusionPlan by_pattern = FuseByPatterns(graph, LoadPatternDir(BuiltinPatternDir()), {});
+  ExecutablePlan plan = ExecutablePlan::Compile(graph, by_pattern);
+  // The matmul takes the bias; our Gelu kernel runs in place on its destination.
+  const std::vector<std::string> expected_steps = {"matmul MatMul_0+Add", "gelu Div_3+Gelu"};
+  CHECK(KindsAndLabels(plan) == expected_steps);
+  for (const ScheduleStep& s : plan.Schedule()) {
+    INFO(s.kind << " " << s.label);
+    CHECK(s.pattern == "MatMulAddGelu");
+    CHECK(s.group == plan.Schedule().front().group);
+  }
+  ExecutablePlan recognized = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}));
+  CHECK(KindsAndLabels(recognized) == expected_steps);
+  // In place: two activation buffers, x [1, 4, 8] and the matmul's destination [1, 4, 16].
+  CHECK(plan.stats().buffer_bytes_total == (4 * 8 + 4 * 16) * 4);
+  CHECK(recognized.stats().buffer_bytes_total == plan.stats().buffer_bytes_total);
+  const Tensor y = plan.Run({MlpInput()}).at(0);
+  const Tensor unfused = ExecutablePlan::Compile(graph, by_pattern, CompileOptions{false}).Run({MlpInput()}).at(0);
+  test::CheckClose(y, std::vector<double>(unfused.data.begin(), unfused.data.end()), 1e-5);
+  CHECK(y.data == recognized.Run({MlpInput()}).at(0).data);
+}
+
+TEST_CASE("a MatMulAddGelu named by the library takes its Gelu by name where MatchGelu refuses it",
+          "[pattern_lowerings]") {
+  // Erf's 1 written as 1.00005: within the library's tolerance for a pattern
+  // constant (relative 1e-4), beyond MatchGelu's (absolute 1e-6). The library
+  // decides: named, the chain takes the Gelu; the post-dominator groups, left
+  // to MatchGelu, run the decomposition op by op.
+  const Graph graph = test::GraphFromText(MlpModel("1.00005", false));
+  const FusionPlan by_pattern = FuseByPatterns(graph, LoadPatternDir(BuiltinPatternDir()), {});
+  ExecutablePlan named = ExecutablePlan::Compile(graph, by_pattern);
+  CHECK(KindsAndLabels(named) == std::vector<std::string>{"matmul MatMul_0+Add", "gelu Div_3+Gelu"});
+  CHECK(named.stats().buffer_bytes_total == (4 * 8 + 4 * 16) * 4);  // taken by the chain: in place
+  ExecutablePlan recognized = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}));
+  for (const std::string& step : KindsAndLabels(recognized)) CHECK(step.rfind("gelu ", 0) != 0);
+  // Our kernel's Gelu has Erf's 1 exact: 0.5 h 5e-5 apart at most, |h| < 4 here.
+  const Tensor unfused = ExecutablePlan::Compile(graph, by_pattern, CompileOptions{false}).Run({MlpInput()}).at(0);
+  const std::vector<double> expected(unfused.data.begin(), unfused.data.end());
+  test::CheckClose(named.Run({MlpInput()}).at(0), expected, 1e-4);
+  test::CheckClose(recognized.Run({MlpInput()}).at(0), expected, 1e-5);
+}
+
+TEST_CASE("a MatMulAddGelu name on a group whose Gelu input is read outside it runs the Gelu out of place",
+          "[pattern_lowerings]") {
+  // A plan file could name this group MatMulAddGelu (its ops fit) though the
+  // residual Add_10 reads h too, which the library refuses. The chain's Gelu
+  // overwrites its input in place, so it does not take it: the matmul step,
+  // then the Gelu kernel into a buffer of its own, and Add_10 reads h intact.
+  const Graph graph = test::GraphFromText(MlpModel("1", true));
+  FusionPlan plan = test::PlanGrouping(
+      graph, {{"MatMul_0", "Add_1", "Constant_2", "Div_3", "Erf_4", "Constant_5", "Add_6", "Mul_7", "Constant_8", "Mul_9"}});
+  plan.groups.at(static_cast<std::size_t>(plan.group_of.at(0))).pattern_name = "MatMulAddGelu";
+  ExecutablePlan forged = ExecutablePlan::Compile(graph, plan);
+  const std::vector<std::string> steps = KindsAndLabels(forged);
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0] == "matmul MatMul_0+Add");
+  CHECK(steps[1] == "gelu Div_3+Gelu");
+  CHECK(forged.stats().buffer_bytes_total > (4 * 8 + 4 * 16) * 4);  // not in place
+  const Tensor z = forged.Run({MlpInput()}).at(0);
+  const Tensor unfused = ExecutablePlan::Compile(graph, plan, CompileOptions{false}).Run({MlpInput()}).at(0);
+  test::CheckClose(z, std::vector<double>(unfused.data.begin(), unfused.data.end()), 1e-5);
 }
