@@ -28,11 +28,19 @@
 // producer chose and a reorder is inserted only where a consumer needs a
 // different one. Weights are reordered once, at compile time. All activations
 // live in one arena whose offsets are planned from buffer lifetimes
-// (src/backend/runtime/arena.h). Graph inputs and outputs are plain row-major float32.
+// (src/backend/runtime/arena.h). Graph inputs and outputs are plain row-major.
+//
+// Element types: float32, float16 and float64 values are held and computed as
+// float32 (float16 results are rounded to half precision where a host step
+// computes them); int64, int32, int16, int8, uint64, uint32, uint16, uint8 and
+// bool values as int64 (bool 0/1), computed by host steps
+// (src/backend/lower/host_step.h): integer and bool tensors computed at run
+// time (shape arithmetic, indices, masks), and float ops no primitive covers.
+// Inputs and outputs are Tensors in that storage (tensor_io.h), typed with the
+// graph's element types.
 //
 // Shapes are static: every graph input dim must be known (symbolic dims are
-// pinned with LoadOptions::input_shapes, otherwise taken as 1). Float32 graph
-// inputs only; integer constants are fine. Slow implementations (oneDNN's
+// pinned with LoadOptions::input_shapes, otherwise taken as 1). Slow implementations (oneDNN's
 // reference `ref:` kernels, gemm-based convolutions) are avoided in fused mode:
 // when an anchor gets one only because of some of its post-ops (or cannot be
 // created with them), its chain is split: the anchor keeps the longest prefix

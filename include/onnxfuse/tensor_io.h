@@ -2,10 +2,12 @@
 //
 // Files follow the ONNX backend-test layout (onnx/backend/test/data/node/*/
 // test_data_set_0): DIR/input_0.pb, input_1.pb, ... and output_0.pb, ...,
-// each one serialized onnx.TensorProto. Reading accepts float32 (raw_data or
-// float_data), float16, double, int32 and int64 tensors; float-like types are
-// converted to float32, integer types to int64. Writing stores float32 and
-// int64 as raw_data (little-endian, the ONNX spec's byte order).
+// each one serialized onnx.TensorProto. Reading accepts float32, float16,
+// double, int64, int32, int16, int8, uint64, uint32, uint16, uint8 and bool
+// tensors (raw_data or the typed field); their values are held widened
+// (storage types below) and the ONNX type is kept in Tensor::data_type.
+// Writing stores the values narrowed back to data_type as raw_data
+// (little-endian, the ONNX spec's byte order).
 #pragma once
 
 #include <cstdint>
@@ -16,23 +18,37 @@
 
 namespace onnxfuse {
 
+/// The storage type of an ONNX element type (TensorProto::DataType): FLOAT for
+/// FLOAT, FLOAT16 and DOUBLE (computed in float32); INT64 for every integer
+/// type and BOOL (0 or 1); UNDEFINED (0) for the types onnx-fuse cannot hold
+/// (STRING, complex, bfloat16, ...).
+std::int32_t StorageTypeOf(std::int32_t data_type);
+
 /// A dense, row-major host tensor. Exactly one of `data` / `int_data` holds the
 /// elements: `data` when elem_type is FLOAT, `int_data` when it is INT64.
 struct Tensor {
   std::string name;
-  std::int32_t elem_type = onnx::TensorProto::FLOAT;  ///< FLOAT or INT64
+  std::int32_t elem_type = onnx::TensorProto::FLOAT;  ///< the storage type: FLOAT or INT64
+  /// The ONNX element type the values stand for (FLOAT16, BOOL, INT32, ...),
+  /// whose StorageTypeOf is elem_type; 0: elem_type itself. Files are written
+  /// in this type.
+  std::int32_t data_type = 0;
   std::vector<std::int64_t> dims;
   std::vector<float> data;
   std::vector<std::int64_t> int_data;
 
   std::int64_t NumElements() const;
+  /// data_type, or elem_type when data_type is unset.
+  std::int32_t DataType() const { return data_type != 0 ? data_type : elem_type; }
 };
 
-/// Converts a TensorProto (raw or typed fields; FLOAT, FLOAT16, DOUBLE, INT32,
-/// INT64, INT8, UINT8, BOOL) into a Tensor. `where` names the source in messages.
+/// Converts a TensorProto (raw or typed fields; the types listed above) into a
+/// Tensor (data_type: the proto's). `where` names the source in messages.
 /// Throws Error(kUnsupported) for other types or external data, Error(kInvalidModel)
 /// when the byte count does not match the dims.
 Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& where);
+/// The tensor as raw_data of its DataType(): float values rounded to FLOAT16 or
+/// widened to DOUBLE, integers wrapped to the type's width, BOOL as 0/1.
 onnx::TensorProto TensorToProto(const Tensor& tensor);
 
 /// Reads one serialized TensorProto. Throws Error(kIo) / Error(kInvalidModel).
@@ -51,9 +67,11 @@ void WriteTensorDir(const std::string& dir, const std::vector<Tensor>& tensors, 
 /// each tensor after its input. Throws Error(kUsage) on a count, type or shape mismatch.
 std::vector<Tensor> MatchInputs(const Graph& graph, std::vector<Tensor> tensors);
 
-/// Deterministic pseudo-random inputs for every graph input: float inputs uniform
-/// in [-1, 1) from mulberry32 seeded with (input index + 1), the generator of
-/// scripts/ort/compare.js, so both tools feed identical inputs; int64 inputs are 0.
+/// Deterministic pseudo-random inputs for every graph input, from mulberry32
+/// seeded with (input index + 1), the generator of scripts/ort/compare.js, so
+/// both tools feed identical inputs: float inputs uniform in [-1, 1); integer
+/// inputs small non-negative values, floor(u * 4) for u uniform in [0, 1)
+/// (valid as indices into any dim of 4 or more); bool inputs u < 0.5.
 /// Unknown or symbolic dims are 1 (as in compare.js); pin them with --input-shape.
 std::vector<Tensor> RandomInputs(const Graph& graph);
 

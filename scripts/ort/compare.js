@@ -12,7 +12,8 @@
 //
 // Inputs: DIR's input_N.pb (serialized onnx.TensorProto; N-th model input, or
 // the input whose name the tensor carries) when given; otherwise deterministic
-// pseudo-random floats in [-1, 1) of the declared shape, symbolic dims set to 1.
+// pseudo-random values of the declared shape, symbolic dims set to 1
+// (generateInputs: floats in [-1, 1), integers 0-3, bools).
 //
 // Relative difference of one output: max|ref - cand| / max|ref| over the
 // whole tensor. Per-element |a-b|/|a| explodes wherever the reference crosses
@@ -153,20 +154,62 @@ function random(seed) {
   };
 }
 
+// Inputs as RandomInputs (include/onnxfuse/tensor_io.h) draws them: floats
+// uniform in [-1, 1) (float16: that value rounded to half), integers
+// floor(4u), bools u < 0.5, u from mulberry32 seeded with the input's index + 1.
 function generateInputs(session, modelFile) {
   const feeds = {};
   session.inputNames.forEach((name, index) => {
     const meta = (session.inputMetadata || []).find((m) => m.name === name);
-    if (!meta || !meta.isTensor || meta.type !== 'float32') {
-      throw new UsageError(`${modelFile}: input ${name} is not a float32 tensor; give --inputs DIR`);
+    if (!meta || !meta.isTensor || !(meta.type in GENERATED)) {
+      throw new UsageError(`${modelFile}: input ${name} is not a tensor of a generated type; give --inputs DIR`);
     }
     const dims = meta.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
     const next = random(index + 1);
-    const data = new Float32Array(dims.reduce((a, b) => a * b, 1));
-    for (let i = 0; i < data.length; i++) data[i] = next() * 2 - 1;
-    feeds[name] = new ort.Tensor('float32', data, dims);
+    const count = dims.reduce((a, b) => a * b, 1);
+    const data = new GENERATED[meta.type].array(count);
+    for (let i = 0; i < count; i++) data[i] = GENERATED[meta.type].value(next());
+    feeds[name] = new ort.Tensor(meta.type, data, dims);
   });
   return feeds;
+}
+
+const GENERATED = {
+  float32: { array: Float32Array, value: (u) => u * 2 - 1 },
+  float64: { array: Float64Array, value: (u) => Math.fround(u * 2 - 1) },
+  float16: { array: Uint16Array, value: (u) => floatToHalf(Math.fround(u * 2 - 1)) },
+  int64: { array: BigInt64Array, value: (u) => BigInt(Math.floor(u * 4)) },
+  int32: { array: Int32Array, value: (u) => Math.floor(u * 4) },
+  int8: { array: Int8Array, value: (u) => Math.floor(u * 4) },
+  uint8: { array: Uint8Array, value: (u) => Math.floor(u * 4) },
+  bool: { array: Uint8Array, value: (u) => (u < 0.5 ? 1 : 0) },
+};
+
+// IEEE 754 binary16 bits of a float32 value, rounded to nearest, ties to even
+// (as FloatToHalf in src/ir/tensor_values.cc).
+function floatToHalf(value) {
+  const f32 = new Float32Array([value]);
+  const bits = new Uint32Array(f32.buffer)[0];
+  const sign = (bits >>> 16) & 0x8000;
+  const exp = (bits >>> 23) & 0xff;
+  const mant = bits & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    const full = mant | 0x800000;
+    const shift = 14 - e;
+    let half = full >>> shift;
+    const rest = full & ((1 << shift) - 1);
+    const halfway = 1 << (shift - 1);
+    if (rest > halfway || (rest === halfway && (half & 1))) half++;
+    return sign | half;
+  }
+  let half = (e << 10) | (mant >>> 13);
+  const rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && (half & 1))) half++;
+  return sign | half;
 }
 
 // --- running and comparing --------------------------------------------------

@@ -44,6 +44,24 @@ std::string DimsString(const std::vector<std::int64_t>& dims) {
 
 }  // namespace
 
+std::int32_t StorageTypeOf(std::int32_t data_type) {
+  switch (data_type) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::DOUBLE: return onnx::TensorProto::FLOAT;
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL: return onnx::TensorProto::INT64;
+    default: return onnx::TensorProto::UNDEFINED;
+  }
+}
+
 std::int64_t Tensor::NumElements() const {
   std::int64_t n = 1;
   for (auto d : dims) n *= d;
@@ -54,32 +72,24 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& where)
   Tensor t;
   t.name = proto.name();
   t.dims.assign(proto.dims().begin(), proto.dims().end());
-  switch (proto.data_type()) {
-    case onnx::TensorProto::FLOAT:
-    case onnx::TensorProto::DOUBLE:
-    case onnx::TensorProto::FLOAT16:
-      t.elem_type = onnx::TensorProto::FLOAT;
-      t.data = DecodeTensor<float>(proto, where);
-      break;
-    default:  // integer types, and the refusal of any other type
-      t.elem_type = onnx::TensorProto::INT64;
-      t.int_data = DecodeTensor<std::int64_t>(proto, where);
+  t.data_type = proto.data_type();
+  if (StorageTypeOf(proto.data_type()) == onnx::TensorProto::FLOAT) {
+    t.elem_type = onnx::TensorProto::FLOAT;
+    t.data = DecodeTensor<float>(proto, where);
+  } else {  // integer types, and the refusal of any other type
+    t.elem_type = onnx::TensorProto::INT64;
+    t.int_data = DecodeTensor<std::int64_t>(proto, where);
+    if (t.data_type == onnx::TensorProto::BOOL)
+      for (auto& v : t.int_data) v = v != 0;
   }
   return t;
 }
 
 onnx::TensorProto TensorToProto(const Tensor& tensor) {
-  onnx::TensorProto proto;
-  proto.set_name(tensor.name);
-  for (auto d : tensor.dims) proto.add_dims(d);
-  proto.set_data_type(tensor.elem_type);
-  if (tensor.elem_type == onnx::TensorProto::INT64)
-    proto.set_raw_data(std::string(reinterpret_cast<const char*>(tensor.int_data.data()),
-                                   tensor.int_data.size() * sizeof(std::int64_t)));
-  else
-    proto.set_raw_data(
-        std::string(reinterpret_cast<const char*>(tensor.data.data()), tensor.data.size() * sizeof(float)));
-  return proto;
+  const std::int32_t type = tensor.DataType();
+  Check(StorageTypeOf(type) == tensor.elem_type, "TensorToProto: data_type does not match the storage type");
+  if (tensor.elem_type == onnx::TensorProto::INT64) return EncodeIntTensor(tensor.name, type, tensor.dims, tensor.int_data);
+  return EncodeTensor(tensor.name, type, tensor.dims, std::vector<double>(tensor.data.begin(), tensor.data.end()));
 }
 
 Tensor ReadTensorFile(const std::string& path) {
@@ -131,8 +141,7 @@ std::vector<Tensor> MatchInputs(const Graph& graph, std::vector<Tensor> tensors)
           tensors.begin());
     Tensor t = std::move(tensors[from]);
     const auto& type = value.type;
-    bool want_int = type.elem_type == onnx::TensorProto::INT64 || type.elem_type == onnx::TensorProto::INT32;
-    if (want_int != (t.elem_type == onnx::TensorProto::INT64))
+    if (StorageTypeOf(type.elem_type) != t.elem_type)
       throw Error(ErrorKind::kUsage, "input '" + value.name + "': tensor '" + t.name + "' has the wrong element type");
     bool dims_ok = !type.has_shape || type.dims.size() == t.dims.size();
     for (std::size_t d = 0; dims_ok && type.has_shape && d < t.dims.size(); ++d)
@@ -141,6 +150,7 @@ std::vector<Tensor> MatchInputs(const Graph& graph, std::vector<Tensor> tensors)
       throw Error(ErrorKind::kUsage, "input '" + value.name + "' is " + type.ShapeString() + ", tensor '" + t.name +
                                          "' is " + DimsString(t.dims) + " (pin symbolic dims with --input-shape)");
     t.name = value.name;
+    t.data_type = type.elem_type;  // a float32 file fed to a float16 input, or int64 to int32: the model's type
     ordered[i] = std::move(t);
   }
   return ordered;
@@ -153,13 +163,18 @@ std::vector<Tensor> RandomInputs(const Graph& graph) {
     Tensor t;
     t.name = value.name;
     for (auto d : value.type.dims) t.dims.push_back(d >= 0 ? d : 1);
-    if (value.type.elem_type == onnx::TensorProto::INT64 || value.type.elem_type == onnx::TensorProto::INT32) {
+    t.data_type = value.type.elem_type;
+    Mulberry32 next(static_cast<std::uint32_t>(i + 1));
+    if (StorageTypeOf(t.data_type) == onnx::TensorProto::INT64) {
       t.elem_type = onnx::TensorProto::INT64;
-      t.int_data.assign(static_cast<std::size_t>(t.NumElements()), 0);
+      t.int_data.resize(static_cast<std::size_t>(t.NumElements()));
+      const bool is_bool = t.data_type == onnx::TensorProto::BOOL;
+      for (auto& x : t.int_data) x = is_bool ? next.Next() < 0.5 : static_cast<std::int64_t>(next.Next() * 4);
     } else {
-      Mulberry32 next(static_cast<std::uint32_t>(i + 1));
       t.data.resize(static_cast<std::size_t>(t.NumElements()));
       for (auto& x : t.data) x = static_cast<float>(next.Next() * 2 - 1);
+      if (t.data_type == onnx::TensorProto::FLOAT16)
+        for (auto& x : t.data) x = HalfToFloat(FloatToHalf(x));  // the value a float16 input can hold
     }
     tensors.push_back(std::move(t));
   }

@@ -39,6 +39,8 @@ std::vector<T> Decode(const TensorProto& tensor, const Field& field, std::int64_
   return out;
 }
 
+}  // namespace
+
 // IEEE 754 binary16 bits -> float (subnormals, infinities and NaN included).
 float HalfToFloat(std::uint16_t h) {
   std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
@@ -63,6 +65,34 @@ float HalfToFloat(std::uint16_t h) {
   std::memcpy(&f, &bits, sizeof f);
   return f;
 }
+
+// float -> binary16: the exponent rebiased, the mantissa rounded to 10 bits
+// by adding half an ulp plus the kept lsb's parity (ties to even); below the
+// normal range the value is shifted into a subnormal with the same rounding.
+std::uint16_t FloatToHalf(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t exp = (bits >> 23) & 0xffu, mant = bits & 0x7fffffu;
+  if (exp == 0xffu) return static_cast<std::uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));  // inf, NaN
+  const int e = static_cast<int>(exp) - 127 + 15;
+  if (e >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow: infinity
+  if (e <= 0) {  // subnormal half, or zero
+    if (e < -10) return sign;
+    const std::uint32_t full = mant | 0x800000u;
+    const int shift = 14 - e;  // 13 bits of the mantissa, plus 1 - e for the subnormal's scale
+    std::uint32_t half = full >> shift;
+    const std::uint32_t rest = full & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+    return static_cast<std::uint16_t>(sign | half);
+  }
+  std::uint32_t half = (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
+  const std::uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // a carry into the exponent is right, up to inf
+  return static_cast<std::uint16_t>(sign | half);
+}
+
+namespace {
 
 template <typename T>
 std::vector<T> DecodeHalves(const TensorProto& tensor, std::int64_t count, const std::string& where) {
@@ -96,7 +126,11 @@ std::vector<T> DecodeTensor(const TensorProto& tensor, const std::string& where)
     case TensorProto::FLOAT16: return DecodeHalves<T>(tensor, n, where);
     case TensorProto::INT64: return Decode<std::int64_t, T>(tensor, tensor.int64_data(), n, where);
     case TensorProto::INT32: return Decode<std::int32_t, T>(tensor, tensor.int32_data(), n, where);
+    case TensorProto::INT16: return Decode<std::int16_t, T>(tensor, tensor.int32_data(), n, where);
     case TensorProto::INT8: return Decode<std::int8_t, T>(tensor, tensor.int32_data(), n, where);
+    case TensorProto::UINT64: return Decode<std::uint64_t, T>(tensor, tensor.uint64_data(), n, where);
+    case TensorProto::UINT32: return Decode<std::uint32_t, T>(tensor, tensor.uint64_data(), n, where);
+    case TensorProto::UINT16: return Decode<std::uint16_t, T>(tensor, tensor.int32_data(), n, where);
     case TensorProto::UINT8:
     case TensorProto::BOOL: return Decode<std::uint8_t, T>(tensor, tensor.int32_data(), n, where);
     default:
@@ -111,7 +145,8 @@ template std::vector<std::int64_t> DecodeTensor<std::int64_t>(const TensorProto&
 
 TensorProto EncodeTensor(const std::string& name, std::int32_t data_type, const std::vector<std::int64_t>& dims,
                          const std::vector<double>& values) {
-  Check(data_type == TensorProto::FLOAT || data_type == TensorProto::DOUBLE, "EncodeTensor: FLOAT or DOUBLE only");
+  Check(data_type == TensorProto::FLOAT || data_type == TensorProto::DOUBLE || data_type == TensorProto::FLOAT16,
+        "EncodeTensor: FLOAT, DOUBLE or FLOAT16 for float values");
   TensorProto tensor;
   tensor.set_name(name);
   tensor.set_data_type(data_type);
@@ -119,7 +154,33 @@ TensorProto EncodeTensor(const std::string& name, std::int32_t data_type, const 
   std::string bytes;
   for (double v : values) {
     if (data_type == TensorProto::FLOAT) AppendLittleEndian(static_cast<float>(v), bytes);
+    else if (data_type == TensorProto::FLOAT16) AppendLittleEndian(FloatToHalf(static_cast<float>(v)), bytes);
     else AppendLittleEndian(v, bytes);
+  }
+  tensor.set_raw_data(std::move(bytes));
+  return tensor;
+}
+
+TensorProto EncodeIntTensor(const std::string& name, std::int32_t data_type, const std::vector<std::int64_t>& dims,
+                            const std::vector<std::int64_t>& values) {
+  TensorProto tensor;
+  tensor.set_name(name);
+  tensor.set_data_type(data_type);
+  for (auto d : dims) tensor.add_dims(d);
+  std::string bytes;
+  for (std::int64_t v : values) {
+    switch (data_type) {
+      case TensorProto::INT64: AppendLittleEndian(v, bytes); break;
+      case TensorProto::INT32: AppendLittleEndian(static_cast<std::int32_t>(v), bytes); break;
+      case TensorProto::INT16: AppendLittleEndian(static_cast<std::int16_t>(v), bytes); break;
+      case TensorProto::INT8: AppendLittleEndian(static_cast<std::int8_t>(v), bytes); break;
+      case TensorProto::UINT64: AppendLittleEndian(static_cast<std::uint64_t>(v), bytes); break;
+      case TensorProto::UINT32: AppendLittleEndian(static_cast<std::uint32_t>(v), bytes); break;
+      case TensorProto::UINT16: AppendLittleEndian(static_cast<std::uint16_t>(v), bytes); break;
+      case TensorProto::UINT8: AppendLittleEndian(static_cast<std::uint8_t>(v), bytes); break;
+      case TensorProto::BOOL: AppendLittleEndian(static_cast<std::uint8_t>(v != 0), bytes); break;
+      default: Check(false, "EncodeTensor: an integer or BOOL type for integer values");
+    }
   }
   tensor.set_raw_data(std::move(bytes));
   return tensor;

@@ -8,6 +8,7 @@
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "backend/kernels/layout.h"
+#include "backend/lower/host_tensor.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -51,14 +52,30 @@ const Tensor& Builder::Const(ValueId v, const Node& user) {
   return *consts_[v];
 }
 
-const Act& Builder::ActOf(ValueId v, const Node& user) const {
+dnnl::memory::desc StorageDesc(const Dims& dims, std::int32_t elem_type) {
+  if (elem_type == onnx::TensorProto::FLOAT) return PlainDesc(dims);
+  Dims pairs = dims;
+  pairs.push_back(2);  // an int64 as two s32 words: oneDNN 2.6 has no s64
+  return dnnl::memory::desc(pairs, dnnl::memory::data_type::s32, DenseStrides(pairs));
+}
+
+const Act& Builder::AnyActOf(ValueId v, const Node& user) const {
   if (!IsAct(v))
     throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads '" + graph.value(v).name +
                                           "' before it is computed");
   return *acts_[v];
 }
 
-Dims Builder::DimsOfValue(ValueId v, const Node& user) {
+const Act& Builder::ActOf(ValueId v, const Node& user) const {
+  const Act& act = AnyActOf(v, user);
+  if (act.elem_type != onnx::TensorProto::FLOAT)
+    throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+                                             graph.value(v).name + "' is an integer or bool tensor computed at run "
+                                             "time, which this lowering does not take");
+  return act;
+}
+
+Dims Builder::DimsOfValue(ValueId v, const Node& user) {  // any storage type
   if (IsAct(v)) return acts_[v]->dims;
   return Const(v, user).dims;
 }
@@ -90,7 +107,7 @@ void Builder::SetAct(ValueId v, Act act) {
                                           graph.value(v).name +
                                           "' differs from the inferred " + type.ShapeString());
   }
-  if (IsPlainEquivalent(act.md)) act.md = PlainDesc(act.dims);  // one spelling of plain
+  if (act.elem_type == onnx::TensorProto::FLOAT && IsPlainEquivalent(act.md)) act.md = PlainDesc(act.dims);  // one spelling of plain
   if (std::find(slots[act.slot].values.begin(), slots[act.slot].values.end(), v) == slots[act.slot].values.end())
     AddToSlot(act.slot, v);
   acts_[v] = std::move(act);

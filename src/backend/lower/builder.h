@@ -40,11 +40,22 @@ struct Slot {
 };
 
 /// Where an activation lives and how it is laid out.
+///
+/// Run-time tensors have one of two storage types (StorageTypeOf): FLOAT,
+/// float32 in any layout oneDNN picks, which every lowering takes; and INT64,
+/// every integer and bool value as dense row-major int64 (bool: 0 or 1), which
+/// only the host steps (host_step.h) and typed views read: its md is the
+/// s32 tensor [dims..., 2], so that sizes and plain views stay exact.
 struct Act {
   int slot = -1;
   dnnl::memory::desc md;
   Dims dims;  ///< logical ONNX dims (md may be rank-1 [1] for a scalar)
+  std::int32_t elem_type = onnx::TensorProto::FLOAT;  ///< storage type: FLOAT or INT64
 };
+
+/// The memory descriptor of a dense row-major tensor of `dims` in storage type
+/// `elem_type`: PlainDesc for FLOAT; s32 [dims..., 2] for INT64 (8 bytes an element).
+dnnl::memory::desc StorageDesc(const Dims& dims, std::int32_t elem_type);
 
 /// A primitive argument: a view of an arena slot (slot >= 0) or a fixed memory.
 struct Arg {
@@ -98,7 +109,15 @@ class Builder {
   /// Error(kUnsupported) naming `user` when the value is not known at build time.
   const Tensor& Const(ValueId v, const Node& user);
   bool IsAct(ValueId v) const { return v < acts_.size() && acts_[v].has_value(); }
+  /// The float32 activation `v`. Throws Error(kUnsupported) naming `user` when
+  /// `v` is an INT64 (integer or bool) run-time tensor, which only host steps
+  /// take, and Error(kInternal) when `v` is not computed yet.
   const Act& ActOf(ValueId v, const Node& user) const;
+  /// The activation `v` whatever its storage type (host steps, typed views,
+  /// graph outputs). Error(kInternal) when `v` is not computed yet.
+  const Act& AnyActOf(ValueId v, const Node& user) const;
+  /// True when `v` is an activation of storage type INT64.
+  bool IsIntAct(ValueId v) const { return IsAct(v) && acts_[v]->elem_type == onnx::TensorProto::INT64; }
   /// Dims of a constant or an activation.
   Dims DimsOfValue(ValueId v, const Node& user);
   void SetConst(ValueId v, Tensor t);

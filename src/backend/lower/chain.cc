@@ -14,6 +14,7 @@
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_step.h"
 #include "backend/lower/batch_norm.h"
 #include "backend/lower/binary.h"
 #include "backend/lower/channel_scale.h"
@@ -299,9 +300,9 @@ void RefuseEmptyInputs(const Builder& b, const Node& node) {
   if (node.domain.empty() && kTakesEmpty.count(node.op_type)) return;
   for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
     const ValueId v = node.inputs[i];
-    if (v != kNoValue && b.IsAct(v) && Product(b.ActOf(v, node).dims) == 0)
+    if (v != kNoValue && b.IsAct(v) && Product(b.AnyActOf(v, node).dims) == 0)
       Unsupported(b, node, "input '" + b.graph.value(v).name + "' has no elements (shape " +
-                               DimsString(b.ActOf(v, node).dims) + "): 0-size tensors are not supported here");
+                               DimsString(b.AnyActOf(v, node).dims) + "): 0-size tensors are not supported here");
   }
 }
 
@@ -357,6 +358,13 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       b.Consume(node);
       continue;
     }
+    // Integer and bool values computed at run time: the host evaluator's.
+    if (NeedsHostStep(b, node)) {
+      if (chain) Flush(b, *chain), chain.reset();
+      EmitHostStep(b, id);
+      b.Consume(node);
+      continue;
+    }
     // All inputs known, yet no build-time evaluator for the op: its first
     // input becomes an activation, so that every lowering finds one.
     if (!node.inputs.empty() && node.inputs[0] != kNoValue && !b.IsAct(node.inputs[0]) && AllInputsConst(b, node))
@@ -383,6 +391,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
       else if (op == "Pow") EmitPow(b, id);  // an exponent of several values
       else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time
+      else if (HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
       else
         throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) +
                                                  ": operator not supported by the oneDNN backend");

@@ -231,7 +231,13 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
   if (op == "Dropout" && DropoutDrops(in.size() > 1 ? in[1] : nullptr, in.size() > 2 ? in[2] : nullptr))
     throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": training_mode is true and ratio above 0: random dropping "
                                                          "(training) is not supported");
-  if (op == "Identity" || op == "Dropout") return {need(0)};
+  if (op == "Identity") return {need(0)};
+  if (op == "Dropout") {  // the identity, and a mask of all true (BOOL, held as int64 ones)
+    Tensor mask;
+    mask.elem_type = onnx::TensorProto::INT64, mask.data_type = onnx::TensorProto::BOOL, mask.dims = need(0).dims;
+    mask.int_data.assign(static_cast<std::size_t>(need(0).NumElements()), 1);
+    return {need(0), mask};
+  }
   if (op == "Cast") {
     auto to = AttrInt(node, "to", onnx::TensorProto::FLOAT);
     bool is_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE || to == onnx::TensorProto::FLOAT16;

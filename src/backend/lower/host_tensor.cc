@@ -1,8 +1,10 @@
 #include "backend/lower/host_tensor.h"
 
+#include <cmath>
 #include <limits>
 
 #include "backend/lower/dnnl_util.h"
+#include "ir/tensor_values.h"
 
 namespace onnxfuse::backend {
 
@@ -57,6 +59,31 @@ std::vector<std::int64_t> AsInts(const Tensor& t) {
   std::vector<std::int64_t> out;
   for (std::int64_t i = 0; i < t.NumElements(); ++i) out.push_back(SaturatingInt64(ElementAt(t, i)));
   return out;
+}
+
+void NarrowTo(Tensor& t, std::int32_t data_type) {
+  using onnx::TensorProto;
+  const std::int32_t storage = StorageTypeOf(data_type);
+  if (storage == TensorProto::INT64 && !IsInt64(t)) {
+    for (float x : t.data) t.int_data.push_back(SaturatingInt64(std::trunc(static_cast<double>(x))));
+    t.data.clear();
+  } else if (storage == TensorProto::FLOAT && IsInt64(t)) {
+    for (std::int64_t x : t.int_data) t.data.push_back(static_cast<float>(x));
+    t.int_data.clear();
+  }
+  t.elem_type = storage;
+  t.data_type = data_type;
+  switch (data_type) {
+    case TensorProto::INT32: for (auto& x : t.int_data) x = static_cast<std::int32_t>(x); break;
+    case TensorProto::INT16: for (auto& x : t.int_data) x = static_cast<std::int16_t>(x); break;
+    case TensorProto::INT8: for (auto& x : t.int_data) x = static_cast<std::int8_t>(x); break;
+    case TensorProto::UINT32: for (auto& x : t.int_data) x = static_cast<std::uint32_t>(x); break;
+    case TensorProto::UINT16: for (auto& x : t.int_data) x = static_cast<std::uint16_t>(x); break;
+    case TensorProto::UINT8: for (auto& x : t.int_data) x = static_cast<std::uint8_t>(x); break;
+    case TensorProto::BOOL: for (auto& x : t.int_data) x = x != 0; break;
+    case TensorProto::FLOAT16: for (auto& x : t.data) x = HalfToFloat(FloatToHalf(x)); break;
+    default: break;  // INT64, UINT64 (held as int64 bits), FLOAT, DOUBLE (held as float)
+  }
 }
 
 }  // namespace onnxfuse::backend

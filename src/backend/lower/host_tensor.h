@@ -36,4 +36,12 @@ std::int64_t BroadcastIndex(std::int64_t i, const std::vector<std::int64_t>& out
 /// All elements as int64 (shape-like tensors), saturating.
 std::vector<std::int64_t> AsInts(const Tensor& t);
 
+/// `t` converted to the storage type of ONNX element type `data_type`
+/// (StorageTypeOf; floats to integers truncate toward zero, as Cast does) and
+/// narrowed to what that type holds: integers wrapped to its width (two's
+/// complement), BOOL to 0/1, FLOAT16 rounded to the nearest half (ties to
+/// even); t.data_type is set to `data_type`. The values a computation in that
+/// type gives, from one done wider (int64, float32, double).
+void NarrowTo(Tensor& t, std::int32_t data_type);
+
 }  // namespace onnxfuse::backend

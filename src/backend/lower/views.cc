@@ -26,13 +26,10 @@ std::int64_t Axis(const Builder& b, const Node& node, std::int64_t axis, std::si
 }
 
 // Dropout runs as the identity of its data: refused when it drops at random
-// (DropoutDrops), when training_mode is only known at run time (a ratio known
-// only then counts as above 0), and when its mask output (BOOL; activations
-// are f32) is read.
+// (DropoutDrops), and when training_mode is only known at run time (a ratio
+// known only then counts as above 0). A Dropout whose mask (BOOL) is read is a
+// host step instead (host_step.h), which refuses the same.
 void RefuseNonIdentityDropout(Builder& b, const Node& node) {
-  const ValueId mask = node.outputs.size() > 1 ? node.outputs[1] : kNoValue;
-  if (mask != kNoValue && (!b.graph.value(mask).consumers.empty() || b.graph.value(mask).is_graph_output))
-    Unsupported(b, node, "the mask output is not supported");
   const ValueId ratio = node.inputs.size() > 1 ? node.inputs[1] : kNoValue;
   const ValueId mode = node.inputs.size() > 2 ? node.inputs[2] : kNoValue;
   if (mode == kNoValue) return;

@@ -15,6 +15,7 @@
 #include "backend/lower/builder.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/fault_injection.h"
+#include "backend/lower/host_tensor.h"
 #include "backend/lower/own_kernels.h"
 #include "backend/lower/pattern_lowerings.h"
 #include "backend/lower/views.h"
@@ -90,6 +91,7 @@ struct IoBinding {
   std::string name;
   int slot = -1;
   Dims dims;
+  std::int32_t data_type = onnx::TensorProto::FLOAT;  // the ONNX type; the slot holds StorageTypeOf(it)
   std::optional<Tensor> constant;  // an output known at build time
 };
 
@@ -131,22 +133,26 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
 
   for (ValueId v : graph.inputs()) {
     const Value& value = graph.value(v);
-    if (value.type.elem_type != onnx::TensorProto::FLOAT)
-      throw Error(ErrorKind::kUnsupported, graph.source_path() + ": input '" + value.name + "' is not float32");
+    const std::int32_t storage = StorageTypeOf(value.type.elem_type);
+    if (storage == onnx::TensorProto::UNDEFINED)
+      throw Error(ErrorKind::kUnsupported, graph.source_path() + ": input '" + value.name + "' has element type " +
+                                               onnx::TensorProto::DataType_Name(value.type.elem_type) +
+                                               ", which the runtime does not take");
     Dims dims;
     for (auto d : value.type.dims) dims.push_back(d >= 0 ? d : 1);
     // A declared shape is untrusted: its byte size must be computable before anything is sized from it.
-    std::optional<std::int64_t> bytes = 4;
+    std::optional<std::int64_t> bytes = storage == onnx::TensorProto::FLOAT ? 4 : 8;
     for (auto d : dims) bytes = bytes ? CheckedMultiply(*bytes, d) : bytes;
     if (!bytes || *bytes > kMaxTensorBytes)
       throw Error(ErrorKind::kUnsupported, graph.source_path() + ": input '" + value.name + "' of shape " +
                                                DimsString(dims) + " is larger than run handles (2^40 bytes)");
     if (std::count_if(value.type.dims.begin(), value.type.dims.end(), [](auto d) { return d < 0; }) > 0)
       b.defaulted_inputs.push_back(value.name);
-    Act act = b.NewAct(dims, PlainDesc(dims));
+    Act act = b.NewAct(dims, StorageDesc(dims, storage));
+    act.elem_type = storage;
     b.slots[static_cast<std::size_t>(act.slot)].graph_input = true;
     b.SetAct(v, act);
-    impl->inputs.push_back({value.name, act.slot, dims, std::nullopt});
+    impl->inputs.push_back({value.name, act.slot, dims, value.type.elem_type, std::nullopt});
   }
   PrefoldConstants(b);
   for (const Unit& unit : Units(graph, plan, options.fuse)) {
@@ -164,12 +170,16 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     Node pseudo;  // names the graph output in messages
     pseudo.name = value.name, pseudo.op_type = "graph output";
     if (!b.IsAct(v)) {
-      impl->outputs.push_back({value.name, -1, {}, b.Const(v, pseudo)});
+      Tensor known = b.Const(v, pseudo);
+      if (StorageTypeOf(value.type.elem_type) != onnx::TensorProto::UNDEFINED) NarrowTo(known, value.type.elem_type);
+      impl->outputs.push_back({value.name, -1, {}, known.DataType(), std::move(known)});
       continue;
     }
-    Arg arg = b.UsePlain(v, pseudo);
-    b.slots[static_cast<std::size_t>(arg.slot)].graph_output = true;
-    impl->outputs.push_back({value.name, arg.slot, b.ActOf(v, pseudo).dims, std::nullopt});
+    const Act& act = b.AnyActOf(v, pseudo);
+    const int slot = act.elem_type == onnx::TensorProto::FLOAT ? b.UsePlain(v, pseudo).slot : act.slot;
+    b.slots[static_cast<std::size_t>(slot)].graph_output = true;
+    const std::int32_t data_type = StorageTypeOf(value.type.elem_type) == act.elem_type ? value.type.elem_type : act.elem_type;
+    impl->outputs.push_back({value.name, slot, act.dims, data_type, std::nullopt});
   }
 
   // Lifetimes from the steps' arguments; inputs are live from the start,
@@ -245,10 +255,16 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::
     throw Error(ErrorKind::kUsage, "expected " + std::to_string(p.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const IoBinding& in = p.inputs[i];
-    if (inputs[i].elem_type != onnx::TensorProto::FLOAT || inputs[i].dims != in.dims)
-      throw Error(ErrorKind::kUsage, "input '" + in.name + "' must be float32 " + DimsString(in.dims) + ", got " +
+    const std::int32_t storage = StorageTypeOf(in.data_type);
+    if (inputs[i].elem_type != storage || inputs[i].dims != in.dims)
+      throw Error(ErrorKind::kUsage, "input '" + in.name + "' must be " +
+                                         onnx::TensorProto::DataType_Name(in.data_type) + " " + DimsString(in.dims) +
+                                         ", got " + onnx::TensorProto::DataType_Name(inputs[i].DataType()) + " " +
                                          DimsString(inputs[i].dims) + " (set its shape with --input-shape)");
-    std::copy_n(inputs[i].data.data(), inputs[i].data.size(), reinterpret_cast<float*>(p.SlotData(in.slot)));  // none for a 0-size input
+    if (storage == onnx::TensorProto::INT64)  // none for a 0-size input
+      std::copy_n(inputs[i].int_data.data(), inputs[i].int_data.size(), reinterpret_cast<std::int64_t*>(p.SlotData(in.slot)));
+    else
+      std::copy_n(inputs[i].data.data(), inputs[i].data.size(), reinterpret_cast<float*>(p.SlotData(in.slot)));
   }
   if (step_ms && step_ms->size() < p.steps.size()) step_ms->resize(p.steps.size(), 0.0);
   for (std::size_t i = 0; i < p.steps.size(); ++i) {
@@ -275,8 +291,16 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::
     Tensor t;
     t.name = out.name;
     t.dims = out.dims;
-    t.data.resize(static_cast<std::size_t>(Product(out.dims)));
-    std::copy_n(reinterpret_cast<const float*>(p.SlotData(out.slot)), t.data.size(), t.data.data());
+    t.data_type = out.data_type;
+    t.elem_type = StorageTypeOf(out.data_type);
+    const auto n = static_cast<std::size_t>(Product(out.dims));
+    if (t.elem_type == onnx::TensorProto::INT64) {
+      t.int_data.resize(n);
+      std::copy_n(reinterpret_cast<const std::int64_t*>(p.SlotData(out.slot)), n, t.int_data.data());
+    } else {
+      t.data.resize(n);
+      std::copy_n(reinterpret_cast<const float*>(p.SlotData(out.slot)), n, t.data.data());
+    }
     outputs.push_back(std::move(t));
   }
   return outputs;

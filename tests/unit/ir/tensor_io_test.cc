@@ -178,11 +178,14 @@ TEST_CASE("inputs are refused on count, element type and shape: symbolic dims ta
   auto matched = MatchInputs(graph, {Wavy({5, 2}, "p"), IntTensorOf("k", {2}, {1, 2})});
   CHECK(matched[0].dims == std::vector<std::int64_t>{5, 2});
 
-  // Random inputs: symbolic dims become 1, integer inputs are zeros.
+  // Random inputs: symbolic dims become 1; integer inputs are floor(4u) of
+  // mulberry32 seeded with the input's index + 1, as scripts/ort/compare.js
+  // draws them (u = 0.67..., 0.43... for seed 2).
   auto random = RandomInputs(graph);
   CHECK(random[0].dims == std::vector<std::int64_t>{1, 2});
   CHECK(random[1].elem_type == onnx::TensorProto::INT64);
-  CHECK(random[1].int_data == std::vector<std::int64_t>{0, 0});
+  CHECK(random[1].DataType() == onnx::TensorProto::INT64);
+  CHECK(random[1].int_data == std::vector<std::int64_t>{2, 1});
 }
 
 TEST_CASE("CompareTensors: max absolute and relative difference, NaN and shape mismatches", "[tensor_io]") {

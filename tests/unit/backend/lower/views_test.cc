@@ -279,7 +279,7 @@ TEST_CASE("0-size tensors: Split, Slice and views pass them on, any other reader
              Catch::Matchers::Contains("0-size tensors are not supported here"));
 }
 
-TEST_CASE("Dropout is the identity in inference, random dropping (training_mode true, ratio above 0) and the mask are refused",
+TEST_CASE("Dropout is the identity in inference, its mask all true, and random dropping (training_mode true, ratio above 0) is refused",
           "[backend_ops][views]") {
   Tensor x = TensorFrom({2, 3}, Wave);
   const std::vector<double> same(x.data.begin(), x.data.end());
@@ -299,12 +299,16 @@ TEST_CASE("Dropout is the identity in inference, random dropping (training_mode 
   }
   CHECK_THAT(CompileError(model("0.5", "1")),
              Catch::Matchers::Contains("node 'Dropout_0' (Dropout): training_mode is true and ratio above 0"));
-  // The mask (BOOL; the runtime's tensors are float) as a graph output.
-  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[2,3] x) => (float[2,3] y, bool[2,3] m) {
-      y, m = Dropout (x)
-    })"),
-             Catch::Matchers::Contains("node 'Dropout_0' (Dropout): the mask output is not supported"));
+  // The mask (BOOL) as a graph output: all true, as nothing is dropped.
+  for (bool fuse : {true, false}) {
+    test::PlanRun run = test::RunPlan(test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[2,3] x) => (float[2,3] y, bool[2,3] m) {
+        y, m = Dropout (x)
+      })"), fuse, {x});
+    test::CheckClose(run.outputs[0], same);
+    CHECK(run.outputs[1].DataType() == onnx::TensorProto::BOOL);
+    CHECK(run.outputs[1].int_data == std::vector<std::int64_t>(6, 1));
+  }
   // Folded at build time (a constant input): refused the same way.
   CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,3] x, float[2,3] c = {1, 2, 3, 4, 5, 6}, bool t = {1}) => (float[2,3] y) {
