@@ -29,6 +29,7 @@
 #include "backend/lower/normalization.h"
 #include "backend/lower/pool.h"
 #include "backend/lower/reduce.h"
+#include "backend/lower/select.h"
 #include "backend/lower/resize.h"
 #include "backend/lower/slice.h"
 #include "backend/lower/softmax.h"
@@ -361,7 +362,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
     // Integer and bool values computed at run time: the host evaluator's.
     if (NeedsHostStep(b, node)) {
       if (chain) Flush(b, *chain), chain.reset();
-      EmitHostStep(b, id);
+      if (!LowerWhere(b, id)) EmitHostStep(b, id);
       b.Consume(node);
       continue;
     }
@@ -391,6 +392,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
       else if (op == "Pow") EmitPow(b, id);  // an exponent of several values
       else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time
+      else if (op == "Where" && LowerWhere(b, id)) {}  // float data: a kernel of our own (select.h)
       else if (HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
       else
         throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) +
