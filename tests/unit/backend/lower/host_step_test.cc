@@ -141,3 +141,28 @@ TEST_CASE("a graph input of the wrong element type is a usage error naming both 
   CHECK(e.message == "input 'a' must be INT32 [2], got FLOAT [2] (set its shape with --input-shape)");
   CHECK(plan.Run({Typed("a", {2}, {1, -2}, onnx::TensorProto::INT32)})[0].int_data == std::vector<std::int64_t>{-1, 2});
 }
+
+TEST_CASE("a float16 model runs in float32: its float16 weights converted at build time, its input cast to half",
+          "[host_step]") {
+  // x (float32) -> Cast to float16 (rounded to half by a host step) -> Conv
+  // 1x1 with float16 weights (a Cast folded at build time: the text parser
+  // takes no float16 initializers) -> Relu -> Cast to float32. The weights
+  // 0.5, -0.25 are exact halves; 1 + 2^-12 rounds to 1 in half precision, and
+  // 3 + 2^-10, halfway between 3 and 3 + 2^-9, to 3 (ties to even).
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,1,2] x, float[1,2,1,1] w32 = {0.5, -0.25}) => (float[1,1,1,2] y) {
+      w = Cast <to = 10> (w32)
+      h = Cast <to = 10> (x)
+      c = Conv (h, w)
+      r = Relu (c)
+      y = Cast <to = 1> (r)
+    })";
+  const float tiny = 1.f / 4096, small = 1.f / 1024;
+  Tensor x = TensorOf("x", {1, 2, 1, 2}, {1.f + tiny, 3.f + small, 1.f, -8.f});
+  for (const PlanRun& run : RunBoth(text, {x})) {
+    INFO(test::StepList(run));
+    CHECK(run.outputs[0].DataType() == onnx::TensorProto::FLOAT);
+    // 0.5 * 1 - 0.25 * 1 = 0.25; 0.5 * 3 - 0.25 * -8 = 3.5
+    test::CheckClose(run.outputs[0], {0.25, 3.5}, 1e-7);
+  }
+}
