@@ -94,6 +94,34 @@ class LastFlow(torch.nn.Module):
         return self.model(image1, image2)[-1]
 
 
+class SmallDetector(torch.nn.Module):
+    """A detector-style model (issue 23): a small conv backbone, per-anchor
+    class scores and boxes, then the post-processing exporters emit around
+    them: ReduceMax/ArgMax over classes, TopK of the best scores, Gather of the
+    boxes and labels they index, and a Greater/Where threshold on the scores.
+    Outputs: boxes [10, 4], scores [10], labels [10] (int64)."""
+
+    def __init__(self, classes=4, anchors=3, keep=10):
+        super().__init__()
+        self.classes, self.keep = classes, keep
+        layers, channels = [], 3
+        for width in (16, 32, 32):
+            layers += [torch.nn.Conv2d(channels, width, 3, stride=2, padding=1), torch.nn.BatchNorm2d(width), torch.nn.ReLU()]
+            channels = width
+        self.backbone = torch.nn.Sequential(*layers)
+        self.cls = torch.nn.Conv2d(channels, anchors * classes, 1)
+        self.box = torch.nn.Conv2d(channels, anchors * 4, 1)
+
+    def forward(self, x):
+        f = self.backbone(x)
+        scores = self.cls(f).permute(0, 2, 3, 1).reshape(1, -1, self.classes).sigmoid()
+        boxes = self.box(f).permute(0, 2, 3, 1).reshape(1, -1, 4)
+        best, label = scores.max(dim=2)
+        top, index = best.topk(self.keep, dim=1)
+        keep = top[0] > 0.5
+        return boxes[0, index[0]], torch.where(keep, top[0], torch.zeros_like(top[0])), label[0, index[0]]
+
+
 class CausalSelfAttention(torch.nn.Module):
     def __init__(self, d_model, heads, seq):
         super().__init__()
@@ -203,6 +231,10 @@ def gpt2_decoder():
     return finish(GPT2Decoder())
 
 
+def small_detector():
+    return finish(SmallDetector(), input_shape=(1, 3, 64, 64))
+
+
 # name: (builder, input shapes, input names, output names, opsets to try, seed name)
 # The two BERT encoders share one seed, so they hold the same weights and
 # differ only in how LayerNorm is spelled (opset 14: ReduceMean/Sub/Pow/...;
@@ -243,6 +275,7 @@ def zoo():
         "bert_encoder_op14": (bert_encoder, [seq], ["input"], ["output"], (14,), "bert_encoder"),
         "bert_encoder_op17": (bert_encoder, [seq], ["input"], ["output"], (17,), "bert_encoder"),
         "gpt2_decoder": (gpt2_decoder, [seq], ["input"], ["output"], (14, 15, 16, 17), None),
+        "detector_small": (small_detector, [(1, 3, 64, 64)], ["image"], ["boxes", "scores", "labels"], ALL_OPSETS, None),
     }
 
 

@@ -46,10 +46,13 @@ cmake --build build-core -j"$(nproc)"
 
 # The zoo models that export in seconds (issue 25): a pass or a clean refusal
 # each, never an internal error or a wrong output (ssdlite320 is the detector
-# whose Constant -> ReduceMax was an internal error).
-zoo_ci=(mnasnet1_0 deeplabv3_mobilenet_v3_large ssdlite320_mobilenet_v3_large bert_encoder_op14 bert_encoder_op17 gpt2_decoder)
+# whose Constant -> ReduceMax was an internal error). gpt2_decoder (a causal
+# mask: Where) and detector_small (TopK, ArgMax, Gather, Greater, Where: issue
+# 23) must pass both paths.
+zoo_ci=(mnasnet1_0 deeplabv3_mobilenet_v3_large ssdlite320_mobilenet_v3_large bert_encoder_op14 bert_encoder_op17 gpt2_decoder
+        detector_small)
 /usr/bin/python3 scripts/export_zoo.py "${zoo_ci[@]}"
-bash scripts/zoo_check.sh "${zoo_ci[@]}"
+bash scripts/zoo_check.sh --must-pass gpt2_decoder detector_small -- "${zoo_ci[@]}"
 
 # The three libFuzzer targets (clang, ASan+UBSan, build-fuzz/): built, and each
 # run for 30 s on its seeds, so that a compile error or a new crash fails here.

@@ -257,10 +257,12 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="threads for `run` (default 1)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per command (default 600)")
     parser.add_argument("--rtol", type=float, default=1e-4, help="max |ref - ours| / max |ref| (default 1e-4)")
+    parser.add_argument("--must-pass", nargs="+", default=[], metavar="NAME",
+                        help="models that must pass both paths: a refusal fails them too")
     args = parser.parse_args()
 
     names = zoo_names()
-    unknown = [n for n in args.names if n not in names]
+    unknown = [n for n in args.names + args.must_pass if n not in names]
     if unknown:
         parser.error(f"unknown model(s): {' '.join(unknown)}")
     if not os.access(args.bin, os.X_OK):
@@ -306,6 +308,7 @@ def main():
             reasons = [run_why]  # one reason when both paths give the same one
         rows.append((name, opset, run_v, fuse_v, run_rel, fuse_rel, "; ".join(reasons), spread, tol))
         failed |= any(v.startswith(FAILING) for v in (run_v, fuse_v))
+        failed |= name in args.must_pass and (run_v, fuse_v) != ("pass", "pass")
         print(f"{name}: run {run_v} ({run_s:.1f} s), fuse path {fuse_v} ({fuse_s:.1f} s) {'; '.join(reasons)}",
               file=sys.stderr, flush=True)
     if not args.work:
