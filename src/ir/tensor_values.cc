@@ -18,13 +18,16 @@ using onnx::TensorProto;
 template <typename Stored, typename T, typename Field>
 std::vector<T> Decode(const TensorProto& tensor, const Field& field, std::int64_t count, const std::string& where) {
   std::vector<T> out;
-  out.reserve(static_cast<std::size_t>(count));
   if (tensor.has_raw_data()) {
     const std::string& raw = tensor.raw_data();
-    const std::int64_t want = count * static_cast<std::int64_t>(sizeof(Stored));  // count comes from checked dims
-    if (static_cast<std::int64_t>(raw.size()) != want)
+    // count comes from checked dims, but may still be far beyond the data: compare before sizing anything.
+    const auto have = static_cast<std::int64_t>(raw.size() / sizeof(Stored));
+    if (count != have || raw.size() % sizeof(Stored) != 0) {
+      const auto need = CheckedMultiply(count, static_cast<std::int64_t>(sizeof(Stored)));
       throw Error(ErrorKind::kInvalidModel, where + ": raw_data has " + std::to_string(raw.size()) +
-                                                " bytes, dims need " + std::to_string(want));
+                                                " bytes, dims need " + (need ? std::to_string(*need) : "over 2^63"));
+    }
+    out.reserve(static_cast<std::size_t>(count));
     for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i) {
       Stored value;
       std::memcpy(&value, raw.data() + i * sizeof(Stored), sizeof(Stored));

@@ -354,7 +354,6 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
   for (NodeId id : nodes) {
     if (b.absorbed[id]) continue;
     const Node& node = b.graph.node(id);
-    RefuseEmptyInputs(b, node);
     if (TryFold(b, id)) {
       b.Consume(node);
       continue;
@@ -362,10 +361,11 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
     // Integer and bool values computed at run time: the host evaluator's.
     if (NeedsHostStep(b, node)) {
       if (chain) Flush(b, *chain), chain.reset();
-      if (!LowerWhere(b, id)) EmitHostStep(b, id);
+      if (!LowerWhere(b, id)) EmitHostStep(b, id);  // host steps take 0-size tensors
       b.Consume(node);
       continue;
     }
+    RefuseEmptyInputs(b, node);
     // All inputs known, yet no build-time evaluator for the op: its first
     // input becomes an activation, so that every lowering finds one.
     if (!node.inputs.empty() && node.inputs[0] != kNoValue && !b.IsAct(node.inputs[0]) && AllInputsConst(b, node))

@@ -2,6 +2,7 @@
 // (semantics from the ONNX operator spec, opsets 7-17).
 #include "backend/lower/host_eval.h"
 #include "backend/lower/host_tensor.h"
+#include "backend/lower/host_eval_layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -218,6 +219,7 @@ bool HostEvaluable(const Node& node) {
                                "ReduceMean", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                                "ReduceLogSumExp", "Tile"};
   if (!node.domain.empty()) return false;
+  if (IsHostLayoutOp(node.op_type)) return true;
   return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return node.op_type == op; });
 }
 
@@ -377,6 +379,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     for (std::int64_t i = 0; i < n; ++i) values.push_back(start + static_cast<double>(i) * delta);
     return {MakeHostTensor(IsInt64(need(0)), {n}, values)};
   }
+  if (auto outputs = EvalLayoutOp(node, in, opset)) return *outputs;
   throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": cannot be evaluated at build time");
 }
 

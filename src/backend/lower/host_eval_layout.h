@@ -1,0 +1,26 @@
+// Host evaluation (host_eval.h) of the ops that move elements without
+// arithmetic: Split and Pad (ONNX Operators.md, Split-13 / Split-11 / Split-2,
+// Pad-13 / Pad-11 / Pad-2), for run-time split sizes and pads (host steps)
+// and build-time folding alike.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "onnxfuse/graph.h"
+#include "onnxfuse/tensor_io.h"
+
+namespace onnxfuse::backend {
+
+/// True for the op types EvalLayoutOp knows.
+bool IsHostLayoutOp(const std::string& op_type);
+
+/// The outputs of `node` (Split: one per node output; Pad: one) from its
+/// inputs (nullptr: an omitted optional input), or nullopt for another op.
+/// Throws Error(kInvalidModel) naming the node when split sizes do not add up
+/// to the axis, pads have the wrong count, or reflect pads reach past the
+/// input's edge.
+std::optional<std::vector<Tensor>> EvalLayoutOp(const Node& node, const std::vector<const Tensor*>& inputs,
+                                                std::int64_t opset);
+
+}  // namespace onnxfuse::backend
