@@ -79,8 +79,21 @@ std::optional<Act> SubTensorView(Builder& b, const Node& node, const Dims& dims,
                    dnnl::memory::desc(dims, DataType::f32, strides));
 }
 
+// Constant padding by amounts known now, none negative: a copy into a filled
+// buffer (below). Reflect and edge modes, negative pads (crops) and pads
+// computed at run time are host steps (host_eval_layout.h).
+bool PadIsCopy(Builder& b, const Node& node) {
+  if (AttrString(node, "mode", "constant") != "constant") return false;
+  if (b.graph.opset() < 11) {
+    const auto pads = AttrInts(node, "pads");
+    return std::none_of(pads.begin(), pads.end(), [](auto p) { return p < 0; });
+  }
+  if (node.num_explicit_inputs < 2 || !b.IsConst(node.inputs[1])) return false;
+  const auto pads = AsInts(b.Const(node.inputs[1], node));
+  return std::none_of(pads.begin(), pads.end(), [](auto p) { return p < 0; });
+}
+
 void LowerPad(Builder& b, const Node& node, const Dims& in) {
-  if (AttrString(node, "mode", "constant") != "constant") Unsupported(b, node, "only constant padding");
   std::vector<std::int64_t> pads = b.graph.opset() >= 11 ? ConstInts(b, node, 1) : AttrInts(node, "pads");
   float value = 0;
   if (b.graph.opset() >= 11 && node.num_explicit_inputs > 2 && node.inputs[2] != kNoValue)
@@ -305,7 +318,7 @@ bool LowerSlice(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const std::string& op = node.op_type;
   if (!node.domain.empty() || (op != "Pad" && op != "Slice" && op != "Gather" && op != "Split") ||
-      !b.IsAct(node.inputs.at(0)))
+      !b.IsAct(node.inputs.at(0)) || (op == "Pad" && !PadIsCopy(b, node)))
     return false;
   const Dims in = b.ActOf(node.inputs[0], node).dims;
   if (op == "Pad") LowerPad(b, node, in);

@@ -166,3 +166,26 @@ TEST_CASE("a float16 model runs in float32: its float16 weights converted at bui
     test::CheckClose(run.outputs[0], {0.25, 3.5}, 1e-7);
   }
 }
+
+TEST_CASE("reflect and edge Pad of an activation, and pads computed at run time, run as host steps", "[host_step]") {
+  // torch's ReflectionPad2d / ReplicationPad2d: pads [0, 0, 0, 1, 0, 0, 0, 1] on [1, 1, 2, 3].
+  const Tensor x = TensorOf("x", {1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  auto text = [](const std::string& mode) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,1,2,3] x, int64[8] p = {0, 0, 0, 1, 0, 0, 0, 1}) => (float[1,1,2,5] y) {
+        r = Relu (x)
+        y = Pad <mode = ")" + mode + R"("> (r, p)
+      })";
+  };
+  for (const PlanRun& run : RunBoth(text("reflect"), {x})) {
+    INFO(test::StepList(run));
+    test::CheckClose(run.outputs[0], {2, 1, 2, 3, 2, 5, 4, 5, 6, 5});
+    CHECK(test::StepsStartingWith(run, "host ") == 1);
+  }
+  for (const PlanRun& run : RunBoth(text("edge"), {x})) test::CheckClose(run.outputs[0], {1, 1, 2, 3, 3, 4, 4, 5, 6, 6});
+  // The pads a graph input: the output's shape is declared, so the step is built for it.
+  auto runtime = RunBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3] x, int64[4] p) => (float[2,4] y) { y = Pad (x, p) })",
+                         {TensorOf("x", {1, 3}, {1, 2, 3}), IntTensorOf("p", {4}, {1, 0, 0, 1})});
+  for (const PlanRun& run : runtime) test::CheckClose(run.outputs[0], {0, 0, 0, 0, 1, 2, 3, 0});
+}
