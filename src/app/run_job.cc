@@ -192,6 +192,29 @@ void PrintProfile(std::ostream& out, const std::vector<ScheduleStep>& schedule, 
   out << std::setw(0) << std::setprecision(2);
 }
 
+// How each element type of the graph's values is held and computed at run
+// time (include/onnxfuse/executor.h, "Element types"): {"FLOAT16": {"values":
+// 12, "computed_as": "as float32, converted at the edges"}, ...}.
+nlohmann::json ElementTypesJson(const Graph& graph) {
+  std::map<std::int32_t, int> counts;
+  for (const Value& value : graph.values())
+    if (value.type.elem_type != onnx::TensorProto::UNDEFINED) ++counts[value.type.elem_type];
+  nlohmann::json types = nlohmann::json::object();
+  for (const auto& [type, count] : counts) {
+    std::string how = "as float32";
+    if (type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::DOUBLE)
+      how = "as float32, converted at the edges (float16 results of host steps rounded to half)";
+    else if (type == onnx::TensorProto::BOOL)
+      how = "as int64 0/1, on host steps";
+    else if (StorageTypeOf(type) == onnx::TensorProto::INT64)
+      how = "as int64, on host steps, wrapped to the type's width";
+    else if (type != onnx::TensorProto::FLOAT)
+      how = "not held at run time";
+    types[onnx::TensorProto::DataType_Name(type)] = {{"values", count}, {"computed_as", how}};
+  }
+  return types;
+}
+
 }  // namespace
 
 int RunJob(const RunOptions& options, std::ostream& out) {
@@ -250,6 +273,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   const bool check_ok = !verification || verification->ok;
 
   const PlanStats& ps = stats.plan;
+  const nlohmann::json element_types = ElementTypesJson(graph);
   if (options.json) {
     nlohmann::json j = {{"model", options.model_path},
                         {"strategy", prepared.strategy},
@@ -283,6 +307,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
       if (backend::IsSlowImpl(step.kind, step.impl))
         slow.push_back({{"kind", step.kind}, {"label", step.label}, {"impl", step.impl}});
     j["slow_steps"] = slow;
+    j["element_types"] = element_types;
     j["steps"] = StepsJson(exec.Schedule());
     if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms);
     if (prepared.plan_file) {
@@ -311,6 +336,12 @@ int RunJob(const RunOptions& options, std::ostream& out) {
         << Megabytes(ps.intermediate_bytes_total) << "), weights " << Megabytes(ps.weight_bytes) << "\n";
     out << "  " << stats.iterations << " iterations after " << options.warmup << " warmup: min " << stats.min_ms
         << " ms, median " << stats.median_ms << " ms, p90 " << stats.p90_ms << " ms, max " << stats.max_ms << " ms\n";
+    if (element_types.size() > 1 || (element_types.size() == 1 && !element_types.contains("FLOAT"))) {
+      out << "  element types:";
+      for (const auto& [type, use] : element_types.items())
+        out << " " << type << " (" << use["values"].get<int>() << " values) " << use["computed_as"].get<std::string>() << ";";
+      out << "\n";
+    }
     if (options.profile) PrintProfile(out, exec.Schedule(), step_ms, options.iterations);
     for (const auto& c : checks)
       out << std::scientific << std::setprecision(2) << "  check " << c["output"].get<std::string>()

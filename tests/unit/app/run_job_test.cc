@@ -67,6 +67,37 @@ TEST_CASE("RunJob times a model, checks fused against unfused and prints one JSO
   for (const auto& [kind, ms] : p["kinds"].items()) kinds_ms += ms.get<double>();
   CHECK(kinds_ms == Approx(steps_ms));
 
+  // element_types: how each type of the graph's values is held; the typed
+  // outputs written in their own types.
+  CHECK(j["element_types"]["FLOAT"]["computed_as"] == "as float32");
+  onnx::ModelProto typed = test::ParseModel(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x, int32[3] k) => (bool[3] m, int32[3] y) {
+      c = Cast <to = 6> (x)
+      y = Add (c, k)
+      f = Cast <to = 1> (c)
+      m = Greater (x, f)
+    })");
+  {
+    std::ofstream typed_out(path, std::ios::binary);
+    typed.SerializeToOstream(&typed_out);
+  }
+  options.check = true, options.profile = false;
+  std::ostringstream typed_json;
+  CHECK(RunJob(options, typed_json) == 0);
+  auto t = nlohmann::json::parse(typed_json.str());
+  CHECK(t["element_types"]["INT32"]["values"] == 3);
+  CHECK(t["element_types"]["INT32"]["computed_as"] == "as int64, on host steps, wrapped to the type's width");
+  CHECK(t["element_types"]["BOOL"]["computed_as"] == "as int64 0/1, on host steps");
+  CHECK(t["check"]["ok"] == true);
+  onnx::TensorProto mask;
+  {
+    std::ifstream in((std::filesystem::path(options.outputs_dir) / "output_0.pb").string(), std::ios::binary);
+    REQUIRE(mask.ParseFromIstream(&in));
+  }
+  CHECK(mask.data_type() == onnx::TensorProto::BOOL);
+  CHECK(mask.raw_data().size() == 3);  // one byte an element
+  CHECK(ReadTensorDir(options.outputs_dir, "output")[1].DataType() == onnx::TensorProto::INT32);
+
   RunStats s = Summarize({5, 1, 4, 2, 3});
   CHECK(s.min_ms == 1);
   CHECK(s.median_ms == 3);
