@@ -18,9 +18,10 @@ namespace {
 // pattern's own and its last member computes the pattern's output.
 using Members = std::vector<const Node*>;
 
-// Lowers the pattern whose members are `m` at `entry`; false, with nothing
-// done, when the backend's kernel does not take it.
-using Lowering = bool (*)(Builder& b, const Members& m, NodeId entry);
+// Lowers the pattern whose members are `m` (LowerGroup calls it when it
+// reaches the member PatternLowering::entry names); false, with nothing done,
+// when the backend's kernel does not take it.
+using Lowering = bool (*)(Builder& b, const Members& m);
 
 struct PatternLowering {
   std::vector<std::string> ops;  ///< op types of the computing members, in order
@@ -35,7 +36,7 @@ struct PatternLowering {
 // Div(x, sqrt 2) -> Erf -> Add(., 1) -> Mul(x, .) -> Mul(., 0.5) (patterns/gelu.onnxtxt).
 constexpr std::ptrdiff_t kGeluNodes = 5;
 
-bool LowerGelu(Builder& b, const Members& m, NodeId) {
+bool LowerGelu(Builder& b, const Members& m) {
   // The pattern's last kGeluNodes members, entered at their Div: the Gelu
   // pattern's own, or what a chain did not take of MatMulAddGelu's.
   const Members gelu(m.end() - kGeluNodes, m.end());
@@ -46,7 +47,7 @@ bool LowerGelu(Builder& b, const Members& m, NodeId) {
   return true;
 }
 
-bool LowerLayerNorm(Builder& b, const Members& m, NodeId) {
+bool LowerLayerNorm(Builder& b, const Members& m) {
   // ReduceMean -> Sub -> Pow -> ReduceMean -> Add(., eps) -> Sqrt -> Div -> Mul -> Add
   // (patterns/layer_norm.onnxtxt).
   const Node &mean = *m[0], &var = *m[3], &add_eps = *m[4];
@@ -66,7 +67,7 @@ bool LowerLayerNorm(Builder& b, const Members& m, NodeId) {
   return true;
 }
 
-bool LowerSqueezeExcite(Builder& b, const Members& m, NodeId) {
+bool LowerSqueezeExcite(Builder& b, const Members& m) {
   // GlobalAveragePool -> Conv -> Relu | (Sigmoid, Mul) -> Conv -> Sigmoid | HardSigmoid -> Mul
   // (patterns/squeeze_excitation.onnxtxt): the Convs and activations between them.
   const std::size_t fc2 = m.size() - 3;
@@ -131,7 +132,7 @@ void LowerGroupByPattern(Builder& b, const std::vector<NodeId>& nodes, const std
   named.start = [&](Builder& builder, NodeId id) {
     if (tried || &builder.graph.node(id) != entry) return false;
     tried = true;
-    return lowering.lower(builder, members, id);
+    return lowering.lower(builder, members);
   };
   if (lowering.gelu_tail) named.gelu.assign(members.end() - kGeluNodes, members.end());
   LowerGroup(b, nodes, &named);
