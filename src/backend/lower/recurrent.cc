@@ -4,8 +4,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <omp.h>
 
 #include "backend/lower/recurrent_spec.h"
 #include "backend/lower/recurrent_weights.h"
@@ -33,7 +36,7 @@ std::optional<Arg> StateInput(Builder& b, const Node& node, const RecurrentSpec&
   const memory::desc ldnc = Md({1, d, n, h}, Tag::ldnc);
   if (b.IsAct(v)) {
     const Arg plain = b.UsePlain(v, node);
-    if (!s.batch_first) return Arg{plain.slot, ldnc, {}};
+    if (!s.batch_first || n == 1) return Arg{plain.slot, ldnc, {}};  // batch 1: [1, D, H] is [D, 1, H]
     const memory::desc from = SwappedView(n, d, h);  // [N, D, H] seen as [D, N, H]
     const Act moved = b.EmitReorder(Arg{plain.slot, from, {}}, {d, n, h}, PlainDesc({d, n, h}), node.name);
     return Arg{moved.slot, ldnc, {}};
@@ -109,6 +112,49 @@ dnnl::rnn_primitive_desc_base MakeRnnPd(const Builder& b, const Node& node, cons
   Unsupported(b, node, "unknown recurrent cell");
 }
 
+// OpenMP's thread count set to 1 for the scope of the object (the calling
+// thread's setting, as --threads sets it), restored at its end.
+class OneThread {
+ public:
+  OneThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneThread() { omp_set_num_threads(saved_); }
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  int saved_;
+};
+
+// The primitive as a custom step that runs it on one OpenMP thread. At batch
+// 1 every time step is a matrix-vector product per gate, too small to share:
+// with two threads the plan paid an OpenMP barrier per step and cell, and on
+// a loaded machine (other processes on the second core) each barrier waited
+// for a time slice: the 2-layer bidirectional LSTM of issue 23 took a median
+// 12-18 ms against 1.1 ms on one thread (scripts/bench.sh --rnn, load 5-10).
+void EmitOnOneThread(Builder& b, const dnnl::rnn_primitive_desc_base& pd, const std::string& kind,
+                     const std::string& label, std::vector<std::pair<int, Arg>> args, const memory::desc& dst_md) {
+  const memory::desc scratch = pd.scratchpad_desc();
+  CustomKernel kernel = [prim = dnnl::primitive(pd.get()), bound = args, engine = b.engine,
+                         stream = dnnl::stream(b.engine), scratch](const std::vector<void*>& data) mutable {
+    std::unordered_map<int, memory> memories;
+    for (std::size_t i = 0; i < bound.size(); ++i) {
+      const Arg& arg = bound[i].second;
+      memories[bound[i].first] = arg.slot >= 0 ? memory(arg.md, engine, data[i]) : arg.fixed;
+    }
+    if (scratch.get_size() > 0) memories[DNNL_ARG_SCRATCHPAD] = memory(scratch, engine, data.back());
+    const OneThread one;
+    prim.execute(stream, memories);
+    stream.wait();
+  };
+  // The step's arguments as bytes: the kernel reads them through the
+  // primitive's own descriptors (`bound`), which may pad (gemm weights with a
+  // padded leading dimension), and EmitCustom admits dense buffers only.
+  for (auto& [key, arg] : args)
+    if (arg.slot >= 0) arg.md = memory::desc({static_cast<memory::dim>(arg.md.get_size())}, DataType::u8, Tag::a);
+  b.EmitCustom(kind, label, std::move(args), std::move(kernel), dst_md, pd.impl_info_str(),
+               static_cast<std::int64_t>(scratch.get_size()));
+}
+
 const char* KindOf(CellKind cell) {
   switch (cell) {
     case CellKind::kLstm: return "lstm";
@@ -141,12 +187,16 @@ void EmitRecurrent(Builder& b, NodeId id) {
   // Destinations: Y's slot itself when its bytes are dst_layer's, else a scratch slot.
   const memory::desc dst_layer_md = Md({t, n, d * h}, sequence_tag);
   const Dims y_dims = s.batch_first ? Dims{n, t, d, h} : Dims{t, d, n, h};
-  const bool y_direct = s.y != kNoValue && (d == 1 || s.batch_first);
+  // Batch 1: [T, 1, D*H] holds [T, D, 1, H] as it is.
+  const bool y_direct = s.y != kNoValue && (d == 1 || n == 1 || s.batch_first);
   const Act dst_layer = y_direct ? b.NewAct(y_dims, PlainDesc(y_dims)) : b.NewAct({t, n, d * h}, dst_layer_md);
   const memory::desc ldnc = Md({1, d, n, h}, Tag::ldnc);
   const Dims state_dims = s.batch_first ? Dims{n, d, h} : Dims{d, n, h};
   const bool want_iter = s.y_h != kNoValue || s.y_c != kNoValue;  // LSTM: dst_iter and dst_iter_c together
-  auto state_out = [&](ValueId v) { return v != kNoValue && !s.batch_first ? b.NewAct(state_dims, PlainDesc(state_dims)) : b.NewAct({1, d, n, h}, ldnc); };
+  const bool states_direct = !s.batch_first || n == 1;  // [D, N, H] or, at batch 1, [1, D, H]: ldnc's bytes
+  auto state_out = [&](ValueId v) {
+    return v != kNoValue && states_direct ? b.NewAct(state_dims, PlainDesc(state_dims)) : b.NewAct({1, d, n, h}, ldnc);
+  };
   const Act h_out = want_iter ? state_out(s.y_h) : Act{};  // slot -1: no dst_iter
   const Act c_out = want_iter && lstm ? state_out(s.y_c) : Act{};
 
@@ -156,9 +206,15 @@ void EmitRecurrent(Builder& b, NodeId id) {
   // though its documentation allows one; an omitted B is zeros.
   const memory::desc bias_md = Md({1, d, bias_gates, h}, Tag::ldgo);
   const memory::desc peephole_md = s.p != kNoValue ? Md({1, d, 3, h}, Tag::ldgo) : none;
+  // Batch 1 runs on one thread (EmitOnOneThread): the primitive is made for
+  // one too, since brgemm's RNN splits its work by the thread count it was
+  // created with and would open parallel regions of that many threads anyway.
+  std::optional<OneThread> one_thread;
+  if (n == 1) one_thread.emplace();
   const auto pd = MakeRnnPd(b, node, s,
                             {x.md, h0 ? h0->md : none, c0 ? c0->md : none, w_any, r_any, peephole_md, bias_md,
                              dst_layer_md, h_out.slot >= 0 ? ldnc : none, c_out.slot >= 0 ? ldnc : none});
+  one_thread.reset();
 
   const CellKind cell = s.cell;
   const RecurrentSizes sizes = s.sizes;
@@ -191,7 +247,8 @@ void EmitRecurrent(Builder& b, NodeId id) {
   args.push_back({DNNL_ARG_DST_LAYER, Arg{dst_layer.slot, dst_layer_md, {}}});
   if (h_out.slot >= 0) args.push_back({DNNL_ARG_DST_ITER, Arg{h_out.slot, ldnc, {}}});
   if (c_out.slot >= 0) args.push_back({DNNL_ARG_DST_ITER_C, Arg{c_out.slot, ldnc, {}}});
-  b.Emit(pd, KindOf(s.cell), node.name, std::move(args), dst_layer_md);
+  if (n == 1) EmitOnOneThread(b, pd, KindOf(s.cell), node.name, std::move(args), dst_layer_md);
+  else b.Emit(pd, KindOf(s.cell), node.name, std::move(args), dst_layer_md);
 
   // Y: dst_layer [T, N, D*H] itself, or transposed into [T, D, N, H].
   if (y_direct) b.SetAct(s.y, dst_layer);
@@ -202,7 +259,7 @@ void EmitRecurrent(Builder& b, NodeId id) {
   // Y_h, Y_c: dst_iter itself, or transposed into batch-first [N, D, H].
   auto set_state = [&](ValueId v, const Act& out) {
     if (v == kNoValue || out.slot < 0) return;
-    if (!s.batch_first) return b.SetAct(v, out);
+    if (states_direct) return b.SetAct(v, out);
     b.SetAct(v, b.EmitReorder(Arg{out.slot, SwappedView(d, n, h), {}}, state_dims, PlainDesc(state_dims), node.name));
   };
   set_state(s.y_h, h_out);

@@ -16,7 +16,10 @@ namespace onnxfuse::backend {
 /// as they are (layout = 1: [N, D, H], transposed by a reorder); Y [T, D, N, H]
 /// is dst_layer [T, N, D*H] itself when D = 1 or layout = 1 ([N, T, D, H] is
 /// ntc), otherwise a reorder of it; Y_h / Y_c are dst_iter / dst_iter_c (a
-/// reorder for layout = 1). Omitted outputs get scratch slots or no operand.
+/// reorder for layout = 1). At batch 1 no reorder is needed: [T, D, 1, H] and
+/// [1, D, H] are the primitive's own bytes; the step then runs on one OpenMP
+/// thread (each time step's product is too small to share). Omitted outputs
+/// get scratch slots or no operand.
 ///
 /// W, R, B and P are converted to oneDNN's gate order (recurrent_weights.h):
 /// at build time and prepacked (Builder::PackedConstant, stored in plan files)

@@ -263,3 +263,25 @@ TEST_CASE("RNN with Relu and Sigmoid activations", "[recurrent]") {
       Check(Run(p, Variant{}), p, 0);
     }
 }
+
+TEST_CASE("batch-1 recurrent layers run their primitive on one thread, with the same results", "[recurrent]") {
+  // recurrent.cc's EmitOnOneThread: the primitive inside a custom step.
+  // At batch 1, Y's [T, D, 1, H] and the states' [1, D, H] (layout 1) are
+  // the primitive's own bytes: no reorder around it.
+  for (const std::string op : {"LSTM", "GRU", "RNN"})
+    for (const bool weights_as_inputs : {false, true})
+      for (const int layout : {0, 1}) {
+        INFO(op << (weights_as_inputs ? " weights as inputs" : " constant weights") << " layout " << layout);
+        RecurrentProblem p = Problem(op, "bidirectional", op == "GRU");
+        p.batch = 1;
+        Variant v;
+        v.weights_as_inputs = weights_as_inputs;
+        v.layout = layout;
+        const Outcome o = Run(p, v);
+        Check(o, p, layout);
+        const std::string kind = op == "LSTM" ? "lstm " : op == "GRU" ? "lbr_gru " : "rnn ";
+        CHECK(test::StepsStartingWith(o.fused, kind) == 1);
+        CHECK(test::StepsContaining(o.fused, "onnxfuse:custom") == 0);  // named by oneDNN's implementation
+        if (!weights_as_inputs) CHECK(test::StepsStartingWith(o.fused, "reorder ") == 0);
+      }
+}
