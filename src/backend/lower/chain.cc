@@ -359,8 +359,9 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       b.Consume(node);
       continue;
     }
-    // Integer and bool values computed at run time: the host evaluator's.
-    if (NeedsHostStep(b, node)) {
+    // Integer and bool values computed at run time: the host evaluator's
+    // (a recurrent node's run-time sequence_lens: refused by EmitRecurrent).
+    if (NeedsHostStep(b, node) && !IsRecurrent(node)) {
       if (chain) Flush(b, *chain), chain.reset();
       if (!LowerWhere(b, id)) EmitHostStep(b, id);  // host steps take 0-size tensors
       b.Consume(node);

@@ -52,6 +52,9 @@ TEST_CASE("sequence_lens is taken only when it is seq_length everywhere", "[recu
   test::CheckClose(with.outputs.at(0), expected, 1e-6);
   CHECK_THAT(test::CompileError(Model("GRU", "", ", seq", ", int32[1] seq = {1}")),
              Catch::Contains("GRU") && Catch::Contains("sequence_lens"));
+  // A graph input: its lengths are known only at run time (not a host step's).
+  CHECK_THAT(test::CompileError(Model("LSTM", "", ", seq", ", int32[1] seq")),
+             Catch::Contains("LSTM") && Catch::Contains("sequence_lens is computed at run time"));
 }
 
 TEST_CASE("the omitted hidden_size is read from R", "[recurrent]") {
