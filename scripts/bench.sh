@@ -7,11 +7,13 @@
 # table (medians over rounds with their spread, ratios, kernels, reorders, arena vs
 # intermediates, peak RSS) and one met / NOT met line per target of the issue.
 #
-#   scripts/bench.sh [--rounds 3] [--iterations 20] [--threads "1 2"] [--out FILE] [--raw FILE] [--zoo] [MODEL...]
+#   scripts/bench.sh [--rounds 3] [--iterations 20] [--threads "1 2"] [--out FILE] [--raw FILE] [--zoo] [--rnn] [MODEL...]
 #
 # MODEL: names under models/ (default: every models/*/model.onnx except the
 # *-opsetN copies and twins); --zoo: every models/zoo/*/model.onnx instead (made by
-# scripts/export_zoo.py), named zoo/NAME. Steps of a fused plan on a slow
+# scripts/export_zoo.py), named zoo/NAME; --rnn: every models/rnn/*/model.onnx
+# (the LSTM and GRU of issue 23: export_zoo.py --out models/rnn lstm_bidir2
+# gru_bidir2), named rnn/NAME. Steps of a fused plan on a slow
 # implementation (run --json's slow_steps) are listed and fail a target.
 # --raw FILE keeps the per-process results (TSV). Progress goes to stderr. Needs build/onnx-fuse (scripts/build.sh), scripts/ort/node_modules
 # and GNU time (scripts/setup.sh). A failed run is listed under the table; it does
@@ -20,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '10p' "$0" | sed 's/^#   /usage: /' >&2; exit 2; }
-rounds=3 iterations=20 threads="1 2" out="" raw="" zoo=0
+rounds=3 iterations=20 threads="1 2" out="" raw="" folder=""
 models=()
 while (($#)); do
   case "$1" in
@@ -29,7 +31,8 @@ while (($#)); do
     --threads) threads=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     --raw) raw=${2:?}; shift 2 ;;
-    --zoo) zoo=1; shift ;;
+    --zoo) folder=zoo; shift ;;
+    --rnn) folder=rnn; shift ;;
     -h|--help) usage ;;
     -*) echo "bench: unknown option $1" >&2; usage ;;
     *) models+=("$1"); shift ;;
@@ -38,11 +41,11 @@ done
 [[ $rounds =~ ^[1-9][0-9]*$ && $iterations =~ ^[1-9][0-9]*$ ]] || { echo "bench: --rounds and --iterations take positive integers" >&2; exit 2; }
 read -r -a thread_counts <<<"$threads"
 for t in "${thread_counts[@]}"; do [[ $t =~ ^[1-9][0-9]*$ ]] || { echo "bench: bad thread count '$t'" >&2; exit 2; }; done
-if ((${#models[@]} == 0 && zoo)); then
-  for f in models/zoo/*/model.onnx; do
-    [[ -f $f ]] && models+=("zoo/$(basename "$(dirname "$f")")")
+if ((${#models[@]} == 0)) && [[ -n $folder ]]; then
+  for f in models/"$folder"/*/model.onnx; do
+    [[ -f $f ]] && models+=("$folder/$(basename "$(dirname "$f")")")
   done
-  ((${#models[@]})) || { echo "bench: no models/zoo (run /usr/bin/python3 scripts/export_zoo.py)" >&2; exit 2; }
+  ((${#models[@]})) || { echo "bench: no models/$folder (run /usr/bin/python3 scripts/export_zoo.py)" >&2; exit 2; }
 elif ((${#models[@]} == 0)); then
   for f in models/*/model.onnx; do
     name=$(basename "$(dirname "$f")")

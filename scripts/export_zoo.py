@@ -235,6 +235,32 @@ def small_detector():
     return finish(SmallDetector(), input_shape=(1, 3, 64, 64))
 
 
+class Recurrent(torch.nn.Module):
+    """A torch.nn.LSTM or GRU with its initial states as inputs and every
+    result as an output: y, h_n (and c_n): ONNX LSTM / GRU nodes, one per
+    layer, with the layers joined by Transpose / Reshape (issue 23)."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x, *states):
+        y, state = self.layer(x, states if len(states) > 1 else states[0])
+        return (y,) + (state if isinstance(state, tuple) else (state,))
+
+
+def recurrent(kind):
+    layer = getattr(torch.nn, kind)(RNN_INPUT, RNN_HIDDEN, num_layers=2, bidirectional=True)
+    return Recurrent(layer).eval()
+
+
+# The recurrent models (issue 23): 2 layers, bidirectional, 50 time steps of
+# batch 1, input 64, hidden 128, with initial states. scripts/test.sh exports
+# them into models/rnn (export_zoo.py --out models/rnn lstm_bidir2 gru_bidir2)
+# for ctest e2e.rnn; scripts/bench.sh --rnn times them.
+RNN_STEPS, RNN_INPUT, RNN_HIDDEN = 50, 64, 128
+
+
 # name: (builder, input shapes, input names, output names, opsets to try, seed name)
 # The two BERT encoders share one seed, so they hold the same weights and
 # differ only in how LayerNorm is spelled (opset 14: ReduceMean/Sub/Pow/...;
@@ -243,6 +269,7 @@ def zoo():
     img224 = (1, 3, 224, 224)
     det320 = (1, 3, 320, 320)
     seq = (1, 128, 768)
+    rnn_x, rnn_state = (RNN_STEPS, 1, RNN_INPUT), (4, 1, RNN_HIDDEN)  # states: 2 layers x 2 directions
     return {
         "maxvit_t": (lambda: classifier("maxvit_t", img224), [img224], ["input"], ["output"], ALL_OPSETS, None),
         "efficientnet_v2_s": (lambda: classifier("efficientnet_v2_s", img224), [img224], ["input"], ["output"], ALL_OPSETS, None),
@@ -276,6 +303,13 @@ def zoo():
         "bert_encoder_op17": (bert_encoder, [seq], ["input"], ["output"], (17,), "bert_encoder"),
         "gpt2_decoder": (gpt2_decoder, [seq], ["input"], ["output"], (14, 15, 16, 17), None),
         "detector_small": (small_detector, [(1, 3, 64, 64)], ["image"], ["boxes", "scores", "labels"], ALL_OPSETS, None),
+        "lstm_bidir2": (
+            lambda: recurrent("LSTM"), [rnn_x, rnn_state, rnn_state], ["input", "h0", "c0"], ["output", "h_n", "c_n"],
+            (14,), None,
+        ),
+        "gru_bidir2": (
+            lambda: recurrent("GRU"), [rnn_x, rnn_state], ["input", "h0"], ["output", "h_n"], (14,), None,
+        ),
     }
 
 

@@ -86,7 +86,8 @@ struct Step {
 /// An implementation to avoid when another exists: oneDNN's reference
 /// kernels (`ref:`) for any primitive, and gemm-based (de)convolutions (im2col
 /// + sgemm, far slower than the direct jit / brgemm kernels). Inner products
-/// and matmuls run on gemm by design: not slow.
+/// and matmuls run on gemm by design: not slow; nor do the RNN primitives
+/// (kinds lstm, gru, lbr_gru, rnn), whose "ref" driver runs on jit sgemm.
 bool IsSlowImpl(const std::string& kind, const std::string& impl);
 
 class Builder {

@@ -28,6 +28,7 @@
 #include "backend/lower/matmul.h"
 #include "backend/lower/normalization.h"
 #include "backend/lower/pool.h"
+#include "backend/lower/recurrent.h"
 #include "backend/lower/reduce.h"
 #include "backend/lower/select.h"
 #include "backend/lower/resize.h"
@@ -358,8 +359,9 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       b.Consume(node);
       continue;
     }
-    // Integer and bool values computed at run time: the host evaluator's.
-    if (NeedsHostStep(b, node)) {
+    // Integer and bool values computed at run time: the host evaluator's
+    // (a recurrent node's run-time sequence_lens: refused by EmitRecurrent).
+    if (NeedsHostStep(b, node) && !IsRecurrent(node)) {
       if (chain) Flush(b, *chain), chain.reset();
       if (!LowerWhere(b, id)) EmitHostStep(b, id);  // host steps take 0-size tensors
       b.Consume(node);
@@ -393,6 +395,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (op == "Pow") EmitPow(b, id);  // an exponent of several values
       else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time
       else if (op == "Where" && LowerWhere(b, id)) {}  // float data: a kernel of our own (select.h)
+      else if (IsRecurrent(node)) EmitRecurrent(b, id);
       else if (HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
       else
         throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) +

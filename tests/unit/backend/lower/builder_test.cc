@@ -197,6 +197,8 @@ TEST_CASE("slow implementations: oneDNN's reference kernels, and gemm-based (de)
   CHECK(backend::IsSlowImpl("deconv", "gemm:jit"));
   CHECK_FALSE(backend::IsSlowImpl("matmul", "gemm:jit"));
   CHECK_FALSE(backend::IsSlowImpl("inner_product", "gemm:jit"));
+  CHECK_FALSE(backend::IsSlowImpl("lbr_gru", "ref"));  // oneDNN's RNN driver on jit sgemm
+  CHECK_FALSE(backend::IsSlowImpl("gru", "ref"));
   CHECK_FALSE(backend::IsSlowImpl("conv", "brg:avx512_core"));
   CHECK_FALSE(backend::IsSlowImpl("conv", "jit:avx2"));
 }
