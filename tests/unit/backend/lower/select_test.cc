@@ -43,7 +43,7 @@ TEST_CASE("a constant causal mask selects between scores and -1e30 in one where 
   }
 }
 
-TEST_CASE("a mask computed at run time is a host step, the selection a where step; integer data stays on the host",
+TEST_CASE("a mask computed at run time is a host step, the selection a where step, and integer data stays on the host",
           "[select]") {
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,3] x, float[3] y, float zero = {0.0}) => (float[2,3] out) {
