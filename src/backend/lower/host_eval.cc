@@ -1,6 +1,9 @@
-// Reference implementations of the ops the builder folds at build time
-// (semantics from the ONNX operator spec, opsets 7-17).
+// Reference implementations of ONNX ops on host tensors (semantics from the
+// ONNX operator spec, opsets 7-17): the builder's constant folding, and the
+// runtime's host steps. This unit holds the dispatcher and the basic ops; the
+// op families are in host_eval_*.cc (host_eval_ops.h).
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_eval_ops.h"
 #include "backend/lower/host_tensor.h"
 #include "backend/lower/host_eval_layout.h"
 
@@ -8,6 +11,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <set>
+#include <stdexcept>
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
@@ -16,14 +21,20 @@
 
 namespace onnxfuse::backend {
 
-namespace {
-
 std::int64_t NormAxis(std::int64_t axis, std::size_t rank, const Node& node) {
   std::int64_t r = static_cast<std::int64_t>(rank);
-  if (axis < -r || axis >= std::max<std::int64_t>(r, 1))
+  if (axis < -std::max<std::int64_t>(r, 1) || axis >= std::max<std::int64_t>(r, 1))
     throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": axis " + std::to_string(axis) + " out of range");
-  return axis < 0 ? axis + r : axis;
+  return axis < 0 ? axis + std::max<std::int64_t>(r, 1) : axis;
 }
+
+const Tensor& NeedInput(const Node& node, const HostInputs& in, std::size_t i) {
+  if (i >= in.size() || !in[i])
+    throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": missing input " + std::to_string(i));
+  return *in[i];
+}
+
+namespace {
 
 Tensor ConstantValue(const Node& node) {
   for (const auto& attr : node.proto.attribute()) {
@@ -38,34 +49,78 @@ Tensor ConstantValue(const Node& node) {
   throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": Constant without a supported value attribute");
 }
 
+// Integer operands in int64, exactly (a double loses them beyond 2^53): Add,
+// Sub and Mul wrap as two's complement, Div truncates toward zero (C++ and
+// the spec's integer division), Pow multiplies out a non-negative exponent.
+std::int64_t IntBinary(const Node& node, std::int64_t x, std::int64_t y) {
+  const std::string& op = node.op_type;
+  auto wrap = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+  const auto ux = static_cast<std::uint64_t>(x), uy = static_cast<std::uint64_t>(y);
+  if (op == "Add") return wrap(ux + uy);
+  if (op == "Sub") return wrap(ux - uy);
+  if (op == "Mul") return wrap(ux * uy);
+  if (op == "Div") {
+    if (y == 0) throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": integer division by zero");
+    return y == -1 ? wrap(0 - ux) : x / y;  // INT64_MIN / -1 wraps instead of trapping
+  }
+  if (op == "Pow") {
+    if (y < 0) return SaturatingInt64(std::trunc(std::pow(static_cast<double>(x), static_cast<double>(y))));
+    std::uint64_t r = 1, base = ux;  // by squaring, modulo 2^64 like the multiplications above
+    for (auto e = static_cast<std::uint64_t>(y); e != 0; e >>= 1, base *= base)
+      if (e & 1) r *= base;
+    return wrap(r);
+  }
+  if (op == "Equal") return x == y;
+  if (op == "Less") return x < y;
+  if (op == "Greater") return x > y;
+  if (op == "GreaterOrEqual") return x >= y;
+  if (op == "LessOrEqual") return x <= y;
+  if (op == "And") return x != 0 && y != 0;
+  return x != 0 || y != 0;  // Or
+}
+
+// Multidirectional broadcasting (ONNX Broadcasting.md). The result is INT64
+// for comparisons, And and Or (bool, 0/1) and for integer operands; Pow takes
+// the type of its base (Pow-12: T for X, T1 for Y).
 Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
   Dims out = BroadcastDims(a.dims, b.dims);
   const std::string& op = node.op_type;
-  bool is_int = IsInt64(a) && IsInt64(b) && op != "Pow";
-  bool is_bool_out = op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" ||
-                     op == "LessOrEqual" || op == "And" || op == "Or";
-  std::vector<double> values(static_cast<std::size_t>(Product(out)));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    double x = ElementAt(a, BroadcastIndex(static_cast<std::int64_t>(i), out, a.dims));
-    double y = ElementAt(b, BroadcastIndex(static_cast<std::int64_t>(i), out, b.dims));
-    double r = 0;
-    if (op == "Add") r = x + y;
-    else if (op == "Sub") r = x - y;
-    else if (op == "Mul") r = x * y;
-    else if (op == "Div") r = is_int ? std::trunc(x / y) : x / y;
-    else if (op == "Pow") r = std::pow(x, y);
-    else if (op == "Equal") r = x == y;
-    else if (op == "Less") r = x < y;
-    else if (op == "Greater") r = x > y;
-    else if (op == "GreaterOrEqual") r = x >= y;
-    else if (op == "LessOrEqual") r = x <= y;
-    else if (op == "And") r = x != 0 && y != 0;
-    else if (op == "Or") r = x != 0 || y != 0;
-    else if (op == "Min") r = std::min(x, y);
-    else if (op == "Max") r = std::max(x, y);
-    values[i] = r;
+  const bool is_bool_out = op == "Equal" || op == "Less" || op == "Greater" || op == "GreaterOrEqual" ||
+                           op == "LessOrEqual" || op == "And" || op == "Or";
+  const bool int_math = IsInt64(a) && IsInt64(b);
+  Tensor r;
+  r.dims = out;
+  r.elem_type = int_math || is_bool_out || (op == "Pow" && IsInt64(a)) ? onnx::TensorProto::INT64
+                                                                        : onnx::TensorProto::FLOAT;
+  const auto n = static_cast<std::size_t>(Product(out));
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t ia = BroadcastIndex(static_cast<std::int64_t>(i), out, a.dims);
+    const std::int64_t ib = BroadcastIndex(static_cast<std::int64_t>(i), out, b.dims);
+    if (int_math) {
+      const std::int64_t x = a.int_data[static_cast<std::size_t>(ia)], y = b.int_data[static_cast<std::size_t>(ib)];
+      r.int_data.push_back(IntBinary(node, x, y));
+      continue;
+    }
+    const double x = ElementAt(a, ia), y = ElementAt(b, ib);
+    double v = 0;
+    if (op == "Add") v = x + y;
+    else if (op == "Sub") v = x - y;
+    else if (op == "Mul") v = x * y;
+    else if (op == "Div") v = x / y;
+    else if (op == "Pow") v = std::pow(x, y);
+    else if (op == "Equal") v = x == y;
+    else if (op == "Less") v = x < y;
+    else if (op == "Greater") v = x > y;
+    else if (op == "GreaterOrEqual") v = x >= y;
+    else if (op == "LessOrEqual") v = x <= y;
+    else if (op == "And") v = x != 0 && y != 0;
+    else if (op == "Or") v = x != 0 || y != 0;
+    if (r.elem_type == onnx::TensorProto::INT64)
+      r.int_data.push_back(std::isfinite(v) ? SaturatingInt64(std::trunc(v)) : 0);
+    else
+      r.data.push_back(static_cast<float>(v));
   }
-  return MakeHostTensor(is_int || is_bool_out, out, values);
+  return r;
 }
 
 std::vector<std::int64_t> AxesOf(const Node& node, const std::vector<const Tensor*>& in, std::int64_t opset) {
@@ -141,66 +196,6 @@ Dims ReshapeDims(const Node& node, const Dims& in, const std::vector<std::int64_
   return out;
 }
 
-// Reduce* (ONNX Operators.md: ReduceMax/Min/Sum/Mean/Prod/L1/L2/SumSquare/
-// LogSumExp): axes from the attribute, or from input 1 where the op takes it
-// (ReduceSum from 13); keepdims (default 1); no axes reduces all, unless
-// noop_with_empty_axes.
-Tensor Reduce(const Node& node, const std::vector<const Tensor*>& in) {
-  const Tensor& x = *in.at(0);
-  const std::string& op = node.op_type;
-  std::vector<std::int64_t> axes = in.size() > 1 && in[1] ? AsInts(*in[1]) : AttrInts(node, "axes");
-  if (axes.empty() && AttrInt(node, "noop_with_empty_axes", 0)) return x;
-  std::vector<bool> reduced(x.dims.size(), axes.empty());
-  for (auto a : axes) reduced[static_cast<std::size_t>(NormAxis(a, x.dims.size(), node))] = true;
-  Dims out, kept;
-  for (std::size_t d = 0; d < x.dims.size(); ++d) {
-    kept.push_back(reduced[d] ? 1 : x.dims[d]);
-    if (!reduced[d] || AttrInt(node, "keepdims", 1)) out.push_back(kept.back());
-  }
-  const std::int64_t n = Product(kept);
-  const double count = static_cast<double>(x.NumElements()) / static_cast<double>(std::max<std::int64_t>(n, 1));
-  const bool is_max = op == "ReduceMax", is_min = op == "ReduceMin", is_prod = op == "ReduceProd";
-  const double init = is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0 : 0.0;
-  std::vector<double> acc(static_cast<std::size_t>(n), init);
-  const Dims in_strides = DenseStrides(x.dims), kept_strides = DenseStrides(kept);
-  for (std::int64_t i = 0; i < x.NumElements(); ++i) {
-    std::int64_t k = 0;
-    for (std::size_t d = 0; d < x.dims.size(); ++d)
-      if (!reduced[d]) k += (i / in_strides[d] % x.dims[d]) * kept_strides[d];
-    double v = ElementAt(x, i), &a = acc[static_cast<std::size_t>(k)];
-    if (is_max) a = std::max(a, v);
-    else if (is_min) a = std::min(a, v);
-    else if (is_prod) a *= v;
-    else if (op == "ReduceL1") a += std::abs(v);
-    else if (op == "ReduceL2" || op == "ReduceSumSquare") a += v * v;
-    else if (op == "ReduceLogSumExp") a += std::exp(v);
-    else a += v;  // ReduceSum, ReduceMean
-  }
-  for (auto& a : acc) {
-    if (op == "ReduceMean") a /= count;
-    else if (op == "ReduceL2") a = std::sqrt(a);
-    else if (op == "ReduceLogSumExp") a = std::log(a);
-  }
-  return MakeHostTensor(IsInt64(x), out, acc);
-}
-
-// Elementwise unary ops on known tensors (ONNX Operators.md); Round rounds
-// half to even, as the spec says.
-double Unary(const std::string& op, double x) {
-  if (op == "Sqrt") return std::sqrt(x);
-  if (op == "Neg") return -x;
-  if (op == "Abs") return std::abs(x);
-  if (op == "Ceil") return std::ceil(x);
-  if (op == "Floor") return std::floor(x);
-  if (op == "Round") return std::nearbyint(x);  // the default rounding mode: to nearest, ties to even
-  if (op == "Exp") return std::exp(x);
-  if (op == "Log") return std::log(x);
-  if (op == "Reciprocal") return 1.0 / x;
-  if (op == "Relu") return std::max(x, 0.0);
-  if (op == "Sign") return static_cast<double>((x > 0) - (x < 0));
-  return x == 0 ? 1.0 : 0.0;  // Not
-}
-
 }  // namespace
 
 bool DropoutDrops(const Tensor* ratio, const Tensor* training_mode) {
@@ -210,25 +205,37 @@ bool DropoutDrops(const Tensor* ratio, const Tensor* training_mode) {
 }
 
 bool HostEvaluable(const Node& node) {
-  static const char* kOps[] = {"Constant", "Identity", "Cast",  "Gather", "Unsqueeze", "Squeeze", "Concat",
-                               "Reshape",  "Flatten",  "Slice", "Add",    "Sub",       "Mul",     "Div",
-                               "Pow",      "Sqrt",     "Neg",   "Equal",  "Less",      "Greater", "Where",
-                               "Expand",   "ConstantOfShape", "Range", "Transpose", "Dropout", "Abs", "Ceil",
-                               "Floor", "Round", "Exp", "Log", "Reciprocal", "Relu", "Sign", "Not", "Min", "Max",
-                               "GreaterOrEqual", "LessOrEqual", "And", "Or", "ReduceMax", "ReduceMin", "ReduceSum",
-                               "ReduceMean", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-                               "ReduceLogSumExp", "Tile"};
+  static const std::set<std::string> kOps = {
+      // this unit
+      "Constant", "Identity", "Dropout", "Cast", "CastLike", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape",
+      "Flatten", "Slice", "Transpose", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater",
+      "GreaterOrEqual", "LessOrEqual", "And", "Or", "Where", "Expand", "Tile", "ConstantOfShape", "Range",
+      // host_eval_reduce.cc
+      "ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+      "ReduceLogSumExp", "ReduceLogSum",
+      // host_eval_math.cc
+      "Sqrt", "Neg", "Abs", "Ceil", "Floor", "Round", "Exp", "Log", "Reciprocal", "Sign", "Not", "Erf", "Sin", "Cos",
+      "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Relu", "Sigmoid", "Tanh", "Softplus",
+      "Softsign", "Mish", "HardSigmoid", "HardSwish", "Elu", "Selu", "LeakyRelu", "ThresholdedRelu", "Celu", "IsNaN",
+      "IsInf", "Mod", "BitShift", "Xor", "Min", "Max", "Sum", "Mean", "Clip",
+      // host_eval_axis.cc
+      "ArgMax", "ArgMin", "TopK", "Hardmax", "CumSum", "Trilu",
+      // host_eval_index.cc
+      "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot", "Compress",
+      "ReverseSequence", "NonZero",
+      // host_eval_tensor.cc, host_eval_einsum.cc
+      "LpNormalization", "MeanVarianceNormalization", "Shape", "Size", "EyeLike", "Det", "Einsum"};
   if (!node.domain.empty()) return false;
-  if (IsHostLayoutOp(node.op_type)) return true;
-  return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return node.op_type == op; });
+  return kOps.count(node.op_type) > 0 || IsHostLayoutOp(node.op_type);  // host_eval_layout.cc: Split, Pad
 }
 
-std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& in, std::int64_t opset) {
+namespace {
+
+// The ops of this unit: constants, views and shape arithmetic, binary and
+// unary elementwise math, Reduce*.
+std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int64_t opset) {
   const std::string& op = node.op_type;
-  auto need = [&](std::size_t i) -> const Tensor& {
-    if (i >= in.size() || !in[i]) throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": missing input");
-    return *in[i];
-  };
+  auto need = [&](std::size_t i) -> const Tensor& { return NeedInput(node, in, i); };
   if (op == "Constant") return {ConstantValue(node)};
   if (op == "Dropout" && DropoutDrops(in.size() > 1 ? in[1] : nullptr, in.size() > 2 ? in[2] : nullptr))
     throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": training_mode is true and ratio above 0: random dropping "
@@ -240,13 +247,11 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     mask.int_data.assign(static_cast<std::size_t>(need(0).NumElements()), 1);
     return {need(0), mask};
   }
-  if (op == "Cast") {
-    auto to = AttrInt(node, "to", onnx::TensorProto::FLOAT);
-    bool is_float = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE || to == onnx::TensorProto::FLOAT16;
-    auto v = HostValues(need(0));
-    if (!is_float) for (auto& x : v) x = std::trunc(x);
-    return {MakeHostTensor(!is_float, need(0).dims, v)};
-  }
+  if (op == "Cast")  // Cast-6 and later: `to` is required
+    return {CastToElemType(need(0), static_cast<std::int32_t>(AttrInt(node, "to", onnx::TensorProto::UNDEFINED)),
+                           NodeLabel(node))};
+  if (op == "CastLike")  // to target_type's type: exact where the tensor carries it, else its storage type
+    return {CastToElemType(need(0), need(1).DataType(), NodeLabel(node))};
   if (op == "Gather") return {Gather(node, need(0), need(1))};
   if (op == "Unsqueeze" || op == "Squeeze") {
     Tensor t = need(0);
@@ -318,18 +323,6 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
       op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" || op == "And" || op == "Or")
     return {Binary(node, need(0), need(1))};
-  if (op == "Sqrt" || op == "Neg" || op == "Abs" || op == "Ceil" || op == "Floor" || op == "Round" || op == "Exp" ||
-      op == "Log" || op == "Reciprocal" || op == "Relu" || op == "Sign" || op == "Not") {
-    auto v = HostValues(need(0));
-    for (auto& x : v) x = Unary(op, x);
-    return {MakeHostTensor(IsInt64(need(0)) || op == "Not", need(0).dims, v)};
-  }
-  if (op.rfind("Reduce", 0) == 0) return {Reduce(node, in)};
-  if (op == "Min" || op == "Max") {  // variadic, broadcast (ONNX Operators.md, Max-13): pairwise
-    Tensor acc = need(0);
-    for (std::size_t k = 1; k < in.size(); ++k) acc = Binary(node, acc, need(k));
-    return {acc};
-  }
   if (op == "Where") {
     const Tensor &c = need(0), &x = need(1), &y = need(2);
     Dims out = BroadcastDims(BroadcastDims(c.dims, x.dims), y.dims);
@@ -379,8 +372,22 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     for (std::int64_t i = 0; i < n; ++i) values.push_back(start + static_cast<double>(i) * delta);
     return {MakeHostTensor(IsInt64(need(0)), {n}, values)};
   }
-  if (auto outputs = EvalLayoutOp(node, in, opset)) return *outputs;
-  throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": cannot be evaluated at build time");
+  throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": cannot be evaluated on the host");
+}
+
+}  // namespace
+
+std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& in, std::int64_t opset) {
+  try {
+    if (!node.domain.empty())
+      throw Error(ErrorKind::kUnsupported,
+                  NodeLabel(node) + ": domain '" + node.domain + "' cannot be evaluated on the host");
+    for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalLayoutOp})
+      if (HostOutputs family = eval(node, in, opset)) return std::move(*family);
+    return EvalBasicOp(node, in, opset);
+  } catch (const std::invalid_argument& e) {  // BroadcastDims: shapes that do not broadcast
+    throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": " + e.what());
+  }
 }
 
 }  // namespace onnxfuse::backend

@@ -1,9 +1,12 @@
-// Build-time evaluation of nodes whose inputs are all known (constant folding
-// of shape subgraphs: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, Clip
-// bounds from Constant nodes, weight transposes, ...). Plain reference code on
-// host tensors: small tensors only, speed does not matter.
+// Evaluation of nodes on host tensors: at build time, of nodes whose inputs
+// are all known (constant folding of shape subgraphs: Shape -> Gather ->
+// Unsqueeze -> Concat -> Reshape, Clip bounds from Constant nodes, weight
+// transposes, ...), and at run time as host steps (host_step.h: integer
+// tensors, ops no oneDNN lowering handles). Plain reference code in double
+// precision: small tensors, speed matters little.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -16,14 +19,40 @@ namespace onnxfuse::backend {
 bool HostEvaluable(const Node& node);
 
 /// Evaluates `node` with the given input tensors (nullptr for an omitted
-/// optional input). Constant, Identity, Cast, Gather, Unsqueeze, Squeeze,
-/// Concat, Reshape, Flatten, Slice, Transpose, Add/Sub/Mul/Div/Pow, Sqrt, Neg,
-/// Abs, Ceil, Floor, Round, Exp, Log, Reciprocal, Relu, Sign, Not, Min, Max,
-/// comparisons, And, Or, Where, Tile, Expand, ConstantOfShape, Range and every
-/// Reduce* (ONNX Operators.md; shape subgraphs such as torchvision's
-/// detection transform, ReduceMax of a Constant). Outputs are FLOAT or INT64
-/// tensors. Throws Error(kUnsupported) naming the node for an op or attribute
-/// it does not handle, Error(kInvalidModel) for inconsistent inputs.
+/// optional input), as ONNX Operators.md defines each op at opsets 7-17
+/// (every version's attributes; `opset` picks the version).
+///
+/// Ops: Constant, Identity, Dropout (inference), Cast, CastLike, Gather, Unsqueeze,
+/// Squeeze, Concat, Reshape, Flatten, Slice, Transpose, Tile, Expand,
+/// ConstantOfShape, Range, Where; Add/Sub/Mul/Div/Pow, Mod, BitShift, Min, Max,
+/// Sum, Mean, Clip; comparisons, And, Or, Xor, Not, IsNaN, IsInf; unary math
+/// (Sqrt, Neg, Abs, Ceil, Floor, Round, Exp, Log, Reciprocal, Sign, Erf, the
+/// trigonometric and hyperbolic functions) and activations (Relu, Sigmoid,
+/// Tanh, Softplus, Softsign, Mish, HardSigmoid, HardSwish, Elu, Selu,
+/// LeakyRelu, ThresholdedRelu, Celu); every Reduce*; ArgMax, ArgMin, TopK,
+/// Hardmax, CumSum, Trilu; GatherElements, GatherND, Scatter,
+/// ScatterElements, ScatterND, OneHot, Compress, ReverseSequence, NonZero;
+/// LpNormalization, MeanVarianceNormalization, Shape, Size, EyeLike, Det;
+/// Einsum (any subscripts: implicit or explicit output, repeated labels
+/// within an operand for diagonals, "..." for broadcast dimensions).
+///
+/// Split and Pad (host_eval_layout.h).
+///
+/// Storage (tensor_io.h, StorageTypeOf): a tensor is FLOAT (`data`) or INT64
+/// (`int_data`) whatever its ONNX type. FLOAT holds float, float16 and double
+/// values (double therefore at float precision); INT64 holds bool (0/1) and
+/// every integer type (uint64 values above INT64_MAX as their two's-complement
+/// bits). Arithmetic is in double for floats and in int64 for integers,
+/// exactly (Div truncates toward zero; Mod with fmod 0 takes the sign of the
+/// divisor). Bool outputs are 0/1. Results come out wide: an int8 Add or a
+/// uint8 Sub is not wrapped, a float16 result not rounded, until the caller
+/// narrows it to the output's declared type (NarrowTo, host_tensor.h), as a
+/// host step and the build-time fold do. Cast and CastLike narrow themselves
+/// (CastToElemType).
+///
+/// Throws Error(kUnsupported) naming the node for an op or attribute it does
+/// not handle, Error(kInvalidModel) for inconsistent inputs (an index out of
+/// range, an integer division by zero, shapes that do not broadcast).
 std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& inputs, std::int64_t opset);
 
 /// Whether a Dropout with these optional inputs (nullptr: omitted) drops

@@ -5,6 +5,7 @@
 
 #include "backend/lower/dnnl_util.h"
 #include "ir/tensor_values.h"
+#include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
 
@@ -84,6 +85,19 @@ void NarrowTo(Tensor& t, std::int32_t data_type) {
     case TensorProto::FLOAT16: for (auto& x : t.data) x = HalfToFloat(FloatToHalf(x)); break;
     default: break;  // INT64, UINT64 (held as int64 bits), FLOAT, DOUBLE (held as float)
   }
+}
+
+Tensor CastToElemType(const Tensor& t, std::int32_t to, const std::string& where) {
+  if (StorageTypeOf(to) == onnx::TensorProto::UNDEFINED)
+    throw Error(ErrorKind::kUnsupported, where + ": element type " + std::to_string(to) + " is not supported");
+  Tensor out = t;
+  if (to == onnx::TensorProto::BOOL && !IsInt64(t)) {  // x != 0 on the value itself, before any truncation
+    out.elem_type = onnx::TensorProto::INT64;
+    for (float x : t.data) out.int_data.push_back(x != 0);
+    out.data.clear();
+  }
+  NarrowTo(out, to);
+  return out;
 }
 
 }  // namespace onnxfuse::backend

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "onnxfuse/tensor_io.h"
@@ -43,5 +44,13 @@ std::vector<std::int64_t> AsInts(const Tensor& t);
 /// even); t.data_type is set to `data_type`. The values a computation in that
 /// type gives, from one done wider (int64, float32, double).
 void NarrowTo(Tensor& t, std::int32_t data_type);
+
+/// `t` converted to ONNX element type `to` as Cast does (ONNX Operators.md,
+/// Cast-13), in host storage: BOOL gives x != 0 (0.5 is true); every other
+/// type as NarrowTo: an integer type truncates toward zero, then wraps to its
+/// width; FLOAT16 rounds to the nearest half (ties to even); DOUBLE is held
+/// as float. Throws Error(kUnsupported) naming `where` for a type the host
+/// cannot hold (StorageTypeOf gives UNDEFINED: STRING, BFLOAT16, ...).
+Tensor CastToElemType(const Tensor& t, std::int32_t to, const std::string& where);
 
 }  // namespace onnxfuse::backend

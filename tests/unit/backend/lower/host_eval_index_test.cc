@@ -1,0 +1,78 @@
+// GatherElements, GatherND, Scatter(Elements), ScatterND, OneHot, Compress,
+// ReverseSequence and NonZero on the host evaluator
+// (src/backend/lower/host_eval_index.cc): ONNX's node tests, then indices
+// that are negative or out of range.
+#include <catch2/catch.hpp>
+
+#include "backend/lower/host_eval.h"
+#include "host_node_tests.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+using test::IntAttr;
+using test::NodeOf;
+using test::StringAttr;
+
+TEST_CASE("the index ops reproduce ONNX's node tests", "[host_eval]") {
+  test::CheckNodeTestsOnHost("gather_elements", 3);
+  test::CheckNodeTestsOnHost("gathernd", 3);
+  test::CheckNodeTestsOnHost("scatter", 6);  // test_scatter_with(out)_axis (Scatter-9) and test_scatter_elements_*
+  test::CheckNodeTestsOnHost("scatternd", 3);
+  test::CheckNodeTestsOnHost("onehot", 4);
+  test::CheckNodeTestsOnHost("compress", 4);
+  test::CheckNodeTestsOnHost("reversesequence", 2);
+  test::CheckNodeTestsOnHost("nonzero", 1);
+}
+
+TEST_CASE("an index out of range is kInvalidModel naming the node, a negative one counts from the end",
+          "[host_eval]") {
+  const Tensor data = test::TensorOf("", {2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor negative = test::IntTensorOf("", {2, 1}, {-1, 0});
+  auto out = backend::EvalOnHost(NodeOf("GatherElements", {IntAttr("axis", -1)}), {&data, &negative}, 13);
+  CHECK(out.at(0).data == std::vector<float>{3, 4});
+  const Tensor beyond = test::IntTensorOf("", {2, 1}, {3, 0});
+  for (const char* op : {"GatherElements", "ScatterElements"}) {
+    const Tensor updates = test::TensorOf("", {2, 1}, {9, 9});
+    const auto e = test::ErrorOf([&] {
+      backend::EvalOnHost(NodeOf(op, {IntAttr("axis", 1)}), {&data, &beyond, &updates}, 16);
+    });
+    CHECK(e.kind == ErrorKind::kInvalidModel);
+    CHECK_THAT(e.message, Catch::Contains("(" + std::string(op) + "): index 3 is outside [-3, 2]"));
+  }
+  const Tensor tuple = test::IntTensorOf("", {1, 2}, {1, -4});
+  CHECK(test::ErrorOf([&] { backend::EvalOnHost(NodeOf("GatherND"), {&data, &tuple}, 13); }).kind ==
+        ErrorKind::kInvalidModel);
+}
+
+TEST_CASE("ScatterElements and ScatterND combine duplicates in order by reduction", "[host_eval]") {
+  const Tensor data = test::TensorOf("", {4}, {1, 1, 1, 1});
+  const Tensor idx = test::IntTensorOf("", {3}, {1, 1, -1});
+  const Tensor upd = test::TensorOf("", {3}, {2, 3, 5});
+  CHECK(backend::EvalOnHost(NodeOf("ScatterElements", {StringAttr("reduction", "mul")}), {&data, &idx, &upd}, 16)
+            .at(0)
+            .data == std::vector<float>{1, 6, 1, 5});
+  CHECK(backend::EvalOnHost(NodeOf("ScatterElements"), {&data, &idx, &upd}, 13).at(0).data ==
+        std::vector<float>{1, 3, 1, 5});
+  const Tensor nd_idx = test::IntTensorOf("", {3, 1}, {1, 1, -1});
+  CHECK(backend::EvalOnHost(NodeOf("ScatterND", {StringAttr("reduction", "add")}), {&data, &nd_idx, &upd}, 16)
+            .at(0)
+            .data == std::vector<float>{1, 6, 1, 6});
+  const auto e = test::ErrorOf([&] {
+    backend::EvalOnHost(NodeOf("ScatterND", {StringAttr("reduction", "max")}), {&data, &nd_idx, &upd}, 18);
+  });
+  CHECK(e.kind == ErrorKind::kUnsupported);
+}
+
+TEST_CASE("OneHot gives off_value rows for indices outside -depth to depth - 1, and NonZero is row-major",
+          "[host_eval]") {
+  const Tensor idx = test::IntTensorOf("", {3}, {-1, 5, 0});
+  const Tensor depth = test::IntTensorOf("", {}, {3});
+  const Tensor values = test::TensorOf("", {2}, {0, 7});
+  auto out = backend::EvalOnHost(NodeOf("OneHot", {IntAttr("axis", 0)}), {&idx, &depth, &values}, 11);
+  CHECK(out.at(0).dims == std::vector<std::int64_t>{3, 3});
+  CHECK(out.at(0).data == std::vector<float>{0, 0, 7, 0, 0, 0, 7, 0, 0});
+  const Tensor x = test::IntTensorOf("", {2, 2}, {0, 3, 1, 0});
+  out = backend::EvalOnHost(NodeOf("NonZero"), {&x}, 13);
+  CHECK(out.at(0).dims == std::vector<std::int64_t>{2, 2});
+  CHECK(out.at(0).int_data == std::vector<std::int64_t>{0, 1, 1, 0});
+}
