@@ -3,6 +3,7 @@
 #include "backend/lower/host_eval.h"
 #include "backend/lower/host_tensor.h"
 #include "backend/lower/host_eval_layout.h"
+#include "backend/lower/host_eval_sample.h"
 
 #include <algorithm>
 #include <cmath>
@@ -220,6 +221,7 @@ bool HostEvaluable(const Node& node) {
                                "ReduceLogSumExp", "Tile"};
   if (!node.domain.empty()) return false;
   if (IsHostLayoutOp(node.op_type)) return true;
+  if (IsHostSampleOp(node.op_type)) return true;
   return std::any_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return node.op_type == op; });
 }
 
@@ -380,6 +382,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     return {MakeHostTensor(IsInt64(need(0)), {n}, values)};
   }
   if (auto outputs = EvalLayoutOp(node, in, opset)) return *outputs;
+  if (auto outputs = EvalSampleOp(node, in, opset)) return *outputs;
   throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": cannot be evaluated at build time");
 }
 

@@ -19,9 +19,11 @@ bool HostEvaluable(const Node& node);
 /// optional input). Constant, Identity, Cast, Gather, Unsqueeze, Squeeze,
 /// Concat, Reshape, Flatten, Slice, Transpose, Add/Sub/Mul/Div/Pow, Sqrt, Neg,
 /// Abs, Ceil, Floor, Round, Exp, Log, Reciprocal, Relu, Sign, Not, Min, Max,
-/// comparisons, And, Or, Where, Tile, Expand, ConstantOfShape, Range and every
+/// comparisons, And, Or, Where, Tile, Expand, ConstantOfShape, Range, every
 /// Reduce* (ONNX Operators.md; shape subgraphs such as torchvision's
-/// detection transform, ReduceMax of a Constant). Outputs are FLOAT or INT64
+/// detection transform, ReduceMax of a Constant), Split and Pad
+/// (host_eval_layout.h), Resize, Upsample, GridSample, MaxPool, MaxUnpool,
+/// RoiAlign and LRN (host_eval_sample.h). Outputs are FLOAT or INT64
 /// tensors. Throws Error(kUnsupported) naming the node for an op or attribute
 /// it does not handle, Error(kInvalidModel) for inconsistent inputs.
 std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& inputs, std::int64_t opset);
