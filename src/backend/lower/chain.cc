@@ -386,7 +386,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") EmitVariadic(b, id);
       else if (op == "Concat") EmitConcat(b, id);
       else if (op == "PRelu") EmitPrelu(b, id);
-      else if (op == "Resize") EmitResize(b, id);
+      else if (op == "Resize" || op == "Upsample") ResizeOnOneDnn(b, node) ? EmitResize(b, id) : EmitHostStep(b, id);
       else if (op == "LayerNormalization") EmitLayerNormalization(b, id);
       else if (op == "InstanceNormalization") EmitInstanceNormalization(b, id);
       else if (op.rfind("Reduce", 0) == 0) EmitReduce(b, id);

@@ -6,6 +6,7 @@
 #include "backend/lower/host_eval_ops.h"
 #include "backend/lower/host_tensor.h"
 #include "backend/lower/host_eval_layout.h"
+#include "backend/lower/host_eval_sample.h"
 
 #include <algorithm>
 #include <cmath>
@@ -226,7 +227,8 @@ bool HostEvaluable(const Node& node) {
       // host_eval_tensor.cc, host_eval_einsum.cc
       "LpNormalization", "MeanVarianceNormalization", "Shape", "Size", "EyeLike", "Det", "Einsum"};
   if (!node.domain.empty()) return false;
-  return kOps.count(node.op_type) > 0 || IsHostLayoutOp(node.op_type);  // host_eval_layout.cc: Split, Pad
+  return kOps.count(node.op_type) > 0 || IsHostLayoutOp(node.op_type) ||  // host_eval_layout.cc: Split, Pad
+         IsHostSampleOp(node.op_type);  // host_eval_sample.cc, host_eval_window.cc
 }
 
 namespace {
@@ -382,7 +384,8 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     if (!node.domain.empty())
       throw Error(ErrorKind::kUnsupported,
                   NodeLabel(node) + ": domain '" + node.domain + "' cannot be evaluated on the host");
-    for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalLayoutOp})
+    for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalLayoutOp,
+                       EvalSampleOp})
       if (HostOutputs family = eval(node, in, opset)) return std::move(*family);
     return EvalBasicOp(node, in, opset);
   } catch (const std::invalid_argument& e) {  // BroadcastDims: shapes that do not broadcast

@@ -36,7 +36,8 @@ bool HostEvaluable(const Node& node);
 /// Einsum (any subscripts: implicit or explicit output, repeated labels
 /// within an operand for diagonals, "..." for broadcast dimensions).
 ///
-/// Split and Pad (host_eval_layout.h).
+/// Split and Pad (host_eval_layout.h); Resize, Upsample, GridSample, MaxPool,
+/// MaxUnpool, RoiAlign and LRN (host_eval_sample.h).
 ///
 /// Storage (tensor_io.h, StorageTypeOf): a tensor is FLOAT (`data`) or INT64
 /// (`int_data`) whatever its ONNX type. FLOAT holds float, float16 and double

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backend/lower/host_eval.h"
+#include "backend/lower/host_eval_sample.h"
 #include "backend/lower/host_tensor.h"
 #include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
@@ -82,8 +83,13 @@ Dims OutputDims(Builder& b, const Node& node, std::size_t k, const std::vector<H
     return out;
   }
   if (known) return type.dims;
-  Unsupported(b, node, "the shape of output '" + b.graph.value(node.outputs[k]).name +
-                           "' is not known at build time (it depends on run-time values)");
+  const std::string output = b.graph.value(node.outputs[k]).name;
+  for (std::size_t i : SampleShapeInputs(node, b.graph.opset()))  // name the input the shape comes from
+    if (i < node.num_explicit_inputs && node.inputs[i] != kNoValue && b.IsAct(node.inputs[i]))
+      Unsupported(b, node, "input '" + b.graph.value(node.inputs[i]).name +
+                               "' must be a constant known at build time: the shape of output '" + output +
+                               "' depends on its values");
+  Unsupported(b, node, "the shape of output '" + output + "' is not known at build time (it depends on run-time values)");
 }
 
 }  // namespace

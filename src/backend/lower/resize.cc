@@ -20,6 +20,8 @@
 // align_corners, tf_crop_and_resize, other roundings, resized batch or
 // channel axes) runs on the sample tables in plain layout.
 // antialias and keep_aspect_ratio_policy other than stretch (opset 18) are refused.
+// Run-time scales, sizes or roi, and Upsample-7, are the host evaluator's
+// (ResizeOnOneDnn; host_eval_sample.h).
 #include "backend/lower/resize.h"
 
 #include <algorithm>
@@ -119,6 +121,19 @@ ResizeMode ModeOf(const Builder& b, const Node& node, int opset) {
 }
 
 }  // namespace
+
+bool ResizeOnOneDnn(const Builder& b, const Node& node) {
+  const std::int64_t opset = b.graph.opset();
+  const bool upsample = node.op_type == "Upsample";
+  if (upsample && opset != 9) return false;  // Upsample-7: scales is an attribute
+  if (node.inputs.empty() || !b.IsAct(node.inputs[0])) return false;
+  auto runtime = [&](std::size_t i) {
+    return node.num_explicit_inputs > i && node.inputs[i] != kNoValue && !b.IsConst(node.inputs[i]);
+  };
+  if (upsample || opset < 11) return !runtime(1);  // X, scales
+  const bool crop = AttrString(node, "coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize";
+  return !runtime(2) && !runtime(3) && !(crop && runtime(1));  // X, roi, scales, sizes
+}
 
 void EmitResize(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);

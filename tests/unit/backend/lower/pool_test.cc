@@ -1,12 +1,13 @@
 // Pooling on our own kernels (src/backend/lower/pool.cc): GlobalAveragePool
 // and MaxPool in a convolution's layout, with several images, pads, strides,
 // ceil_mode and padded channels. Numbers are checked against naive loops in
-// double.
+// double. MaxPool with its Indices read, or on integers, is a host step.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "plan_check.h"
 #include "test_models.h"
@@ -96,4 +97,41 @@ TEST_CASE("MaxPool after a Conv runs our own kernel in the Conv's layout: pads, 
     INFO(test::StepList(fused));
     CHECK(test::StepsContaining(fused, "onnxfuse:max_pool") == 1);
   }
+}
+
+TEST_CASE("MaxPool with a used Indices output, or on uint8 data, runs as a host step, unused Indices keep the kernel",
+          "[backend_ops]") {
+  // 1 9 2 / 3 4 9, a 2 x 2 window, stride 1: maxima 9 and 9, both first found at flat index 1.
+  Tensor x = test::TensorOf("x", {1, 1, 2, 3}, {1, 9, 2, 3, 4, 9});
+  for (bool fuse : {true, false}) {
+    INFO((fuse ? "fused" : "unfused"));
+    Graph g = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,1,2,3] x) => (float[1,1,1,2] y, int64[1,1,1,2] i) {
+        y, i = MaxPool <kernel_shape = [2, 2]> (x)
+      })");
+    PlanRun run = test::RunPlan(g, fuse, {x});
+    INFO(test::StepList(run));
+    CHECK(test::StepsStartingWith(run, "host ") == 1);
+    test::CheckClose(run.outputs[0], {9, 9});
+    CHECK(run.outputs[1].int_data == std::vector<std::int64_t>{1, 1});
+
+    Tensor u = test::IntTensorOf("u", {1, 1, 1, 3}, {200, 7, 255});
+    u.data_type = onnx::TensorProto::UINT8;
+    Graph q = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (uint8[1,1,1,3] u) => (uint8[1,1,1,2] y) {
+        y = MaxPool <kernel_shape = [1, 2]> (u)
+      })");
+    run = test::RunPlan(q, fuse, {u});
+    CHECK(test::StepsStartingWith(run, "host ") == 1);
+    CHECK(run.outputs[0].int_data == std::vector<std::int64_t>{200, 255});
+  }
+  // Indices produced but read by nobody: the pooling kernel as before.
+  PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,2,3] x) => (float[1,1,1,2] z) {
+      y, i = MaxPool <kernel_shape = [2, 2]> (x)
+      z = Relu (y)
+    })",
+                          {x}, {9, 9});
+  CHECK(test::StepsStartingWith(run, "host ") == 0);
+  CHECK(test::StepsStartingWith(run, "pooling ") == 1);
 }

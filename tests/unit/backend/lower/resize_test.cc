@@ -138,16 +138,64 @@ TEST_CASE("Resize on our own loops: cubic after a blocked Conv, align_corners, c
             {e}, {20.0, 25.0, 30.0, -7.0, -7.0});
 }
 
-TEST_CASE("Resize: modes and inputs it cannot take are refused at build time", "[backend_ops]") {
+TEST_CASE("Resize: modes it cannot take are refused at build time, run-time scales or sizes run as a host step",
+          "[backend_ops]") {
   std::string error = CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,1,2,2] x) => (float[1,1,4,4] y) {
       s = Constant <value = float[4] {1, 1, 2, 2}> ()
       y = Resize <mode = "area"> (x, , s)
     })");
   CHECK_THAT(error, Catch::Contains("Resize") && Catch::Contains("mode 'area'"));
+
+  // Scales computed at run time, the output dims declared: the host
+  // evaluator's Resize, after a Conv (its blocked output made plain first).
+  // Linear half_pixel, scale 2 along W: x = (o + 0.5) / 2 - 0.5, clamped.
+  const std::vector<float> identity = {1, 0, 0, 1};
+  Tensor x = TensorFrom({1, 2, 1, 2}, [](std::int64_t i) { return static_cast<float>(4 * i); }, "x");  // 0 4 / 8 12
+  Tensor s = test::TensorOf("s", {4}, {1, 1, 1, 2});
+  PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,1,2] x, float[4] s, float[2,2,1,1] w = )" + test::FloatList(identity) + R"() => (float[1,2,1,4] y) {
+      c = Conv (x, w)
+      y = Resize <mode = "linear"> (c, , s)
+    })",
+                          {x, s}, {0, 1, 3, 4, 8, 9, 11, 12});
+  CHECK(StepsStartingWith(run, "host ") == 1);
+  CHECK(StepsStartingWith(run, "resampling ") + StepsStartingWith(run, "resize ") == 0);
+
+  // Run-time sizes (int64): a host step too; cubic with align_corners.
+  Tensor r = TensorFrom({1, 1, 1, 2}, [](std::int64_t i) { return i ? 4.f : 1.f; }, "r");
+  Tensor n = test::IntTensorOf("n", {4}, {1, 1, 1, 3});
+  run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,1,2] r, int64[4] n) => (float[1,1,1,3] y) {
+      y = Resize <mode = "cubic", coordinate_transformation_mode = "align_corners"> (r, , , n)
+    })",
+                  {r, n}, {1.0, 2.5, 4.0});
+  CHECK(StepsStartingWith(run, "host ") == 1);
+
+  // Output dims that depend on the run-time scales: refused, naming the input
+  // to make constant.
   error = CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[1,1,2,2] x, float[4] s) => (float[1,1,4,4] y) {
+    g (float[1,1,2,2] x, float[4] s) => (float[1,1,H,W] y) {
       y = Resize <mode = "linear"> (x, , s)
     })");
-  CHECK_THAT(error, Catch::Contains("Resize"));
+  CHECK_THAT(error, Catch::Contains("(Resize)") && Catch::Contains("input 's' must be a constant known at build time"));
+}
+
+TEST_CASE("Upsample-9 with constant scales runs as Resize-10 on oneDNN, Upsample-7 (scales attribute) on the host", "[backend_ops]") {
+  // Nearest, scale 2 on H and W: floor(o / 2), integer nearest upsampling oneDNN maps exactly.
+  Tensor x = TensorFrom({1, 1, 2, 2}, [](std::int64_t i) { return static_cast<float>(i + 1); }, "x");  // 1 2 / 3 4
+  const std::vector<double> doubled = {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4};
+  PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 9]>
+    g (float[1,1,2,2] x) => (float[1,1,4,4] y) {
+      s = Constant <value = float[4] {1, 1, 2, 2}> ()
+      y = Upsample (x, s)
+    })",
+                          {x}, doubled);
+  CHECK(StepsStartingWith(run, "resampling ") == 1);
+  run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 8]>
+    g (float[1,1,2,2] x) => (float[1,1,4,4] y) {
+      y = Upsample <scales = [1.0, 1.0, 2.0, 2.0]> (x)
+    })",
+                  {x}, doubled);
+  CHECK(StepsStartingWith(run, "host ") == 1);
 }
