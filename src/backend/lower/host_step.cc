@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "backend/lower/host_eval.h"
@@ -71,8 +72,55 @@ void WriteOutput(const Node& node, Tensor t, const HostOutput& out, const std::v
   }
 }
 
+// Ops whose output shape follows the values of their first input (or of
+// every input): no evaluation on zeros tells it.
+bool ShapeFollowsValues(const std::string& op) {
+  return op == "NonZero" || op == "Range" || op == "Unique" || op == "ConstantOfShape" || op == "Compress";
+}
+
+// Ops whose every input is data: the output's dims follow the inputs' dims
+// whatever their values (indices included).
+bool ShapeFollowsDims(const std::string& op) {
+  static const std::set<std::string> kOps = {"Concat", "Gather", "GatherElements", "GatherND", "ScatterElements",
+                                             "ScatterND", "Where", "Sum", "Max", "Min", "Mean", "Einsum"};
+  return kOps.count(op) > 0;
+}
+
+// The output dims of a node whose inputs' values cannot steer them: run-time
+// inputs that are float32, or integer data (the first input, or any input of
+// a ShapeFollowsDims op), while the integers that steer shapes (TopK's k,
+// Reshape's shape, Tile's repeats...) are constants. Then evaluating the node
+// once now on zeros of its inputs' dims gives them (Einsum, TopK with a k the
+// builder folded, a Concat of indices...). nullopt otherwise, or when the
+// evaluator refuses the zeros.
+std::optional<Dims> DimsFromZeros(Builder& b, const Node& node, std::size_t k, const std::vector<HostInput>& inputs) {
+  if (ShapeFollowsValues(node.op_type)) return std::nullopt;
+  std::vector<Tensor> zeros(inputs.size());
+  std::vector<const Tensor*> pointers(inputs.size(), nullptr);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].constant) {
+      pointers[i] = inputs[i].constant.get();
+    } else if (inputs[i].arg >= 0) {
+      const bool is_int = inputs[i].elem_type != onnx::TensorProto::FLOAT;
+      if (is_int && i > 0 && !ShapeFollowsDims(node.op_type)) return std::nullopt;
+      zeros[i].dims = inputs[i].dims;
+      zeros[i].elem_type = inputs[i].elem_type;
+      if (is_int) zeros[i].int_data.assign(static_cast<std::size_t>(Product(inputs[i].dims)), 0);
+      else zeros[i].data.assign(static_cast<std::size_t>(Product(inputs[i].dims)), 0.f);
+      pointers[i] = &zeros[i];
+    }
+  }
+  try {
+    std::vector<Tensor> results = EvalOnHost(node, pointers, b.graph.opset());
+    if (k < results.size()) return results[k].dims;
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
 // The dims of output `k`: shape inference's when fully known, else (one
-// output of an elementwise op) the broadcast of the inputs' dims.
+// output of an elementwise op) the broadcast of the inputs' dims, else the
+// dims an evaluation on zeros gives (DimsFromZeros).
 Dims OutputDims(Builder& b, const Node& node, std::size_t k, const std::vector<HostInput>& inputs) {
   const TensorType& type = b.graph.value(node.outputs[k]).type;
   const bool known = type.has_shape && std::all_of(type.dims.begin(), type.dims.end(), [](auto d) { return d >= 0; });
@@ -83,6 +131,7 @@ Dims OutputDims(Builder& b, const Node& node, std::size_t k, const std::vector<H
     return out;
   }
   if (known) return type.dims;
+  if (auto dims = DimsFromZeros(b, node, k, inputs)) return *dims;
   const std::string output = b.graph.value(node.outputs[k]).name;
   for (std::size_t i : SampleShapeInputs(node, b.graph.opset()))  // name the input the shape comes from
     if (i < node.num_explicit_inputs && node.inputs[i] != kNoValue && b.IsAct(node.inputs[i]))

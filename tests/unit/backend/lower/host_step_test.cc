@@ -189,3 +189,27 @@ TEST_CASE("reflect and edge Pad of an activation, and pads computed at run time,
                          {TensorOf("x", {1, 3}, {1, 2, 3}), IntTensorOf("p", {4}, {1, 0, 0, 1})});
   for (const PlanRun& run : runtime) test::CheckClose(run.outputs[0], {0, 0, 0, 0, 1, 2, 3, 0});
 }
+
+TEST_CASE("an output shape inference left open follows from the inputs' dims: evaluated once on zeros at build time",
+          "[host_step]") {
+  // Symbolic input dims are taken as 1 (no --input-shape), so shape inference
+  // knows no output dims: the Concat of indices and TopK's outputs get theirs
+  // from an evaluation on zeros of the inputs' dims; NonZero's follow its
+  // values and stay refused.
+  auto runs = RunBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (int64[N] a, float[M] x) => (int64[K] c, float[J] v, int64[J] i) {
+      c = Concat <axis = 0> (a, a)
+      one = Constant <value = int64[1] {1}> ()
+      v, i = TopK (x, one)
+    })",
+                      {IntTensorOf("a", {1}, {3}), TensorOf("x", {1}, {-2.5f})});
+  for (const PlanRun& run : runs) {
+    INFO(test::StepList(run));
+    CHECK(run.outputs[0].int_data == std::vector<std::int64_t>{3, 3});
+    CHECK(run.outputs[1].data == std::vector<float>{-2.5f});
+    CHECK(run.outputs[2].int_data == std::vector<std::int64_t>{0});
+  }
+  CHECK_THAT(test::CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[3] x) => (int64[1,K] y) { y = NonZero (x) })"),
+             Catch::Matchers::Contains("node 'NonZero_0' (NonZero): the shape of output 'y' is not known at build time"));
+}
