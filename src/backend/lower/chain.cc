@@ -53,7 +53,18 @@ bool StartsChain(Builder& b, const Node& node) {
   const std::string& op = node.op_type;
   if (!node.domain.empty()) return false;
   if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "BatchNormalization") return true;
-  return IsBinaryOp(op) && (b.IsAct(node.inputs[0]) || b.IsAct(node.inputs[1]));
+  if (!IsBinaryOp(op) || (!b.IsAct(node.inputs[0]) && !b.IsAct(node.inputs[1]))) return false;
+  // oneDNN's binary writes over src0's shape: one input must be an activation
+  // of the output's shape. Otherwise (both broadcast: [256,1,1,2] + [1,7,7,2]
+  // in RAFT) the node is a host step.
+  const Dims d0 = b.DimsOfValue(node.inputs.at(0), node), d1 = b.DimsOfValue(node.inputs.at(1), node);
+  Dims out;
+  try {
+    out = BroadcastDims(d0, d1);
+  } catch (const std::invalid_argument&) {
+    return true;  // EmitBinary names the node and the shapes
+  }
+  return (b.IsAct(node.inputs[0]) && d0 == out) || (b.IsAct(node.inputs[1]) && d1 == out);
 }
 
 // Fully known inferred dims of a value, or empty.
@@ -355,6 +366,10 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
   for (NodeId id : nodes) {
     if (b.absorbed[id]) continue;
     const Node& node = b.graph.node(id);
+    // Shape and Size of the value an open chain computes: the chain is done
+    // (they are not its post-ops), and its result's dims fold them.
+    if (chain && (node.op_type == "Shape" || node.op_type == "Size") && node.inputs.at(0) == chain->out)
+      Flush(b, *chain), chain.reset();
     if (TryFold(b, id)) {
       b.Consume(node);
       continue;

@@ -11,6 +11,7 @@
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
+#include "onnxfuse/fusion_plan.h"
 #include "plan_check.h"
 #include "test_models.h"
 
@@ -212,4 +213,56 @@ TEST_CASE("an output shape inference left open follows from the inputs' dims: ev
   CHECK_THAT(test::CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[3] x) => (int64[1,K] y) { y = NonZero (x) })"),
              Catch::Matchers::Contains("node 'NonZero_0' (NonZero): the shape of output 'y' is not known at build time"));
+}
+
+TEST_CASE("Shape of a value an open chain computes folds at build time: the sizes it steers are no host steps",
+          "[host_step]") {
+  // RAFT's upsampling: Resize(x, sizes = Concat(Shape(a + b)[0:2], constant))
+  // where a + b is a chain in the Shape's fusion group (a Conv and its
+  // residual Add), and shape inference lost the batch dim (here: symbolic,
+  // taken as 1). The Shape used to become a host step, then the sizes a
+  // run-time value, and the Resize was refused.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,2,2,2] x, float[2,2,1,1] w = {1, 0, 0, 1}) => (float[N,2,4,4] y) {
+      c = Conv (x, w)
+      a = Add (c, x)
+      s = Shape (a)
+      st = Constant <value = int64[1] {0}> ()
+      en = Constant <value = int64[1] {2}> ()
+      hw = Constant <value = int64[2] {4, 4}> ()
+      nc = Slice (s, st, en)
+      sizes = Concat <axis = 0> (nc, hw)
+      y = Resize <mode = "nearest"> (a, , , sizes)
+    })";
+  Tensor x = TensorOf("x", {1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  // The whole graph one fusion group, as RAFT's post-dominator groups put the
+  // Shape with the chain.
+  Graph graph = test::GraphFromText(text);
+  const FusionPlan one_group = MakeFusionPlan(graph, std::vector<OpPatternKind>(graph.num_nodes(), OpPatternKind::kOpaque),
+                                              std::vector<int>(graph.num_nodes(), 0), {"test"}, "test");
+  ExecutablePlan plan = ExecutablePlan::Compile(graph, one_group);
+  std::string steps;
+  for (const std::string& line : plan.Describe()) steps += line + "\n";
+  INFO(steps);
+  CHECK(steps.find("host ") == std::string::npos);
+  const std::vector<Tensor> y = plan.Run({x});
+  // a = 2x; nearest upsampling by 2 repeats each pixel in a 2x2 block.
+  CHECK(y[0].data[0] == 2.f);
+  CHECK(y[0].data[1] == 2.f);
+  CHECK(y[0].data[2] == 4.f);
+  CHECK(y[0].data[16] == 10.f);
+}
+
+TEST_CASE("a binary op whose inputs both broadcast (neither has the output's shape) is a host step", "[host_step]") {
+  // RAFT's coordinate grid: [256,1,1,2] + [1,7,7,2]; oneDNN's binary writes over src0's shape.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,1] x, float[1,3] c = {10, 20, 30}) => (float[2,3] y) {
+      r = Relu (x)
+      y = Add (r, c)
+    })";
+  for (const PlanRun& run : RunBoth(text, {TensorOf("x", {2, 1}, {1, -2})})) {
+    INFO(test::StepList(run));
+    test::CheckClose(run.outputs[0], {11, 21, 31, 10, 20, 30});
+    CHECK(test::StepsStartingWith(run, "host ") == 1);
+  }
 }
