@@ -123,7 +123,7 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
   times.fuse_ms = watch.LapMs();
 
   const bool emit_plan = EmitsPlanFile(job);
-  if (emit_plan && !job.output_path.empty()) RequireNoControlFlow(control_flow);  // the plan executes the graph
+  if (emit_plan && !job.output_path.empty()) RequireNoControlFlow(graph, control_flow);  // the plan executes the graph
   FusedModel fused = BuildFusedModel(graph, plan);
   if (job.emit == "plain") fused.model = graph.model();  // the plan is reported, the model stays standard ONNX
   times.build_ms = watch.LapMs();

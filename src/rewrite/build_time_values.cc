@@ -109,6 +109,7 @@ class Evaluator {
     auto in = [&](std::size_t i) -> Known {
       return i < node.num_explicit_inputs ? Value(node.inputs[i], depth + 1) : std::nullopt;
     };
+    if (op == "Gather") return Gather(node, depth);
     Known a = in(0);
     if (!a) return std::nullopt;
     if (op == "Identity") return a;
@@ -128,7 +129,6 @@ class Evaluator {
     if (op == "Concat") return Concat(node, depth);
     Known b = in(1);
     if (!b) return std::nullopt;
-    if (op == "Gather") return Gather(node, *a, *b);
     static const std::map<std::string, std::function<double(double, double)>> kCompare = {
         {"Equal", [](double x, double y) { return x == y ? 1.0 : 0.0; }},
         {"Less", [](double x, double y) { return x < y ? 1.0 : 0.0; }},
@@ -155,16 +155,23 @@ class Evaluator {
     return std::nullopt;
   }
 
-  // Shape (opset 15's start/end clamp like Slice) or Size of a value whose shape inference fixed every dim.
+  // Size of a value whose shape inference fixed every dim, or its Shape where
+  // the dims it gives are fixed (opset 15's start/end clamp like Slice's).
   Known ShapeOf(const Node& node) {
     if (node.inputs.empty() || node.inputs[0] == kNoValue) return std::nullopt;
     const TensorType& type = graph_.value(node.inputs[0]).type;
-    if (!type.has_shape || std::any_of(type.dims.begin(), type.dims.end(), [](auto d) { return d < 0; }))
-      return std::nullopt;
-    if (node.op_type == "Size") return KnownTensor{onnx::TensorProto::INT64, {}, {static_cast<double>(Count(type.dims))}};
+    if (!type.has_shape) return std::nullopt;
+    auto known = [&](std::int64_t from, std::int64_t to) {
+      return std::all_of(type.dims.begin() + from, type.dims.begin() + to, [](auto d) { return d >= 0; });
+    };
+    if (node.op_type == "Size") {
+      if (!known(0, static_cast<std::int64_t>(type.dims.size()))) return std::nullopt;
+      return KnownTensor{onnx::TensorProto::INT64, {}, {static_cast<double>(Count(type.dims))}};
+    }
     const auto rank = static_cast<std::int64_t>(type.dims.size());
     auto clamp = [&](std::int64_t i) { return std::clamp(i < 0 ? i + rank : i, std::int64_t{0}, rank); };
     const std::int64_t start = clamp(AttrInt(node, "start", 0)), end = clamp(AttrInt(node, "end", rank));
+    if (start < end && !known(start, end)) return std::nullopt;
     KnownTensor r{onnx::TensorProto::INT64, {std::max<std::int64_t>(end - start, 0)}, {}};
     for (std::int64_t i = start; i < end; ++i) r.values.push_back(static_cast<double>(type.dims[static_cast<std::size_t>(i)]));
     return r;
@@ -177,15 +184,38 @@ class Evaluator {
     return a;
   }
 
-  // Gather along axis 0 of a 1-D (or scalar-indexed) tensor: the form of shape arithmetic.
-  static Known Gather(const Node& node, const KnownTensor& data, const KnownTensor& indices) {
-    if (data.dims.size() != 1 || AttrInt(node, "axis", 0) != 0) return std::nullopt;
-    const auto n = static_cast<double>(data.dims[0]);
-    KnownTensor r{data.elem_type, indices.dims, {}};
-    for (double i : indices.values) {
+  // Gather along axis 0 of a 1-D tensor: the form of shape arithmetic. From a
+  // Shape, the dims it picks must be known, not all of them (x.size(1) of an
+  // input whose batch and spatial dims are symbolic).
+  Known Gather(const Node& node, int depth) {
+    if (node.num_explicit_inputs != 2 || AttrInt(node, "axis", 0) != 0) return std::nullopt;
+    Known indices = Value(node.inputs[1], depth + 1);
+    Known data = Value(node.inputs[0], depth + 1);
+    if (!data) data = PartialShape(node.inputs[0]);
+    if (!indices || !data || data->dims.size() != 1) return std::nullopt;
+    const auto n = static_cast<double>(data->dims[0]);
+    KnownTensor r{data->elem_type, indices->dims, {}};
+    for (double i : indices->values) {
       if (i < -n || i >= n) return std::nullopt;
-      r.values.push_back(data.values[static_cast<std::size_t>(i < 0 ? i + n : i)]);
+      const double picked = data->values[static_cast<std::size_t>(i < 0 ? i + n : i)];
+      if (picked < 0) return std::nullopt;  // an unknown dim of a partial shape
+      r.values.push_back(picked);
     }
+    return r;
+  }
+
+  // The output of a Shape node (no start/end) with -1 for the dims shape inference left unknown.
+  Known PartialShape(ValueId id) {
+    const ValueId v = id;
+    if (v == kNoValue || graph_.value(v).producer == kNoNode) return std::nullopt;
+    const Node& shape = graph_.node(graph_.value(v).producer);
+    if (shape.op_type != "Shape" || !shape.domain.empty() || FindAttr(shape, "start") || FindAttr(shape, "end") ||
+        shape.inputs.empty() || shape.inputs[0] == kNoValue)
+      return std::nullopt;
+    const TensorType& type = graph_.value(shape.inputs[0]).type;
+    if (!type.has_shape) return std::nullopt;
+    KnownTensor r{onnx::TensorProto::INT64, {static_cast<std::int64_t>(type.dims.size())}, {}};
+    for (auto d : type.dims) r.values.push_back(d < 0 ? -1.0 : static_cast<double>(d));
     return r;
   }
 

@@ -6,7 +6,8 @@
 // Evaluates a value of the Graph from initializers, Constant nodes and shapes
 // that shape inference fixed, through a small set of operators on tensors of
 // at most kMaxKnownElements elements:
-//   Identity, Shape (start/end), Size, Gather (axis 0), Squeeze, Unsqueeze,
+//   Identity, Shape (start/end), Size, Gather (axis 0; of a Shape, only the
+//   picked dims need be static), Squeeze, Unsqueeze,
 //   Reshape, Concat (axis 0), Cast, Not, And, Or, Xor, Equal, Less, Greater,
 //   LessOrEqual, GreaterOrEqual, Add, Sub, Mul, Div, Neg, Abs, Ceil, Floor,
 //   Relu, Min, Max, ReduceProd/ReduceSum/ReduceMin/ReduceMax (all axes).

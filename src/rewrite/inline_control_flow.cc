@@ -1,6 +1,7 @@
 #include "rewrite/inline_control_flow.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -57,8 +58,9 @@ bool AllTrue(const onnx::TensorProto& t) {
 }
 
 // The body's cond output is its cond input (directly or through Identity) or a
-// constant true: the loop runs its full trip count.
-bool PassesConditionThrough(const onnx::GraphProto& body) {
+// constant true, of the body or of the enclosing graph (`outer_true`, as torch
+// exports it): the loop runs its full trip count.
+bool PassesConditionThrough(const onnx::GraphProto& body, const std::function<bool(const std::string&)>& outer_true) {
   if (body.input_size() < 2 || body.output_size() < 1) return false;
   std::string name = body.output(0).name();
   for (int hops = 0; hops <= body.node_size(); ++hops) {
@@ -68,7 +70,8 @@ bool PassesConditionThrough(const onnx::GraphProto& body) {
     const onnx::NodeProto* producer = nullptr;
     for (const auto& n : body.node())
       if (std::find(n.output().begin(), n.output().end(), name) != n.output().end()) producer = &n;
-    if (!producer || !(producer->domain().empty() || producer->domain() == "ai.onnx")) return false;
+    if (!producer) return outer_true(name);
+    if (!(producer->domain().empty() || producer->domain() == "ai.onnx")) return false;
     if (producer->op_type() == "Identity" && producer->input_size() == 1) {
       name = producer->input(0);
       continue;
@@ -146,7 +149,13 @@ class Decider {
     std::optional<double> cond = 1.0;
     if (c != kNoValue) cond = KnownScalar(graph_, c);
     if (!cond) return Refuse(node, "condition_not_constant", NotKnown(graph_, c, "its condition"));
-    if (!PassesConditionThrough(*body))
+    auto outer_true = [&](const std::string& name) {
+      const auto id = graph_.FindValue(name);
+      const auto known = id ? KnownValue(graph_, *id) : std::nullopt;
+      return known && !known->values.empty() &&
+             std::all_of(known->values.begin(), known->values.end(), [](double v) { return v != 0; });
+    };
+    if (!PassesConditionThrough(*body, outer_true))
       return Refuse(node, "condition_computed_in_body",
                     "its body computes the condition '" + body->output(0).name() + "', so it may stop before M");
     const double count = *cond != 0 ? std::max(*trips, 0.0) : 0.0;
@@ -280,34 +289,60 @@ void ConnectOutputs(Expansion& e, const onnx::NodeProto& node, NameSource& names
   }
 }
 
-// Drops nodes of the expansions (`added`) whose outputs nothing reads, until
-// none is left: the copies' cond outputs of an unrolled Loop, for one. The
-// graph's own nodes stay, read or not, as they were.
-void DropUnread(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, const std::vector<bool>& added,
-                const onnx::GraphProto& graph) {
-  std::vector<bool> keep(added.size(), true);
+// Every name the graph's nodes (their subgraphs included) and outputs read.
+std::unordered_set<std::string> ReadNames(const onnx::GraphProto& g, const std::vector<bool>* keep = nullptr) {
+  std::unordered_set<std::string> read;
+  for (const auto& out : g.output()) read.insert(out.name());
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (keep && !(*keep)[static_cast<std::size_t>(i)]) continue;
+    read.insert(g.node(i).input().begin(), g.node(i).input().end());
+    for (auto& name : CapturedNames(g.node(i))) read.insert(name);
+  }
+  return read;
+}
+
+// Drops what nothing reads after the expansion, until nothing more goes: nodes
+// and initializers of the expansions (`added_nodes`, `added_initializers`:
+// the copies' cond outputs of an unrolled Loop, for one) and of the graph when
+// they were read before (`read_before`: the Constant or Shape -> Gather that
+// fed a Loop's trip count). What nothing read before stays as it was.
+void DropUnread(onnx::GraphProto& g, const std::vector<bool>& added_nodes, const std::set<std::string>& added_initializers,
+                const std::unordered_set<std::string>& read_before) {
+  std::vector<bool> keep(added_nodes.size(), true);
+  std::unordered_set<std::string> read;
   for (bool again = true; again;) {
     again = false;
-    std::unordered_set<std::string> read;
-    for (const auto& out : graph.output()) read.insert(out.name());
-    for (int i = 0; i < nodes.size(); ++i) {
-      if (!keep[static_cast<std::size_t>(i)]) continue;
-      read.insert(nodes[i].input().begin(), nodes[i].input().end());
-      for (auto& name : CapturedNames(nodes[i])) read.insert(name);
-    }
-    for (int i = 0; i < nodes.size(); ++i) {
-      const auto& outs = nodes[i].output();
-      if (!keep[static_cast<std::size_t>(i)] || !added[static_cast<std::size_t>(i)] ||
-          std::any_of(outs.begin(), outs.end(), [&](const std::string& o) { return !o.empty() && read.count(o); }))
-        continue;
-      keep[static_cast<std::size_t>(i)] = false;
-      again = true;
+    read = ReadNames(g, &keep);
+    for (int i = 0; i < g.node_size(); ++i) {
+      const auto& outs = g.node(i).output();
+      auto in = [&](const std::unordered_set<std::string>& names) {
+        return std::any_of(outs.begin(), outs.end(), [&](const std::string& o) { return !o.empty() && names.count(o); });
+      };
+      const auto at = static_cast<std::size_t>(i);
+      if (keep[at] && (added_nodes[at] || in(read_before)) && !in(read)) {
+        keep[at] = false;
+        again = true;
+      }
     }
   }
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-  for (int i = 0; i < nodes.size(); ++i)
-    if (keep[static_cast<std::size_t>(i)]) kept.Add()->Swap(&nodes[i]);
-  nodes.Swap(&kept);
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (int i = 0; i < g.node_size(); ++i)
+    if (keep[static_cast<std::size_t>(i)]) nodes.Add()->Swap(g.mutable_node(i));
+  g.mutable_node()->Swap(&nodes);
+  auto dead = [&](const std::string& name) {
+    return (added_initializers.count(name) || read_before.count(name)) && !read.count(name);
+  };
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
+  std::set<std::string> dropped;
+  for (auto& t : *g.mutable_initializer()) {
+    if (dead(t.name())) dropped.insert(t.name());
+    else initializers.Add()->Swap(&t);
+  }
+  g.mutable_initializer()->Swap(&initializers);
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> inputs;  // IR 3 lists initializers as inputs too
+  for (auto& v : *g.mutable_input())
+    if (!dropped.count(v.name())) inputs.Add()->Swap(&v);
+  g.mutable_input()->Swap(&inputs);
 }
 
 // IR 3 lists every initializer among the graph inputs.
@@ -336,6 +371,8 @@ ControlFlowResult InlineControlFlow(Graph& graph) {
     Decider decider(graph, names);
     google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
     std::vector<bool> added;  // per entry of `nodes`: from an expansion
+    std::set<std::string> added_initializers;
+    const auto read_before = ReadNames(model.graph());
     std::set<std::string> replaced_outputs;
     bool changed = false;
     for (NodeId id = 0; id < graph.num_nodes(); ++id) {
@@ -360,14 +397,17 @@ ControlFlowResult InlineControlFlow(Graph& graph) {
         *nodes.Add() = std::move(n);
         added.push_back(true);
       }
-      for (auto& t : d.expansion->initializers) AddInitializer(model, std::move(t));
+      for (auto& t : d.expansion->initializers) {
+        added_initializers.insert(t.name());
+        AddInitializer(model, std::move(t));
+      }
       replaced_outputs.insert(proto.output().begin(), proto.output().end());
       result.expanded.push_back({node.name, node.op_type, d.detail});
       changed = true;
     }
     if (!changed) break;
-    DropUnread(nodes, added, model.graph());
     model.mutable_graph()->mutable_node()->Swap(&nodes);
+    DropUnread(*model.mutable_graph(), added, added_initializers, read_before);
     // The replaced nodes' outputs are typed again by shape inference, from what now computes them.
     google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
     for (const auto& vi : model.graph().value_info())
@@ -384,8 +424,9 @@ ControlFlowResult InlineControlFlow(Graph& graph) {
   return result;
 }
 
-void RequireNoControlFlow(const ControlFlowResult& result) {
-  if (!result.refused.empty()) throw Error(ErrorKind::kUnsupported, result.refused.front().detail);
+void RequireNoControlFlow(const Graph& graph, const ControlFlowResult& result) {
+  if (!result.refused.empty())
+    throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + result.refused.front().detail);
 }
 
 }  // namespace onnxfuse

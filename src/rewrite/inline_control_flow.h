@@ -78,8 +78,8 @@ struct ControlFlowResult {
 /// does not load (a bug here), and what LoadModelProto throws otherwise.
 ControlFlowResult InlineControlFlow(Graph& graph);
 
-/// For consumers that execute the graph: throws Error(kUnsupported) with the
-/// first refusal's detail when any If/Loop/Scan stayed.
-void RequireNoControlFlow(const ControlFlowResult& result);
+/// For consumers that execute the graph: throws Error(kUnsupported)
+/// "<graph's source path>: <the first refusal's detail>" when any If/Loop/Scan stayed.
+void RequireNoControlFlow(const Graph& graph, const ControlFlowResult& result);
 
 }  // namespace onnxfuse

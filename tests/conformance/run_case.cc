@@ -200,7 +200,11 @@ Plans CompileBoth(const Case& c, const std::vector<Tensor>& inputs, const std::s
   // `run` expands If/Loop/Scan decided at build time; what stays is unsupported in both modes.
   ControlFlowResult control_flow = InlineControlFlow(*p.graph);
   if (!control_flow.refused.empty()) {
-    p.unsupported[0] = p.unsupported[1] = control_flow.refused.front().detail;
+    try {
+      RequireNoControlFlow(*p.graph, control_flow);
+    } catch (const Error& e) {
+      p.unsupported[0] = p.unsupported[1] = e.what();
+    }
     return p;
   }
   FusionPlan fusion = FuseByPostDominator(*p.graph, {});
