@@ -67,13 +67,21 @@ Known FromConstantAttributes(const Node& node) {
   return std::nullopt;
 }
 
-// Elementwise over one or two operands; broadcasting only of a one-element operand.
+// Elementwise over two operands of the same shape, or one of them a single
+// element (ONNX's multidirectional broadcasting, restricted to those cases).
 Known Binary(const KnownTensor& a, const KnownTensor& b, std::int32_t out_type,
              const std::function<double(double, double)>& f) {
   const std::size_t na = a.values.size(), nb = b.values.size();
-  if (na != nb && na != 1 && nb != 1) return std::nullopt;
-  KnownTensor r{out_type, na >= nb ? a.dims : b.dims, {}};
-  if (na == nb && a.dims.size() < b.dims.size()) r.dims = b.dims;
+  const std::size_t rank = std::max(a.dims.size(), b.dims.size());
+  auto padded = [&](const std::vector<std::int64_t>& dims) {
+    std::vector<std::int64_t> p(rank - dims.size(), 1);
+    p.insert(p.end(), dims.begin(), dims.end());
+    return p;
+  };
+  const auto da = padded(a.dims), db = padded(b.dims);
+  if (na != 1 && nb != 1 && da != db) return std::nullopt;
+  KnownTensor r{out_type, na == 1 ? db : da, {}};
+  if (na == 1 && nb == 1) r.dims = std::vector<std::int64_t>(rank, 1);
   const std::size_t n = std::max(na, nb);
   for (std::size_t i = 0; i < n; ++i) r.values.push_back(Convert(f(a.values[na == 1 ? 0 : i], b.values[nb == 1 ? 0 : i]), out_type));
   return r;

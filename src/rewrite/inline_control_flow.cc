@@ -1,6 +1,8 @@
 #include "rewrite/inline_control_flow.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <set>
@@ -84,6 +86,15 @@ bool PassesConditionThrough(const onnx::GraphProto& body, const std::function<bo
   return false;
 }
 
+// A trip count for messages: an integer as one, anything else (2^63 - 1 as
+// double, a fraction) as printf's %g.
+std::string CountText(double v) {
+  if (std::fabs(v) < 1e15 && v == std::trunc(v)) return std::to_string(static_cast<std::int64_t>(v));
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
 // Either an expansion or the reason there is none.
 struct Decision {
   std::optional<Expansion> expansion;
@@ -161,7 +172,7 @@ class Decider {
     const double count = *cond != 0 ? std::max(*trips, 0.0) : 0.0;
     if (count > static_cast<double>(kMaxIterations))
       return Refuse(node, "too_many_iterations",
-                    "its trip count " + std::to_string(*trips) + " is over the " + std::to_string(kMaxIterations) +
+                    "its trip count " + CountText(*trips) + " is over the " + std::to_string(kMaxIterations) +
                         " iterations unrolled");
     const auto iterations = static_cast<std::int64_t>(count);
     const std::size_t carried_count = node.num_explicit_inputs - 2, scan_outputs = node.outputs.size() - carried_count;

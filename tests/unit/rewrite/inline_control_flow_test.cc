@@ -219,13 +219,16 @@ TEST_CASE("InlineControlFlow refuses the loops whose count is not known at build
   };
   const std::string pass = "co = Identity (ci)";
   struct Case {
-    std::string text, reason;
+    std::string text, reason, because;
   } cases[] = {
-      {loop("int64 m", "", pass), "trip_count_not_constant"},
-      {loop("float[1] x", "m = Constant <value = int64 {5000}> ()", pass), "too_many_iterations"},
+      {loop("int64 m", "", pass), "trip_count_not_constant", "its trip count: input 'm' must be a constant known at build time"},
+      {loop("float[1] x", "m = Constant <value = int64 {5000}> ()", pass), "too_many_iterations",
+       "its trip count 5000 is over the 1024 iterations unrolled"},
+      {loop("float[1] x", "m = Constant <value = int64 {9223372036854775807}> ()", pass), "too_many_iterations",
+       "its trip count 9.22337e+18 is over"},
       {loop("float[1] x", "m = Constant <value = int64 {3}> ()",
-            "lim = Constant <value = float {4.0}> ()\n r = ReduceSum <keepdims = 0> (vo)\n co = Less (r, lim)"),
-       "condition_computed_in_body"},
+            "lim = Constant <value = float {4.0}> ()\n r = ReduceMax <keepdims = 0> (vo)\n co = Less (r, lim)"),
+       "condition_computed_in_body", "its body computes the condition 'co', so it may stop before M"},
   };
   for (const auto& c : cases) {
     Graph graph = test::GraphFromText(c.text);
@@ -234,6 +237,7 @@ TEST_CASE("InlineControlFlow refuses the loops whose count is not known at build
     REQUIRE(result.refused.size() == 1);
     CHECK(result.refused[0].reason == c.reason);
     CHECK(result.refused[0].detail.rfind("node 'Loop_", 0) == 0);
+    CHECK(result.refused[0].detail.find(c.because) != std::string::npos);
     CHECK(Count(graph, "Loop") == 1);
   }
 }
