@@ -104,8 +104,11 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
 
   StageTimes times;
   Stopwatch watch;
+  const bool emit_plan = EmitsPlanFile(job);
   Graph graph = LoadModel(job.input_path, job.load);
-  const ControlFlowResult control_flow = InlineControlFlow(graph);
+  // A plan executes the graph: an If decided at run time runs both branches and selects.
+  const ControlFlowResult control_flow =
+      InlineControlFlow(graph, ControlFlowOptions{emit_plan && !job.output_path.empty()});
   nlohmann::json bn_folding;
   if (job.fold_bn || job.emit == "plain") bn_folding = DescribeFolding(FoldBatchNormIntoConv(graph));
   times.load_ms = watch.LapMs();
@@ -122,7 +125,6 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
   ValidateFusionPlan(graph, plan);
   times.fuse_ms = watch.LapMs();
 
-  const bool emit_plan = EmitsPlanFile(job);
   if (emit_plan && !job.output_path.empty()) RequireNoControlFlow(graph, control_flow);  // the plan executes the graph
   FusedModel fused = BuildFusedModel(graph, plan);
   if (job.emit == "plain") fused.model = graph.model();  // the plan is reported, the model stays standard ONNX

@@ -113,6 +113,18 @@ Expansion InlineBranch(const onnx::GraphProto& branch, ExpansionSite& site) {
   return emit.out;
 }
 
+Expansion SelectBranches(const onnx::GraphProto& then_branch, const onnx::GraphProto& else_branch,
+                         const std::string& cond, ExpansionSite& site) {
+  Emitter emit(site);
+  BodyCopy then_copy = emit.Copy(then_branch, {}, "then/"), else_copy = emit.Copy(else_branch, {}, "else/");
+  const std::vector<std::string> then_out = then_copy.outputs, else_out = else_copy.outputs;
+  emit.Append(std::move(then_copy));
+  emit.Append(std::move(else_copy));
+  for (std::size_t k = 0; k < then_out.size() && k < else_out.size(); ++k)
+    emit.out.outputs.push_back(emit.Node("Where", {cond, then_out[k], else_out[k]}, "selected"));
+  return emit.out;
+}
+
 Expansion UnrollLoop(const onnx::GraphProto& body, std::int64_t trip_count, const std::vector<std::string>& carried,
                      ExpansionSite& site) {
   Emitter emit(site);

@@ -50,6 +50,14 @@ struct ExpansionSite {
 /// The If's `branch` in place of the node (it takes no inputs).
 Expansion InlineBranch(const onnx::GraphProto& branch, ExpansionSite& site);
 
+/// Both branches of an If decided at run time, each output `Where(cond,
+/// then_k, else_k)`. Precondition (the caller's): each pair of outputs has
+/// the same static shape and element type, and `cond` is a one-element bool
+/// of rank no higher than theirs, so Where's broadcasting changes no shape.
+/// Both branches are computed; ONNX's operators have no side effects.
+Expansion SelectBranches(const onnx::GraphProto& then_branch, const onnx::GraphProto& else_branch,
+                         const std::string& cond, ExpansionSite& site);
+
 /// `trip_count` copies of a Loop body; `carried` names the initial values of the
 /// loop-carried dependencies. Precondition: the condition stays true for every
 /// iteration, and trip_count >= 1 when the body has scan outputs.

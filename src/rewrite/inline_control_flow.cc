@@ -117,7 +117,8 @@ std::string NotKnown(const Graph& graph, ValueId id, const std::string& what) {
 
 class Decider {
  public:
-  Decider(const Graph& graph, NameSource& names) : graph_(graph), names_(names) {}
+  Decider(const Graph& graph, NameSource& names, const ControlFlowOptions& options)
+      : graph_(graph), names_(names), options_(options) {}
 
   Decision Decide(const Node& node) {
     ExpansionSite site{graph_.opset(), names_, node.name + "/", NodeLabel(node)};
@@ -134,6 +135,7 @@ class Decider {
  private:
   Decision DecideIf(const Node& node, ExpansionSite& site) {
     const auto cond = KnownScalar(graph_, node.inputs.at(0));
+    if (!cond && options_.select_run_time_if) return SelectIf(node, site);
     if (!cond)
       return Refuse(node, "condition_not_constant",
                     NotKnown(graph_, node.inputs[0], "its condition") + " (an If decided at run time is not supported)");
@@ -269,8 +271,36 @@ class Decider {
     return std::nullopt;
   }
 
+  // An If decided at run time as both branches and a Where per output: the
+  // outputs' shapes (as shape inference merged the branches') must be static,
+  // so both branches give that shape, and the condition one element of rank
+  // no higher than theirs, so Where's broadcasting changes nothing.
+  Decision SelectIf(const Node& node, ExpansionSite& site) {
+    const onnx::GraphProto* then_branch = Body(node, "then_branch");
+    const onnx::GraphProto* else_branch = Body(node, "else_branch");
+    if (!then_branch || !else_branch) throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": a branch is missing");
+    if (!TensorsOnly(*then_branch) || !TensorsOnly(*else_branch))
+      return Refuse(node, "non_tensor", "a branch gives a sequence or optional value");
+    const TensorType& cond = graph_.value(node.inputs[0]).type;
+    const bool one_element = cond.has_shape && cond.NumElements() == 1;
+    for (const ValueId out : node.outputs) {
+      const TensorType* type = out == kNoValue ? nullptr : &graph_.value(out).type;
+      if (!type || !type->NumElements() || type->elem_type == 0 || !one_element || cond.dims.size() > type->dims.size())
+        return Refuse(node, "shapes_not_static",
+                      "its condition '" + graph_.value(node.inputs[0]).name +
+                          "' is computed at run time, and its outputs' shapes are not static (or its condition is "
+                          "not one element), so its branches cannot be selected from");
+    }
+    if (then_branch->output_size() != static_cast<int>(node.outputs.size()) ||
+        else_branch->output_size() != static_cast<int>(node.outputs.size()))
+      throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": its branches give other output counts than it has");
+    return {SelectBranches(*then_branch, *else_branch, node.proto.input(0), site),
+            "both branches, selected by Where at run time", ""};
+  }
+
   const Graph& graph_;
   NameSource& names_;
+  const ControlFlowOptions& options_;
 };
 
 // The node's outputs take their names from the expansion: a value one of its
@@ -371,7 +401,7 @@ void AddInitializer(onnx::ModelProto& model, onnx::TensorProto tensor) {
 
 }  // namespace
 
-ControlFlowResult InlineControlFlow(Graph& graph) {
+ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& options) {
   ControlFlowResult result;
   for (int round = 0; round < kMaxRounds; ++round) {
     result.refused.clear();
@@ -379,7 +409,7 @@ ControlFlowResult InlineControlFlow(Graph& graph) {
     if (std::none_of(all.begin(), all.end(), IsControlFlow)) break;
     onnx::ModelProto model = graph.model();
     NameSource names(model);
-    Decider decider(graph, names);
+    Decider decider(graph, names, options);
     google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
     std::vector<bool> added;  // per entry of `nodes`: from an expansion
     std::set<std::string> added_initializers;

@@ -4,7 +4,9 @@
 //
 //   If    whose condition is known at build time (build_time_values.h: an
 //         initializer, a Constant, or computed from them and static shapes)
-//         is replaced by a copy of the chosen branch;
+//         is replaced by a copy of the chosen branch; decided at run time,
+//         with ControlFlowOptions::select_run_time_if and outputs of static
+//         shapes, by both branches and a Where per output;
 //   Loop  whose trip count M is known, whose condition input is absent or
 //         known, and whose body passes its condition through unchanged (the
 //         body's cond output is its cond input, an Identity of it, or a
@@ -24,6 +26,9 @@
 //
 // What stays is refused, with a stable reason code:
 //   "condition_not_constant"     an If's (or Loop's cond) condition is computed at run time
+//                                (for an If: without select_run_time_if)
+//   "shapes_not_static"          an If decided at run time whose outputs' shapes or types are
+//                                not static, or whose condition is not one element
 //   "no_trip_count"              a Loop without M (a while loop)
 //   "trip_count_not_constant"    a Loop whose M is computed at run time
 //   "condition_computed_in_body" a Loop body whose cond output is computed (it may stop early)
@@ -52,6 +57,15 @@ inline constexpr std::int64_t kMaxIterations = 1024;
 inline constexpr std::int64_t kMaxUnrolledNodes = 16384;
 inline constexpr int kMaxRounds = 16;
 
+/// What the pass may do beyond expanding what is decided at build time.
+struct ControlFlowOptions {
+  /// An If decided at run time whose outputs have static shapes becomes both
+  /// branches and a Where per output (control_flow_unroll.h, SelectBranches):
+  /// for consumers that execute the graph (`run`, plan files), where it runs;
+  /// the written model keeps the If, which other runtimes run one branch of.
+  bool select_run_time_if = false;
+};
+
 /// One If/Loop/Scan replaced. Node names are those of the graph the round saw.
 struct ControlFlowExpansion {
   std::string node;
@@ -76,7 +90,7 @@ struct ControlFlowResult {
 /// rewritten model; its conversion record is kept). Without If/Loop/Scan nodes
 /// the graph is not touched. Throws Error(kInternal) when the rewritten model
 /// does not load (a bug here), and what LoadModelProto throws otherwise.
-ControlFlowResult InlineControlFlow(Graph& graph);
+ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& options = {});
 
 /// For consumers that execute the graph: throws Error(kUnsupported)
 /// "<graph's source path>: <the first refusal's detail>" when any If/Loop/Scan stayed.

@@ -197,8 +197,9 @@ const char* const kMode[2] = {"fused", "unfused"};
 Plans CompileBoth(const Case& c, const std::vector<Tensor>& inputs, const std::set<std::string>& bound) {
   Plans p;
   p.graph.emplace(Build(c, inputs, bound));
-  // `run` expands If/Loop/Scan decided at build time; what stays is unsupported in both modes.
-  ControlFlowResult control_flow = InlineControlFlow(*p.graph);
+  // As `run` does: If/Loop/Scan decided at build time expanded, an If decided at run time
+  // as both branches and a Where; what stays is unsupported in both modes.
+  ControlFlowResult control_flow = InlineControlFlow(*p.graph, ControlFlowOptions{true});
   if (!control_flow.refused.empty()) {
     try {
       RequireNoControlFlow(*p.graph, control_flow);

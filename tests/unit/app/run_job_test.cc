@@ -107,15 +107,28 @@ TEST_CASE("RunJob times a model, checks fused against unfused and prints one JSO
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("RunJob runs a model whose Scan, Loop and If are decided at build time", "[executor][run_job][control_flow]") {
-  // x [N,3] with N pinned to 2. The Scan sums x's columns from the last one
-  // (sums prepends, so its column j is the sum of columns j..2); the Loop
-  // takes v_{i+1} = v_i * 0.5 + i from total, stacking v_1..v_4; the If on
-  // x.shape[0] > 1 squares y. Reference: the same recurrences in double.
+TEST_CASE("RunJob runs a model with a Scan, a Loop and an If, decided at build time or at run time", "[executor][run_job][control_flow]") {
+  // x [2,3]. The Scan sums x's columns from the last one (sums prepends, so
+  // its column j is the sum of columns j..2); the Loop takes v_{i+1} = v_i *
+  // 0.5 + i from total, stacking v_1..v_4; the If squares y. Reference: the
+  // same recurrences in double.
   test::TempDir dir("run_job_control_flow");
   auto file = [&](const std::string& name) { return (dir.path / name).string(); };
-  onnx::ModelProto model = test::ParseModel(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[N,3] x) => (float[2] total, float[2,3] sums, float[4,2] s, float[2] z) {
+  // The If's condition: x.shape[0] > 1 (N pinned: decided at build time), or
+  // sum(x) > 100 with x static (decided at run time: both branches and a Where).
+  const std::string by_shape = R"(
+      shape = Shape (x)
+      k = Constant <value = int64 {0}> ()
+      n = Gather <axis = 0> (shape, k)
+      one = Constant <value = int64 {1}> ()
+      c = Greater (n, one))";
+  const std::string by_data = R"(
+      sum = ReduceSum <keepdims = 0> (x)
+      low = Constant <value = float {100.0}> ()
+      c = Greater (sum, low))";
+  auto model_text = [](const std::string& x_type, const std::string& cond) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+    g ()" + x_type + R"( x) => (float[2] total, float[2,3] sums, float[4,2] s, float[2] z) {
       zero = Constant <value = float[2] {0.25, -0.5}> ()
       total, sums = Scan (zero, x) <num_scan_inputs = 1, scan_input_axes = [1], scan_input_directions = [1],
                                     scan_output_axes = [-1], scan_output_directions = [1],
@@ -131,15 +144,12 @@ TEST_CASE("RunJob runs a model whose Scan, Loop and If are decided at build time
         h = Mul (v, half)
         vo = Add (h, f)
         so = Identity (vo)
-      }>
-      shape = Shape (x)
-      k = Constant <value = int64 {0}> ()
-      n = Gather <axis = 0> (shape, k)
-      one = Constant <value = int64 {1}> ()
-      c = Greater (n, one)
+      }>)" + cond + R"(
       z = If (c) <then_branch = then_g () => (float[2] sq) { sq = Mul (y, y) },
                   else_branch = else_g () => (float[2] ng) { ng = Neg (y) }>
-    })");
+    })";
+  };
+  onnx::ModelProto model = test::ParseModel(model_text("float[N,3]", by_shape));
   const std::string path = file("m.onnx");
   {
     std::ofstream out(path, std::ios::binary);
@@ -178,10 +188,20 @@ TEST_CASE("RunJob runs a model whose Scan, Loop and If are decided at build time
   CHECK(written[1].dims == std::vector<std::int64_t>{2, 3});
   CHECK(written[2].dims == std::vector<std::int64_t>{4, 2});
 
-  // Without the pinned shape, the If is decided at run time: refused, naming it.
+  // The If decided at run time: both branches run and a Where selects -y (sum(x) is 3.375).
+  {
+    std::ofstream model_file(path, std::ios::binary | std::ios::trunc);
+    test::ParseModel(model_text("float[2,3]", by_data)).SerializeToOstream(&model_file);
+  }
   options.input_shapes.clear();
-  auto error = test::ErrorOf([&] { RunJob(options, out); });
-  CHECK(error.kind == ErrorKind::kUnsupported);
-  CHECK(error.message.find("node 'If_") != std::string::npos);
-  CHECK(error.message.find("its condition 'c' is computed at run time") != std::string::npos);
+  options.outputs_dir = file("out_run_time_if");
+  std::ostringstream again;
+  REQUIRE(RunJob(options, again) == 0);
+  CHECK(nlohmann::json::parse(again.str())["check"]["ok"] == true);
+  auto selected = ReadTensorDir(options.outputs_dir, "output");
+  REQUIRE(selected.size() == expected.size());
+  for (std::size_t o = 0; o < 3; ++o)
+    for (std::size_t i = 0; i < expected[o].size(); ++i) CHECK(selected[o].data[i] == Approx(expected[o][i]).epsilon(1e-6));
+  CHECK(selected[3].data[0] == Approx(-v[0]).epsilon(1e-6));
+  CHECK(selected[3].data[1] == Approx(-v[1]).epsilon(1e-6));
 }

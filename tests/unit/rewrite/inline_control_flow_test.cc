@@ -106,6 +106,33 @@ TEST_CASE("InlineControlFlow refuses an If decided at run time and leaves the gr
   CHECK(error.message == graph.source_path() + ": " + result.refused[0].detail);
 }
 
+TEST_CASE("InlineControlFlow selects between both branches of an If decided at run time when asked", "[rewrite][control_flow]") {
+  Graph graph = test::GraphFromText(IfModel("float[2] x, bool c", ""));
+  ControlFlowResult result = InlineControlFlow(graph, ControlFlowOptions{/*select_run_time_if=*/true});
+  REQUIRE(result.expanded.size() == 1);
+  CHECK(result.expanded[0].detail == "both branches, selected by Where at run time");
+  CHECK(Count(graph, "If") == 0);
+  CHECK(Count(graph, "Add") == 1);
+  CHECK(Count(graph, "Sub") == 1);
+  const Node& where = graph.node(graph.value(*graph.FindValue("y")).producer);
+  REQUIRE(where.op_type == "Where");
+  CHECK(graph.value(where.inputs[0]).name == "c");
+  CHECK(graph.node(graph.value(where.inputs[1]).producer).op_type == "Add");  // then
+  CHECK(graph.node(graph.value(where.inputs[2]).producer).op_type == "Sub");  // else
+  RequireValidModel(graph);
+
+  // Outputs whose shape is not static (the branches may differ): refused even when asked.
+  Graph symbolic = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[N] x, bool c) => (float[N] y) {
+      y = If (c) <then_branch = then_g () => (float[N] t) { t = Neg (x) },
+                  else_branch = else_g () => (float[N] e) { e = Abs (x) }>
+    })");
+  ControlFlowResult refused = InlineControlFlow(symbolic, ControlFlowOptions{true});
+  REQUIRE(refused.refused.size() == 1);
+  CHECK(refused.refused[0].reason == "shapes_not_static");
+  CHECK(Count(symbolic, "If") == 1);
+}
+
 TEST_CASE("InlineControlFlow unrolls a Loop: carried values, iteration numbers, scan outputs", "[rewrite][control_flow]") {
   // v_{i+1} = v_i * 2 + i; the scan output stacks v_{i+1} along a new axis 0.
   Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
