@@ -14,8 +14,9 @@
 //         false) is unrolled, the iteration number a constant per copy;
 //   Scan  whose scanned axes have a static length is unrolled (opset 8's
 //         batched Scan too, item by item, when it has no sequence_lens).
-// Semantics and the expansion: control_flow_unroll.h; copies of bodies (outer
-// scope reads, fresh names, nested subgraphs): subgraph_copy.h. An expansion is
+// The checks per node: control_flow_decisions.h; semantics and the expansion:
+// control_flow_unroll.h; copies of bodies (outer scope reads, fresh names,
+// nested subgraphs): subgraph_copy.h. An expansion is
 // bounded: at most kMaxIterations copies and kMaxUnrolledNodes nodes per node.
 //
 // Nested control flow is handled by rounds: each round expands the nodes of the
