@@ -30,6 +30,7 @@
 #include "onnxfuse/plan_file.h"
 #include "fuse/postdom_fuser.h"
 #include "backend/runtime/verify.h"
+#include "rewrite/inline_control_flow.h"
 
 namespace onnxfuse {
 
@@ -111,6 +112,7 @@ Prepared Prepare(const RunOptions& options) {
     return p;
   }
   p.graph = std::make_unique<Graph>(LoadModel(options.model_path, LoadOptions{options.input_shapes}));
+  RequireNoControlFlow(*p.graph, InlineControlFlow(*p.graph, ControlFlowOptions{/*select_run_time_if=*/true}));
   p.fusion = options.fuse || options.check ? FuseForRun(*p.graph, options.strategy) : FusionPlan{};
   p.fused = options.fuse;
   p.strategy = options.strategy;

@@ -10,6 +10,7 @@
 #include "report/dot_writer.h"
 #include "onnxfuse/error.h"
 #include "rewrite/fold_batchnorm.h"
+#include "rewrite/inline_control_flow.h"
 #include "report/explain.h"
 #include "fuse/greedy_fuser.h"
 #include "write/onnx_writer.h"
@@ -54,6 +55,16 @@ nlohmann::json DescribeFolding(const FoldResult& fold) {
   return {{"folded", folded}, {"refused", refused}};
 }
 
+// Report section of the control-flow expansion; node names are those of the graph each round saw.
+nlohmann::json DescribeControlFlow(const ControlFlowResult& result) {
+  nlohmann::json expanded = nlohmann::json::array(), refused = nlohmann::json::array();
+  for (const auto& e : result.expanded) expanded.push_back({{"node", e.node}, {"op_type", e.op_type}, {"detail", e.detail}});
+  for (const auto& r : result.refused)
+    refused.push_back({{"node", r.node}, {"op_type", r.op_type}, {"reason", r.reason}, {"detail", r.detail}});
+  spdlog::info("expanded {} If/Loop/Scan nodes; {} stay", result.expanded.size(), result.refused.size());
+  return {{"expanded", expanded}, {"refused", refused}};
+}
+
 }  // namespace
 
 bool EmitsPlanFile(const FuseJob& job) {
@@ -93,7 +104,11 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
 
   StageTimes times;
   Stopwatch watch;
+  const bool emit_plan = EmitsPlanFile(job);
   Graph graph = LoadModel(job.input_path, job.load);
+  // A plan executes the graph: an If decided at run time runs both branches and selects.
+  const ControlFlowResult control_flow =
+      InlineControlFlow(graph, ControlFlowOptions{emit_plan && !job.output_path.empty()});
   nlohmann::json bn_folding;
   if (job.fold_bn || job.emit == "plain") bn_folding = DescribeFolding(FoldBatchNormIntoConv(graph));
   times.load_ms = watch.LapMs();
@@ -110,7 +125,7 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
   ValidateFusionPlan(graph, plan);
   times.fuse_ms = watch.LapMs();
 
-  const bool emit_plan = EmitsPlanFile(job);
+  if (emit_plan && !job.output_path.empty()) RequireNoControlFlow(graph, control_flow);  // the plan executes the graph
   FusedModel fused = BuildFusedModel(graph, plan);
   if (job.emit == "plain") fused.model = graph.model();  // the plan is reported, the model stays standard ONNX
   times.build_ms = watch.LapMs();
@@ -131,6 +146,8 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
   report["emit"] = emit_plan ? "plan" : job.emit;
   if (!plan_file.is_null()) report["plan_file"] = plan_file;
   if (!bn_folding.is_null()) report["bn_folding"] = bn_folding;
+  if (!control_flow.expanded.empty() || !control_flow.refused.empty())
+    report["control_flow"] = DescribeControlFlow(control_flow);
   const auto& totals = report["totals"];
   spdlog::info("{}: {} nodes -> {} kernels ({} fused groups), {:.1f} MB of intermediates eliminated, {:.0f} ms",
                job.input_path, totals["nodes_before"].get<std::int64_t>(),

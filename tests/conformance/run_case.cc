@@ -10,7 +10,9 @@
 // Integer inputs (Slice's starts, Gather's indices, Resize's sizes, ...), which
 // the backend takes only as constants ("input 'indices' is not float32"), are
 // bound the same way, as long as a float input stays a run-time input (else the
-// test would exercise build-time evaluation only).
+// test would exercise build-time evaluation only); so are a Loop's trip count
+// and condition, which its unrolling needs at build time ("input 'M' must be a
+// constant known at build time"), in the integer or bool type the model declares.
 #include "run_case.h"
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include "onnxfuse/executor.h"
 #include "onnxfuse/loader.h"
 #include "fuse/postdom_fuser.h"
+#include "rewrite/inline_control_flow.h"
 
 namespace onnxfuse::conformance {
 
@@ -104,6 +107,21 @@ std::vector<Tensor> ReadInputs(const Case& c, const fs::path& set) {
   return tensors;
 }
 
+// `init` (Tensor's INT64 form of an integer or bool tensor) as the integer
+// type `declared` the graph input has; anything else as it is.
+onnx::TensorProto WithElementType(const onnx::TensorProto& init, const Tensor& t, std::int32_t declared) {
+  if (t.elem_type != onnx::TensorProto::INT64 || declared == onnx::TensorProto::INT64 ||
+      !(declared == onnx::TensorProto::BOOL || declared == onnx::TensorProto::INT32 ||
+        declared == onnx::TensorProto::INT8 || declared == onnx::TensorProto::UINT8))
+    return init;
+  onnx::TensorProto typed;
+  typed.set_name(init.name());
+  typed.mutable_dims()->CopyFrom(init.dims());
+  typed.set_data_type(declared);
+  for (auto v : t.int_data) typed.add_int32_data(static_cast<std::int32_t>(declared == onnx::TensorProto::BOOL ? v != 0 : v));
+  return typed;
+}
+
 // The model with `bound` inputs as initializers and unknown input dims pinned to the data's.
 Graph Build(const Case& c, const std::vector<Tensor>& inputs, const std::set<std::string>& bound) {
   onnx::ModelProto proto = c.proto;
@@ -112,6 +130,8 @@ Graph Build(const Case& c, const std::vector<Tensor>& inputs, const std::set<std
     if (bound.count(t.name)) {
       onnx::TensorProto init = TensorToProto(t);
       init.set_name(t.name);
+      for (const auto& vi : proto.graph().input())  // Tensor holds BOOL, INT32, ... as INT64: the declared type back
+        if (vi.name() == t.name) init = WithElementType(init, t, vi.type().tensor_type().elem_type());
       *proto.mutable_graph()->add_initializer() = init;
       continue;
     }
@@ -138,6 +158,8 @@ std::string WantedConstant(const Case& c, const Graph& graph, const std::string&
   bool integer = false;
   if (std::regex_search(message, m, named)) {
     name = m[1];
+    for (const auto& vi : c.proto.graph().input())  // a trip count or condition: an integer or bool input
+      if (vi.name() == name) integer = vi.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT;
   } else if (std::regex_search(message, m, gemm)) {
     for (const Node& node : graph.nodes())
       if (node.name == m[1].str() && node.inputs.size() > 1) name = graph.value(node.inputs[1]).name;
@@ -175,6 +197,17 @@ const char* const kMode[2] = {"fused", "unfused"};
 Plans CompileBoth(const Case& c, const std::vector<Tensor>& inputs, const std::set<std::string>& bound) {
   Plans p;
   p.graph.emplace(Build(c, inputs, bound));
+  // As `run` does: If/Loop/Scan decided at build time expanded, an If decided at run time
+  // as both branches and a Where; what stays is unsupported in both modes.
+  ControlFlowResult control_flow = InlineControlFlow(*p.graph, ControlFlowOptions{true});
+  if (!control_flow.refused.empty()) {
+    try {
+      RequireNoControlFlow(*p.graph, control_flow);
+    } catch (const Error& e) {
+      p.unsupported[0] = p.unsupported[1] = e.what();
+    }
+    return p;
+  }
   FusionPlan fusion = FuseByPostDominator(*p.graph, {});
   for (int m = 0; m < 2; ++m) {
     try {

@@ -12,6 +12,7 @@
 #include "app/run_job.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/tensor_io.h"
+#include "temp_dir.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -104,4 +105,103 @@ TEST_CASE("RunJob times a model, checks fused against unfused and prints one JSO
   CHECK(s.p90_ms == 5);
   CHECK(s.max_ms == 5);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("RunJob runs a model with a Scan, a Loop and an If, decided at build time or at run time", "[executor][run_job][control_flow]") {
+  // x [2,3]. The Scan sums x's columns from the last one (sums prepends, so
+  // its column j is the sum of columns j..2); the Loop takes v_{i+1} = v_i *
+  // 0.5 + i from total, stacking v_1..v_4; the If squares y. Reference: the
+  // same recurrences in double.
+  test::TempDir dir("run_job_control_flow");
+  auto file = [&](const std::string& name) { return (dir.path / name).string(); };
+  // The If's condition: x.shape[0] > 1 (N pinned: decided at build time), or
+  // sum(x) > 100 with x static (decided at run time: both branches and a Where).
+  const std::string by_shape = R"(
+      shape = Shape (x)
+      k = Constant <value = int64 {0}> ()
+      n = Gather <axis = 0> (shape, k)
+      one = Constant <value = int64 {1}> ()
+      c = Greater (n, one))";
+  const std::string by_data = R"(
+      sum = ReduceSum <keepdims = 0> (x)
+      low = Constant <value = float {100.0}> ()
+      c = Greater (sum, low))";
+  auto model_text = [](const std::string& x_type, const std::string& cond) {
+    return R"(<ir_version: 8, opset_import: ["" : 13]>
+    g ()" + x_type + R"( x) => (float[2] total, float[2,3] sums, float[4,2] s, float[2] z) {
+      zero = Constant <value = float[2] {0.25, -0.5}> ()
+      total, sums = Scan (zero, x) <num_scan_inputs = 1, scan_input_axes = [1], scan_input_directions = [1],
+                                    scan_output_axes = [-1], scan_output_directions = [1],
+                                    body = scan_g (float[2] acc, float[2] col) => (float[2] acc_out, float[2] seen) {
+        acc_out = Add (acc, col)
+        seen = Identity (acc_out)
+      }>
+      m = Constant <value = int64 {4}> ()
+      half = Constant <value = float {0.5}> ()
+      y, s = Loop (m, , total) <body = loop_g (int64 i, bool ci, float[2] v) => (bool co, float[2] vo, float[2] so) {
+        co = Identity (ci)
+        f = Cast <to = 1> (i)
+        h = Mul (v, half)
+        vo = Add (h, f)
+        so = Identity (vo)
+      }>)" + cond + R"(
+      z = If (c) <then_branch = then_g () => (float[2] sq) { sq = Mul (y, y) },
+                  else_branch = else_g () => (float[2] ng) { ng = Neg (y) }>
+    })";
+  };
+  onnx::ModelProto model = test::ParseModel(model_text("float[N,3]", by_shape));
+  const std::string path = file("m.onnx");
+  {
+    std::ofstream out(path, std::ios::binary);
+    model.SerializeToOstream(&out);
+  }
+  const Tensor x = test::TensorOf("x", {2, 3}, {1.5f, -2.0f, 0.75f, 4.0f, 0.125f, -1.0f});
+  WriteTensorDir(file("in"), {x}, "input");
+  RunOptions options;
+  options.model_path = path;
+  options.input_shapes["x"] = {2, 3};
+  options.inputs_dir = file("in");
+  options.outputs_dir = file("out");
+  options.iterations = 1, options.warmup = 0, options.threads = 1;
+  options.check = options.json = true;
+  std::ostringstream out;
+  REQUIRE(RunJob(options, out) == 0);
+  CHECK(nlohmann::json::parse(out.str())["check"]["ok"] == true);
+
+  std::vector<double> acc = {0.25, -0.5}, sums(6), stacked;
+  for (int t = 0; t < 3; ++t)
+    for (int r = 0; r < 2; ++r) {
+      const auto at = static_cast<std::size_t>(r * 3 + 2 - t);
+      sums[at] = acc[static_cast<std::size_t>(r)] += x.data[at];
+    }
+  std::vector<double> v = acc;
+  for (int i = 0; i < 4; ++i)
+    for (double& e : v) stacked.push_back(e = e * 0.5 + i);
+  const std::vector<std::vector<double>> expected = {acc, sums, stacked, {v[0] * v[0], v[1] * v[1]}};
+  auto written = ReadTensorDir(options.outputs_dir, "output");
+  REQUIRE(written.size() == expected.size());
+  for (std::size_t o = 0; o < expected.size(); ++o) {
+    INFO("output " << o);
+    REQUIRE(written[o].data.size() == expected[o].size());
+    for (std::size_t i = 0; i < expected[o].size(); ++i) CHECK(written[o].data[i] == Approx(expected[o][i]).epsilon(1e-6));
+  }
+  CHECK(written[1].dims == std::vector<std::int64_t>{2, 3});
+  CHECK(written[2].dims == std::vector<std::int64_t>{4, 2});
+
+  // The If decided at run time: both branches run and a Where selects -y (sum(x) is 3.375).
+  {
+    std::ofstream model_file(path, std::ios::binary | std::ios::trunc);
+    test::ParseModel(model_text("float[2,3]", by_data)).SerializeToOstream(&model_file);
+  }
+  options.input_shapes.clear();
+  options.outputs_dir = file("out_run_time_if");
+  std::ostringstream again;
+  REQUIRE(RunJob(options, again) == 0);
+  CHECK(nlohmann::json::parse(again.str())["check"]["ok"] == true);
+  auto selected = ReadTensorDir(options.outputs_dir, "output");
+  REQUIRE(selected.size() == expected.size());
+  for (std::size_t o = 0; o < 3; ++o)
+    for (std::size_t i = 0; i < expected[o].size(); ++i) CHECK(selected[o].data[i] == Approx(expected[o][i]).epsilon(1e-6));
+  CHECK(selected[3].data[0] == Approx(-v[0]).epsilon(1e-6));
+  CHECK(selected[3].data[1] == Approx(-v[1]).epsilon(1e-6));
 }
