@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 
-from . import cases, renderer
+from . import cases, renderer, typed
 from .generator import make_recipe
 from .runner import Runner, key
 from .shrinker import Shrinker
@@ -40,6 +40,8 @@ class Campaign:
         self.patterns, self.groups = collections.Counter(), collections.Counter()
         self.failures, self.invalid, self.notes = [], [], collections.Counter()
         self.known = cases.known_signatures(args.cases)
+        # The ops of typed steps this build runs: the others are not drawn (typed.py).
+        self.gated = typed.probe(binary)
 
     def one(self, seed, cfg=None, shrink=True):
         recipe = make_recipe(seed)
@@ -133,6 +135,10 @@ class Campaign:
         print("graphs tried: %d in %.0f s (%.0f/min); ORT checks %d, fuse-path checks %d"
               % (self.tried, secs, self.tried * 60 / max(secs, 1e-9), self.ort_runs, self.fuse_runs))
         print("refusals: %d (%s)" % (sum(self.refused.values()), top(self.refused)))
+        left = sorted(set(typed.GATED) - set(self.gated))
+        print("typed steps' optional ops drawn: %s%s" % (", ".join(self.gated) or "none",
+                                                        "; not drawn (refused by this build): " + ", ".join(left)
+                                                        if left else ""))
         for op, example in sorted(self.refusal_example.items()):
             print("  %s refused, e.g. %s" % (op, example))
         if self.unstable:

@@ -50,6 +50,8 @@ def describe_step(st):
     if op == "reduce":
         return "ReduceMean(%s%s)" % ("spatial" if st.get("spatial") else "last axis",
                                      "" if st.get("keepdims", 1) else ", keepdims 0")
+    if op in TYPED:
+        return TYPED[op](st)
     if op in ("transpose", "reshape"):
         return "%s(%s)" % (op.capitalize(), st.get("mode"))
     if op == "slice":
@@ -62,6 +64,17 @@ def describe_step(st):
             "gelu": "Gelu(decomposed)", "ln_dec": "LayerNorm(decomposed)", "ln": "LayerNormalization",
             "se": "SqueezeExcite", "output": "(output)", "prelu": "PRelu(%s)" % st.get("form"),
             "pad": "Pad", "inorm": "InstanceNormalization", "identity": st.get("f")}.get(op, op.capitalize())
+
+
+TYPED = {
+    "mask": lambda st: "Where(%s%s)" % (st.get("cmp"), "" if st.get("logic", "none") == "none" else " " + st["logic"]),
+    "intmix": lambda st: "%s(%s%s%s)" % (st.get("itype"), st.get("src"), "".join(" " + o for o in st.get("ops", [])),
+                                         " " + st["reduce"] if st.get("reduce") else ""),
+    "gather": lambda st: "Gather(axis %s, %s)" % (st.get("axis"), st.get("idx")),
+    "topk": lambda st: "TopK(k %s)" % st.get("k"),
+    "cast": lambda st: "Cast(%s)" % st.get("to"),
+    "typed_in": lambda st: "input(%s %s)" % (st.get("itype"), st.get("form")),
+}
 
 
 def describe(recipe):

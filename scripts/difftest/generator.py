@@ -8,6 +8,12 @@ forks, residuals and intermediate outputs mixed in. Weights aim at what the
 backend lowers differently when fused: eltwise/binary post-ops (several of the
 same algorithm), broadcast operands in every form and order, views in front of
 fused ops, and the library's patterns.
+
+Typed steps (typed.py: comparisons, masks, Where, Cast, integer arithmetic,
+Gather with run-time indices, ArgMax/TopK, graph inputs of other types) are
+inserted afterwards by add_typed, from an RNG of their own: the float steps of
+graph SEED are the ones it had before typed steps existed, and half the
+graphs have no typed step at all.
 """
 import random
 
@@ -233,6 +239,64 @@ def pattern_block(r):
     return [conv_step(r), bin_step(r, "Mul"), bin_step(r, "Add")]
 
 
+def typed_step(r):
+    """One typed step (typed.py); its constants come from its "s"."""
+    k = W(r, [("mask", 5), ("intmix", 5), ("gather", 3), ("topk", 2), ("cast", 3), ("typed_in", 3)])
+    if k == "mask":
+        return step(r, k, cmp=r.choice(["Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal"]),
+                    form=r.choice(["scalar", "scalar", "chan", "last"]),
+                    logic=W(r, [("none", 3), ("Not", 1), ("And", 1), ("Or", 1), ("Xor", 1)]),
+                    cmp2=r.choice(["Less", "Greater", "GreaterOrEqual"]), with_input=int(r.random() < 0.3),
+                    bform=r.choice(["full", "chan", "scalar", "last"]), other=r.choice(["const", "neg", "zero", "half"]),
+                    swap=int(r.random() < 0.3), tout=int(r.random() < 0.3))
+    if k == "intmix":
+        ops = [W(r, [("Add", 3), ("Sub", 2), ("Mul", 2), ("Div", 2), ("Neg", 1), ("Abs", 1), ("Min", 1),
+                     ("Max", 1), ("Mod", 1), ("Equal", 1), ("Cast", 1)]) for _ in range(W(r, [(0, 1), (1, 3), (2, 3), (3, 2)]))]
+        return step(r, k, itype=r.choice(["int64", "int64", "int32"]),
+                    src=W(r, [("input", 3), ("mask", 2), ("cast", 2), ("argmax", 2)]),
+                    argf=r.choice(["ArgMax", "ArgMin"]), form=r.choice(FORMS), ops=ops,
+                    cform=r.choice(["scalar", "one", "last", "full"]),
+                    reduce=W(r, [(None, 3), ("ReduceSum", 1), ("ReduceMax", 1)]),
+                    restore=r.choice(["expand", "tile", "none"]), back=W(r, [("add", 3), ("where", 1)]),
+                    tout=int(r.random() < 0.4))
+    if k == "gather":
+        return step(r, k, axis=r.choice([1, -1, -1, 2, 0]),
+                    idx=W(r, [("input", 3), ("neg", 1), ("flip", 1), ("clamp", 2), ("bool", 1), ("i32", 1),
+                              ("elements", 2)]))
+    if k == "topk":
+        return step(r, k, k=r.choice([1, 2, 3, 5]), largest=r.choice([1, 1, 0]), tout=int(r.random() < 0.5))
+    if k == "cast":
+        return step(r, k, to=W(r, [("float16", 3), ("double", 2), ("int32", 2), ("int64", 2), ("bool", 1)]),
+                    tout=int(r.random() < 0.4))
+    return step(r, "typed_in", itype=W(r, [("float16", 2), ("double", 2), ("int64", 2), ("int32", 2), ("bool", 3),
+                                           ("int8", 1), ("uint8", 1)]),
+                form=r.choice(FORMS), join=r.choice(["add", "mul"]))
+
+
+def _branch_lists(steps):
+    for st in steps:
+        if st.get("op") == "fork":
+            for b in st["branches"]:
+                yield b
+                yield from _branch_lists(b)
+
+
+def add_typed(recipe, seed):
+    """Inserts 1-4 typed steps into half the recipes: mostly into the main
+    chain, some into fork branches; a cast step half the time first, where the
+    value is still the exact input."""
+    r = random.Random(seed * 104729 + 23)
+    if r.random() < 0.5:
+        return recipe
+    branches = list(_branch_lists(recipe["steps"]))
+    for _ in range(W(r, [(1, 4), (2, 3), (3, 2), (4, 1)])):
+        st = typed_step(r)
+        target = r.choice(branches) if branches and r.random() < 0.25 else recipe["steps"]
+        pos = 0 if st["op"] == "cast" and r.random() < 0.5 else r.randrange(len(target) + 1)
+        target.insert(pos, st)
+    return recipe
+
+
 def make_recipe(seed):
     r = random.Random(seed)
     dims = input_shape(r)
@@ -248,4 +312,4 @@ def make_recipe(seed):
         steps += chain(r, rank, W(r, [(1, 3), (2, 3), (3, 2), (4, 2), (6, 1), (8, 1)]))
         if r.random() < 0.2:
             steps.append(step(r, "output"))
-    return {"seed": seed, "input": dims, "steps": steps}
+    return add_typed({"seed": seed, "input": dims, "steps": steps}, seed)

@@ -19,10 +19,18 @@ class Skip(Exception):
 
 
 class V:
-    __slots__ = ("name", "dims", "mag", "lo")
+    """A value: `dtype` is its ONNX element type in the text syntax (float,
+    int64, int32, bool, float16, double); steps pass float values from one to
+    the next, typed values live inside typed steps (typed.py) or leave as graph
+    outputs. `exact` marks a float value every plan computes bit for bit alike
+    (the input through views, Relu, Abs, Neg, MaxPool): only such values are
+    rounded to float16 or truncated to integers, where a one-ulp difference
+    between plans would flip the result."""
+    __slots__ = ("name", "dims", "mag", "lo", "dtype", "exact")
 
-    def __init__(self, name, dims, mag=1.0, lo=None):
+    def __init__(self, name, dims, mag=1.0, lo=None, dtype="float", exact=False):
         self.name, self.dims, self.mag, self.lo = name, list(dims), float(mag), lo
+        self.dtype, self.exact = dtype, exact
 
     @property
     def rank(self):
@@ -63,7 +71,7 @@ class Graph:
         arr = np.asarray(arr)
         name = self.fresh(prefix)
         shape = "" if arr.ndim == 0 else "[%s]" % ",".join(str(d) for d in arr.shape)
-        if dtype == "float":
+        if dtype in ("float", "float16", "double"):
             vals = ",".join(fmt(v) for v in arr.reshape(-1))
         else:
             vals = ",".join(str(int(v)) for v in arr.reshape(-1))
@@ -95,7 +103,8 @@ class Graph:
         for v in self.outputs:
             if v.name not in seen:
                 seen.add(v.name)
-                outs.append("float[%s] %s" % (",".join(map(str, v.dims)), v.name))
+                # a scalar has no brackets ("float[]" would leave the shape unknown)
+                outs.append("%s%s %s" % (v.dtype, "[%s]" % ",".join(map(str, v.dims)) if v.dims else "", v.name))
         lines = ["# " + h for h in header]
         lines.append('<ir_version: 8, opset_import: ["" : %d]>' % self.opset)
         ins = ",\n    ".join(self.inputs + self.inits)

@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import onnx.parser
 
-from . import anchors, elementwise as ew, views
+from . import anchors, elementwise as ew, typed, views
 from .graph import V, Graph, Skip, broadcast, broadcast_ok
 
 RENDER = {
@@ -25,7 +25,18 @@ RENDER = {
     "split": views.split, "pool": views.pool, "softmax": views.softmax,
     "reduce": views.reduce_mean, "se": views.squeeze_excite, "prelu": ew.prelu,
     "pad": views.pad, "inorm": views.instance_norm, "identity": views.identity, "bin_in": ew.binary_input,
+    **typed.RENDER,
 }
+
+# Steps that give every plan's result bit for bit alike when their input is
+# (graph.V.exact): moves, Relu/Abs/Neg, MaxPool, Clip.
+EXACT_STEPS = {"reshape", "flatten", "transpose", "unsqueeze", "squeeze", "slice", "split", "identity", "pad", "clip"}
+
+
+def keeps_exact(st):
+    op = st["op"]
+    return (op in EXACT_STEPS or op == "unary" and st.get("f") in ("Relu", "Abs", "Neg") or
+            op == "pool" and st.get("f") == "MaxPool")
 
 # Values beyond this typical magnitude are scaled down by a power of two (exact
 # in float, and relative rounding errors stay as they were). Squashing them with
@@ -55,8 +66,10 @@ def apply_step(g, st, v):
     if op not in RENDER:
         raise Skip()
     out = RENDER[op](g, st, v, rng)
+    exact = out.exact or v.exact and keeps_exact(st)
     if out.mag > MAG_LIMIT:
-        out = ew.scale_down(g, out)
+        out = ew.scale_down(g, out)      # a power of two: exact stays exact
+    out.exact = exact
     return out
 
 
@@ -105,7 +118,7 @@ def fork(g, st, v):
 def render(recipe, header=()):
     """Returns (ONNX text, Graph)."""
     g = Graph()
-    x = V("x", recipe["input"])
+    x = V("x", recipe["input"], exact=True)
     g.inputs.append("float[%s] x" % ",".join(map(str, x.dims)))
     y = apply_steps(g, recipe["steps"], x)
     if y.name == "x" or not g.nodes:

@@ -38,14 +38,46 @@ def key(f):
     return (f["kind"], msg[:120])
 
 
-def mulberry32(seed, n):
-    """scripts/ort/compare.js's input generator, vectorized (its state only adds a constant)."""
+def uniform(seed, n):
+    """scripts/ort/compare.js's generator, vectorized (its state only adds a constant): u in [0, 1)."""
     M = np.uint64(0xFFFFFFFF)
     s = (np.uint64(seed) + np.arange(1, n + 1, dtype=np.uint64) * np.uint64(0x6D2B79F5)) & M
     t = ((s ^ (s >> np.uint64(15))) * (s | np.uint64(1))) & M
     t = ((t + (((t ^ (t >> np.uint64(7))) * (t | np.uint64(61))) & M)) & M) ^ t
     u = (t ^ (t >> np.uint64(14))) & M
-    return (u.astype(np.float64) / 4294967296.0 * 2 - 1).astype(np.float32)
+    return u.astype(np.float64) / 4294967296.0
+
+
+def mulberry32(seed, n):
+    """compare.js's float32 inputs: 2u - 1, in [-1, 1)."""
+    return (uniform(seed, n) * 2 - 1).astype(np.float32)
+
+
+# ONNX element type -> numpy dtype, and how RandomInputs and compare.js draw it from u.
+DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16,
+          11: np.float64}
+ORT_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8",
+             np.dtype(np.int32): "int32", np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool",
+             np.dtype(np.float16): "float16", np.dtype(np.float64): "float64"}
+
+
+def draw(seed, n, elem_type):
+    """Floats 2u - 1 (float16 and float64: that float32 rounded or widened),
+    integers floor(4u), bools u < 0.5 (include/onnxfuse/tensor_io.h, RandomInputs)."""
+    dtype = DTYPES.get(elem_type)
+    if dtype is None:
+        raise ValueError("no generated inputs of element type %d" % elem_type)
+    u = uniform(seed, n)
+    if dtype == np.bool_:
+        return u < 0.5
+    if np.issubdtype(dtype, np.integer):
+        return np.floor(u * 4).astype(dtype)
+    return (u * 2 - 1).astype(np.float32).astype(dtype)
+
+
+def exact_kind(a):
+    """Integer and bool values are compared exactly."""
+    return a.dtype.kind in "iub"
 
 
 def max_rel(ref, cand):
@@ -91,9 +123,10 @@ class Runner:
                     raise
                 time.sleep(0.5)
 
-    def _classify(self, rc, err, check, fail_kind="fused-vs-unfused", out=""):
+    def _classify(self, rc, err, check, fail_kind="fused-vs-unfused", out="", exact=()):
         if rc == 0:
-            return Outcome("ok")
+            inexact = self._inexact(out, exact, check)
+            return Outcome("fail", inexact) if inexact else Outcome("ok")
         if rc == 4:
             return Outcome("refused", refused=refused_op(err), message=err)
         if rc == 3:
@@ -118,23 +151,41 @@ class Runner:
         return Outcome("fail", f)
 
     @staticmethod
+    def _inexact(out, exact, check):
+        """`run --check` passes outputs within 1e-4 relative; integer and bool
+        outputs (names in EXACT) must agree exactly: a failure record, or None."""
+        if not exact:
+            return None
+        try:
+            outs = json.loads(out.strip().splitlines()[-1])["check"]["outputs"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return None
+        bad = [o for o in outs if o.get("output") in exact and o.get("max_abs", 0) != 0]
+        if not bad:
+            return None
+        worst = max(bad, key=lambda o: o["max_abs"])
+        return {"check": check, "kind": "fused-vs-unfused", "output": worst["output"], "max_abs": worst["max_abs"],
+                "max_rel": worst["max_rel"], "message": "integer output differs"}
+
+    @staticmethod
     def _check_args(model, strategy, threads):
         return ["run", model, "--check", "--iterations", "1", "--warmup", "0", "--threads", str(threads),
                 "--strategy", strategy, "--json"]
 
-    def check(self, model, strategy, threads):
+    def check(self, model, strategy, threads, exact=()):
         """`run --check`: the fused plan against the unfused one."""
         rc, out, err = self._exec(self._check_args(model, strategy, threads))
-        return self._classify(rc, err, "run --check --strategy %s --threads %d" % (strategy, threads), out=out)
+        return self._classify(rc, err, "run --check --strategy %s --threads %d" % (strategy, threads), out=out,
+                              exact=exact)
 
-    def check_all(self, model, strategy, threads):
+    def check_all(self, model, strategy, threads, exact=()):
         """`run --check` at several thread counts at once (the runs are short and
         mostly single-threaded set-up: concurrently they take the time of one)."""
         try:
             procs = [subprocess.Popen([self.bin] + self._check_args(model, strategy, t), stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True) for t in threads]
         except OSError:    # the binary is being rebuilt: the retrying path
-            return [self.check(model, strategy, t) for t in threads]
+            return [self.check(model, strategy, t, exact) for t in threads]
         outcomes = []
         for t, p in zip(threads, procs):
             try:
@@ -145,7 +196,7 @@ class Runner:
                 p.communicate()
                 rc, out, err = "timeout", "", "timed out after %d s" % TIMEOUT
             outcomes.append(self._classify(rc, err.strip(), "run --check --strategy %s --threads %d" % (strategy, t),
-                                           out=out))
+                                           out=out, exact=exact))
         return outcomes
 
     def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
@@ -189,7 +240,8 @@ class Runner:
                 self.ort_dead = 2
                 return "ORT unavailable: %s" % e
         req = {"model": os.path.abspath(model), "threads": 1, "optimize": optimize,
-               "inputs": {k: {"dims": list(v.shape), "data": base64.b64encode(v.tobytes()).decode()}
+               "inputs": {k: {"dims": list(v.shape), "type": ORT_TYPES[v.dtype],
+                              "data": base64.b64encode(np.ascontiguousarray(v).tobytes()).decode()}
                           for k, v in inputs.items()}}
         try:
             self.ort_proc.stdin.write(json.dumps(req) + "\n")
@@ -201,7 +253,8 @@ class Runner:
             return "ORT worker died: %s" % e
         if "error" in reply:
             return reply["error"]
-        return {k: np.frombuffer(base64.b64decode(v["data"]), np.float32).reshape(v["dims"])
+        by_name = {t: d for d, t in ORT_TYPES.items()}
+        return {k: np.frombuffer(base64.b64decode(v["data"]), by_name[v.get("type", "float32")]).reshape(v["dims"])
                 for k, v in reply["outputs"].items()}
 
     def close(self):
@@ -219,18 +272,35 @@ def make_inputs(model, folder):
     inputs = {}
     for i, vi in enumerate(model.graph.input):
         dims = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-        arr = mulberry32(i + 1, int(np.prod(dims))).reshape(dims)
+        arr = draw(i + 1, int(np.prod(dims)), vi.type.tensor_type.elem_type).reshape(dims)
         inputs[vi.name] = arr
         with open(os.path.join(folder, "input_%d.pb" % i), "wb") as fh:
             fh.write(numpy_helper.from_array(arr, vi.name).SerializeToString())
     return inputs
 
 
+def exact_outputs(model):
+    """The names of MODEL's integer and bool outputs (compared exactly)."""
+    return {o.name for o in model.graph.output
+            if o.type.tensor_type.elem_type not in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
+                                                    onnx.TensorProto.DOUBLE)}
+
+
 def compare(ref, cand, names, kind, check):
-    """First output beyond RTOL between two lists of arrays, as a failure record."""
+    """The worst output beyond RTOL between two lists of arrays, as a failure
+    record; integer and bool outputs must be equal and of the same type."""
     worst = None
     for name, a, b in zip(names, ref, cand):
-        mabs, rel = max_rel(a, b)
-        if rel > RTOL and (worst is None or rel > worst["max_rel"]):
+        note = None
+        if a is None or b is None:
+            mabs, rel, bad, note = float("inf"), float("inf"), True, "output missing"
+        elif a.dtype != b.dtype:
+            mabs, rel, bad, note = float("inf"), float("inf"), True, "type %s vs %s" % (a.dtype, b.dtype)
+        else:
+            mabs, rel = max_rel(a, b)
+            bad = rel > RTOL or exact_kind(a) and mabs != 0
+        if bad and (worst is None or rel > worst["max_rel"]):
             worst = {"kind": kind, "check": check, "output": name, "max_abs": mabs, "max_rel": rel}
+            if note:
+                worst["message"] = note
     return worst

@@ -19,12 +19,16 @@ SIMPLER = {
     "group": ["1"], "mult": [1], "transA": [0], "transB": [0], "c": ["none", "scalar"],
     "alpha": [1.0], "beta": [1.0], "out": [1, 2, 3, 4, 8], "parts": [2],
     "join": ["add", "outputs"], "exp": [2.0], "eps": [None], "keepdims": [1], "round_w": [1],
+    # typed steps (typed.py)
+    "logic": ["none"], "with_input": [0], "tout": [0], "reduce": [None], "cform": ["scalar"], "ops": [],
+    "src": ["input", "mask"], "other": ["zero"], "itype": ["int64"], "idx": ["input", "clamp"],
 }
 # Simpler stand-ins for whole steps, tried in order: fewer distinct graphs for
 # one bug (the signature dedups by op sequence), and cases that read by hand.
 REPLACE = [{"op": "unary", "f": "Relu"}, {"op": "unary", "f": "Neg"}, {"op": "bin", "f": "Add", "form": "scalar"},
            {"op": "bin", "f": "Mul", "form": "scalar"}]
-COMPOSITE = {"domain", "swish", "hswish", "gelu", "se", "ln_dec", "ln", "clip", "unary", "bin", "bin_in", "prelu"}
+COMPOSITE = {"domain", "swish", "hswish", "gelu", "se", "ln_dec", "ln", "clip", "unary", "bin", "bin_in", "prelu",
+             "mask", "intmix", "gather", "topk", "cast", "typed_in"}
 FORM_ORDER = ["scalar", "one", "last", "chan", "row", "nobatch", "full"]
 
 
@@ -71,6 +75,8 @@ def _simpler(field, cur):
         return [c for c in cands if cur is not None and c < cur]
     if field == "k":
         return [c for c in cands if c < cur]
+    if field == "ops":      # one integer op fewer
+        return [cur[:i] + cur[i + 1:] for i in range(len(cur or []))]
     return [c for c in cands if c != cur]
 
 

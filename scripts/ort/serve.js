@@ -3,25 +3,37 @@
 // (~0.3 s) would otherwise cost more than running a small graph.
 //
 // Reads one JSON request per line on stdin:
-//   {"model": PATH, "threads": 1, "inputs": {NAME: {"dims": [...], "data": BASE64}}}
-// (data: little-endian float32) and writes one JSON line per request:
-//   {"outputs": {NAME: {"dims": [...], "data": BASE64}}}   or   {"error": MESSAGE}
+//   {"model": PATH, "threads": 1, "inputs": {NAME: {"dims": [...], "type": T, "data": BASE64}}}
+// (data: the little-endian bytes of ORT type T: float32 (the default),
+// float16 (bit patterns), float64, int64, int32, int8, uint8, bool (one byte
+// each)) and writes one JSON line per request:
+//   {"outputs": {NAME: {"dims": [...], "type": T, "data": BASE64}}}   or   {"error": MESSAGE}
 // Comparison is left to the caller, so it uses one measure for every peer.
 'use strict';
 
 const readline = require('readline');
 const ort = require('onnxruntime-node');
 
+// The typed array ORT takes and gives for each tensor type.
+const ARRAYS = {
+  float32: Float32Array, float16: Uint16Array, float64: Float64Array, int64: BigInt64Array,
+  int32: Int32Array, int8: Int8Array, uint8: Uint8Array, bool: Uint8Array,
+};
+
 function toTensor(spec) {
+  const type = spec.type || 'float32';
+  const Array = ARRAYS[type];
+  if (!Array) throw new Error(`input of type ${type}`);
   const bytes = Buffer.from(spec.data, 'base64');
-  const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-  return new ort.Tensor('float32', data, spec.dims);
+  // A copy: the decoded buffer may start at an offset the typed array cannot take.
+  const data = new Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+  return new ort.Tensor(type, data, spec.dims);
 }
 
 function fromTensor(t) {
-  if (t.type !== 'float32') throw new Error(`output of type ${t.type}`);
+  if (!ARRAYS[t.type]) throw new Error(`output of type ${t.type}`);
   const buf = Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-  return { dims: t.dims.map(Number), data: buf.toString('base64') };
+  return { dims: t.dims.map(Number), type: t.type, data: buf.toString('base64') };
 }
 
 async function handle(req) {
