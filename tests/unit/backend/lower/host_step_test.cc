@@ -79,23 +79,24 @@ TEST_CASE("results are narrowed to their ONNX type: int32 wraps, uint8 casts wra
     CHECK(run.outputs[0].DataType() == onnx::TensorProto::INT32);
     CHECK(run.outputs[0].int_data == std::vector<std::int64_t>{std::numeric_limits<std::int32_t>::min(), -3});
   }
-  // Cast float -> uint8 truncates toward zero, then wraps modulo 256; -> bool is x != 0;
+  // Cast float -> uint8 truncates toward zero, then wraps modulo 256; -> bool is x != 0
+  // (0.25 and -0.25 are true: not truncated first, which the difftest's seed 5075 found);
   // -> float16 rounds to the nearest half: 1 + 2^-12 is 1, 1 + 3 * 2^-11 is 1 + 2^-9.
   auto casts = RunBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
-    g (float[3] x) => (uint8[3] u, bool[3] t, float16[3] h) {
+    g (float[5] x) => (uint8[5] u, bool[5] t, float16[5] h) {
       u = Cast <to = 2> (x)
       t = Cast <to = 9> (x)
       h = Cast <to = 10> (x)
     })",
-                       {TensorOf("x", {3}, {300.7f, 0.f, 1.f + 1.f / 4096})});
+                       {TensorOf("x", {5}, {300.7f, 0.f, 1.f + 1.f / 4096, 0.25f, -0.25f})});
   for (const PlanRun& run : casts) {
     INFO(test::StepList(run));
     CHECK(run.outputs[0].DataType() == onnx::TensorProto::UINT8);
-    CHECK(run.outputs[0].int_data == std::vector<std::int64_t>{44, 0, 1});
+    CHECK(run.outputs[0].int_data == std::vector<std::int64_t>{44, 0, 1, 0, 0});
     CHECK(run.outputs[1].DataType() == onnx::TensorProto::BOOL);
-    CHECK(run.outputs[1].int_data == std::vector<std::int64_t>{1, 0, 1});
+    CHECK(run.outputs[1].int_data == std::vector<std::int64_t>{1, 0, 1, 1, 1});
     CHECK(run.outputs[2].DataType() == onnx::TensorProto::FLOAT16);
-    CHECK(run.outputs[2].data == std::vector<float>{300.75f, 0.f, 1.f});
+    CHECK(run.outputs[2].data == std::vector<float>{300.75f, 0.f, 1.f, 0.25f, -0.25f});
   }
 }
 
