@@ -36,6 +36,7 @@ class Campaign:
         self.work = tempfile.mkdtemp(prefix="difftest-")
         self.tried = self.ort_runs = self.fuse_runs = self.unstable = 0
         self.refused, self.ops = collections.Counter(), collections.Counter()
+        self.typed, self.input_types = collections.Counter(), collections.Counter()
         self.refusal_example = {}
         self.patterns, self.groups = collections.Counter(), collections.Counter()
         self.failures, self.invalid, self.notes = [], [], collections.Counter()
@@ -52,6 +53,9 @@ class Campaign:
         self.tried += 1
         self.unstable += res.get("unstable", 0)
         self.ops.update(res["ops"])
+        self.typed.update(cases.describe_typed(recipe))
+        if "built" in res:
+            self.input_types.update(i.type.tensor_type.elem_type for i in res["built"].model.graph.input)
         for op, msg in res["refused"]:
             self.refused[op] += 1
             self.refusal_example.setdefault(op, "seed %d: %s" % (seed, msg.splitlines()[-1][:200] if msg else ""))
@@ -150,7 +154,11 @@ class Campaign:
         saved = sorted({e["path"] for e in self.failures if e["path"]})
         print("failures found: %d graphs; cases: %s" % (len(self.failures), ", ".join(
             os.path.relpath(p) for p in saved) or "none"))
-        print("ops covered: " + top(self.ops))
+        print("ops covered: " + top(self.ops, 200))
+        print("typed steps drawn: " + top(self.typed))
+        names = {1: "float", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 11: "double"}
+        print("graph inputs by type: " + ", ".join("%s %d" % (names.get(t, t), n)
+                                                  for t, n in self.input_types.most_common()))
         print("patterns covered (%d fuse-path graphs): %s" % (self.fuse_runs, top(+self.patterns)))
         print("fused groups seen: %d kinds: %s" % (len(self.groups), top(self.groups, 25)))
 

@@ -77,6 +77,17 @@ TYPED = {
 }
 
 
+def describe_typed(recipe):
+    """The typed steps of a recipe, by kind (the campaign's summary)."""
+    def walk(steps):
+        for st in steps:
+            if st.get("op") in TYPED:
+                yield st["op"]
+            for b in st.get("branches", []):
+                yield from walk(b)
+    return list(walk(recipe["steps"]))
+
+
 def describe(recipe):
     return "x%s: %s" % (recipe["input"], " -> ".join(describe_step(s) for s in recipe["steps"]))
 
