@@ -54,7 +54,9 @@ struct Verification {
 };
 
 /// Compares `fused` with `unfused` (outputs of the two plans of `graph` on
-/// `inputs`, in graph-output order) at `rtol`; when some output differs,
+/// `inputs`, in graph-output order): float outputs at `rtol`, integer and
+/// bool outputs exactly (a difference of 1 in an index is never rounding);
+/// when some output differs,
 /// localizes the difference to a group of `plan` (compiling and running both
 /// plans once more). Throws what ExecutablePlan::Compile throws only from the
 /// localization's compilations, which are caught and reported in

@@ -62,3 +62,18 @@ TEST_CASE("a difference that keeping the groups' results hides is reported as no
   CHECK(v.localization_note.find("not localized") != std::string::npos);
   CHECK(v.Summary().find("output 'y' differs") != std::string::npos);
 }
+
+TEST_CASE("integer outputs must agree exactly: a difference far below rtol still fails", "[verify]") {
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (int64[2] a) => (int64[2] y) { y = Neg (a) })");
+  const FusionPlan plan = FuseByPostDominator(graph, {});
+  const std::vector<Tensor> inputs = {test::IntTensorOf("a", {2}, {1000000, 5})};
+  std::vector<Tensor> fused = ExecutablePlan::Compile(graph, plan, CompileOptions{true}).Run(inputs);
+  const std::vector<Tensor> unfused = ExecutablePlan::Compile(graph, plan, CompileOptions{false}).Run(inputs);
+  CHECK(VerifyOutputs(graph, plan, inputs, fused, unfused).ok);
+  fused[0].int_data[1] += 1;  // relative to the largest value: 1e-6, below kVerifyRtol
+  const Verification v = VerifyOutputs(graph, plan, inputs, fused, unfused);
+  CHECK_FALSE(v.ok);
+  CHECK(v.outputs[0].max_abs == 1);
+  CHECK(v.outputs[0].max_rel < kVerifyRtol);
+}
