@@ -3,12 +3,22 @@
 # with find_package(onnxfuse) (not the build tree), and runs the example and
 # the installed onnx-fuse on resnet18 (strategy pattern: the installed built-in
 # patterns, found relative to the prefix); checks pkg-config too.
-#   install_example.sh BUILD_DIR SOURCE_DIR MODELS_DIR SCRATCH
+# With --deb, the tree is the .deb `cpack -G DEB` makes, unpacked with dpkg -x
+# into a scratch root (its prefix: ROOT/usr) instead.
+#   install_example.sh BUILD_DIR SOURCE_DIR MODELS_DIR SCRATCH [--deb]
 set -euo pipefail
-build=$1 src=$2 models=$3 scratch=$4
+build=$1 src=$2 models=$3 scratch=$4 mode=${5:-}
 rm -rf "$scratch" && mkdir -p "$scratch"
-prefix=$scratch/prefix
-cmake --install "$build" --prefix "$prefix" > "$scratch/install.log"
+if [[ $mode == --deb ]]; then
+  cpack --config "$build/CPackConfig.cmake" -G DEB -B "$scratch/package" > "$scratch/cpack.log"
+  deb=$(ls "$scratch"/package/onnx-fuse_*.deb)
+  [[ $(dpkg-deb -f "$deb" Depends) == *libdnnl-dev* ]] || { echo "$deb declares no dependencies"; exit 1; }
+  dpkg -x "$deb" "$scratch/root"
+  prefix=$scratch/root/usr
+else
+  prefix=$scratch/prefix
+  cmake --install "$build" --prefix "$prefix" > "$scratch/install.log"
+fi
 for f in bin/onnx-fuse include/onnxfuse/session.h lib/libonnxfuse_session.a lib/cmake/onnxfuse/onnxfuseConfig.cmake \
          lib/pkgconfig/onnxfuse.pc share/onnx-fuse/patterns/conv_bn_relu.onnxtxt; do
   [[ -e $prefix/$f ]] || { echo "not installed: $f"; exit 1; }
@@ -36,5 +46,8 @@ if ONNXFUSE_PATTERNS_DIR= "$prefix/bin/onnx-fuse" run "$models/resnet18/model.on
   echo "the installed onnx-fuse did not read $prefix/share/onnx-fuse/patterns"; exit 1
 fi
 grep -q zz_broken "$scratch/broken.txt" || { cat "$scratch/broken.txt"; exit 1; }
-PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs onnxfuse | grep -q -- "-lonnxfuse_session"
+# pkg-config alone builds the example too.
+g++ -std=c++17 -O1 "$src/examples/cpp/classify.cc" -o "$scratch/classify-pc" \
+  $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs onnxfuse)
+[[ $("$scratch/classify-pc" "$models/resnet18/model.onnx" "$models/resnet18/test_data_set_0/input_0.pb" | head -1) == $(head -1 <<<"$out") ]] || { echo "pkg-config build differs"; exit 1; }
 echo "install: ok"

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -345,6 +346,58 @@ TEST_CASE("session: two threads on resnet18 with different images get their own 
   for (std::thread& t : threads) t.join();
   CHECK(mismatches == 0);
   CHECK(session.stats().plan_instances <= 2);  // never more instances than calls at once
+}
+
+}  // namespace
+}  // namespace onnxfuse
+
+namespace onnxfuse {
+namespace {
+
+// resnet18 with its batch made symbolic ("N" on the input and the output): the
+// export torch gives with dynamic_axes={"input": {0: "N"}, ...}.
+std::string SymbolicBatchResnet18(const test::TempDir& dir) {
+  onnx::ModelProto model;
+  std::ifstream in(std::string(ONNXFUSE_MODELS_DIR) + "/resnet18/model.onnx", std::ios::binary);
+  REQUIRE(model.ParseFromIstream(&in));
+  for (onnx::ValueInfoProto* v : {model.mutable_graph()->mutable_input(0), model.mutable_graph()->mutable_output(0)})
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  return dir.Write("resnet18_batch.onnx", model.SerializeAsString());
+}
+
+TEST_CASE("session: resnet18 with a symbolic batch, at batches 1 and 3", "[session][models]") {
+  ModelCase c = LoadCase("resnet18");
+  test::TempDir dir("session_models");
+  InferenceSession session(SymbolicBatchResnet18(dir));
+  CHECK(session.inputs()[0].symbols[0] == "N");
+  // Batch 1 pinned gets the fixed export's schedule (the same kernels as run on it).
+  InferenceSession fixed(c.dir + "/model.onnx");
+  CHECK(session.PlanStatsFor({{"input", {1, 3, 224, 224}}}).kernels ==
+        fixed.PlanStatsFor({{"input", {1, 3, 224, 224}}}).kernels);
+
+  // Three different images in one batch: each row equals its image run alone.
+  const Tensor& image = c.inputs[0];
+  const std::size_t n = image.data.size();
+  std::vector<float> batch(3 * n);
+  for (std::size_t k = 0; k < 3; ++k)
+    for (std::size_t i = 0; i < n; ++i) batch[k * n + i] = image.data[i] * (1.0f - 0.4f * float(k));
+  const std::vector<Tensor> out = session.Run({{"input", {ElementType::kFloat, {3, 3, 224, 224}, batch.data()}}});
+  REQUIRE(out[0].dims == std::vector<std::int64_t>{3, 1000});
+  for (std::size_t k = 0; k < 3; ++k) {
+    Tensor row = out[0], alone;
+    row.dims = {1, 1000};
+    row.data.assign(out[0].data.begin() + long(k * 1000), out[0].data.begin() + long((k + 1) * 1000));
+    alone = session.Run({{"input", {ElementType::kFloat, {1, 3, 224, 224}, batch.data() + k * n}}})[0];
+    INFO("image " << k);
+    CHECK(CompareTensors(alone, row).max_rel < 1e-4);
+  }
+  const Tensor expected = ReadTensorFile(c.dir + "/test_data_set_0/output_0.pb");
+  Tensor first = out[0];
+  first.dims = {1, 1000};
+  first.data.resize(1000);
+  CHECK(CompareTensors(expected, first).max_rel < 1e-4);
+  CHECK(session.stats().compiles == 2);  // batch 1 (PlanStatsFor) and batch 3; the other Runs hit
+  CHECK(session.stats().cache_hits == 3);
 }
 
 }  // namespace
