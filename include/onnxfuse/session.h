@@ -27,7 +27,11 @@
 // activation arena and scratchpad), taken from a pool that grows to the
 // largest number of simultaneous calls at that shape; prepacked weights
 // (convolution and matmul operands) are shared by all instances and schedules.
-// SessionOptions::threads is the OpenMP team size each call runs with.
+// SessionOptions::threads is the OpenMP team size each call runs with (set
+// with omp_set_num_threads on the calling thread, which keeps it). Not shared
+// yet: each cached shape keeps its loaded model's weights (to compile more
+// instances from), and a plan file's first instance keeps the weights stored
+// in the file while later instances pack their own once.
 //
 // Errors: every failure is an onnxfuse::Error (error.h) whose kind() is the
 // one `onnx-fuse` maps to an exit code: kIo / kInvalidModel / kUnsupported

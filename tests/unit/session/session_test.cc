@@ -87,7 +87,7 @@ TEST_CASE("session: inputs and outputs with symbolic dims by name", "[session]")
   CHECK(session.stats().compiles == 0);  // symbolic: compiled on first Run
 }
 
-TEST_CASE("session: Run at batches 1, 3 and 8; the cache hits, and evicts the least recently used", "[session]") {
+TEST_CASE("session: Run at batches 1, 3 and 8, the cache hitting and evicting the least recently used", "[session]") {
   test::TempDir dir("session");
   SessionOptions options;
   options.shape_cache_size = 2;
