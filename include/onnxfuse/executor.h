@@ -128,6 +128,27 @@ class ExecutablePlan {
   /// (*step_ms)[i], i in Schedule() order (resized to it when smaller).
   std::vector<Tensor> Run(const std::vector<Tensor>& inputs, std::vector<double>* step_ms = nullptr);
 
+  /// A graph input or output as the plan binds it: name, dims (compiled, plain
+  /// row-major), ONNX element type (the buffer holds StorageTypeOf it: float32
+  /// or int64). An output known at build time has `constant` (no buffer).
+  struct Binding {
+    std::string name;
+    std::vector<std::int64_t> dims;
+    std::int32_t data_type = 0;
+    const Tensor* constant = nullptr;
+  };
+  std::vector<Binding> InputBindings() const;
+  std::vector<Binding> OutputBindings() const;
+
+  /// The buffer-level form of Run, for callers that fill inputs from their own
+  /// memory (the session, src/session/): write input i's elements into
+  /// InputBuffer(i) (StorageTypeOf(data_type), dims as bound), call RunSteps,
+  /// read output i from OutputBuffer(i) (nullptr for a constant output). The
+  /// buffers live in the activation arena: valid until the next run.
+  void* InputBuffer(std::size_t i);
+  const void* OutputBuffer(std::size_t i) const;
+  void RunSteps(std::vector<double>* step_ms = nullptr);
+
   const PlanStats& stats() const;
   /// The steps Run executes, in order.
   std::vector<ScheduleStep> Schedule() const;

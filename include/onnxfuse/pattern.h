@@ -84,8 +84,10 @@ std::vector<Pattern> ParsePatterns(const std::string& text, const std::string& f
 /// defined at a.onnxtxt:2").
 std::vector<Pattern> LoadPatternDir(const std::string& dir);
 
-/// The built-in library: the patterns/ folder of the source tree (compiled in as
-/// ONNXFUSE_PATTERNS_DIR), or $ONNXFUSE_PATTERNS_DIR when set.
+/// The built-in library: $ONNXFUSE_PATTERNS_DIR when set; else the first
+/// existing of <prefix>/share/onnx-fuse/patterns for the running executable's
+/// <prefix>/bin (an installed tree), the patterns/ folder of the source tree,
+/// the install prefix configured at build time.
 std::string BuiltinPatternDir();
 
 /// A found occurrence of a pattern.

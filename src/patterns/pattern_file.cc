@@ -25,6 +25,12 @@
 #ifndef ONNXFUSE_PATTERNS_DIR
 #define ONNXFUSE_PATTERNS_DIR "patterns"
 #endif
+#ifndef ONNXFUSE_PATTERNS_INSTALL_SUBDIR
+#define ONNXFUSE_PATTERNS_INSTALL_SUBDIR "share/onnx-fuse/patterns"
+#endif
+#ifndef ONNXFUSE_PATTERNS_INSTALL_DIR
+#define ONNXFUSE_PATTERNS_INSTALL_DIR "/usr/local/" ONNXFUSE_PATTERNS_INSTALL_SUBDIR
+#endif
 
 namespace onnxfuse {
 
@@ -403,7 +409,20 @@ std::vector<Pattern> LoadPatternDir(const std::string& dir) {
 
 std::string BuiltinPatternDir() {
   const char* env = std::getenv("ONNXFUSE_PATTERNS_DIR");
-  return env && *env ? env : ONNXFUSE_PATTERNS_DIR;
+  if (env && *env) return env;
+  // An installed onnx-fuse (cmake --install, the .deb) finds the library next
+  // to its prefix: <prefix>/bin/<exe> -> <prefix>/share/onnx-fuse/patterns,
+  // wherever the tree was installed to; then the source tree it was built
+  // from; then the prefix configured at build time.
+  std::vector<std::string> candidates;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back((exe.parent_path().parent_path() / ONNXFUSE_PATTERNS_INSTALL_SUBDIR).string());
+  candidates.push_back(ONNXFUSE_PATTERNS_DIR);
+  candidates.push_back(ONNXFUSE_PATTERNS_INSTALL_DIR);
+  for (const std::string& dir : candidates)
+    if (std::filesystem::is_directory(dir, ec)) return dir;
+  return ONNXFUSE_PATTERNS_DIR;
 }
 
 }  // namespace onnxfuse

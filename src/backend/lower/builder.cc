@@ -247,7 +247,9 @@ dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, c
     ++packed_->recomputed;  // this CPU lowered the node differently from the building one
   }
   dnnl::memory m = Prepack(plain(), want);
-  if (packed_ && !packed_->replay) packed_->by_key[key] = m;
+  // Replaying records too: a constant packed here is then found by the next
+  // plan replaying the same map (a session's schedules for other shapes).
+  if (packed_) packed_->by_key[key] = m;
   return m;
 }
 

@@ -108,7 +108,7 @@ struct ExecutablePlan::Impl {
   std::vector<IoBinding> inputs, outputs;
   PlanStats stats;
 
-  char* SlotData(int slot) { return arena.get() + slots[static_cast<std::size_t>(slot)].offset; }
+  char* SlotData(int slot) const { return arena.get() + slots[static_cast<std::size_t>(slot)].offset; }
 };
 
 ExecutablePlan::ExecutablePlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -266,21 +266,7 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::
     else
       std::copy_n(inputs[i].data.data(), inputs[i].data.size(), reinterpret_cast<float*>(p.SlotData(in.slot)));
   }
-  if (step_ms && step_ms->size() < p.steps.size()) step_ms->resize(p.steps.size(), 0.0);
-  for (std::size_t i = 0; i < p.steps.size(); ++i) {
-    const auto start = step_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    if (p.steps[i].custom) {
-      p.stream.wait();  // in-order CPU stream: a no-op, kept for clarity
-      p.steps[i].custom(p.pointers[i]);
-    } else {
-      p.steps[i].prim.execute(p.stream, p.bound[i]);
-    }
-    if (step_ms) {
-      p.stream.wait();
-      (*step_ms)[i] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    }
-  }
-  p.stream.wait();
+  RunSteps(step_ms);
   std::vector<Tensor> outputs;
   for (const IoBinding& out : p.outputs) {
     if (out.constant) {
@@ -304,6 +290,45 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::
     outputs.push_back(std::move(t));
   }
   return outputs;
+}
+
+namespace {
+
+std::vector<ExecutablePlan::Binding> Bindings(const std::vector<IoBinding>& io) {
+  std::vector<ExecutablePlan::Binding> bindings;
+  for (const IoBinding& b : io) bindings.push_back({b.name, b.dims, b.data_type, b.constant ? &*b.constant : nullptr});
+  return bindings;
+}
+
+}  // namespace
+
+std::vector<ExecutablePlan::Binding> ExecutablePlan::InputBindings() const { return Bindings(impl_->inputs); }
+std::vector<ExecutablePlan::Binding> ExecutablePlan::OutputBindings() const { return Bindings(impl_->outputs); }
+
+void* ExecutablePlan::InputBuffer(std::size_t i) { return impl_->SlotData(impl_->inputs.at(i).slot); }
+
+const void* ExecutablePlan::OutputBuffer(std::size_t i) const {
+  const IoBinding& out = impl_->outputs.at(i);
+  return out.constant ? nullptr : impl_->SlotData(out.slot);
+}
+
+void ExecutablePlan::RunSteps(std::vector<double>* step_ms) {
+  Impl& p = *impl_;
+  if (step_ms && step_ms->size() < p.steps.size()) step_ms->resize(p.steps.size(), 0.0);
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const auto start = step_ms ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    if (p.steps[i].custom) {
+      p.stream.wait();  // in-order CPU stream: a no-op, kept for clarity
+      p.steps[i].custom(p.pointers[i]);
+    } else {
+      p.steps[i].prim.execute(p.stream, p.bound[i]);
+    }
+    if (step_ms) {
+      p.stream.wait();
+      (*step_ms)[i] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+  p.stream.wait();
 }
 
 std::vector<ScheduleStep> ExecutablePlan::Schedule() const {

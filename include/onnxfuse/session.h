@@ -1,0 +1,141 @@
+// InferenceSession: a fused model as a library, shaped like ONNX Runtime's
+// InferenceSession.
+//
+//   onnxfuse::SessionOptions options;
+//   options.threads = 2;
+//   onnxfuse::InferenceSession session("resnet18.onnx", options);
+//   std::vector<float> image(1 * 3 * 224 * 224);
+//   auto outputs = session.Run({{"input", {onnxfuse::ElementType::kFloat, {1, 3, 224, 224}, image.data()}}});
+//   // outputs[0].dims == {1, 1000}, outputs[0].data: the logits
+//
+// Loading: a .onnx model is loaded, fused with options.strategy and compiled
+// exactly as `onnx-fuse run --strategy S [--input-shape ...]` does; a .plan file
+// (`onnx-fuse model.onnx -o model.plan`) is replayed with its stored groups and
+// prepacked weights.
+//
+// Shapes: each distinct signature of input shapes gets its own compiled
+// schedule, made on first use: the model is loaded again with every symbolic
+// or unknown input dim pinned to the call's value (LoadOptions::input_shapes),
+// fused and compiled, so a pinned shape gets exactly the kernels `run
+// --input-shape` gives it. Schedules are kept in an LRU cache of
+// SessionOptions::shape_cache_size entries. A model whose inputs are all fixed
+// (declared, or by SessionOptions::input_shapes) is compiled in the
+// constructor. A plan file's shapes are fixed when it is built.
+//
+// Threads: Run may be called from several threads at once. Each concurrent
+// call runs on its own instance of the shape's compiled schedule (its own
+// activation arena and scratchpad), taken from a pool that grows to the
+// largest number of simultaneous calls at that shape; prepacked weights
+// (convolution and matmul operands) are shared by all instances and schedules.
+// SessionOptions::threads is the OpenMP team size each call runs with (set
+// with omp_set_num_threads on the calling thread, which keeps it). Not shared
+// yet: each cached shape keeps its loaded model's weights (to compile more
+// instances from), and a plan file's first instance keeps the weights stored
+// in the file while later instances pack their own once.
+//
+// Errors: every failure is an onnxfuse::Error (error.h) whose kind() is the
+// one `onnx-fuse` maps to an exit code: kIo / kInvalidModel / kUnsupported
+// from loading and compiling, kUsage for a bad option or call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "onnxfuse/executor.h"
+#include "onnxfuse/tensor_io.h"
+#include "onnxfuse/tensor_view.h"
+
+namespace onnxfuse {
+
+struct SessionOptions {
+  /// OpenMP threads per Run; 0 = the OpenMP default (all cores or OMP_NUM_THREADS).
+  int threads = 0;
+  /// Fuser for .onnx models: "postdom" (run's default), "greedy" or "pattern".
+  /// Ignored for plan files (they hold their groups).
+  std::string strategy = "postdom";
+  /// Extra pattern directories for strategy "pattern", after the built-in library.
+  std::vector<std::string> pattern_dirs;
+  /// Input name -> full shape, pinned at load (as `run --input-shape`); a
+  /// symbolic dim pinned here takes that value everywhere. Not for plan files.
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;
+  /// Compiled schedules kept (one per input-shape signature), least recently
+  /// used evicted first; >= 1.
+  int shape_cache_size = 8;
+};
+
+/// A graph input or output: its name, element type and shape. dims[i] is -1
+/// where the dim is not fixed, and symbols[i] names it ("batch") when the model
+/// does ("" for a fixed or anonymous dim). has_shape false: rank unknown.
+struct ValueInfo {
+  std::string name;
+  ElementType type = ElementType::kUndefined;
+  bool has_shape = true;
+  std::vector<std::int64_t> dims;
+  std::vector<std::string> symbols;
+};
+
+/// How the shape cache has been used (cumulative since construction).
+struct SessionStats {
+  int compiles = 0;         ///< schedules made (cache misses, the constructor's included)
+  int cache_hits = 0;       ///< Runs whose shapes had a cached schedule
+  int evictions = 0;        ///< schedules dropped by the LRU
+  int cached_shapes = 0;    ///< schedules held now
+  int plan_instances = 0;   ///< instances over all cached schedules (>1 at a shape: concurrent Runs)
+};
+
+/// Named inputs of Run: graph input name -> view over caller memory.
+using NamedInputs = std::map<std::string, TensorView>;
+
+class InferenceSession {
+ public:
+  /// Loads `path`: a plan file (by its magic bytes) or an ONNX model. Throws
+  /// Error: the loader's and compiler's errors (kIo, kInvalidModel,
+  /// kUnsupported naming the node); kUsage for an unknown strategy, a
+  /// shape_cache_size < 1, threads < 0, input_shapes on a plan file or naming
+  /// no graph input.
+  explicit InferenceSession(const std::string& path, const SessionOptions& options = {});
+  ~InferenceSession();
+  InferenceSession(InferenceSession&&) noexcept;
+  InferenceSession& operator=(InferenceSession&&) noexcept;
+  InferenceSession(const InferenceSession&) = delete;
+  InferenceSession& operator=(const InferenceSession&) = delete;
+
+  /// The graph inputs (initializers excluded) and outputs, in model order,
+  /// with the shapes the model declares (after SessionOptions::input_shapes).
+  const std::vector<ValueInfo>& inputs() const;
+  const std::vector<ValueInfo>& outputs() const;
+
+  /// Runs one inference. `inputs` must name every graph input once; each view's
+  /// dtype must be the input's element type and its shape must have the input's
+  /// rank and fixed dims (a symbolic dim takes any value >= 0, equal wherever
+  /// its symbol recurs). Returns the outputs named in `output_names` in that
+  /// order (all, in model order, when empty) as owned tensors: float32,
+  /// float16 and float64 outputs as float32 in Tensor::data, integer and bool
+  /// outputs as int64 in Tensor::int_data, Tensor::data_type the ONNX type.
+  /// Throws Error(kUsage) naming the input or output for an unknown or missing
+  /// name, a wrong dtype, rank or dim; the compiler's errors on a new shape.
+  std::vector<Tensor> Run(const NamedInputs& inputs, const std::vector<std::string>& output_names = {});
+
+  /// Runs one inference and writes the named outputs into caller memory: each
+  /// view's dtype must be the output's element type and its shape the shape
+  /// this run computes (outputs not named are computed and dropped). Throws as
+  /// the other Run, and Error(kUsage) naming the output for a wrong name, dtype
+  /// or shape (nothing is written then).
+  void Run(const NamedInputs& inputs, const std::map<std::string, MutableTensorView>& outputs);
+
+  /// The compiled schedule's statistics at these input shapes (all inputs,
+  /// by name), compiling it when not cached: kernels, arena, weights.
+  PlanStats PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes);
+
+  SessionStats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace onnxfuse

@@ -1,0 +1,283 @@
+// InferenceSession: load or replay, one compiled schedule per input-shape
+// signature in an LRU cache, a pool of instances per schedule (shape_schedule.h).
+#include "onnxfuse/session.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <future>
+#include <list>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "fuse/greedy_fuser.h"
+#include "fuse/pattern_fuser.h"
+#include "fuse/postdom_fuser.h"
+#include "onnxfuse/error.h"
+#include "onnxfuse/loader.h"
+#include "onnxfuse/pipeline.h"
+#include "onnxfuse/plan_file.h"
+#include "session/element_convert.h"
+#include "session/input_check.h"
+#include "session/shape_schedule.h"
+
+namespace onnxfuse {
+
+using session::ShapeSchedule;
+using session::ShapeSignature;
+
+struct InferenceSession::Impl {
+  std::string path;
+  SessionOptions options;
+  bool plan_file = false;
+  std::vector<Pattern> patterns;  // strategy "pattern": the library and pattern_dirs, loaded once
+  std::vector<ValueInfo> inputs, outputs;
+  session::SharedPackedConstants packed;
+
+  mutable std::mutex mutex;  // guards lru, stats
+  std::list<std::pair<ShapeSignature, std::shared_ptr<ShapeSchedule>>> lru;  // most recent first
+  SessionStats stats;
+  std::map<ShapeSignature, std::shared_future<std::shared_ptr<ShapeSchedule>>> building;  // compiles under way
+
+  void SetThreads() const {
+    // oneDNN's OpenMP build fixes a primitive's team when it is created, our
+    // kernels read it when they run; it is per calling thread.
+    if (options.threads > 0) omp_set_num_threads(options.threads);
+  }
+
+  FusionPlan Fuse(const Graph& graph) const {
+    if (options.strategy == "postdom") return FuseByPostDominator(graph, {});
+    if (options.strategy == "greedy") return FuseGreedy(graph, {});
+    return FuseByPatterns(graph, patterns, {});
+  }
+
+  // Loads the model with every not-fixed input dim pinned to the signature's,
+  // as `run --input-shape` does, and compiles its schedule.
+  std::shared_ptr<ShapeSchedule> Build(const ShapeSignature& signature) {
+    if (plan_file)  // CheckShapes let it through: a plan's inputs are all fixed
+      throw Error(ErrorKind::kInternal, path + ": a plan file has one shape");
+    LoadOptions load{options.input_shapes};
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const ValueInfo& in = inputs[i];
+      const bool fixed = in.has_shape && std::all_of(in.dims.begin(), in.dims.end(), [](auto d) { return d >= 0; });
+      if (!fixed) load.input_shapes[in.name] = signature[i];
+    }
+    auto graph = std::make_unique<Graph>(LoadModel(path, load));
+    FusionPlan fusion = Fuse(*graph);
+    return std::make_shared<ShapeSchedule>(std::move(graph), std::move(fusion), true, &packed);
+  }
+
+  void Insert(const ShapeSignature& signature, std::shared_ptr<ShapeSchedule> schedule) {
+    lru.emplace_front(signature, std::move(schedule));
+    ++stats.compiles;
+    while (lru.size() > static_cast<std::size_t>(options.shape_cache_size)) {
+      lru.pop_back();
+      ++stats.evictions;
+    }
+  }
+
+  std::shared_ptr<ShapeSchedule> ScheduleFor(const ShapeSignature& signature) {
+    // Compiled outside the lock: Runs at cached shapes go on meanwhile. A call
+    // missing on a shape another call is compiling waits for that schedule.
+    std::promise<std::shared_ptr<ShapeSchedule>> promise;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      for (auto it = lru.begin(); it != lru.end(); ++it)
+        if (it->first == signature) {
+          lru.splice(lru.begin(), lru, it);
+          ++stats.cache_hits;
+          return lru.front().second;
+        }
+      if (auto it = building.find(signature); it != building.end()) {
+        std::shared_future<std::shared_ptr<ShapeSchedule>> pending = it->second;
+        ++stats.cache_hits;
+        lock.unlock();
+        return pending.get();  // rethrows that compile's error
+      }
+      building.emplace(signature, promise.get_future().share());
+    }
+    try {
+      SetThreads();
+      std::shared_ptr<ShapeSchedule> schedule = Build(signature);
+      std::lock_guard<std::mutex> lock(mutex);
+      Insert(signature, schedule);
+      building.erase(signature);
+      promise.set_value(schedule);
+      return schedule;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      building.erase(signature);
+      promise.set_exception(std::current_exception());
+      throw;
+    }
+  }
+
+  // The leased instance's input buffers filled from the views (one conversion
+  // into the arena, no other copy), after checking the pinned dims.
+  static void FeedInputs(ExecutablePlan& plan, const NamedInputs& views) {
+    const std::vector<ExecutablePlan::Binding> bindings = plan.InputBindings();
+    for (std::size_t i = 0; i < bindings.size(); ++i) {
+      const TensorView& view = views.at(bindings[i].name);
+      if (view.shape != bindings[i].dims)  // shape inference pinned another shape than the call's
+        throw Error(ErrorKind::kUsage, "input '" + bindings[i].name + "' of shape " + session::ShapeText(view.shape) +
+                                           " runs as " + session::ShapeText(bindings[i].dims));
+      session::WidenToStorage(view.dtype, view.data, view.NumElements(), plan.InputBuffer(i));
+    }
+  }
+
+  // Output `name`'s index in the plan's outputs; Error(kUsage) when none.
+  static std::size_t OutputIndex(const std::vector<ExecutablePlan::Binding>& bindings, const std::string& name) {
+    for (std::size_t i = 0; i < bindings.size(); ++i)
+      if (bindings[i].name == name) return i;
+    std::string list;
+    for (const auto& b : bindings) list += (list.empty() ? "" : ", ") + b.name;
+    throw Error(ErrorKind::kUsage, "unknown output '" + name + "'; the model's outputs are: " + list);
+  }
+};
+
+InferenceSession::InferenceSession(const std::string& path, const SessionOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.path = path;
+  s.options = options;
+  if (options.threads < 0) throw Error(ErrorKind::kUsage, "SessionOptions::threads must be >= 0");
+  if (options.shape_cache_size < 1) throw Error(ErrorKind::kUsage, "SessionOptions::shape_cache_size must be >= 1");
+  const auto& strategies = StrategyNames();
+  if (std::find(strategies.begin(), strategies.end(), options.strategy) == strategies.end())
+    throw Error(ErrorKind::kUsage, "unknown strategy '" + options.strategy + "'");
+  s.SetThreads();
+
+  std::shared_ptr<ShapeSchedule> schedule;
+  std::unique_ptr<Graph> graph;
+  if (IsPlanFile(path)) {
+    if (!options.input_shapes.empty())
+      throw Error(ErrorKind::kUsage, path + ": a plan's input shapes are fixed when it is built; input_shapes applies to ONNX models");
+    s.plan_file = true;
+    LoadedPlan loaded = ReadPlanFile(path, /*keep_weights=*/true);  // more instances compile from its weights
+    graph = std::move(loaded.graph);
+    for (ValueId v : graph->inputs()) s.inputs.push_back(session::ValueInfoOf(*graph, v));
+    for (ValueId v : graph->outputs()) s.outputs.push_back(session::ValueInfoOf(*graph, v));
+    schedule = std::make_shared<ShapeSchedule>(std::move(graph), std::move(loaded.fusion), loaded.info.fused, &s.packed,
+                                               std::make_unique<ExecutablePlan>(std::move(loaded.executable)));
+  } else {
+    if (options.strategy == "pattern") s.patterns = LoadPatterns(options.pattern_dirs);
+    graph = std::make_unique<Graph>(LoadModel(path, LoadOptions{options.input_shapes}));
+    for (ValueId v : graph->inputs()) s.inputs.push_back(session::ValueInfoOf(*graph, v));
+    for (ValueId v : graph->outputs()) s.outputs.push_back(session::ValueInfoOf(*graph, v));
+    const bool fixed = std::all_of(s.inputs.begin(), s.inputs.end(), [](const ValueInfo& in) {
+      return in.has_shape && std::all_of(in.dims.begin(), in.dims.end(), [](auto d) { return d >= 0; });
+    });
+    if (fixed) {  // fused and compiled now, as `run` does; other models on their first Run
+      FusionPlan fusion = s.Fuse(*graph);
+      schedule = std::make_shared<ShapeSchedule>(std::move(graph), std::move(fusion), true, &s.packed);
+    }
+  }
+  if (schedule) {
+    ShapeSignature signature;
+    for (const ValueInfo& in : s.inputs) signature.push_back(in.dims);
+    s.Insert(signature, std::move(schedule));
+  }
+}
+
+InferenceSession::~InferenceSession() = default;
+InferenceSession::InferenceSession(InferenceSession&&) noexcept = default;
+InferenceSession& InferenceSession::operator=(InferenceSession&&) noexcept = default;
+
+const std::vector<ValueInfo>& InferenceSession::inputs() const { return impl_->inputs; }
+const std::vector<ValueInfo>& InferenceSession::outputs() const { return impl_->outputs; }
+
+std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::vector<std::string>& output_names) {
+  Impl& s = *impl_;
+  const ShapeSignature signature = session::CheckInputs(s.inputs, inputs);
+  std::shared_ptr<ShapeSchedule> schedule = s.ScheduleFor(signature);
+  ShapeSchedule::Lease lease = schedule->Acquire();
+  ExecutablePlan& plan = lease.plan();
+  const std::vector<ExecutablePlan::Binding> bindings = plan.OutputBindings();
+  std::vector<std::size_t> wanted;
+  for (const std::string& name : output_names) wanted.push_back(Impl::OutputIndex(bindings, name));
+  if (output_names.empty())
+    for (std::size_t i = 0; i < bindings.size(); ++i) wanted.push_back(i);
+
+  s.SetThreads();
+  Impl::FeedInputs(plan, inputs);
+  plan.RunSteps();
+  std::vector<Tensor> outputs;
+  for (std::size_t i : wanted) {
+    const ExecutablePlan::Binding& out = bindings[i];
+    if (out.constant) {
+      outputs.push_back(*out.constant);
+      outputs.back().name = out.name;
+      continue;
+    }
+    Tensor t;
+    t.name = out.name;
+    t.dims = out.dims;
+    t.data_type = out.data_type;
+    t.elem_type = StorageTypeOf(out.data_type);
+    std::int64_t n = 1;
+    for (auto d : out.dims) n *= d;
+    const auto* src = plan.OutputBuffer(i);
+    if (t.elem_type == onnx::TensorProto::INT64) {
+      t.int_data.resize(static_cast<std::size_t>(n));
+      std::copy_n(static_cast<const std::int64_t*>(src), n, t.int_data.data());
+    } else {
+      t.data.resize(static_cast<std::size_t>(n));
+      std::copy_n(static_cast<const float*>(src), n, t.data.data());
+    }
+    outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+
+void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string, MutableTensorView>& outputs) {
+  Impl& s = *impl_;
+  const ShapeSignature signature = session::CheckInputs(s.inputs, inputs);
+  std::shared_ptr<ShapeSchedule> schedule = s.ScheduleFor(signature);
+  ShapeSchedule::Lease lease = schedule->Acquire();
+  ExecutablePlan& plan = lease.plan();
+  const std::vector<ExecutablePlan::Binding> bindings = plan.OutputBindings();
+  // Everything about the caller's buffers is checked before anything runs or is written.
+  std::vector<std::pair<std::size_t, const MutableTensorView*>> targets;
+  for (const auto& [name, view] : outputs) {
+    const std::size_t i = Impl::OutputIndex(bindings, name);
+    const ExecutablePlan::Binding& out = bindings[i];
+    const std::vector<std::int64_t>& dims = out.constant ? out.constant->dims : out.dims;
+    const auto type = static_cast<ElementType>(out.data_type);
+    if (view.dtype != type)
+      throw Error(ErrorKind::kUsage, "output '" + name + "' is " + ElementTypeName(type) + ", the buffer is " +
+                                         ElementTypeName(view.dtype));
+    if (view.shape != dims)
+      throw Error(ErrorKind::kUsage, "output '" + name + "' has shape " + session::ShapeText(dims) +
+                                         " at these inputs, the buffer " + session::ShapeText(view.shape));
+    if (view.data == nullptr && view.NumElements() > 0)
+      throw Error(ErrorKind::kUsage, "output '" + name + "' has no buffer (a null pointer)");
+    targets.emplace_back(i, &view);
+  }
+  s.SetThreads();
+  Impl::FeedInputs(plan, inputs);
+  plan.RunSteps();
+  for (const auto& [i, view] : targets) {
+    const ExecutablePlan::Binding& out = bindings[i];
+    const void* src = plan.OutputBuffer(i);
+    if (out.constant)
+      src = out.constant->elem_type == onnx::TensorProto::INT64 ? static_cast<const void*>(out.constant->int_data.data())
+                                                                : static_cast<const void*>(out.constant->data.data());
+    session::NarrowFromStorage(view->dtype, src, view->NumElements(), view->data);
+  }
+}
+
+PlanStats InferenceSession::PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {
+  return impl_->ScheduleFor(session::CheckShapes(impl_->inputs, input_shapes))->stats();
+}
+
+SessionStats InferenceSession::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  SessionStats stats = impl_->stats;
+  stats.cached_shapes = static_cast<int>(impl_->lru.size());
+  stats.plan_instances = 0;
+  for (const auto& entry : impl_->lru) stats.plan_instances += entry.second->instances();
+  return stats;
+}
+
+}  // namespace onnxfuse

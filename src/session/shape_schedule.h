@@ -1,0 +1,92 @@
+// One input-shape signature of a session: its loaded graph, fusion groups and
+// a pool of compiled instances of the same schedule, so that concurrent Runs
+// at that shape never share an activation arena.
+//
+// Why a pool of instances rather than a per-call arena: an ExecutablePlan binds
+// each step's oneDNN memories and each custom kernel's argument pointers into
+// its arena once, at compile time (src/backend/runtime/executor.cc), which is
+// what makes a Run cheap; a per-call arena would rebind every step on every
+// call. An instance costs one compile (milliseconds: its prepacked weights are
+// reused from SharedPackedConstants, not packed again) plus its arena, and is
+// only made when more calls than instances run at once.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/lower/packed_constants.h"
+#include "onnxfuse/executor.h"
+#include "onnxfuse/fusion_plan.h"
+#include "onnxfuse/graph.h"
+
+namespace onnxfuse::session {
+
+/// The prepacked constants of every plan a session compiles, by Builder key
+/// ("<node>:<op>:<argument>"): each compile replays them (a constant whose
+/// layout is unchanged is the same memory, not a copy) and adds those it
+/// packed. Thread-safe.
+class SharedPackedConstants {
+ public:
+  /// ExecutablePlan::Compile(graph, fusion, {fuse, replaying the shared map}),
+  /// keeping the oneDNN implementation `implementations` names for a step
+  /// ("<kind>:<anchor node>" -> impl, as a plan file stores them) instead of
+  /// timing the candidates again (src/backend/lower/impl_choice.cc).
+  /// Throws what Compile throws.
+  ExecutablePlan Compile(const Graph& graph, const FusionPlan& fusion, bool fuse,
+                         const std::map<std::string, std::string>& implementations = {});
+  /// Distinct constants held.
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, dnnl::memory> by_key_;
+};
+
+class ShapeSchedule {
+ public:
+  /// `graph` keeps its weights (more instances compile from it); `first`, when
+  /// given, is an already compiled instance (a plan file's).
+  ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bool fuse, SharedPackedConstants* packed,
+                std::unique_ptr<ExecutablePlan> first = nullptr);
+
+  /// Exclusive use of one instance until destroyed (returned to the pool).
+  class Lease {
+   public:
+    Lease(ShapeSchedule* owner, std::unique_ptr<ExecutablePlan> plan) : owner_(owner), plan_(std::move(plan)) {}
+    Lease(Lease&&) = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    ExecutablePlan& plan() { return *plan_; }
+
+   private:
+    ShapeSchedule* owner_;
+    std::unique_ptr<ExecutablePlan> plan_;
+  };
+
+  /// An idle instance, or a newly compiled one when all are in use. Throws what Compile throws.
+  Lease Acquire();
+
+  const Graph& graph() const { return *graph_; }
+  /// The schedule's statistics (the same for every instance).
+  const PlanStats& stats() const { return stats_; }
+  int instances() const;
+
+ private:
+  std::unique_ptr<Graph> graph_;
+  FusionPlan fusion_;
+  bool fuse_;
+  SharedPackedConstants* packed_;
+  PlanStats stats_;
+  // The first instance's implementation per step: every instance runs the
+  // same kernels, so concurrent Runs give the same numbers as single ones
+  // (timing-based choices could otherwise differ by an ulp between compiles).
+  std::map<std::string, std::string> implementations_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<ExecutablePlan>> idle_;
+  int instances_ = 0;
+};
+
+}  // namespace onnxfuse::session

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the build tree into a scratch prefix, builds examples/cpp against it
+# with find_package(onnxfuse) (not the build tree), and runs the example and
+# the installed onnx-fuse on resnet18 (strategy pattern: the installed built-in
+# patterns, found relative to the prefix); checks pkg-config too.
+# With --deb, the tree is the .deb `cpack -G DEB` makes, unpacked with dpkg -x
+# into a scratch root (its prefix: ROOT/usr) instead.
+#   install_example.sh BUILD_DIR SOURCE_DIR MODELS_DIR SCRATCH [--deb]
+set -euo pipefail
+build=$1 src=$2 models=$3 scratch=$4 mode=${5:-}
+rm -rf "$scratch" && mkdir -p "$scratch"
+if [[ $mode == --deb ]]; then
+  cpack --config "$build/CPackConfig.cmake" -G DEB -B "$scratch/package" > "$scratch/cpack.log"
+  deb=$(ls "$scratch"/package/onnx-fuse_*.deb)
+  [[ $(dpkg-deb -f "$deb" Depends) == *libdnnl-dev* ]] || { echo "$deb declares no dependencies"; exit 1; }
+  dpkg -x "$deb" "$scratch/root"
+  prefix=$scratch/root/usr
+else
+  prefix=$scratch/prefix
+  cmake --install "$build" --prefix "$prefix" > "$scratch/install.log"
+fi
+for f in bin/onnx-fuse include/onnxfuse/session.h lib/libonnxfuse_session.a lib/cmake/onnxfuse/onnxfuseConfig.cmake \
+         lib/pkgconfig/onnxfuse.pc share/onnx-fuse/patterns/conv_bn_relu.onnxtxt; do
+  [[ -e $prefix/$f ]] || { echo "not installed: $f"; exit 1; }
+done
+# The source tree is not visible to the example: only the prefix.
+cmake -S "$src/examples/cpp" -B "$scratch/example" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+      > "$scratch/configure.log"
+cmake --build "$scratch/example" -j2 > "$scratch/build.log"
+out=$("$scratch/example/classify" "$models/resnet18/model.onnx" "$models/resnet18/test_data_set_0/input_0.pb")
+echo "$out"
+[[ $(grep -c '^class ' <<<"$out") == 5 ]] || { echo "expected 5 classes"; exit 1; }
+# The top class equals the reference output's argmax.
+want=$(/usr/bin/python3 -c "
+import onnx, onnx.numpy_helper as h, sys
+t = h.to_array(onnx.load_tensor('$models/resnet18/test_data_set_0/output_0.pb'))
+print(int(t.reshape(-1).argmax()))")
+[[ $(head -1 <<<"$out" | sed 's/class \([0-9]*\):.*/\1/') == "$want" ]] || { echo "top class is not $want"; exit 1; }
+# The installed CLI finds its patterns under the prefix, not the source tree.
+ONNXFUSE_PATTERNS_DIR= "$prefix/bin/onnx-fuse" run "$models/resnet18/model.onnx" --strategy pattern --iterations 1 \
+  --warmup 0 > "$scratch/run.txt"
+# ... and it is that folder it reads: a broken pattern added there is reported.
+printf 'not a pattern\n' > "$prefix/share/onnx-fuse/patterns/zz_broken.onnxtxt"
+if ONNXFUSE_PATTERNS_DIR= "$prefix/bin/onnx-fuse" run "$models/resnet18/model.onnx" --strategy pattern --iterations 1 \
+     --warmup 0 > "$scratch/broken.txt" 2>&1; then
+  echo "the installed onnx-fuse did not read $prefix/share/onnx-fuse/patterns"; exit 1
+fi
+grep -q zz_broken "$scratch/broken.txt" || { cat "$scratch/broken.txt"; exit 1; }
+# pkg-config alone builds the example too.
+g++ -std=c++17 -O1 "$src/examples/cpp/classify.cc" -o "$scratch/classify-pc" \
+  $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs onnxfuse)
+[[ $("$scratch/classify-pc" "$models/resnet18/model.onnx" "$models/resnet18/test_data_set_0/input_0.pb" | head -1) == $(head -1 <<<"$out") ]] || { echo "pkg-config build differs"; exit 1; }
+echo "install: ok"

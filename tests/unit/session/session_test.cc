@@ -1,0 +1,404 @@
+// InferenceSession (include/onnxfuse/session.h): metadata, Run in both forms,
+// every refusal, the shape cache, concurrent Runs, and equality with `onnx-fuse
+// run` on resnet18 and mobilenet_v2.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "app/run_job.h"
+#include "fuse/postdom_fuser.h"
+#include "onnxfuse/error.h"
+#include "onnxfuse/loader.h"
+#include "onnxfuse/plan_file.h"
+#include "onnxfuse/session.h"
+#include "temp_dir.h"
+#include "test_models.h"
+
+namespace onnxfuse {
+namespace {
+
+// y = Relu((x + z) @ w + b) with a symbolic batch N: x, z float[N,4], y float[N,3].
+const char* const kBatchModel = R"(<ir_version: 8, opset_import: ["" : 13]>
+  g (float[N,4] x, float[N,4] z,
+     float[4,3] w = {0.5, -0.25, 0.75, 1.0, -0.5, 0.25, 0.125, -1.0, 0.3, -0.7, 0.2, 0.9},
+     float[3] b = {0.1, -0.2, 0.05}) => (float[N,3] y) {
+    s = Add (x, z)
+    m = MatMul (s, w)
+    a = Add (m, b)
+    y = Relu (a)
+  })";
+const double kW[4][3] = {{0.5, -0.25, 0.75}, {1.0, -0.5, 0.25}, {0.125, -1.0, 0.3}, {-0.7, 0.2, 0.9}};
+const double kB[3] = {0.1, -0.2, 0.05};
+
+std::string WriteModel(const test::TempDir& dir, const std::string& text, const std::string& name = "model.onnx") {
+  return dir.Write(name, test::ParseModel(text).SerializeAsString());
+}
+
+// Batch `n` of inputs: x[i] = Wave(i + salt), z[i] = Wave(3 i + salt) / 2.
+struct BatchInputs {
+  std::vector<float> x, z;
+  std::int64_t n;
+  BatchInputs(std::int64_t batch, int salt) : n(batch) {
+    for (std::int64_t i = 0; i < 4 * n; ++i) {
+      x.push_back(test::Wave(i + salt));
+      z.push_back(test::Wave(3 * i + salt) / 2);
+    }
+  }
+  NamedInputs Views() const {
+    return {{"x", {ElementType::kFloat, {n, 4}, x.data()}}, {"z", {ElementType::kFloat, {n, 4}, z.data()}}};
+  }
+  std::vector<double> Reference() const {
+    std::vector<double> y;
+    for (std::int64_t r = 0; r < n; ++r)
+      for (int c = 0; c < 3; ++c) {
+        double acc = kB[c];
+        for (int k = 0; k < 4; ++k)
+          acc += (double(x[std::size_t(r * 4 + k)]) + double(z[std::size_t(r * 4 + k)])) * kW[k][c];
+        y.push_back(std::max(acc, 0.0));
+      }
+    return y;
+  }
+};
+
+void CheckClose(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(1e-5));
+}
+
+TEST_CASE("session: inputs and outputs with symbolic dims by name", "[session]") {
+  test::TempDir dir("session");
+  InferenceSession session(WriteModel(dir, kBatchModel));
+  REQUIRE(session.inputs().size() == 2);  // the initializers w and b are not inputs
+  const ValueInfo& x = session.inputs()[0];
+  CHECK(x.name == "x");
+  CHECK(x.type == ElementType::kFloat);
+  CHECK(x.dims == std::vector<std::int64_t>{-1, 4});
+  CHECK(x.symbols == std::vector<std::string>{"N", ""});
+  REQUIRE(session.outputs().size() == 1);
+  CHECK(session.outputs()[0].name == "y");
+  CHECK(session.outputs()[0].symbols[0] == "N");
+  CHECK(session.stats().compiles == 0);  // symbolic: compiled on first Run
+}
+
+TEST_CASE("session: Run at batches 1, 3 and 8, the cache hitting and evicting the least recently used", "[session]") {
+  test::TempDir dir("session");
+  SessionOptions options;
+  options.shape_cache_size = 2;
+  InferenceSession session(WriteModel(dir, kBatchModel), options);
+  auto run = [&](std::int64_t n) {
+    BatchInputs in(n, static_cast<int>(n));
+    std::vector<Tensor> out = session.Run(in.Views());
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].name == "y");
+    CHECK(out[0].dims == std::vector<std::int64_t>{n, 3});
+    CheckClose(out[0].data, in.Reference());
+  };
+  run(1);
+  run(3);
+  CHECK(session.stats().compiles == 2);
+  run(1);  // cached: [1, 3]
+  CHECK(session.stats().compiles == 2);
+  CHECK(session.stats().cache_hits == 1);
+  run(8);  // evicts 3, the least recently used
+  CHECK(session.stats().evictions == 1);
+  run(1);
+  CHECK(session.stats().compiles == 3);
+  run(3);  // compiled again; evicts 8
+  SessionStats stats = session.stats();
+  CHECK(stats.compiles == 4);
+  CHECK(stats.cache_hits == 2);
+  CHECK(stats.evictions == 2);
+  CHECK(stats.cached_shapes == 2);
+}
+
+TEST_CASE("session: a pinned shape gets the kernels of run --input-shape", "[session]") {
+  test::TempDir dir("session");
+  const std::string path = WriteModel(dir, kBatchModel);
+  InferenceSession session(path);
+  PlanStats stats = session.PlanStatsFor({{"x", {3, 4}}, {"z", {3, 4}}});
+  Graph graph = LoadModel(path, LoadOptions{{{"x", {3, 4}}, {"z", {3, 4}}}});
+  ExecutablePlan direct = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}));
+  CHECK(stats.kernels == direct.stats().kernels);
+  CHECK(stats.arena_bytes == direct.stats().arena_bytes);
+}
+
+TEST_CASE("session: fixed input shapes compile at construction", "[session]") {
+  test::TempDir dir("session");
+  SessionOptions options;
+  options.input_shapes = {{"x", {2, 4}}, {"z", {2, 4}}};
+  InferenceSession session(WriteModel(dir, kBatchModel), options);
+  CHECK(session.stats().compiles == 1);
+  CHECK(session.inputs()[0].dims == std::vector<std::int64_t>{2, 4});
+  BatchInputs two(2, 5);
+  CheckClose(session.Run(two.Views())[0].data, two.Reference());
+  CHECK(session.stats().cache_hits == 1);
+  BatchInputs three(3, 5);
+  auto e = test::ErrorOf([&] { session.Run(three.Views()); });
+  CHECK(e.kind == ErrorKind::kUsage);
+  CHECK_THAT(e.message, Catch::Contains("'x' dim 0 must be 2"));
+}
+
+TEST_CASE("session: outputs into caller buffers", "[session]") {
+  test::TempDir dir("session");
+  InferenceSession session(WriteModel(dir, kBatchModel));
+  BatchInputs in(3, 7);
+  std::vector<float> y(9, -100.0f);
+  session.Run(in.Views(), {{"y", {ElementType::kFloat, {3, 3}, y.data()}}});
+  CheckClose(y, in.Reference());
+
+  std::vector<float> small(3, -100.0f);
+  auto shape = test::ErrorOf([&] { session.Run(in.Views(), {{"y", {ElementType::kFloat, {1, 3}, small.data()}}}); });
+  CHECK(shape.kind == ErrorKind::kUsage);
+  CHECK_THAT(shape.message, Catch::Contains("output 'y' has shape [3,3]"));
+  CHECK(small == std::vector<float>(3, -100.0f));  // nothing written
+  std::vector<double> wide(9);
+  auto dtype = test::ErrorOf([&] { session.Run(in.Views(), {{"y", {ElementType::kDouble, {3, 3}, wide.data()}}}); });
+  CHECK(dtype.kind == ErrorKind::kUsage);
+  CHECK_THAT(dtype.message, Catch::Contains("output 'y' is float32"));
+  auto name = test::ErrorOf([&] { session.Run(in.Views(), {{"q", {ElementType::kFloat, {3, 3}, y.data()}}}); });
+  CHECK_THAT(name.message, Catch::Contains("unknown output 'q'"));
+  auto listed = test::ErrorOf([&] { session.Run(in.Views(), std::vector<std::string>{"y", "q"}); });
+  CHECK(listed.kind == ErrorKind::kUsage);
+  CHECK_THAT(listed.message, Catch::Contains("unknown output 'q'; the model's outputs are: y"));
+}
+
+TEST_CASE("session: a wrong input name, dtype, rank, dim or symbol is an error naming the input", "[session]") {
+  test::TempDir dir("session");
+  InferenceSession session(WriteModel(dir, kBatchModel));
+  BatchInputs in(2, 1);
+  auto expect = [&](NamedInputs views, const std::string& text) {
+    auto e = test::ErrorOf([&] { session.Run(views); });
+    CHECK(e.kind == ErrorKind::kUsage);
+    CHECK_THAT(e.message, Catch::Contains(text));
+  };
+  NamedInputs views = in.Views();
+  views["q"] = views["x"];
+  expect(views, "unknown input 'q'; the model's inputs are: x, z");
+  views = in.Views();
+  views.erase("z");
+  expect(views, "input 'z' is missing");
+  views = in.Views();
+  std::vector<std::int64_t> ints(8, 1);
+  views["x"] = {ElementType::kInt64, {2, 4}, ints.data()};
+  expect(views, "input 'x' must be float32, got int64");
+  views = in.Views();
+  views["x"].shape = {8};
+  expect(views, "input 'x' must have rank 2, got shape [8] (the model declares [N,4])");
+  views = in.Views();
+  views["z"].shape = {2, 8};
+  expect(views, "input 'z' dim 1 must be 4");
+  views = in.Views();
+  views["z"].shape = {1, 4};
+  expect(views, "input 'z' gives dim 'N' the value 1, input 'x' gave it 2");
+  views = in.Views();
+  views["x"].data = nullptr;
+  expect(views, "input 'x' has no data");
+  CHECK(session.stats().compiles == 0);  // refused before anything compiled
+}
+
+TEST_CASE("session: bad options and files", "[session]") {
+  test::TempDir dir("session");
+  const std::string path = WriteModel(dir, kBatchModel);
+  SessionOptions options;
+  options.strategy = "fastest";
+  CHECK(test::ErrorOf([&] { InferenceSession s(path, options); }).kind == ErrorKind::kUsage);
+  options = {};
+  options.shape_cache_size = 0;
+  CHECK(test::ErrorOf([&] { InferenceSession s(path, options); }).kind == ErrorKind::kUsage);
+  options = {};
+  options.threads = -1;
+  CHECK(test::ErrorOf([&] { InferenceSession s(path, options); }).kind == ErrorKind::kUsage);
+  CHECK(test::ErrorOf([&] { InferenceSession s((dir.path / "none.onnx").string()); }).kind == ErrorKind::kIo);
+  const std::string junk = dir.Write("junk.onnx", "not a model");
+  CHECK(test::ErrorOf([&] { InferenceSession s(junk); }).kind == ErrorKind::kInvalidModel);
+}
+
+TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded ones", "[session]") {
+  test::TempDir dir("session");
+  SessionOptions options;
+  options.threads = 1;
+  InferenceSession session(WriteModel(dir, kBatchModel), options);
+  constexpr int kThreads = 4, kRuns = 50;
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRuns; ++r) {
+        BatchInputs in(1 + (t + r) % 3 * 3, t * 100 + r);  // batches 1, 4, 7, each thread its own data
+        std::vector<Tensor> out = session.Run(in.Views());
+        const std::vector<double> want = in.Reference();
+        for (std::size_t i = 0; i < want.size(); ++i)
+          if (std::abs(out[0].data[i] - want[i]) > 1e-5) ++mismatches;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(mismatches == 0);
+  SessionStats stats = session.stats();
+  CHECK(stats.cached_shapes == 3);
+  CHECK(stats.cache_hits + stats.compiles == kThreads * kRuns);
+  CHECK(stats.plan_instances >= 3);
+}
+
+// ---- Real models: the same outputs as `onnx-fuse run --outputs` ----
+
+struct ModelCase {
+  std::string dir;
+  std::vector<Tensor> inputs;
+};
+
+ModelCase LoadCase(const std::string& name) {
+  ModelCase c{std::string(ONNXFUSE_MODELS_DIR) + "/" + name, {}};
+  REQUIRE(std::filesystem::exists(c.dir + "/model.onnx"));  // scripts/export_models.py; a missing model fails
+  c.inputs = ReadTensorDir(c.dir + "/test_data_set_0", "input");
+  return c;
+}
+
+std::vector<Tensor> RunCli(const std::string& model, const std::string& inputs_dir, const test::TempDir& out) {
+  RunOptions options;
+  options.model_path = model;
+  options.inputs_dir = inputs_dir;
+  options.outputs_dir = (out.path / "outputs").string();
+  options.iterations = 1;
+  options.warmup = 0;
+  std::ostringstream ignored;
+  REQUIRE(RunJob(options, ignored) == 0);
+  return ReadTensorDir(options.outputs_dir, "output");
+}
+
+// Kernels of `onnx-fuse run --json MODEL`.
+int RunKernels(const std::string& model) {
+  RunOptions options;
+  options.model_path = model;
+  options.iterations = 1;
+  options.warmup = 0;
+  options.json = true;
+  std::ostringstream out;
+  REQUIRE(RunJob(options, out) == 0);
+  return nlohmann::json::parse(out.str())["kernels"].get<int>();
+}
+
+NamedInputs ViewsOf(const std::vector<Tensor>& inputs, const InferenceSession& session) {
+  NamedInputs views;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    views[session.inputs()[i].name] = {ElementType::kFloat, inputs[i].dims, inputs[i].data.data()};
+  return views;
+}
+
+TEST_CASE("session: resnet18 and mobilenet_v2 give run's outputs, from the model and from a plan", "[session][models]") {
+  for (const std::string name : {"resnet18", "mobilenet_v2"}) {
+    INFO(name);
+    ModelCase c = LoadCase(name);
+    test::TempDir dir("session_models");
+    const std::vector<Tensor> cli = RunCli(c.dir + "/model.onnx", c.dir + "/test_data_set_0", dir);
+    InferenceSession session(c.dir + "/model.onnx");
+    const std::vector<Tensor> out = session.Run(ViewsOf(c.inputs, session));
+    REQUIRE(out.size() == cli.size());
+    CHECK(out[0].dims == cli[0].dims);
+    // The same schedule as run's; oneDNN implementations are chosen by timing
+    // at compile time (impl_choice.cc), so two compiles may differ in the last bits.
+    CHECK(CompareTensors(cli[0], out[0]).max_rel < 1e-5);
+    CHECK(session.PlanStatsFor({{session.inputs()[0].name, c.inputs[0].dims}}).kernels == RunKernels(c.dir + "/model.onnx"));
+
+    const Tensor expected = ReadTensorFile(c.dir + "/test_data_set_0/output_0.pb");
+    CHECK(CompareTensors(expected, out[0]).max_rel < 1e-4);
+
+    // A plan file replays: same metadata, outputs within the reference tolerance.
+    const std::string plan = (dir.path / "model.plan").string();
+    {
+      Graph graph = LoadModel(c.dir + "/model.onnx");
+      WritePlanFile(plan, graph, FuseByPostDominator(graph, {}), CompileOptions{}, c.dir + "/model.onnx", false);
+    }
+    InferenceSession replay(plan);
+    CHECK(replay.inputs()[0].dims == session.inputs()[0].dims);
+    CHECK(replay.stats().compiles == 1);
+    const std::vector<Tensor> planned = replay.Run(ViewsOf(c.inputs, replay));
+    CHECK(CompareTensors(expected, planned[0]).max_rel < 1e-4);
+    SessionOptions pinned;
+    pinned.input_shapes = {{session.inputs()[0].name, c.inputs[0].dims}};
+    CHECK(test::ErrorOf([&] { InferenceSession s(plan, pinned); }).kind == ErrorKind::kUsage);
+  }
+}
+
+TEST_CASE("session: two threads on resnet18 with different images get their own outputs", "[session][models]") {
+  ModelCase c = LoadCase("resnet18");
+  SessionOptions options;
+  options.threads = 1;
+  InferenceSession session(c.dir + "/model.onnx", options);
+  std::vector<Tensor> images = {c.inputs[0], c.inputs[0]};
+  for (float& v : images[1].data) v = -0.5f * v;
+  std::vector<std::vector<float>> single;
+  for (const Tensor& image : images) single.push_back(session.Run(ViewsOf({image}, session))[0].data);
+  REQUIRE(single[0] != single[1]);
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 3; ++r)
+        if (session.Run(ViewsOf({images[std::size_t(t)]}, session))[0].data != single[std::size_t(t)]) ++mismatches;
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(mismatches == 0);
+  CHECK(session.stats().plan_instances <= 2);  // never more instances than calls at once
+}
+
+}  // namespace
+}  // namespace onnxfuse
+
+namespace onnxfuse {
+namespace {
+
+// resnet18 with its batch made symbolic ("N" on the input and the output): the
+// export torch gives with dynamic_axes={"input": {0: "N"}, ...}.
+std::string SymbolicBatchResnet18(const test::TempDir& dir) {
+  onnx::ModelProto model;
+  std::ifstream in(std::string(ONNXFUSE_MODELS_DIR) + "/resnet18/model.onnx", std::ios::binary);
+  REQUIRE(model.ParseFromIstream(&in));
+  for (onnx::ValueInfoProto* v : {model.mutable_graph()->mutable_input(0), model.mutable_graph()->mutable_output(0)})
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  return dir.Write("resnet18_batch.onnx", model.SerializeAsString());
+}
+
+TEST_CASE("session: resnet18 with a symbolic batch, at batches 1 and 3", "[session][models]") {
+  ModelCase c = LoadCase("resnet18");
+  test::TempDir dir("session_models");
+  InferenceSession session(SymbolicBatchResnet18(dir));
+  CHECK(session.inputs()[0].symbols[0] == "N");
+  // Batch 1 pinned gets the fixed export's schedule (the same kernels as run on it).
+  InferenceSession fixed(c.dir + "/model.onnx");
+  CHECK(session.PlanStatsFor({{"input", {1, 3, 224, 224}}}).kernels ==
+        fixed.PlanStatsFor({{"input", {1, 3, 224, 224}}}).kernels);
+
+  // Three different images in one batch: each row equals its image run alone.
+  const Tensor& image = c.inputs[0];
+  const std::size_t n = image.data.size();
+  std::vector<float> batch(3 * n);
+  for (std::size_t k = 0; k < 3; ++k)
+    for (std::size_t i = 0; i < n; ++i) batch[k * n + i] = image.data[i] * (1.0f - 0.4f * float(k));
+  const std::vector<Tensor> out = session.Run({{"input", {ElementType::kFloat, {3, 3, 224, 224}, batch.data()}}});
+  REQUIRE(out[0].dims == std::vector<std::int64_t>{3, 1000});
+  for (std::size_t k = 0; k < 3; ++k) {
+    Tensor row = out[0], alone;
+    row.dims = {1, 1000};
+    row.data.assign(out[0].data.begin() + long(k * 1000), out[0].data.begin() + long((k + 1) * 1000));
+    alone = session.Run({{"input", {ElementType::kFloat, {1, 3, 224, 224}, batch.data() + k * n}}})[0];
+    INFO("image " << k);
+    CHECK(CompareTensors(alone, row).max_rel < 1e-4);
+  }
+  const Tensor expected = ReadTensorFile(c.dir + "/test_data_set_0/output_0.pb");
+  Tensor first = out[0];
+  first.dims = {1, 1000};
+  first.data.resize(1000);
+  CHECK(CompareTensors(expected, first).max_rel < 1e-4);
+  CHECK(session.stats().compiles == 2);  // batch 1 (PlanStatsFor) and batch 3; the other Runs hit
+  CHECK(session.stats().cache_hits == 3);
+}
+
+}  // namespace
+}  // namespace onnxfuse
