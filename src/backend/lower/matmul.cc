@@ -40,12 +40,88 @@ MatMulPd WithGemmWeights(const Dims& weights, const std::function<MatMulPd(const
   return pd;
 }
 
+// Gemm whose B or C is known only at run time (torch.mm of two activations,
+// most ONNX node tests): Y = alpha * A' B' + beta * C (ONNX Operators.md,
+// Gemm), A' = transA ? A^T : A, B' likewise, C unidirectionally broadcast to
+// [M, N]. One matmul reads A and B in place, a transposed one through swapped
+// strides, where oneDNN has a kernel that is not `ref:` for them; otherwise
+// a reorder step makes the operand plain first. alpha and C become post-ops
+// ahead of the chain's own: an eltwise_linear by alpha, then C added (a
+// constant premultiplied by beta; a run-time C, when beta != 1, by scaling the
+// product by alpha / beta, adding C, then scaling by beta).
+void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
+  const Node& node = b.graph.node(chain_in.anchor);
+  Chain chain = chain_in;
+  if (!chain.scale.empty()) throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
+  const Dims sa = b.DimsOfValue(node.inputs.at(0), node), sb = b.DimsOfValue(node.inputs.at(1), node);
+  if (sa.size() != 2 || sb.size() != 2) Unsupported(b, node, "A and B must be 2-D");
+  const bool trans_a = AttrInt(node, "transA", 0) != 0, trans_b = AttrInt(node, "transB", 0) != 0;
+  const std::int64_t m = trans_a ? sa[1] : sa[0], k = trans_a ? sa[0] : sa[1], n = trans_b ? sb[0] : sb[1];
+  if ((trans_b ? sb[1] : sb[0]) != k) throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+  const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
+  const Dims out = {m, n};
+  // A' and B' as views of the stored bytes: a transposed one by swapped strides.
+  const memory::desc a_view = trans_a ? memory::desc({m, k}, DataType::f32, Dims{1, m}) : PlainDesc({m, k});
+  const memory::desc b_view = trans_b ? memory::desc({k, n}, DataType::f32, Dims{1, k}) : PlainDesc({k, n});
+
+  std::vector<PostOp> front;
+  auto linear = [](float scale) { return PostOp{PostOp::Kind::kEltwise, dnnl::algorithm::eltwise_linear, scale, 0.f, kNoValue, {}, 0}; };
+  const bool has_c = node.inputs.size() > 2 && node.inputs[2] != kNoValue && beta != 0.f;
+  if (has_c) {
+    const ValueId c = node.inputs[2];
+    const Dims cd = ExpandRank(b.DimsOfValue(c, node), 2);
+    if (cd.size() > 2 || (cd[0] != 1 && cd[0] != m) || (cd[1] != 1 && cd[1] != n))
+      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": C of shape " +
+                                                DimsString(b.DimsOfValue(c, node)) + " does not broadcast to [M, N]");
+    PostOp add{PostOp::Kind::kBinary, dnnl::algorithm::binary_add, 0.f, 0.f, kNoValue, {}, 0};
+    if (b.IsConst(c)) {
+      Tensor scaled = b.Const(c, node);
+      if (scaled.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "C must be float32");
+      for (float& v : scaled.data) v = static_cast<float>(static_cast<double>(v) * beta);
+      scaled.dims = cd;
+      if (alpha != 1.f) front.push_back(linear(alpha));
+      add.constant = std::move(scaled);
+      front.push_back(std::move(add));
+    } else {
+      add.operand = c;
+      if (alpha / beta != 1.f) front.push_back(linear(alpha / beta));
+      front.push_back(std::move(add));
+      if (beta != 1.f) front.push_back(linear(beta));
+    }
+  } else if (alpha != 1.f) {
+    front.push_back(linear(alpha));
+  }
+  chain.post_ops.insert(chain.post_ops.begin(), front.begin(), front.end());
+
+  std::size_t count = 0;  // post-ops the matmul takes; the rest run after it (chain.h, "Splitting")
+  MatMulPd pd = MakeChainPd<MatMulPd>(b, chain, out, "matmul", count, [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+    if (!dst.is_zero()) return MatMulPd();  // plain destinations only
+    if (trans_a || trans_b) {
+      try {
+        MatMulPd strided(dnnl::matmul::desc(a_view, b_view, PlainDesc(out)), attr, b.engine);
+        if (!IsSlowImpl("matmul", strided.impl_info_str())) return strided;
+      } catch (const dnnl::error&) {
+      }
+    }
+    return MatMulPd(dnnl::matmul::desc(PlainDesc({m, k}), PlainDesc({k, n}), PlainDesc(out)), attr, b.engine);
+  });
+  std::vector<std::pair<int, Arg>> args;
+  MakePostOps(b, chain, out, args, count);
+  const std::string label = ChainLabel(b, chain);
+  const Arg src = RuntimeOperand(b, node.inputs[0], node, a_view, pd.src_desc(), label + " (A)");
+  const Arg weights = RuntimeOperand(b, node.inputs[1], node, b_view, pd.weights_desc(), label + " (B)");
+  args.emplace_back(DNNL_ARG_SRC, src);
+  args.emplace_back(DNNL_ARG_WEIGHTS, weights);
+  FinishChain(b, chain, pd, "matmul", out, std::move(args), {src.slot, weights.slot}, count);
+}
+
 }  // namespace
 
 void EmitGemm(Builder& b, const Chain& chain_in) {
   const Node& node = b.graph.node(chain_in.anchor);
+  if (IsRuntimeInput(b, node, 1) || IsRuntimeInput(b, node, 2) || !b.IsAct(node.inputs.at(0)))
+    return EmitGemmRuntime(b, chain_in);
   Chain chain = chain_in;
-  if (!b.IsConst(node.inputs.at(1))) Unsupported(b, node, "B must be a constant");
   const Dims stored_a = b.ActOf(node.inputs[0], node).dims;
   Tensor w = b.Const(node.inputs[1], node);
   if (stored_a.size() != 2 || w.dims.size() != 2) Unsupported(b, node, "A and B must be 2-D");
