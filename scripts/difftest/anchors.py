@@ -151,9 +151,17 @@ def matmul(g, st, v, rng):
         bshape = v.dims[:-2] + [k, n]
     elif form == "bcast" and v.rank > 2:
         bshape = [1] * (v.rank - 2) + [k, n]
+    elif form == "vec":       # a 1-D B: the result drops its last dim (rank 2 at least: views take no 1-D)
+        if v.rank < 3:
+            raise Skip()
+        bshape = [k]
     else:
         bshape = [k, n]
-    y = g.node("MatMul", [v.name, g.const(_w(st, rng, bshape, k))])
+    # "rt": B a second graph input (two activations), else a constant.
+    w = _runtime_input(g, bshape, math.sqrt(3.0 / k)) if st.get("rt") else g.const(_w(st, rng, bshape, k))
+    y = g.node("MatMul", [v.name, w])
+    if form == "vec":
+        return V(y, v.dims[:-1], v.mag)
     out = V(y, v.dims[:-1] + [n], v.mag)
     if st.get("bias"):
         b = g.const(rng.uniform(-0.5, 0.5, [n]))

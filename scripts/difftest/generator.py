@@ -70,8 +70,8 @@ def anchor(r, rank):
     if k == "matmul":
         if r.random() < 0.2:
             return [step(r, "matmul", act=1)]
-        return [step(r, "matmul", out=r.choice([8, 16, 17, 24]), form=r.choice(["2d", "batched", "bcast"]),
-                     bias=r.random() < 0.5, bias_first=r.random() < 0.5)]
+        return [step(r, "matmul", out=r.choice([8, 16, 17, 24]), form=r.choice(["2d", "batched", "bcast", "vec"]),
+                     bias=r.random() < 0.5, bias_first=r.random() < 0.5, rt=r.random() < 0.3)]
     if k == "bn":
         return [step(r, "bn", eps=r.choice([None, 1e-3]))]
     # A chain started by a binary op on an activation: x op f(x).

@@ -54,7 +54,8 @@ bool IsBinaryOp(const std::string& op) { return op == "Add" || op == "Sub" || op
 bool StartsChain(Builder& b, const Node& node) {
   const std::string& op = node.op_type;
   if (!node.domain.empty()) return false;
-  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "BatchNormalization") return true;
+  if (op == "MatMul") return !IsMatMulOfVector(b, node);
+  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "BatchNormalization") return true;
   if (!IsBinaryOp(op) || (!b.IsAct(node.inputs[0]) && !b.IsAct(node.inputs[1]))) return false;
   // oneDNN's binary writes over src0's shape: one input must be an activation
   // of the output's shape. Otherwise (both broadcast: [256,1,1,2] + [1,7,7,2]
@@ -414,6 +415,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
       else if (op == "Pow") EmitPow(b, id);  // an exponent of several values, or computed at run time
       else if (op == "Einsum") EmitEinsum(b, id);
+      else if (op == "MatMul") EmitMatMulOfVector(b, id);  // a 1-D operand
       else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time
       else if (op == "Where" && LowerWhere(b, id)) {}  // float data: a kernel of our own (select.h)
       else if (IsRecurrent(node)) EmitRecurrent(b, id);

@@ -204,6 +204,50 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
   FinishChain(b, chain, pd, "matmul", out, std::move(args), {src.slot}, count);
 }
 
+bool IsMatMulOfVector(const Builder& b, const Node& node) {
+  // By the loader's shape inference: an operand may be a deferred product, neither constant nor activation yet.
+  auto vector = [&](ValueId v) {
+    const TensorType& t = b.graph.value(v).type;
+    return t.has_shape && t.dims.size() == 1;
+  };
+  return node.op_type == "MatMul" && node.domain.empty() && (vector(node.inputs.at(0)) || vector(node.inputs.at(1)));
+}
+
+void EmitMatMulOfVector(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  // A deferred scalar factor of an operand scales the result (DeferScalarScale).
+  float scale = 1.f;
+  const ValueId in_a = TakeScalarScale(b, node.inputs.at(0), scale), in_b = TakeScalarScale(b, node.inputs.at(1), scale);
+  const Dims a = b.DimsOfValue(in_a, node), w = b.DimsOfValue(in_b, node);
+  if (a.empty() || w.empty()) Unsupported(b, node, "scalar MatMul operands are not allowed (ONNX MatMul)");
+  // numpy.matmul: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; that dim leaves the result.
+  const Dims a2 = a.size() == 1 ? Dims{1, a[0]} : a, w2 = w.size() == 1 ? Dims{w[0], 1} : w;
+  const std::size_t rank = std::max(a2.size(), w2.size());
+  const Dims ae = ExpandRank(a2, rank), we = ExpandRank(w2, rank);
+  if (ae[rank - 1] != we[rank - 2])
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+  Dims full;
+  try {
+    full = BroadcastDims(Dims(ae.begin(), ae.end() - 2), Dims(we.begin(), we.end() - 2));
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  Dims out = full;
+  if (a.size() > 1) out.push_back(ae[rank - 2]);
+  if (w.size() > 1) out.push_back(we[rank - 1]);
+  full.push_back(ae[rank - 2]), full.push_back(we[rank - 1]);
+  const Arg src = RuntimeOperand(b, in_a, node, PlainDesc(ae), PlainDesc(ae), node.name);
+  const Arg weights = RuntimeOperand(b, in_b, node, PlainDesc(we), PlainDesc(we), node.name);
+  const memory::desc dst_md = PlainDesc(full);
+  dnnl::post_ops ops;
+  if (scale != 1.f) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, scale, 0.f);
+  auto pd = MakePd<MatMulPd>(b, node, dnnl::matmul::desc(src.md, weights.md, dst_md), b.Attr(ops));
+  const Act dst = b.NewAct(out, PlainDesc(out));  // the same bytes as `full`
+  b.Emit(pd, "matmul", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, Arg{dst.slot, dst_md, {}}}},
+         dst_md);
+  b.SetAct(node.outputs[0], dst);
+}
+
 void EmitMatMul(Builder& b, const Chain& chain_in) {
   const Node& node = b.graph.node(chain_in.anchor);
   // Operands A and B; a deferred scalar factor of either scales the result

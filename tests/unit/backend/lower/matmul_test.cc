@@ -139,12 +139,17 @@ TEST_CASE("Gemm whose A is a constant and B a graph input", "[backend_ops]") {
             {b}, NaiveGemm(a, b, {}, 0, 0, false, false, 1.0, 0.0), 1e-6);
 }
 
-TEST_CASE("MatMul of two graph inputs in every broadcast form of rank 2 to 4", "[backend_ops]") {
+TEST_CASE("MatMul of two graph inputs in every broadcast form of rank 1 to 4", "[backend_ops]") {
   const std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> forms = {
       {{3, 4}, {4, 5}}, {{2, 3, 4}, {4, 5}}, {{3, 4}, {2, 4, 5}}, {{2, 3, 4}, {2, 4, 5}},
-      {{2, 1, 3, 4}, {3, 4, 5}}, {{1, 3, 4}, {2, 4, 5}}, {{2, 3, 3, 4}, {1, 3, 4, 5}}, {{2, 1, 3, 4}, {1, 2, 4, 5}}};
-  for (const auto& [ad, bd] : forms) {
-    const Tensor a = TensorFrom(ad, Wave, "a"), b = TensorFrom(bd, [](std::int64_t i) { return Wave(5 * i + 1); }, "b");
+      {{2, 1, 3, 4}, {3, 4, 5}}, {{1, 3, 4}, {2, 4, 5}}, {{2, 3, 3, 4}, {1, 3, 4, 5}}, {{2, 1, 3, 4}, {1, 2, 4, 5}},
+      // 1-D operands (numpy.matmul): a row [1, K] or a column [K, 1] whose dim leaves the result.
+      {{4}, {4, 5}}, {{3, 4}, {4}}, {{4}, {4}}, {{4}, {2, 4, 5}}, {{2, 3, 4}, {4}}};
+  for (const auto& [a_dims, b_dims] : forms) {
+    const bool row = a_dims.size() == 1, column = b_dims.size() == 1;
+    const std::vector<std::int64_t> ad = row ? std::vector<std::int64_t>{1, a_dims[0]} : a_dims;
+    const std::vector<std::int64_t> bd = column ? std::vector<std::int64_t>{b_dims[0], 1} : b_dims;
+    const Tensor a = TensorFrom(a_dims, Wave, "a"), b = TensorFrom(b_dims, [](std::int64_t i) { return Wave(5 * i + 1); }, "b");
     const std::size_t rank = std::max(ad.size(), bd.size());
     std::vector<std::int64_t> ae = ad, be = bd;
     while (ae.size() < rank) ae.insert(ae.begin(), 1);
@@ -152,6 +157,9 @@ TEST_CASE("MatMul of two graph inputs in every broadcast form of rank 2 to 4", "
     std::vector<std::int64_t> out;
     for (std::size_t d = 0; d + 2 < rank; ++d) out.push_back(std::max(ae[d], be[d]));
     const std::int64_t m = ae[rank - 2], k = ae[rank - 1], n = be[rank - 1];
+    std::vector<std::int64_t> result = out;  // without the dims a 1-D operand added
+    if (!row) result.push_back(m);
+    if (!column) result.push_back(n);
     out.push_back(m), out.push_back(n);
     std::vector<double> y;
     std::int64_t batches = 1;
@@ -173,12 +181,30 @@ TEST_CASE("MatMul of two graph inputs in every broadcast form of rank 2 to 4", "
           y.push_back(sum);
         }
     }
-    INFO(test::DimsText(ad) + " x " + test::DimsText(bd));
+    INFO(test::DimsText(a_dims) + " x " + test::DimsText(b_dims));
+    const std::string y_type = result.empty() ? "float" : "float[" + test::DimsText(result) + "]";
     CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
-      g (float[)" + test::DimsText(ad) + "] a, float[" + test::DimsText(bd) + "] b) => (float[" + test::DimsText(out) +
-                  R"(] y) {
+      g (float[)" + test::DimsText(a_dims) + "] a, float[" + test::DimsText(b_dims) + "] b) => (" + y_type +
+                  R"( y) {
         y = MatMul (a, b)
       })",
               {a, b}, y, 1e-5);
   }
+}
+
+TEST_CASE("a MatMul of a vector reading x * k scales its result by k", "[backend_ops]") {
+  const Tensor a = TensorFrom({4}, Wave, "a"), b = TensorFrom({4, 3}, [](std::int64_t i) { return Wave(5 * i + 1); }, "b");
+  std::vector<double> y;
+  for (std::int64_t j = 0; j < 3; ++j) {
+    double sum = 0;
+    for (std::int64_t p = 0; p < 4; ++p)
+      sum += 0.5 * a.data[static_cast<std::size_t>(p)] * b.data[static_cast<std::size_t>(p * 3 + j)];
+    y.push_back(sum);
+  }
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] a, float[4,3] b, float k = {0.5}) => (float[3] y) {
+      s = Mul (a, k)
+      y = MatMul (s, b)
+    })",
+            {a, b}, y, 1e-6);
 }
