@@ -174,15 +174,18 @@ def einsum(g, st, v, rng):
     """Einsum of a batched product with transposes ("pqik,pqkn->pqin" and its
     transposed forms; operand 2 a run-time input of usual weight magnitude),
     of x with itself (attention's scores x x^T, scaled by 1/sqrt(k)), or one
-    operand transposed."""
-    if v.rank < 2 or v.rank > 4:
-        raise Skip()
+    operand transposed or summed over its last label."""
+    if v.rank < 2 or v.rank > 4 or (st.get("form") == "sum" and v.rank < 3):
+        raise Skip()          # (a sum of a matrix would leave a vector, which views do not take)
     b, bd = "pq"[:v.rank - 2], v.dims[:-2]
     m, k = v.dims[-2], v.dims[-1]
     form = st.get("form", "mm")
     if form == "t":
         y = g.node("Einsum", [v.name], {"equation": "%sik->%ski" % (b, b)})
         return V(y, bd + [k, m], v.mag)
+    if form == "sum":         # the last label summed away
+        y = g.node("Einsum", [v.name], {"equation": "%sik->%si" % (b, b)})
+        return V(y, bd + [m], v.mag * k)
     if form == "self":
         y = g.node("Einsum", [v.name, v.name], {"equation": "%sik,%sjk->%sij" % (b, b, b)})
         y = g.node("Mul", [y, g.const(np.array(1.0 / math.sqrt(k)))])

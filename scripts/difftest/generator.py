@@ -54,7 +54,7 @@ def anchor(r, rank):
     k = W(r, [("conv", 8 if rank >= 3 else 0), ("convT", 2 if rank >= 3 else 0),
               ("gemm", 4 if rank == 2 else 1), ("matmul", 3), ("bn", 2), ("binact", 2), ("einsum", 2)])
     if k == "einsum":
-        return [step(r, "einsum", form=r.choice(["mm", "mmT", "outT", "self", "t"]), out=r.choice([8, 16, 17]))]
+        return [step(r, "einsum", form=r.choice(["mm", "mmT", "outT", "self", "t", "sum"]), out=r.choice([8, 16, 17]))]
     if k == "conv":
         return [conv_step(r)]
     if k == "convT":

@@ -57,7 +57,9 @@ bool WinogradWorthIt(const Builder& b, const Chain& chain, const Dims& x, const 
 // and no folded BatchNormalization (FoldBatchNorm leaves such anchors alone).
 void EmitConvRuntimeWeights(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
-  if (!chain.scale.empty()) throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
+  if (!chain.scale.empty())
+    throw Error(ErrorKind::kInternal,
+                "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
   const ValueId input = node.inputs[0];
   if (!b.IsAct(input)) b.ConstAsAct(input, node);
   const Dims x = b.ActOf(input, node).dims, w = b.DimsOfValue(node.inputs.at(1), node);
@@ -79,10 +81,12 @@ void EmitConvRuntimeWeights(Builder& b, const Chain& chain) {
                                            src_md, AnyDesc(wdims), bias_md, dst_md, strides, dil, pl, pr);
   };
   std::size_t count = 0;  // post-ops the conv takes; the rest run after it (chain.h, "Splitting")
-  ConvPd pd = MakeChainPd<ConvPd>(b, chain, out, "conv", count, [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+  auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
     if (!dst.is_zero()) return ConvPd(conv_desc(WithLayoutOf(dst, x), dst), attr, b.engine);  // channels-last
-    return ConvPd(conv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)), attr, b.engine);
-  });
+    return ConvPd(conv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)), attr,
+                  b.engine);
+  };
+  ConvPd pd = MakeChainPd<ConvPd>(b, chain, out, "conv", count, make);
   std::vector<std::pair<int, Arg>> args;
   MakePostOps(b, chain, out, args, count);
   const std::string label = ChainLabel(b, chain);
@@ -100,7 +104,8 @@ void EmitConvRuntimeWeights(Builder& b, const Chain& chain) {
   args.emplace_back(DNNL_ARG_WEIGHTS, weights);
   std::vector<int> read = {src.slot, weights.slot};
   if (has_bias) {
-    const Arg bias = RuntimeOperand(b, node.inputs[2], node, PlainDesc({out_channels}), pd.bias_desc(), label + " (bias)");
+    const Arg bias =
+        RuntimeOperand(b, node.inputs[2], node, PlainDesc({out_channels}), pd.bias_desc(), label + " (bias)");
     args.emplace_back(DNNL_ARG_BIAS, bias);
     read.push_back(bias.slot);
   }

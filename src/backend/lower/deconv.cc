@@ -120,7 +120,9 @@ void EmitDeconv(Builder& b, const Chain& chain) {
     for (std::size_t o = 0; o < bias.size(); ++o) bias[o] = ElementAt(t, static_cast<std::int64_t>(o));
   }
   if (!chain.scale.empty()) {
-    if (runtime_w || runtime_b) throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
+    if (runtime_w || runtime_b)
+      throw Error(ErrorKind::kInternal,
+                  "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
     if (chain.scale.size() != bias.size()) Unsupported(b, node, "folded BatchNormalization has the wrong channel count");
     const std::int64_t cin_g = w.dims[0] / group, cout_g = w.dims[1], kernel_size = Product(kernel);
     for (std::int64_t ci = 0; ci < w.dims[0]; ++ci)
@@ -152,14 +154,16 @@ void EmitDeconv(Builder& b, const Chain& chain) {
   args.emplace_back(DNNL_ARG_SRC, src);
   const std::string label = ChainLabel(b, chain);
   if (runtime_w) {
-    args.emplace_back(DNNL_ARG_WEIGHTS, RuntimeOperand(b, node.inputs[1], node, plain_weights, pd.weights_desc(), label + " (weights)"));
+    args.emplace_back(DNNL_ARG_WEIGHTS, RuntimeOperand(b, node.inputs[1], node, plain_weights, pd.weights_desc(),
+                                                       label + " (weights)"));
   } else {  // prepacked once; recorded in (or, replaying, taken from) a plan file, as Conv's
     memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
                                       [&] { return b.HostView(plain_weights, w.data.data()); });
     args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
   }
   if (runtime_b) {
-    args.emplace_back(DNNL_ARG_BIAS, RuntimeOperand(b, node.inputs[2], node, PlainDesc({out_channels}), pd.bias_desc(), label + " (bias)"));
+    args.emplace_back(DNNL_ARG_BIAS, RuntimeOperand(b, node.inputs[2], node, PlainDesc({out_channels}),
+                                                    pd.bias_desc(), label + " (bias)"));
   } else {
     memory bias_mem = BiasMemory(b, chain.anchor, bias);
     args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});

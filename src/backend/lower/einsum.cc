@@ -63,6 +63,30 @@ Dims DimsOfLabels(const std::string& term, const Dims& dims, const std::string& 
   return d;
 }
 
+// One operand: transposed so that the output's labels come first, in its
+// order, and the summed ones last (a reorder step unless already so); then,
+// when labels are summed, a reduction_sum of [kept, summed] to [kept, 1].
+void EmitTransposeSum(Builder& b, const Node& node, const std::string& a, const Dims& dims, const std::string& o) {
+  std::string summed;
+  for (char c : a)
+    if (o.find(c) == std::string::npos) summed += c;
+  const Dims moved = DimsOfLabels(a, dims, o + summed), out = DimsOfLabels(a, dims, o);
+  const Arg t =
+      RuntimeOperand(b, node.inputs[0], node, PermutedView(a, dims, o + summed), PlainDesc(moved), node.name);
+  if (summed.empty()) {
+    b.SetAct(node.outputs[0], Act{t.slot, PlainDesc(out), out});
+    return;
+  }
+  const std::int64_t kept = Product(out), count = Product(DimsOfLabels(a, dims, summed));
+  const memory::desc src_md = PlainDesc({kept, count}), dst_md = PlainDesc({kept, 1});
+  auto pd = MakePd<dnnl::reduction::primitive_desc>(
+      b, node, dnnl::reduction::desc(dnnl::algorithm::reduction_sum, src_md, dst_md, 0.f, 0.f), b.Attr());
+  const Act y = b.NewAct(out, PlainDesc(out));
+  b.Emit(pd, "reduction", node.name + " (sum)",
+         {{DNNL_ARG_SRC, Arg{t.slot, src_md, {}}}, {DNNL_ARG_DST, Arg{y.slot, dst_md, {}}}}, dst_md);
+  b.SetAct(node.outputs[0], y);
+}
+
 }  // namespace
 
 EinsumEquation ParseEinsum(const std::string& text) {
@@ -83,7 +107,8 @@ EinsumEquation ParseEinsum(const std::string& text) {
   e.output = arrow == std::string::npos ? ImplicitOutput(e.inputs) : eq.substr(arrow + 2);
   CheckTerm(e.output, "the output");
   for (char c : e.output)
-    if (std::none_of(e.inputs.begin(), e.inputs.end(), [c](const std::string& t) { return t.find(c) != std::string::npos; }))
+    if (std::none_of(e.inputs.begin(), e.inputs.end(),
+                     [c](const std::string& t) { return t.find(c) != std::string::npos; }))
       throw std::invalid_argument("output label '" + std::string(1, c) + "' is in no operand");
   return e;
 }
@@ -108,18 +133,11 @@ void EmitEinsum(Builder& b, NodeId id) {
     if (dims[i].size() != e.inputs[i].size())
       throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": operand " +
                                                 std::to_string(i) + " of shape " + DimsString(dims[i]) +
-                                                " does not have the " + std::to_string(e.inputs[i].size()) + " labels of '" +
-                                                e.inputs[i] + "'");
+                                                " does not have the " + std::to_string(e.inputs[i].size()) +
+                                                " labels of '" + e.inputs[i] + "'");
   }
   const std::string label = node.name;
-  if (e.inputs.size() == 1) {  // a transpose
-    const std::string& a = e.inputs[0];
-    if (e.output.size() != a.size()) refuse("a sum over labels of one operand is not supported");
-    const Dims out = DimsOfLabels(a, dims[0], e.output);
-    const Arg y = RuntimeOperand(b, node.inputs[0], node, PermutedView(a, dims[0], e.output), PlainDesc(out), label);
-    b.SetAct(node.outputs[0], Act{y.slot, PlainDesc(out), out});
-    return;
-  }
+  if (e.inputs.size() == 1) return EmitTransposeSum(b, node, e.inputs[0], dims[0], e.output);
   if (e.inputs.size() != 2) refuse("only one or two operands are supported");
   const std::string &a = e.inputs[0], &w = e.inputs[1], &o = e.output;
   std::string batch, m, n, k;
@@ -129,7 +147,8 @@ void EmitEinsum(Builder& b, NodeId id) {
   }
   for (char c : a) {
     if (o.find(c) != std::string::npos) continue;
-    if (w.find(c) == std::string::npos) refuse("label '" + std::string(1, c) + "' of operand 0 only is summed: not supported");
+    if (w.find(c) == std::string::npos)
+      refuse("label '" + std::string(1, c) + "' of operand 0 only is summed: not supported");
     k += c;
   }
   for (char c : w)
@@ -157,8 +176,8 @@ void EmitEinsum(Builder& b, NodeId id) {
   for (std::int64_t d : DimsOfLabels(w, dims[1], n)) product_dims.push_back(d);
   const Dims out = DimsOfLabels(product_order, product_dims, o);
   const Act product = b.NewAct(product_dims, PlainDesc(product_dims));
-  b.Emit(pd, "matmul", label, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, Arg{product.slot, dst_md, {}}}},
-         dst_md);
+  b.Emit(pd, "matmul", label,
+         {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, Arg{product.slot, dst_md, {}}}}, dst_md);
   if (product_order == o) {
     b.SetAct(node.outputs[0], Act{product.slot, PlainDesc(out), out});
     return;

@@ -1,5 +1,6 @@
-// Einsum (backend/lower/einsum.cc): the forms that are a transpose or a
-// batched matrix product with transposes, on oneDNN's reorder and matmul.
+// Einsum (backend/lower/einsum.cc): the forms that are a transpose (with
+// sums) or a batched matrix product with transposes, on oneDNN's reorder,
+// reduction and matmul.
 #pragma once
 
 #include <string>
@@ -22,8 +23,9 @@ struct EinsumEquation {
 /// diagonal), an output label no operand has.
 EinsumEquation ParseEinsum(const std::string& equation);
 
-/// Einsum of one operand whose output permutes all its labels (a transpose:
-/// one reorder), or of two operands where every label is either
+/// Einsum of one operand (a transpose: one reorder, then a reduction_sum over
+/// the labels not in the output, if any: "ij->ji", "ij->i", "ij->"), or of
+/// two operands where every label is either
 ///   batch: in both operands and the output,
 ///   M: in the first operand and the output, N: in the second and the output,
 ///   K: in both operands, not in the output (summed),
@@ -32,8 +34,8 @@ EinsumEquation ParseEinsum(const std::string& equation);
 /// products of each group's dims, and the result transposed to the output's
 /// label order ("bij,bjk->bik", "bhid,bhjd->bhij", "ij,jk", "i,i->"). Float32
 /// operands, run-time or constant. Error(kUnsupported) naming the node and
-/// the equation for any other form (a sum over a label of one operand, more
-/// than two operands, a diagonal, an ellipsis); Error(kInvalidModel) when an
+/// the equation for any other form (of two operands, a sum over a label of
+/// one of them only; more than two operands; a diagonal; an ellipsis); Error(kInvalidModel) when an
 /// operand's rank differs from its label count or a shared label's dims differ.
 void EmitEinsum(Builder& b, NodeId node);
 

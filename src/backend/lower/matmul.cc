@@ -52,12 +52,15 @@ MatMulPd WithGemmWeights(const Dims& weights, const std::function<MatMulPd(const
 void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
   const Node& node = b.graph.node(chain_in.anchor);
   Chain chain = chain_in;
-  if (!chain.scale.empty()) throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
+  if (!chain.scale.empty())
+    throw Error(ErrorKind::kInternal,
+                "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
   const Dims sa = b.DimsOfValue(node.inputs.at(0), node), sb = b.DimsOfValue(node.inputs.at(1), node);
   if (sa.size() != 2 || sb.size() != 2) Unsupported(b, node, "A and B must be 2-D");
   const bool trans_a = AttrInt(node, "transA", 0) != 0, trans_b = AttrInt(node, "transB", 0) != 0;
   const std::int64_t m = trans_a ? sa[1] : sa[0], k = trans_a ? sa[0] : sa[1], n = trans_b ? sb[0] : sb[1];
-  if ((trans_b ? sb[1] : sb[0]) != k) throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+  if ((trans_b ? sb[1] : sb[0]) != k)
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
   const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
   const Dims out = {m, n};
   // A' and B' as views of the stored bytes: a transposed one by swapped strides.
@@ -65,7 +68,9 @@ void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
   const memory::desc b_view = trans_b ? memory::desc({k, n}, DataType::f32, Dims{1, k}) : PlainDesc({k, n});
 
   std::vector<PostOp> front;
-  auto linear = [](float scale) { return PostOp{PostOp::Kind::kEltwise, dnnl::algorithm::eltwise_linear, scale, 0.f, kNoValue, {}, 0}; };
+  auto linear = [](float scale) {
+    return PostOp{PostOp::Kind::kEltwise, dnnl::algorithm::eltwise_linear, scale, 0.f, kNoValue, {}, 0};
+  };
   const bool has_c = node.inputs.size() > 2 && node.inputs[2] != kNoValue && beta != 0.f;
   if (has_c) {
     const ValueId c = node.inputs[2];
@@ -94,7 +99,7 @@ void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
   chain.post_ops.insert(chain.post_ops.begin(), front.begin(), front.end());
 
   std::size_t count = 0;  // post-ops the matmul takes; the rest run after it (chain.h, "Splitting")
-  MatMulPd pd = MakeChainPd<MatMulPd>(b, chain, out, "matmul", count, [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+  auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
     if (!dst.is_zero()) return MatMulPd();  // plain destinations only
     if (trans_a || trans_b) {
       try {
@@ -104,7 +109,8 @@ void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
       }
     }
     return MatMulPd(dnnl::matmul::desc(PlainDesc({m, k}), PlainDesc({k, n}), PlainDesc(out)), attr, b.engine);
-  });
+  };
+  MatMulPd pd = MakeChainPd<MatMulPd>(b, chain, out, "matmul", count, make);
   std::vector<std::pair<int, Arg>> args;
   MakePostOps(b, chain, out, args, count);
   const std::string label = ChainLabel(b, chain);
@@ -243,8 +249,8 @@ void EmitMatMulOfVector(Builder& b, NodeId id) {
   if (scale != 1.f) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, scale, 0.f);
   auto pd = MakePd<MatMulPd>(b, node, dnnl::matmul::desc(src.md, weights.md, dst_md), b.Attr(ops));
   const Act dst = b.NewAct(out, PlainDesc(out));  // the same bytes as `full`
-  b.Emit(pd, "matmul", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, Arg{dst.slot, dst_md, {}}}},
-         dst_md);
+  b.Emit(pd, "matmul", node.name,
+         {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, Arg{dst.slot, dst_md, {}}}}, dst_md);
   b.SetAct(node.outputs[0], dst);
 }
 

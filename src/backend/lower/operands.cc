@@ -56,7 +56,8 @@ Arg RuntimeOperand(Builder& b, ValueId v, const Node& node, const memory::desc& 
   if (!b.IsAct(v)) b.ConstAsAct(v, node);
   Arg plain = b.UsePlain(v, node);
   if (static_cast<std::int64_t>(view.get_size()) > static_cast<std::int64_t>(plain.md.get_size()))
-    throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(node) + ": a run-time operand's view is larger than its data");
+    throw Error(ErrorKind::kInternal,
+                "internal error: " + NodeLabel(node) + ": a run-time operand's view is larger than its data");
   plain.md = view;
   if (view == want) return plain;
   if (IsPlainEquivalent(view) && want == PlainDesc(view.dims())) return Arg{plain.slot, want, {}};  // size-1 dims moved

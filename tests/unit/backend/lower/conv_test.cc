@@ -140,7 +140,8 @@ TEST_CASE("a grouped Conv whose weights and bias are graph inputs reorders them 
 }
 
 TEST_CASE("a Conv with constant weights and a bias computed at run time reads the bias as it is", "[backend_ops]") {
-  const Tensor x = TensorFrom({1, 2, 4, 4}, Wave, "x"), c = TensorFrom({3}, [](std::int64_t i) { return 0.25f * static_cast<float>(i + 1); }, "c");
+  const Tensor x = TensorFrom({1, 2, 4, 4}, Wave, "x");
+  const Tensor c = TensorFrom({3}, [](std::int64_t i) { return 0.25f * static_cast<float>(i + 1); }, "c");
   const std::vector<float> w = Floats(3 * 2, 0.5f, 2);
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,2,4,4] x, float[3] c, float[3,2,1,1] w = )" + test::FloatList(w) + R"() => (float[1,3,4,4] y) {

@@ -78,7 +78,8 @@ TEST_CASE("a grouped ConvTranspose whose weights and bias are graph inputs reord
   const std::int64_t cin_g = cin / group, cout = cout_g * group;
   std::vector<double> y(static_cast<std::size_t>(cout * out * out));
   for (std::int64_t o = 0; o < cout; ++o)
-    for (std::int64_t i = 0; i < out * out; ++i) y[static_cast<std::size_t>(o * out * out + i)] = bias.data[static_cast<std::size_t>(o)];
+    for (std::int64_t i = 0; i < out * out; ++i)
+      y[static_cast<std::size_t>(o * out * out + i)] = bias.data[static_cast<std::size_t>(o)];
   for (std::int64_t ci = 0; ci < cin; ++ci)  // scatter every input pixel through the kernel
     for (std::int64_t oc = 0; oc < cout_g; ++oc)
       for (std::int64_t ih = 0; ih < in; ++ih)

@@ -53,9 +53,12 @@ TEST_CASE("Pow with an exponent computed at run time, either operand broadcast, 
         xi += (xe[d] == 1 ? 0 : c) * xs, pi += (pe[d] == 1 ? 0 : c) * ps;
         xs *= xe[d], ps *= pe[d];
       }
-      z.push_back(std::pow(static_cast<double>(x.data[static_cast<std::size_t>(xi)]), p.data[static_cast<std::size_t>(pi)]));
+      z.push_back(std::pow(static_cast<double>(x.data[static_cast<std::size_t>(xi)]),
+                           static_cast<double>(p.data[static_cast<std::size_t>(pi)])));
     }
-    auto type = [](const std::vector<std::int64_t>& d) { return d.empty() ? std::string("float") : "float[" + test::DimsText(d) + "]"; };
+    auto type = [](const std::vector<std::int64_t>& d) {
+      return d.empty() ? std::string("float") : "float[" + test::DimsText(d) + "]";
+    };
     INFO(type(f.x) + " ^ " + type(f.p));
     CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
       g ()" + type(f.x) + " x, " + type(f.p) + " p) => (" + type(f.out) + R"( z) {
