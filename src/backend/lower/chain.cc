@@ -414,7 +414,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (IsStdUnary(node)) EmitStdUnary(b, id);
       else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
       else if (op == "Pow") EmitPow(b, id);  // an exponent of several values, or computed at run time
-      else if (op == "Einsum") EmitEinsum(b, id);
+      else if (op == "Einsum" && LowerEinsum(b, id)) {}  // transposes, sums, batched matmuls (einsum.h)
       else if (op == "MatMul") EmitMatMulOfVector(b, id);  // a 1-D operand
       else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time
       else if (op == "Where" && LowerWhere(b, id)) {}  // float data: a kernel of our own (select.h)

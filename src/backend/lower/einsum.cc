@@ -1,4 +1,5 @@
-// Einsum as transposes and one oneDNN matmul (see einsum.h for the forms).
+// Einsum as transposes, a reduction and one oneDNN matmul (see einsum.h for
+// the forms; the others are the host evaluator's).
 // A transpose is a reorder from a strided view of the operand's plain bytes
 // (its dims permuted with their strides) into a plain buffer; a group of
 // labels (batch, M, N or K) is then one dim of the product, the product of
@@ -9,10 +10,11 @@
 #include <map>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "backend/lower/operands.h"
-#include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -113,22 +115,23 @@ EinsumEquation ParseEinsum(const std::string& text) {
   return e;
 }
 
-void EmitEinsum(Builder& b, NodeId id) {
+bool LowerEinsum(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const std::string equation = AttrString(node, "equation", "");
-  auto refuse = [&](const std::string& why) { Unsupported(b, node, "equation '" + equation + "': " + why); };
+  std::string why;  // set when oneDNN's path does not take the form
   EinsumEquation e;
   try {
     e = ParseEinsum(equation);
   } catch (const std::invalid_argument& error) {
-    refuse(error.what());
+    why = error.what();
   }
-  if (e.inputs.size() != node.num_explicit_inputs)
+  if (why.empty() && e.inputs.size() > 2) why = "more than two operands";
+  if (why.empty() && e.inputs.size() != node.num_explicit_inputs)
     throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": equation '" + equation +
                                               "' has " + std::to_string(e.inputs.size()) + " operands, the node " +
                                               std::to_string(node.num_explicit_inputs) + " inputs");
   std::vector<Dims> dims;
-  for (std::size_t i = 0; i < e.inputs.size(); ++i) {
+  for (std::size_t i = 0; why.empty() && i < e.inputs.size(); ++i) {
     dims.push_back(b.DimsOfValue(node.inputs[i], node));
     if (dims[i].size() != e.inputs[i].size())
       throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": operand " +
@@ -136,29 +139,37 @@ void EmitEinsum(Builder& b, NodeId id) {
                                                 " does not have the " + std::to_string(e.inputs[i].size()) +
                                                 " labels of '" + e.inputs[i] + "'");
   }
-  const std::string label = node.name;
-  if (e.inputs.size() == 1) return EmitTransposeSum(b, node, e.inputs[0], dims[0], e.output);
-  if (e.inputs.size() != 2) refuse("only one or two operands are supported");
-  const std::string &a = e.inputs[0], &w = e.inputs[1], &o = e.output;
+  // Two operands: every label batch, M, N or K (einsum.h).
   std::string batch, m, n, k;
-  for (char c : o) {
-    const bool in_a = a.find(c) != std::string::npos, in_w = w.find(c) != std::string::npos;
-    (in_a && in_w ? batch : in_a ? m : n) += c;
+  if (why.empty() && e.inputs.size() == 2) {
+    const std::string &a = e.inputs[0], &w = e.inputs[1], &o = e.output;
+    for (char c : o) {
+      const bool in_a = a.find(c) != std::string::npos, in_w = w.find(c) != std::string::npos;
+      (in_a && in_w ? batch : in_a ? m : n) += c;
+    }
+    for (char c : a + w) {
+      const bool in_a = a.find(c) != std::string::npos, in_w = w.find(c) != std::string::npos;
+      if (o.find(c) != std::string::npos || (in_a && in_w)) continue;
+      why = "label '" + std::string(1, c) + "' of one operand only is summed";
+    }
+    for (char c : a)
+      if (o.find(c) == std::string::npos && w.find(c) != std::string::npos) k += c;
+    for (char c : batch + k)
+      if (why.empty() && dims[0][a.find(c)] != dims[1][w.find(c)])
+        why = "label '" + std::string(1, c) + "' has extent " + std::to_string(dims[0][a.find(c)]) +
+              " in operand 0 and " + std::to_string(dims[1][w.find(c)]) + " in operand 1 (broadcast)";
   }
-  for (char c : a) {
-    if (o.find(c) != std::string::npos) continue;
-    if (w.find(c) == std::string::npos)
-      refuse("label '" + std::string(1, c) + "' of operand 0 only is summed: not supported");
-    k += c;
+  if (!why.empty()) {
+    spdlog::debug("{}: equation '{}' is no transpose, sum or batched matmul ({}): left to the host evaluator",
+                  NodeLabel(node), equation, why);
+    return false;
   }
-  for (char c : w)
-    if (o.find(c) == std::string::npos && a.find(c) == std::string::npos)
-      refuse("label '" + std::string(1, c) + "' of operand 1 only is summed: not supported");
-  for (char c : batch + k)
-    if (dims[0][a.find(c)] != dims[1][w.find(c)])
-      Unsupported(b, node, "equation '" + equation + "': label '" + std::string(1, c) + "' has extent " +
-                               std::to_string(dims[0][a.find(c)]) + " in operand 0 and " +
-                               std::to_string(dims[1][w.find(c)]) + " in operand 1 (broadcasting is not supported)");
+  const std::string label = node.name;
+  if (e.inputs.size() == 1) {
+    EmitTransposeSum(b, node, e.inputs[0], dims[0], e.output);
+    return true;
+  }
+  const std::string &a = e.inputs[0], &w = e.inputs[1], &o = e.output;
   const std::int64_t nb = Product(DimsOfLabels(a, dims[0], batch)), nm = Product(DimsOfLabels(a, dims[0], m));
   const std::int64_t nk = Product(DimsOfLabels(a, dims[0], k)), nn = Product(DimsOfLabels(w, dims[1], n));
   // The operands in the product's label order: plain bytes, reshaped to 3-D.
@@ -180,11 +191,12 @@ void EmitEinsum(Builder& b, NodeId id) {
          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, Arg{product.slot, dst_md, {}}}}, dst_md);
   if (product_order == o) {
     b.SetAct(node.outputs[0], Act{product.slot, PlainDesc(out), out});
-    return;
+    return true;
   }
   const Act y = b.EmitReorder(Arg{product.slot, PermutedView(product_order, product_dims, o), {}}, out, PlainDesc(out),
                               label + " (transpose)");
   b.SetAct(node.outputs[0], y);
+  return true;
 }
 
 }  // namespace onnxfuse::backend

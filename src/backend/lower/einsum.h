@@ -33,10 +33,12 @@ EinsumEquation ParseEinsum(const std::string& equation);
 /// steps when not already so), one matmul [b, m, k] x [b, k, n] on the
 /// products of each group's dims, and the result transposed to the output's
 /// label order ("bij,bjk->bik", "bhid,bhjd->bhij", "ij,jk", "i,i->"). Float32
-/// operands, run-time or constant. Error(kUnsupported) naming the node and
-/// the equation for any other form (of two operands, a sum over a label of
-/// one of them only; more than two operands; a diagonal; an ellipsis); Error(kInvalidModel) when an
-/// operand's rank differs from its label count or a shared label's dims differ.
-void EmitEinsum(Builder& b, NodeId node);
+/// operands, run-time or constant. Returns false, with nothing emitted, for
+/// any other form (a sum over a label of one of two operands only, more than
+/// two operands, a diagonal, an ellipsis, extents that broadcast): the caller
+/// leaves those to the host evaluator (host_eval_einsum.cc, a host step).
+/// Error(kInvalidModel) when the operand count or an operand's rank differs
+/// from the equation's.
+bool LowerEinsum(Builder& b, NodeId node);
 
 }  // namespace onnxfuse::backend
