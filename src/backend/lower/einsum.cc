@@ -75,11 +75,11 @@ void EmitTransposeSum(Builder& b, const Node& node, const std::string& a, const 
   const Dims moved = DimsOfLabels(a, dims, o + summed), out = DimsOfLabels(a, dims, o);
   const Arg t =
       RuntimeOperand(b, node.inputs[0], node, PermutedView(a, dims, o + summed), PlainDesc(moved), node.name);
-  if (summed.empty()) {
+  const std::int64_t kept = Product(out), count = Product(DimsOfLabels(a, dims, summed));
+  if (count == 1) {  // nothing to add up (oneDNN has no reduction that reduces nothing): a reshape
     b.SetAct(node.outputs[0], Act{t.slot, PlainDesc(out), out});
     return;
   }
-  const std::int64_t kept = Product(out), count = Product(DimsOfLabels(a, dims, summed));
   const memory::desc src_md = PlainDesc({kept, count}), dst_md = PlainDesc({kept, 1});
   auto pd = MakePd<dnnl::reduction::primitive_desc>(
       b, node, dnnl::reduction::desc(dnnl::algorithm::reduction_sum, src_md, dst_md, 0.f, 0.f), b.Attr());

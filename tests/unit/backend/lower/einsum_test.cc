@@ -92,6 +92,7 @@ TEST_CASE("Einsum forms that are a batched matmul with transposes, or a transpos
       {"ij->i", {{3, 4}}},  // sums: a reduction after the transpose
       {"abc->b", {{2, 3, 4}}},
       {"ij->", {{3, 4}}},
+      {"pik->pi", {{1, 1, 1}}},  // summed labels of extent 1: nothing to reduce
   };
   for (const Form& f : forms) {
     INFO(f.equation);
