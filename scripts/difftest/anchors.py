@@ -1,5 +1,8 @@
 """Rendering of anchor steps (the ops a fused group starts from): Conv,
-ConvTranspose, Gemm, MatMul, BatchNormalization. Every parameter is adapted to
+ConvTranspose, Gemm, MatMul, BatchNormalization, Einsum. Weights, biases and
+Gemm's B and C are constants, or ("rtw", "rtb", "rtc") known only at run
+time: a second graph input, weights scaled to their usual magnitude by a Mul
+(so computed, not only fed). Every parameter is adapted to
 the incoming value's shape, or the step is skipped (graph.Skip): a recipe stays
 valid whatever the shrinker removed before the step."""
 import math
@@ -34,6 +37,16 @@ def batchnorm(g, st, v, rng):
     attrs = {"epsilon": float(st.get("eps", 1e-5))} if st.get("eps") else None
     y = g.node("BatchNormalization", [v.name] + _bn_consts(g, rng, c), attrs)
     return V(y, v.dims, v.mag * 1.5 + 0.5)
+
+
+def _runtime_input(g, shape, scale=None):
+    """A new graph input of `shape` (uniform in [-1, 1) at run time), times
+    `scale` when given: an operand the backend sees only at run time."""
+    name = "in%d" % (len(g.inputs) + 1)
+    g.inputs.append("float%s %s" % ("[%s]" % ",".join(map(str, shape)) if shape else "", name))
+    if scale is None:
+        return name
+    return g.node("Mul", [name, g.const(np.array(float(scale)))])
 
 
 def _w(st, rng, shape, fan_in):
@@ -72,14 +85,16 @@ def conv(g, st, v, rng, transpose=False):
         attrs["group"] = grp
     if transpose:
         fan = max(1, cin // grp * k ** ns // s ** ns)
-        w = g.const(_w(st, rng, [cin, cout // grp] + [k] * ns, fan))
+        wshape = [cin, cout // grp] + [k] * ns
         if st.get("opad", 0) and st["opad"] < max(s, d):
             attrs["output_padding"] = [st["opad"]] * ns
     else:
-        w = g.const(_w(st, rng, [cout, cin // grp] + [k] * ns, cin // grp * k ** ns))
+        fan = cin // grp * k ** ns
+        wshape = [cout, cin // grp] + [k] * ns
+    w = _runtime_input(g, wshape, math.sqrt(3.0 / max(1, fan))) if st.get("rtw") else g.const(_w(st, rng, wshape, fan))
     ins = [v.name, w]
     if st.get("bias"):
-        ins.append(g.const(rng.uniform(-0.5, 0.5, cout)))
+        ins.append(_runtime_input(g, [cout]) if st.get("rtb") else g.const(rng.uniform(-0.5, 0.5, cout)))
     y = g.node("ConvTranspose" if transpose else "Conv", ins, attrs)
     out = V(y, [v.dims[0], cout] + spatial, v.mag + (0.5 if st.get("bias") else 0))
     if st.get("bn"):
@@ -96,12 +111,15 @@ def gemm(g, st, v, rng):
     m, k = (v.dims[1], v.dims[0]) if ta else (v.dims[0], v.dims[1])
     n = st["out"]
     tb = st.get("transB", 0)
-    w = _w(st, rng, [k, n], k)
-    ins = [v.name, g.const(w.T if tb else w)]
+    if st.get("rtw"):     # torch.mm of two activations
+        ins = [v.name, _runtime_input(g, [n, k] if tb else [k, n], math.sqrt(3.0 / k))]
+    else:
+        w = _w(st, rng, [k, n], k)
+        ins = [v.name, g.const(w.T if tb else w)]
     cform = st.get("c", "none")
     cshape = {"vec": [n], "one": [1], "full": [m, n], "col": [m, 1], "scalar": []}.get(cform)
     if cshape is not None:
-        ins.append(g.const(rng.uniform(-0.5, 0.5, cshape)))
+        ins.append(_runtime_input(g, cshape) if st.get("rtc") else g.const(rng.uniform(-0.5, 0.5, cshape)))
     attrs = {}
     if ta:
         attrs["transA"] = 1
@@ -133,12 +151,48 @@ def matmul(g, st, v, rng):
         bshape = v.dims[:-2] + [k, n]
     elif form == "bcast" and v.rank > 2:
         bshape = [1] * (v.rank - 2) + [k, n]
+    elif form == "vec":       # a 1-D B: the result drops its last dim (rank 2 at least: views take no 1-D)
+        if v.rank < 3:
+            raise Skip()
+        bshape = [k]
     else:
         bshape = [k, n]
-    y = g.node("MatMul", [v.name, g.const(_w(st, rng, bshape, k))])
+    # "rt": B a second graph input (two activations), else a constant.
+    w = _runtime_input(g, bshape, math.sqrt(3.0 / k)) if st.get("rt") else g.const(_w(st, rng, bshape, k))
+    y = g.node("MatMul", [v.name, w])
+    if form == "vec":
+        return V(y, v.dims[:-1], v.mag)
     out = V(y, v.dims[:-1] + [n], v.mag)
     if st.get("bias"):
         b = g.const(rng.uniform(-0.5, 0.5, [n]))
         ins = [b, y] if st.get("bias_first") else [y, b]
         out = V(g.node("Add", ins), out.dims, out.mag + 0.5)
     return out
+
+
+def einsum(g, st, v, rng):
+    """Einsum of a batched product with transposes ("pqik,pqkn->pqin" and its
+    transposed forms; operand 2 a run-time input of usual weight magnitude),
+    of x with itself (attention's scores x x^T, scaled by 1/sqrt(k)), or one
+    operand transposed or summed over its last label."""
+    if v.rank < 2 or v.rank > 4 or (st.get("form") == "sum" and v.rank < 3):
+        raise Skip()          # (a sum of a matrix would leave a vector, which views do not take)
+    b, bd = "pq"[:v.rank - 2], v.dims[:-2]
+    m, k = v.dims[-2], v.dims[-1]
+    form = st.get("form", "mm")
+    if form == "t":
+        y = g.node("Einsum", [v.name], {"equation": "%sik->%ski" % (b, b)})
+        return V(y, bd + [k, m], v.mag)
+    if form == "sum":         # the last label summed away
+        y = g.node("Einsum", [v.name], {"equation": "%sik->%si" % (b, b)})
+        return V(y, bd + [m], v.mag * k)
+    if form == "self":
+        y = g.node("Einsum", [v.name, v.name], {"equation": "%sik,%sjk->%sij" % (b, b, b)})
+        y = g.node("Mul", [y, g.const(np.array(1.0 / math.sqrt(k)))])
+        return V(y, bd + [m, m], v.mag * v.mag)
+    n = st.get("out") or k
+    other = {"mm": "kn", "mmT": "nk", "outT": "kn"}[form]
+    out = "ni" if form == "outT" else "in"
+    w = _runtime_input(g, bd + ([k, n] if other == "kn" else [n, k]), math.sqrt(3.0 / k))
+    y = g.node("Einsum", [v.name, w], {"equation": "%sik,%s%s->%s%s" % (b, b, other, b, out)})
+    return V(y, bd + ([n, m] if form == "outT" else [m, n]), v.mag)

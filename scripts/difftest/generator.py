@@ -52,22 +52,26 @@ def step(r, op, **kw):
 
 def anchor(r, rank):
     k = W(r, [("conv", 8 if rank >= 3 else 0), ("convT", 2 if rank >= 3 else 0),
-              ("gemm", 4 if rank == 2 else 1), ("matmul", 3), ("bn", 2), ("binact", 2)])
+              ("gemm", 4 if rank == 2 else 1), ("matmul", 3), ("bn", 2), ("binact", 2), ("einsum", 2)])
+    if k == "einsum":
+        return [step(r, "einsum", form=r.choice(["mm", "mmT", "outT", "self", "t", "sum"]), out=r.choice([8, 16, 17]))]
     if k == "conv":
         return [conv_step(r)]
     if k == "convT":
         return [step(r, "convT", out=r.choice(CHANNELS[1:]), k=r.choice([1, 2, 3]),
                      stride=r.choice([1, 2]), pad=r.choice([0, 0, 1]), bias=r.random() < 0.6,
-                     bn=r.random() < 0.3, group=r.choice(["1", "1", "dw"]), opad=r.choice([0, 0, 1]))]
+                     bn=r.random() < 0.3, group=r.choice(["1", "1", "dw"]), opad=r.choice([0, 0, 1]),
+                     rtw=r.random() < 0.2, rtb=r.random() < 0.2)]
     if k == "gemm":
         return [step(r, "gemm", out=r.choice([8, 16, 17, 32]), transB=r.randrange(2),
                      transA=int(r.random() < 0.15), c=r.choice(["none", "vec", "vec", "one", "full", "col", "scalar"]),
-                     alpha=r.choice([1.0, 1.0, 0.5]), beta=r.choice([1.0, 1.0, 2.0]))]
+                     alpha=r.choice([1.0, 1.0, 0.5]), beta=r.choice([1.0, 1.0, 2.0]),
+                     rtw=r.random() < 0.3, rtc=r.random() < 0.3)]
     if k == "matmul":
         if r.random() < 0.2:
             return [step(r, "matmul", act=1)]
-        return [step(r, "matmul", out=r.choice([8, 16, 17, 24]), form=r.choice(["2d", "batched", "bcast"]),
-                     bias=r.random() < 0.5, bias_first=r.random() < 0.5)]
+        return [step(r, "matmul", out=r.choice([8, 16, 17, 24]), form=r.choice(["2d", "batched", "bcast", "vec"]),
+                     bias=r.random() < 0.5, bias_first=r.random() < 0.5, rt=r.random() < 0.3)]
     if k == "bn":
         return [step(r, "bn", eps=r.choice([None, 1e-3]))]
     # A chain started by a binary op on an activation: x op f(x).
@@ -78,7 +82,7 @@ def conv_step(r, **over):
     kw = dict(out=r.choice(CHANNELS), k=W(r, [(1, 4), (3, 5), (5, 1)]), stride=W(r, [(1, 4), (2, 2)]),
               pad=r.choice([0, 1, 1]), asym=int(r.random() < 0.1), dil=W(r, [(1, 5), (2, 1)]),
               group=W(r, [("1", 6), ("dw", 3), ("g", 1)]), mult=r.choice([1, 1, 2]),
-              bias=r.random() < 0.6, bn=r.random() < 0.35)
+              bias=r.random() < 0.6, bn=r.random() < 0.35, rtw=r.random() < 0.12, rtb=r.random() < 0.12)
     kw.update(over)
     return step(r, "conv", **kw)
 
@@ -97,7 +101,7 @@ def bin_step(r, f=None, form=None):
     f = f or W(r, [("Add", 4), ("Sub", 2), ("Mul", 4), ("Div", 2), ("Pow", 1), ("Max", 1), ("Min", 1)])
     kw = dict(f=f, form=form or r.choice(FORMS), first=r.random() < 0.3, share=r.random() < 0.15)
     if f == "Pow":
-        kw["first"] = False   # refused: onnx-fuse lowers Pow with a constant exponent only
+        # first: a constant base, the exponent computed at run time (base^x, x bounded).
         kw["exp"] = r.choice([2.0, 3.0, 0.5, 1.5])
         kw["form"] = r.choice(["scalar", "one"]) if not kw["first"] else kw["form"]
     return step(r, "bin", **kw)

@@ -89,6 +89,8 @@ class Graph:
             for k, v in attrs.items():
                 if isinstance(v, float):
                     parts.append("%s = %s" % (k, fmt(v)))
+                elif isinstance(v, str):
+                    parts.append('%s = "%s"' % (k, v))
                 elif isinstance(v, (list, tuple)):
                     parts.append("%s = [%s]" % (k, ", ".join(str(int(x)) for x in v)))
                 else:

@@ -1,6 +1,8 @@
 // BatchNormalization: its inference formula as a per-channel affine map
 // (folded into a Conv, ConvTranspose or Gemm chain, or into Concat+BN), and as
-// a batch_normalization_forward anchor of its own.
+// a batch_normalization_forward anchor of its own, whose scale, shift, mean
+// and variance are constants or values known only at run time (oneDNN reads
+// them from memories at each execution: nothing to precompute).
 #include "backend/lower/batch_norm.h"
 
 #include <cmath>
@@ -49,10 +51,20 @@ void EmitBatchNorm(Builder& b, const Chain& chain) {
   std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}};
   const int keys[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
   for (std::size_t i = 0; i < 4; ++i) {
-    const Tensor& t = b.Const(node.inputs.at(i + 1), node);
-    if (dims.size() < 2 || t.NumElements() != dims[1]) Unsupported(b, node, "parameters must have one value per channel");
-    memory m = b.HostMemory(PlainDesc({dims[1]}), t.data.data());
-    args.emplace_back(keys[i], Arg{-1, m.get_desc(), m});
+    const ValueId v = node.inputs.at(i + 1);
+    if (dims.size() < 2 || Product(b.DimsOfValue(v, node)) != dims[1])
+      Unsupported(b, node, "parameters must have one value per channel");
+    const memory::desc md = PlainDesc({dims[1]});
+    if (b.IsConst(v)) {
+      const Tensor& t = b.Const(v, node);
+      if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "parameters must be float32");
+      memory m = b.HostMemory(md, t.data.data());
+      args.emplace_back(keys[i], Arg{-1, m.get_desc(), m});
+    } else {  // a graph input or computed value: read in place, as [C]
+      Arg param = b.UsePlain(v, node);
+      param.md = md;
+      args.emplace_back(keys[i], param);
+    }
   }
   FinishChain(b, chain, pd, "batch_norm", dims, std::move(args), {src.slot}, kAllPostOps, DNNL_ARG_SRC);
 }

@@ -22,11 +22,13 @@
 #include "backend/lower/conv.h"
 #include "backend/lower/deconv.h"
 #include "backend/lower/eltwise.h"
+#include "backend/lower/einsum.h"
 #include "backend/lower/gelu.h"
 #include "backend/lower/graph_queries.h"
 #include "backend/lower/layer_norm.h"
 #include "backend/lower/matmul.h"
 #include "backend/lower/normalization.h"
+#include "backend/lower/operands.h"
 #include "backend/lower/pool.h"
 #include "backend/lower/recurrent.h"
 #include "backend/lower/reduce.h"
@@ -52,7 +54,8 @@ bool IsBinaryOp(const std::string& op) { return op == "Add" || op == "Sub" || op
 bool StartsChain(Builder& b, const Node& node) {
   const std::string& op = node.op_type;
   if (!node.domain.empty()) return false;
-  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "BatchNormalization") return true;
+  if (op == "MatMul") return !IsMatMulOfVector(b, node);
+  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "BatchNormalization") return true;
   if (!IsBinaryOp(op) || (!b.IsAct(node.inputs[0]) && !b.IsAct(node.inputs[1]))) return false;
   // oneDNN's binary writes over src0's shape: one input must be an activation
   // of the output's shape. Otherwise (both broadcast: [256,1,1,2] + [1,7,7,2]
@@ -86,6 +89,9 @@ std::vector<NodeId> Uses(const Builder& b, ValueId v) {
 bool FoldBatchNorm(Builder& b, Chain& chain, const Node& bn) {
   const std::string& anchor = b.graph.node(chain.anchor).op_type;
   if ((anchor != "Conv" && anchor != "ConvTranspose" && anchor != "Gemm") || !chain.post_ops.empty()) return false;
+  // Weights known only at run time cannot take the scale at build time.
+  const Node& anchor_node = b.graph.node(chain.anchor);
+  if (IsRuntimeInput(b, anchor_node, 1) || IsRuntimeInput(b, anchor_node, 2)) return false;
   if (bn.outputs.size() > 1) return false;
   std::optional<ChannelAffine> affine = BatchNormAffine(b, bn);
   if (!affine) return false;
@@ -407,7 +413,9 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (op.rfind("Reduce", 0) == 0) EmitReduce(b, id);
       else if (IsStdUnary(node)) EmitStdUnary(b, id);
       else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
-      else if (op == "Pow") EmitPow(b, id);  // an exponent of several values
+      else if (op == "Pow") EmitPow(b, id);  // an exponent of several values, or computed at run time
+      else if (op == "Einsum" && LowerEinsum(b, id)) {}  // transposes, sums, batched matmuls (einsum.h)
+      else if (op == "MatMul") EmitMatMulOfVector(b, id);  // a 1-D operand
       else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time
       else if (op == "Where" && LowerWhere(b, id)) {}  // float data: a kernel of our own (select.h)
       else if (IsRecurrent(node)) EmitRecurrent(b, id);

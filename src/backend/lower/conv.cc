@@ -13,6 +13,8 @@
 #include "backend/lower/impl_choice.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/own_kernels.h"
+#include "backend/lower/unsupported.h"
+#include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -47,10 +49,77 @@ bool WinogradWorthIt(const Builder& b, const Chain& chain, const Dims& x, const 
   return true;
 }
 
+// Conv whose weights W or bias B are known only at run time (graph inputs,
+// as most ONNX node tests pass them, or computed values): the primitive
+// chooses the weights' layout as for constants, and a reorder step per
+// inference brings W's plain oihw bytes (goihw for groups: the same bytes)
+// into it; B is read plain. No own kernels (they pack constant weights),
+// and no folded BatchNormalization (FoldBatchNorm leaves such anchors alone).
+void EmitConvRuntimeWeights(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  if (!chain.scale.empty())
+    throw Error(ErrorKind::kInternal,
+                "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
+  const ValueId input = node.inputs[0];
+  if (!b.IsAct(input)) b.ConstAsAct(input, node);
+  const Dims x = b.ActOf(input, node).dims, w = b.DimsOfValue(node.inputs.at(1), node);
+  const ConvGeometry geometry = ConvGeometryOf(b, node, x, w);
+  const Dims &out = geometry.out, &strides = geometry.strides, &dil = geometry.dil, &pl = geometry.pl, &pr = geometry.pr;
+  const std::int64_t group = AttrInt(node, "group", 1), out_channels = w[0];
+  Dims wdims = w;
+  if (group > 1) {  // goihw: the same bytes as oihw
+    wdims = {group, out_channels / group};
+    wdims.insert(wdims.end(), w.begin() + 1, w.end());
+  }
+  const bool has_bias = node.inputs.size() > 2 && node.inputs[2] != kNoValue;
+  if (has_bias && b.DimsOfValue(node.inputs[2], node) != Dims{out_channels})
+    Unsupported(b, node, "B must have one value per output channel");
+  using ConvPd = dnnl::convolution_forward::primitive_desc;
+  auto conv_desc = [&](const memory::desc& src_md, const memory::desc& dst_md) {
+    const memory::desc bias_md = has_bias ? PlainDesc({out_channels}) : memory::desc();
+    return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           src_md, AnyDesc(wdims), bias_md, dst_md, strides, dil, pl, pr);
+  };
+  std::size_t count = 0;  // post-ops the conv takes; the rest run after it (chain.h, "Splitting")
+  auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+    if (!dst.is_zero()) return ConvPd(conv_desc(WithLayoutOf(dst, x), dst), attr, b.engine);  // channels-last
+    return ConvPd(conv_desc(b.fuse ? AnyDesc(x) : PlainDesc(x), b.fuse ? AnyDesc(out) : PlainDesc(out)), attr,
+                  b.engine);
+  };
+  ConvPd pd = MakeChainPd<ConvPd>(b, chain, out, "conv", count, make);
+  std::vector<std::pair<int, Arg>> args;
+  MakePostOps(b, chain, out, args, count);
+  const std::string label = ChainLabel(b, chain);
+  const Arg src = b.Use(input, pd.src_desc(), node);
+  Arg weights;
+  if (IsRuntimeInput(b, node, 1)) {
+    weights = RuntimeOperand(b, node.inputs[1], node, PlainDesc(wdims), pd.weights_desc(), label + " (weights)");
+  } else {
+    const Tensor& t = b.Const(node.inputs[1], node);
+    memory m = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
+                                [&] { return b.HostView(PlainDesc(wdims), t.data.data()); });
+    weights = Arg{-1, m.get_desc(), m};
+  }
+  args.emplace_back(DNNL_ARG_SRC, src);
+  args.emplace_back(DNNL_ARG_WEIGHTS, weights);
+  std::vector<int> read = {src.slot, weights.slot};
+  if (has_bias) {
+    const Arg bias =
+        RuntimeOperand(b, node.inputs[2], node, PlainDesc({out_channels}), pd.bias_desc(), label + " (bias)");
+    args.emplace_back(DNNL_ARG_BIAS, bias);
+    read.push_back(bias.slot);
+  }
+  FinishChain(b, chain, pd, "conv", out, std::move(args), read, count);
+}
+
 }  // namespace
 
 void EmitConv(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
+  if (IsRuntimeInput(b, node, 1) || IsRuntimeInput(b, node, 2)) {
+    if (b.deferred_concats.count(node.inputs[0])) EmitDeferredConcat(b, node.inputs[0]);
+    return EmitConvRuntimeWeights(b, chain);
+  }
   if (b.deferred_concats.count(node.inputs[0])) {
     if (EmitConvOverConcatParts(b, chain)) return;
     EmitDeferredConcat(b, node.inputs[0]);

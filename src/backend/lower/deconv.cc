@@ -26,6 +26,7 @@
 #include "backend/lower/chain.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"
+#include "ir/node_label.h"
 
 namespace onnxfuse::backend {
 
@@ -58,7 +59,12 @@ void EmitDeconv(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
   if (!b.IsAct(node.inputs.at(0))) Unsupported(b, node, "X must be computed at run time");
   Dims x = b.ActOf(node.inputs[0], node).dims;
-  Tensor w = b.Const(node.inputs.at(1), node);
+  // W or B known only at run time: reordered into the primitive's layout by
+  // a step per inference (RuntimeOperand); no BatchNormalization folded then.
+  const bool runtime_w = IsRuntimeInput(b, node, 1), runtime_b = IsRuntimeInput(b, node, 2);
+  Tensor w;
+  if (runtime_w) w.dims = b.DimsOfValue(node.inputs.at(1), node);
+  else w = b.Const(node.inputs.at(1), node);
   if (x.size() < 3 || x.size() > 5 || w.dims.size() != x.size()) Unsupported(b, node, "only 1-D to 3-D transposed convolutions");
   const std::size_t spatial = x.size() - 2;
   const std::int64_t group = AttrInt(node, "group", 1);
@@ -106,12 +112,17 @@ void EmitDeconv(Builder& b, const Chain& chain) {
   // output channel o = g * C_out/G + oc, whose weights are W[ci, oc, ..] for
   // the input channels ci of group g.
   std::vector<double> bias(static_cast<std::size_t>(out_channels), 0.0);
-  if (node.inputs.size() > 2 && node.inputs[2] != kNoValue) {
+  if (runtime_b && b.DimsOfValue(node.inputs[2], node) != Dims{out_channels})
+    Unsupported(b, node, "B must have one value per output channel");
+  if (!runtime_b && node.inputs.size() > 2 && node.inputs[2] != kNoValue) {
     const Tensor& t = b.Const(node.inputs[2], node);
     if (t.NumElements() != out_channels) Unsupported(b, node, "B must have one value per output channel");
     for (std::size_t o = 0; o < bias.size(); ++o) bias[o] = ElementAt(t, static_cast<std::int64_t>(o));
   }
   if (!chain.scale.empty()) {
+    if (runtime_w || runtime_b)
+      throw Error(ErrorKind::kInternal,
+                  "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
     if (chain.scale.size() != bias.size()) Unsupported(b, node, "folded BatchNormalization has the wrong channel count");
     const std::int64_t cin_g = w.dims[0] / group, cout_g = w.dims[1], kernel_size = Product(kernel);
     for (std::int64_t ci = 0; ci < w.dims[0]; ++ci)
@@ -140,14 +151,26 @@ void EmitDeconv(Builder& b, const Chain& chain) {
   std::vector<std::pair<int, Arg>> args;
   MakePostOps(b, chain, out, args, count);
   Arg src = b.Use(node.inputs[0], pd.src_desc(), node);
-  // Prepacked once; recorded in (or, replaying, taken from) a plan file, as Conv's.
-  memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
-                                    [&] { return b.HostView(plain_weights, w.data.data()); });
-  memory bias_mem = BiasMemory(b, chain.anchor, bias);
   args.emplace_back(DNNL_ARG_SRC, src);
-  args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
-  args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
-  FinishChain(b, chain, pd, "deconv", out, std::move(args), {src.slot}, count);
+  const std::string label = ChainLabel(b, chain);
+  if (runtime_w) {
+    args.emplace_back(DNNL_ARG_WEIGHTS, RuntimeOperand(b, node.inputs[1], node, plain_weights, pd.weights_desc(),
+                                                       label + " (weights)"));
+  } else {  // prepacked once; recorded in (or, replaying, taken from) a plan file, as Conv's
+    memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
+                                      [&] { return b.HostView(plain_weights, w.data.data()); });
+    args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
+  }
+  if (runtime_b) {
+    args.emplace_back(DNNL_ARG_BIAS, RuntimeOperand(b, node.inputs[2], node, PlainDesc({out_channels}),
+                                                    pd.bias_desc(), label + " (bias)"));
+  } else {
+    memory bias_mem = BiasMemory(b, chain.anchor, bias);
+    args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
+  }
+  std::vector<int> read;
+  for (const auto& [key, arg] : args) read.push_back(arg.slot);
+  FinishChain(b, chain, pd, "deconv", out, std::move(args), read, count);
 }
 
 }  // namespace onnxfuse::backend

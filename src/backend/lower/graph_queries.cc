@@ -30,7 +30,8 @@ bool ConstNear(Builder& b, ValueId v, double want, double tol, double* value) {
 
 bool ConvReadsAsData(const Builder& b, const Node& n, ValueId v) {
   return n.op_type == "Conv" && n.domain.empty() && n.inputs.size() >= 2 && n.inputs[0] == v &&
-         std::count(n.inputs.begin(), n.inputs.end(), v) == 1 && b.IsConst(n.inputs[1]) && AttrInt(n, "group", 1) == 1;
+         std::count(n.inputs.begin(), n.inputs.end(), v) == 1 && b.IsConst(n.inputs[1]) && AttrInt(n, "group", 1) == 1 &&
+         (n.inputs.size() < 3 || n.inputs[2] == kNoValue || b.IsConst(n.inputs[2]));
 }
 
 bool IsPooling(const std::string& op) {

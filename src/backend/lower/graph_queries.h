@@ -21,7 +21,7 @@ ValueId OtherInput(const Node& n, ValueId v);
 /// `want`, or of any value when `want` is NaN; that scalar goes to `*value`
 /// when given.
 bool ConstNear(Builder& b, ValueId v, double want, double tol, double* value = nullptr);
-/// True when `n` is a Conv (default domain, group 1) with constant weights
+/// True when `n` is a Conv (default domain, group 1) with constant weights (and bias)
 /// reading `v` once, as its data input X.
 bool ConvReadsAsData(const Builder& b, const Node& n, ValueId v);
 /// True for the pooling ops EmitPool lowers (MaxPool, AveragePool and their

@@ -40,12 +40,94 @@ MatMulPd WithGemmWeights(const Dims& weights, const std::function<MatMulPd(const
   return pd;
 }
 
+// Gemm whose B or C is known only at run time (torch.mm of two activations,
+// most ONNX node tests): Y = alpha * A' B' + beta * C (ONNX Operators.md,
+// Gemm), A' = transA ? A^T : A, B' likewise, C unidirectionally broadcast to
+// [M, N]. One matmul reads A and B in place, a transposed one through swapped
+// strides, where oneDNN has a kernel that is not `ref:` for them; otherwise
+// a reorder step makes the operand plain first. alpha and C become post-ops
+// ahead of the chain's own: an eltwise_linear by alpha, then C added (a
+// constant premultiplied by beta; a run-time C, when beta != 1, by scaling the
+// product by alpha / beta, adding C, then scaling by beta).
+void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
+  const Node& node = b.graph.node(chain_in.anchor);
+  Chain chain = chain_in;
+  if (!chain.scale.empty())
+    throw Error(ErrorKind::kInternal,
+                "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
+  const Dims sa = b.DimsOfValue(node.inputs.at(0), node), sb = b.DimsOfValue(node.inputs.at(1), node);
+  if (sa.size() != 2 || sb.size() != 2) Unsupported(b, node, "A and B must be 2-D");
+  const bool trans_a = AttrInt(node, "transA", 0) != 0, trans_b = AttrInt(node, "transB", 0) != 0;
+  const std::int64_t m = trans_a ? sa[1] : sa[0], k = trans_a ? sa[0] : sa[1], n = trans_b ? sb[0] : sb[1];
+  if ((trans_b ? sb[1] : sb[0]) != k)
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+  const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
+  const Dims out = {m, n};
+  // A' and B' as views of the stored bytes: a transposed one by swapped strides.
+  const memory::desc a_view = trans_a ? memory::desc({m, k}, DataType::f32, Dims{1, m}) : PlainDesc({m, k});
+  const memory::desc b_view = trans_b ? memory::desc({k, n}, DataType::f32, Dims{1, k}) : PlainDesc({k, n});
+
+  std::vector<PostOp> front;
+  auto linear = [](float scale) {
+    return PostOp{PostOp::Kind::kEltwise, dnnl::algorithm::eltwise_linear, scale, 0.f, kNoValue, {}, 0};
+  };
+  const bool has_c = node.inputs.size() > 2 && node.inputs[2] != kNoValue && beta != 0.f;
+  if (has_c) {
+    const ValueId c = node.inputs[2];
+    const Dims cd = ExpandRank(b.DimsOfValue(c, node), 2);
+    if (cd.size() > 2 || (cd[0] != 1 && cd[0] != m) || (cd[1] != 1 && cd[1] != n))
+      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": C of shape " +
+                                                DimsString(b.DimsOfValue(c, node)) + " does not broadcast to [M, N]");
+    PostOp add{PostOp::Kind::kBinary, dnnl::algorithm::binary_add, 0.f, 0.f, kNoValue, {}, 0};
+    if (b.IsConst(c)) {
+      Tensor scaled = b.Const(c, node);
+      if (scaled.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "C must be float32");
+      for (float& v : scaled.data) v = static_cast<float>(static_cast<double>(v) * beta);
+      scaled.dims = cd;
+      if (alpha != 1.f) front.push_back(linear(alpha));
+      add.constant = std::move(scaled);
+      front.push_back(std::move(add));
+    } else {
+      add.operand = c;
+      if (alpha / beta != 1.f) front.push_back(linear(alpha / beta));
+      front.push_back(std::move(add));
+      if (beta != 1.f) front.push_back(linear(beta));
+    }
+  } else if (alpha != 1.f) {
+    front.push_back(linear(alpha));
+  }
+  chain.post_ops.insert(chain.post_ops.begin(), front.begin(), front.end());
+
+  std::size_t count = 0;  // post-ops the matmul takes; the rest run after it (chain.h, "Splitting")
+  auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+    if (!dst.is_zero()) return MatMulPd();  // plain destinations only
+    if (trans_a || trans_b) {
+      try {
+        MatMulPd strided(dnnl::matmul::desc(a_view, b_view, PlainDesc(out)), attr, b.engine);
+        if (!IsSlowImpl("matmul", strided.impl_info_str())) return strided;
+      } catch (const dnnl::error&) {
+      }
+    }
+    return MatMulPd(dnnl::matmul::desc(PlainDesc({m, k}), PlainDesc({k, n}), PlainDesc(out)), attr, b.engine);
+  };
+  MatMulPd pd = MakeChainPd<MatMulPd>(b, chain, out, "matmul", count, make);
+  std::vector<std::pair<int, Arg>> args;
+  MakePostOps(b, chain, out, args, count);
+  const std::string label = ChainLabel(b, chain);
+  const Arg src = RuntimeOperand(b, node.inputs[0], node, a_view, pd.src_desc(), label + " (A)");
+  const Arg weights = RuntimeOperand(b, node.inputs[1], node, b_view, pd.weights_desc(), label + " (B)");
+  args.emplace_back(DNNL_ARG_SRC, src);
+  args.emplace_back(DNNL_ARG_WEIGHTS, weights);
+  FinishChain(b, chain, pd, "matmul", out, std::move(args), {src.slot, weights.slot}, count);
+}
+
 }  // namespace
 
 void EmitGemm(Builder& b, const Chain& chain_in) {
   const Node& node = b.graph.node(chain_in.anchor);
+  if (IsRuntimeInput(b, node, 1) || IsRuntimeInput(b, node, 2) || !b.IsAct(node.inputs.at(0)))
+    return EmitGemmRuntime(b, chain_in);
   Chain chain = chain_in;
-  if (!b.IsConst(node.inputs.at(1))) Unsupported(b, node, "B must be a constant");
   const Dims stored_a = b.ActOf(node.inputs[0], node).dims;
   Tensor w = b.Const(node.inputs[1], node);
   if (stored_a.size() != 2 || w.dims.size() != 2) Unsupported(b, node, "A and B must be 2-D");
@@ -126,6 +208,50 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
   args.emplace_back(DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem});
   FinishChain(b, chain, pd, "matmul", out, std::move(args), {src.slot}, count);
+}
+
+bool IsMatMulOfVector(const Builder& b, const Node& node) {
+  // By the loader's shape inference: an operand may be a deferred product, neither constant nor activation yet.
+  auto vector = [&](ValueId v) {
+    const TensorType& t = b.graph.value(v).type;
+    return t.has_shape && t.dims.size() == 1;
+  };
+  return node.op_type == "MatMul" && node.domain.empty() && (vector(node.inputs.at(0)) || vector(node.inputs.at(1)));
+}
+
+void EmitMatMulOfVector(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  // A deferred scalar factor of an operand scales the result (DeferScalarScale).
+  float scale = 1.f;
+  const ValueId in_a = TakeScalarScale(b, node.inputs.at(0), scale), in_b = TakeScalarScale(b, node.inputs.at(1), scale);
+  const Dims a = b.DimsOfValue(in_a, node), w = b.DimsOfValue(in_b, node);
+  if (a.empty() || w.empty()) Unsupported(b, node, "scalar MatMul operands are not allowed (ONNX MatMul)");
+  // numpy.matmul: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; that dim leaves the result.
+  const Dims a2 = a.size() == 1 ? Dims{1, a[0]} : a, w2 = w.size() == 1 ? Dims{w[0], 1} : w;
+  const std::size_t rank = std::max(a2.size(), w2.size());
+  const Dims ae = ExpandRank(a2, rank), we = ExpandRank(w2, rank);
+  if (ae[rank - 1] != we[rank - 2])
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+  Dims full;
+  try {
+    full = BroadcastDims(Dims(ae.begin(), ae.end() - 2), Dims(we.begin(), we.end() - 2));
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  Dims out = full;
+  if (a.size() > 1) out.push_back(ae[rank - 2]);
+  if (w.size() > 1) out.push_back(we[rank - 1]);
+  full.push_back(ae[rank - 2]), full.push_back(we[rank - 1]);
+  const Arg src = RuntimeOperand(b, in_a, node, PlainDesc(ae), PlainDesc(ae), node.name);
+  const Arg weights = RuntimeOperand(b, in_b, node, PlainDesc(we), PlainDesc(we), node.name);
+  const memory::desc dst_md = PlainDesc(full);
+  dnnl::post_ops ops;
+  if (scale != 1.f) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, scale, 0.f);
+  auto pd = MakePd<MatMulPd>(b, node, dnnl::matmul::desc(src.md, weights.md, dst_md), b.Attr(ops));
+  const Act dst = b.NewAct(out, PlainDesc(out));  // the same bytes as `full`
+  b.Emit(pd, "matmul", node.name,
+         {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, Arg{dst.slot, dst_md, {}}}}, dst_md);
+  b.SetAct(node.outputs[0], dst);
 }
 
 void EmitMatMul(Builder& b, const Chain& chain_in) {

@@ -16,5 +16,13 @@ void EmitGemm(Builder& b, const Chain& chain);
 /// own GEMM or GEMV first (EmitOwnGemm); a transposed operand read in place
 /// where a fast kernel takes its strides.
 void EmitMatMul(Builder& b, const Chain& chain);
+/// True for a MatMul with a 1-D operand: it starts no chain (its result drops a dim).
+bool IsMatMulOfVector(const Builder& b, const Node& node);
+/// MatMul with a 1-D operand (ONNX MatMul, numpy.matmul semantics): a 1-D A
+/// read as [1, K], a 1-D B as [K, 1], batch dims broadcast, one matmul whose
+/// [.., M, N] result is the output without the added dim (the same bytes).
+/// Operands run-time or constant. Error(kInvalidModel) when K or the batch
+/// dims disagree, Error(kUnsupported) for a scalar operand.
+void EmitMatMulOfVector(Builder& b, NodeId node);
 
 }  // namespace onnxfuse::backend

@@ -4,6 +4,8 @@
 #include "backend/lower/unsupported.h"
 #include "backend/lower/host_eval.h"
 #include "backend/lower/host_tensor.h"
+#include "ir/node_label.h"
+#include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
 
@@ -43,6 +45,24 @@ memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias, bo
   const memory::desc md = as_row ? PlainDesc({1, n}) : PlainDesc({n});
   std::vector<float> f(bias.begin(), bias.end());
   return b.PackedConstant(anchor, "bias", md, [&] { return b.HostView(md, f.data()); });
+}
+
+bool IsRuntimeInput(const Builder& b, const Node& node, std::size_t input) {
+  return node.inputs.size() > input && node.inputs[input] != kNoValue && !b.IsConst(node.inputs[input]);
+}
+
+Arg RuntimeOperand(Builder& b, ValueId v, const Node& node, const memory::desc& view, const memory::desc& want,
+                   const std::string& label) {
+  if (!b.IsAct(v)) b.ConstAsAct(v, node);
+  Arg plain = b.UsePlain(v, node);
+  if (static_cast<std::int64_t>(view.get_size()) > static_cast<std::int64_t>(plain.md.get_size()))
+    throw Error(ErrorKind::kInternal,
+                "internal error: " + NodeLabel(node) + ": a run-time operand's view is larger than its data");
+  plain.md = view;
+  if (view == want) return plain;
+  if (IsPlainEquivalent(view) && want == PlainDesc(view.dims())) return Arg{plain.slot, want, {}};  // size-1 dims moved
+  const Act packed = b.EmitReorder(plain, view.dims(), want, label);
+  return Arg{packed.slot, packed.md, {}};
 }
 
 }  // namespace onnxfuse::backend

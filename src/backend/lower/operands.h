@@ -30,4 +30,18 @@ std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std:
 /// or [1, O] with `as_row` (matmul's bias).
 dnnl::memory BiasMemory(Builder& b, NodeId anchor, const std::vector<double>& bias, bool as_row = false);
 
+/// True when input `input` of `node` is present and not known at build time
+/// (a graph input or a value computed at run time): its weights, bias or
+/// parameters are then reordered at run time (RuntimeOperand) instead of
+/// prepacked.
+bool IsRuntimeInput(const Builder& b, const Node& node, std::size_t input);
+/// Input `v` of `node` for a primitive that reads it in layout `want`, at run
+/// time: its plain row-major bytes (a float32 constant first becomes an
+/// activation, Builder::ConstAsAct) described by `view` (as many elements:
+/// a reshape such as oihw -> goihw, or strides: a transposed operand), used as
+/// they are when `want` is `view`, else reordered into a fresh slot in `want`
+/// by one reorder step per inference labelled `label`.
+Arg RuntimeOperand(Builder& b, ValueId v, const Node& node, const dnnl::memory::desc& view,
+                   const dnnl::memory::desc& want, const std::string& label);
+
 }  // namespace onnxfuse::backend

@@ -2,7 +2,8 @@
 // parallel loop over a plain buffer: y[i] = f(x[i]) with f from the C++
 // standard library, written as ONNX Operators.md defines each op (attributes
 // and defaults from there); Pow with a constant exponent tensor likewise,
-// y[i] = pow(x[i], e[i]). oneDNN has no erf, trigonometric, rounding or sign
+// y[i] = pow(x[i], e[i]), and with an exponent computed at run time, both
+// operands broadcast. oneDNN has no erf, trigonometric, rounding or sign
 // functions, and its eltwise_log gives log(1) = -1.4e-6 where ONNX's node test
 // test_log_example wants 0 within 1e-7.
 #include "backend/lower/std_math.h"
@@ -101,9 +102,67 @@ void EmitStdUnary(Builder& b, NodeId id) {
   Unsupported(b, node, "not an elementwise function of the standard library");
 }
 
+namespace {
+
+// Pow with an exponent known only at run time (or a constant X and such an
+// exponent): Z = X ^ Y elementwise, both broadcast multidirectionally to Z's
+// shape (ONNX Operators.md, Pow; Broadcasting.md), as one loop over Z that
+// finds each operand's element by its broadcast strides (0 along a dim of 1).
+void EmitRuntimePow(Builder& b, const Node& node) {
+  for (std::size_t i = 0; i < 2; ++i) {
+    const ValueId v = node.inputs.at(i);
+    if (b.IsConst(v) && b.Const(v, node).elem_type != onnx::TensorProto::FLOAT)
+      Unsupported(b, node, "input '" + b.graph.value(v).name + "' is a non-float32 constant");
+    if (!b.IsAct(v)) b.ConstAsAct(v, node);
+  }
+  const Dims xd = b.ActOf(node.inputs[0], node).dims, yd = b.ActOf(node.inputs[1], node).dims;
+  Dims out;
+  try {
+    out = BroadcastDims(xd, yd);
+  } catch (const std::invalid_argument& e) {
+    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+  }
+  // Per dim of Z (outermost first): its extent and each operand's stride.
+  const std::size_t rank = out.size();
+  auto broadcast_strides = [&](const Dims& d) {
+    const Dims e = ExpandRank(d, rank);
+    Dims strides(rank, 0);
+    std::int64_t stride = 1;
+    for (std::size_t i = rank; i-- > 0;) {
+      strides[i] = e[i] == 1 ? 0 : stride;
+      stride *= e[i];
+    }
+    return strides;
+  };
+  const Dims xs = broadcast_strides(xd), ys = broadcast_strides(yd);
+  const Arg x = b.UsePlain(node.inputs[0], node), y = b.UsePlain(node.inputs[1], node);
+  const Act z = b.NewAct(out, PlainDesc(out));
+  const std::int64_t count = Product(out);
+  b.EmitCustom("pow", node.name, {{0, x}, {1, y}, {2, Arg{z.slot, z.md, {}}}},
+               [out, xs, ys, count](const std::vector<void*>& data) {
+                 const auto* xp = static_cast<const float*>(data[0]);
+                 const auto* yp = static_cast<const float*>(data[1]);
+                 auto* zp = static_cast<float*>(data[2]);
+#pragma omp parallel for schedule(static)
+                 for (std::int64_t i = 0; i < count; ++i) {
+                   std::int64_t rest = i, xi = 0, yi = 0;
+                   for (std::size_t d = out.size(); d-- > 0;) {
+                     const std::int64_t c = rest % out[d];
+                     rest /= out[d];
+                     xi += c * xs[d], yi += c * ys[d];
+                   }
+                   zp[i] = std::pow(xp[xi], yp[yi]);
+                 }
+               },
+               z.md);
+  b.SetAct(node.outputs[0], z);
+}
+
+}  // namespace
+
 void EmitPow(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
-  if (!b.IsAct(node.inputs.at(0))) Unsupported(b, node, "X must be computed at run time");
+  if (!b.IsAct(node.inputs.at(0)) || !b.IsConst(node.inputs.at(1))) return EmitRuntimePow(b, node);
   const Tensor& y = b.Const(node.inputs.at(1), node);
   const Dims dims = b.ActOf(node.inputs[0], node).dims;
   Dims out;
@@ -112,7 +171,7 @@ void EmitPow(Builder& b, NodeId id) {
   } catch (const std::invalid_argument& e) {
     throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
   }
-  if (out != dims) Unsupported(b, node, "an exponent that broadcasts X to a larger shape is not supported");
+  if (out != dims) return EmitRuntimePow(b, node);  // Y broadcasts X: the loop over Z's shape
   // Y broadcast to X's shape now (ONNX multidirectional broadcasting): one exponent per element.
   std::vector<float> exponent(static_cast<std::size_t>(Product(dims)));
   for (std::size_t i = 0; i < exponent.size(); ++i)

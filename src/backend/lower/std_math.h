@@ -16,8 +16,11 @@ bool IsStdUnary(const Node& node);
 void EmitStdUnary(Builder& b, NodeId node);
 /// Pow(X, Y) whose Y is a constant of several values (a scalar Y is an
 /// eltwise_pow, EltwiseOf): Y broadcast to X's shape at build time, then a
-/// parallel loop of std::pow over a plain buffer. Refused when Y is computed
-/// at run time or would broadcast X to a larger shape.
+/// parallel loop of std::pow over a plain buffer. When Y is computed at run
+/// time, X is a constant, or Y broadcasts X to a larger shape: one loop over
+/// the output Z (dims: X's and Y's broadcast, ONNX multidirectional
+/// broadcasting) reading both operands plain. Error(kInvalidModel) when the
+/// dims do not broadcast; Error(kUnsupported) for a non-float32 constant.
 void EmitPow(Builder& b, NodeId node);
 
 }  // namespace onnxfuse::backend

@@ -86,3 +86,39 @@ TEST_CASE("a BatchNormalization in training mode is refused at build time", "[ba
     })");
   CHECK_THAT(message, Catch::Contains("training_mode=1 is not supported") && Catch::Contains("BatchNormalization_0"));
 }
+
+TEST_CASE("a BatchNormalization whose scale, shift, mean and variance are graph inputs reads them at run time",
+          "[batch_norm]") {
+  const Tensor x = test::TensorFrom({2, 3, 2, 2}, [](std::int64_t i) { return 4 * test::Wave(5 * i); });
+  const Tensor s = test::TensorOf("s", {3}, {2.0f, 0.5f, -1.0f}), t = test::TensorOf("t", {3}, {0.3f, -0.1f, 0.0f});
+  const Tensor m = test::TensorOf("m", {3}, {0.05f, -0.4f, 1.0f}), v = test::TensorOf("v", {3}, {0.25f, 4.0f, 0.0f});
+  std::vector<double> expected;
+  for (std::size_t i = 0; i < x.data.size(); ++i) {
+    const std::size_t c = i / 4 % 3;
+    expected.push_back(std::max(0.0, (x.data[i] - kMean[c]) / std::sqrt(kVar[c] + 0.01) * kScale[c] + kShift[c]));
+  }
+  const test::PlanRun fused = test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 15]>
+    g (float[2,3,2,2] x, float[3] s, float[3] t, float[3] m, float[3] v) => (float[2,3,2,2] y) {
+      n = BatchNormalization <epsilon = 0.01> (x, s, t, m, v)
+      y = Relu (n)
+    })",
+                                              {x, s, t, m, v}, expected, 1e-5);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "batch_norm BatchNormalization_0+Relu ") == 1);
+  // A Conv's output normalized by run-time parameters: not folded into the weights, still right.
+  const std::vector<float> w = test::Floats(3 * 3, 0.5f, 4);
+  std::vector<double> conv = test::NaivePointwise(x, w, 3);
+  for (std::size_t i = 0; i < conv.size(); ++i) {
+    const std::size_t c = i / 4 % 3;
+    conv[i] = (conv[i] - kMean[c]) / std::sqrt(kVar[c] + 0.01) * kScale[c] + kShift[c];
+  }
+  const test::PlanRun chained = test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 15]>
+    g (float[2,3,2,2] x, float[3] s, float[3] t, float[3] m, float[3] v, float[3,3,1,1] w = )" +
+                                                    test::FloatList(w) + R"() => (float[2,3,2,2] y) {
+      c = Conv (x, w)
+      y = BatchNormalization <epsilon = 0.01> (c, s, t, m, v)
+    })",
+                                                {x, s, t, m, v}, conv, 1e-5);
+  INFO(test::StepList(chained));
+  CHECK(test::StepsStartingWith(chained, "batch_norm ") == 1);
+}

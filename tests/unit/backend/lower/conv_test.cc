@@ -6,6 +6,7 @@
 // unless a Concat reads it. Numbers are checked against naive loops in double.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "onnxfuse/executor.h"
@@ -89,4 +90,65 @@ TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) un
     const bool avx512 = test::StepsContaining(fused, "avx512") > 0;
     CHECK(test::StepsContaining(fused, "wino") == (!concat && avx512 ? 1 : 0));
   }
+}
+
+TEST_CASE("a grouped Conv whose weights and bias are graph inputs reorders them at run time; a BatchNormalization "
+          "after it is not folded",
+          "[backend_ops]") {
+  // X [1,4,5,5], W [6,2,3,3] (group 2: 2 input channels per group, 3 outputs per group), pads 1, stride 2 -> 3x3.
+  const std::int64_t cin = 4, cout = 6, group = 2, k = 3, in = 5, stride = 2, pad = 1, out = 3;
+  const std::int64_t cin_g = cin / group, cout_g = cout / group;
+  const Tensor x = TensorFrom({1, cin, in, in}, Wave, "x");
+  const Tensor w = TensorFrom({cout, cin_g, k, k}, [](std::int64_t i) { return 0.5f * Wave(3 * i + 1); }, "w");
+  const Tensor bias = TensorFrom({cout}, [](std::int64_t i) { return 0.1f * static_cast<float>(i) - 0.2f; }, "b");
+  const std::vector<float> gamma = {1.5f, 0.5f, -1.0f, 2.0f, 1.0f, 0.25f}, beta = {0.1f, 0.0f, -0.3f, 0.2f, 0.0f, 0.5f};
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,5,5] x, float[6,2,3,3] w, float[6] b, float[6] s = )" + test::FloatList(gamma) +
+                           R"(, float[6] t = )" + test::FloatList(beta) + R"(, float[6] m = {0, 0, 0, 0, 0, 0},
+       float[6] v = {1, 1, 1, 1, 1, 1}) => (float[1,6,3,3] y) {
+      c = Conv <group = 2, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w, b)
+      n = BatchNormalization <epsilon = 0.0> (c, s, t, m, v)
+      y = Relu (n)
+    })";
+  std::vector<double> y(static_cast<std::size_t>(cout * out * out));
+  for (std::int64_t o = 0; o < cout; ++o)
+    for (std::int64_t oh = 0; oh < out; ++oh)
+      for (std::int64_t ow = 0; ow < out; ++ow) {
+        double sum = bias.data[static_cast<std::size_t>(o)];
+        for (std::int64_t ci = 0; ci < cin_g; ++ci)
+          for (std::int64_t kh = 0; kh < k; ++kh)
+            for (std::int64_t kw = 0; kw < k; ++kw) {
+              const std::int64_t ih = oh * stride - pad + kh, iw = ow * stride - pad + kw, c = o / cout_g * cin_g + ci;
+              if (ih < 0 || iw < 0 || ih >= in || iw >= in) continue;
+              sum += static_cast<double>(x.data[static_cast<std::size_t>((c * in + ih) * in + iw)]) *
+                     w.data[static_cast<std::size_t>(((o * cin_g + ci) * k + kh) * k + kw)];
+            }
+        const auto c = static_cast<std::size_t>(o);
+        y[static_cast<std::size_t>((o * out + oh) * out + ow)] = std::max(0.0, sum * gamma[c] + beta[c]);
+      }
+  const PlanRun fused = test::CheckBoth(text, {x, w, bias}, y, 1e-5);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "conv ") == 1);
+  CHECK(test::StepsStartingWith(fused, "batch_norm BatchNormalization_1+Relu ") == 1);
+  // A second run with other weights gives other results: nothing was baked in at build time.
+  Tensor w2 = w;
+  for (float& v : w2.data) v = -v;
+  const Graph graph = test::GraphFromText(text);
+  const PlanRun again = test::RunPlan(graph, true, {x, w2, bias});
+  const PlanRun first = test::RunPlan(graph, true, {x, w, bias});
+  CHECK(again.outputs.at(0).data != first.outputs.at(0).data);
+}
+
+TEST_CASE("a Conv with constant weights and a bias computed at run time reads the bias as it is", "[backend_ops]") {
+  const Tensor x = TensorFrom({1, 2, 4, 4}, Wave, "x");
+  const Tensor c = TensorFrom({3}, [](std::int64_t i) { return 0.25f * static_cast<float>(i + 1); }, "c");
+  const std::vector<float> w = Floats(3 * 2, 0.5f, 2);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,2,4,4] x, float[3] c, float[3,2,1,1] w = )" + test::FloatList(w) + R"() => (float[1,3,4,4] y) {
+      b = Neg (c)
+      y = Conv (x, w, b)
+    })";
+  std::vector<double> y = test::NaivePointwise(x, w, 3);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] -= c.data[i / 16];
+  test::CheckBoth(text, {x, c}, y, 1e-5);
 }

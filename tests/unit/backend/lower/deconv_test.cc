@@ -63,3 +63,36 @@ TEST_CASE("grouped ConvTranspose with output_padding, folded BatchNormalization 
   CHECK(test::StepsContaining(fused, "+BatchNormalization+Relu") > 0);
   CHECK(fused.stats.kernels - fused.stats.reorders == 1);
 }
+
+TEST_CASE("a grouped ConvTranspose whose weights and bias are graph inputs reorders them at run time", "[backend_ops]") {
+  // X [1,4,3,3], W [4,2,2,2] (group 2 -> C_out 4), strides 2: out = 2*(3-1) + 2 = 6.
+  const std::int64_t cin = 4, cout_g = 2, group = 2, k = 2, in = 3, stride = 2, out = 6;
+  const Tensor x = TensorFrom({1, cin, in, in}, Wave, "x");
+  const Tensor w = TensorFrom({cin, cout_g, k, k}, [](std::int64_t i) { return 0.5f * Wave(5 * i + 2); }, "w");
+  const Tensor bias = TensorFrom({4}, [](std::int64_t i) { return 0.3f - 0.2f * static_cast<float>(i); }, "b");
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,3,3] x, float[4,2,2,2] w, float[4] b) => (float[1,4,6,6] y) {
+      c = ConvTranspose <group = 2, strides = [2, 2]> (x, w, b)
+      y = Relu (c)
+    })";
+  const std::int64_t cin_g = cin / group, cout = cout_g * group;
+  std::vector<double> y(static_cast<std::size_t>(cout * out * out));
+  for (std::int64_t o = 0; o < cout; ++o)
+    for (std::int64_t i = 0; i < out * out; ++i)
+      y[static_cast<std::size_t>(o * out * out + i)] = bias.data[static_cast<std::size_t>(o)];
+  for (std::int64_t ci = 0; ci < cin; ++ci)  // scatter every input pixel through the kernel
+    for (std::int64_t oc = 0; oc < cout_g; ++oc)
+      for (std::int64_t ih = 0; ih < in; ++ih)
+        for (std::int64_t iw = 0; iw < in; ++iw)
+          for (std::int64_t kh = 0; kh < k; ++kh)
+            for (std::int64_t kw = 0; kw < k; ++kw) {
+              const std::int64_t oh = ih * stride + kh, ow = iw * stride + kw, o = ci / cin_g * cout_g + oc;
+              y[static_cast<std::size_t>((o * out + oh) * out + ow)] +=
+                  static_cast<double>(x.data[static_cast<std::size_t>((ci * in + ih) * in + iw)]) *
+                  w.data[static_cast<std::size_t>(((ci * cout_g + oc) * k + kh) * k + kw)];
+            }
+  for (double& v : y) v = std::max(0.0, v);
+  const PlanRun fused = CheckBoth(text, {x, w, bias}, y, 1e-5);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "deconv ConvTranspose_0+Relu ") == 1);
+}

@@ -68,3 +68,143 @@ TEST_CASE("Gemm's C of shape [M, 1] or [M, N] is added per row, also through a f
   INFO(test::StepList(fused));
   CHECK(fused.stats.kernels == 1);
 }
+
+namespace {
+
+// alpha * A' B' + beta * C in double, A' = transA ? A^T : A (A stored row-major), B' likewise,
+// C [cm, cn] broadcast to [M, N] (empty: none); [M, N] flat.
+std::vector<double> NaiveGemm(const Tensor& a, const Tensor& b, const std::vector<float>& c, std::int64_t cm,
+                              std::int64_t cn, bool ta, bool tb, double alpha, double beta) {
+  const std::int64_t m = ta ? a.dims[1] : a.dims[0], k = ta ? a.dims[0] : a.dims[1], n = tb ? b.dims[0] : b.dims[1];
+  std::vector<double> y;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t p = 0; p < k; ++p)
+        sum += static_cast<double>(a.data[static_cast<std::size_t>(ta ? p * m + i : i * k + p)]) *
+               b.data[static_cast<std::size_t>(tb ? j * k + p : p * n + j)];
+      double add = c.empty() ? 0.0 : c[static_cast<std::size_t>((cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j))];
+      y.push_back(alpha * sum + beta * add);
+    }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("Gemm of two graph inputs: transA, transB, alpha, beta, C a graph input or a constant, or none",
+          "[backend_ops]") {
+  const std::int64_t m = 3, k = 4, n = 5;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const std::vector<std::int64_t> ad = ta ? std::vector<std::int64_t>{k, m} : std::vector<std::int64_t>{m, k};
+      const std::vector<std::int64_t> bd = tb ? std::vector<std::int64_t>{n, k} : std::vector<std::int64_t>{k, n};
+      const Tensor a = TensorFrom(ad, Wave, "a"), b = TensorFrom(bd, [](std::int64_t i) { return Wave(7 * i + 3); }, "b");
+      const std::string attrs = "transA = " + std::to_string(ta) + ", transB = " + std::to_string(tb);
+      const std::string head = R"(<ir_version: 8, opset_import: ["" : 13]>
+        g (float[)" + test::DimsText(ad) + "] a, float[" + test::DimsText(bd) + "] b";
+      INFO(attrs);
+      {  // C [M, 1] a graph input, alpha 0.5, beta 2 (alpha / beta, C, beta), then Relu
+        const Tensor c = TensorFrom({m, 1}, [](std::int64_t i) { return 0.5f - 0.25f * static_cast<float>(i); }, "c");
+        std::vector<double> y = NaiveGemm(a, b, c.data, m, 1, ta, tb, 0.5, 2.0);
+        for (double& v : y) v = std::max(0.0, v);
+        CheckBoth(head + R"(, float[3,1] c) => (float[3,5] y) {
+          p = Gemm <)" + attrs + R"(, alpha = 0.5, beta = 2.0> (a, b, c)
+          y = Relu (p)
+        })",
+                  {a, b, c}, y, 1e-5);
+      }
+      {  // C [N] constant, beta 0.25
+        const std::vector<float> c = {1, -2, 3, -4, 5};
+        CheckBoth(head + R"(, float[5] c = {1, -2, 3, -4, 5}) => (float[3,5] y) {
+          y = Gemm <)" + attrs + R"(, beta = 0.25> (a, b, c)
+        })",
+                  {a, b}, NaiveGemm(a, b, c, 1, n, ta, tb, 1.0, 0.25), 1e-5);
+      }
+      {  // torch.mm: no C; alpha 2
+        CheckBoth(head + R"() => (float[3,5] y) {
+          y = Gemm <)" + attrs + R"(, alpha = 2.0> (a, b)
+        })",
+                  {a, b}, NaiveGemm(a, b, {}, 0, 0, ta, tb, 2.0, 0.0), 1e-5);
+      }
+    }
+}
+
+TEST_CASE("Gemm whose A is a constant and B a graph input", "[backend_ops]") {
+  const Tensor b = TensorFrom({2, 3}, Wave, "b");
+  const Tensor a = test::TensorOf("a", {2, 2}, {1, 2, 3, 4});
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] b, float[2,2] a = {1, 2, 3, 4}) => (float[2,3] y) {
+      y = Gemm (a, b)
+    })",
+            {b}, NaiveGemm(a, b, {}, 0, 0, false, false, 1.0, 0.0), 1e-6);
+}
+
+TEST_CASE("MatMul of two graph inputs in every broadcast form of rank 1 to 4", "[backend_ops]") {
+  const std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> forms = {
+      {{3, 4}, {4, 5}}, {{2, 3, 4}, {4, 5}}, {{3, 4}, {2, 4, 5}}, {{2, 3, 4}, {2, 4, 5}},
+      {{2, 1, 3, 4}, {3, 4, 5}}, {{1, 3, 4}, {2, 4, 5}}, {{2, 3, 3, 4}, {1, 3, 4, 5}}, {{2, 1, 3, 4}, {1, 2, 4, 5}},
+      // 1-D operands (numpy.matmul): a row [1, K] or a column [K, 1] whose dim leaves the result.
+      {{4}, {4, 5}}, {{3, 4}, {4}}, {{4}, {4}}, {{4}, {2, 4, 5}}, {{2, 3, 4}, {4}}};
+  for (const auto& [a_dims, b_dims] : forms) {
+    const bool row = a_dims.size() == 1, column = b_dims.size() == 1;
+    const std::vector<std::int64_t> ad = row ? std::vector<std::int64_t>{1, a_dims[0]} : a_dims;
+    const std::vector<std::int64_t> bd = column ? std::vector<std::int64_t>{b_dims[0], 1} : b_dims;
+    const Tensor a = TensorFrom(a_dims, Wave, "a"), b = TensorFrom(b_dims, [](std::int64_t i) { return Wave(5 * i + 1); }, "b");
+    const std::size_t rank = std::max(ad.size(), bd.size());
+    std::vector<std::int64_t> ae = ad, be = bd;
+    while (ae.size() < rank) ae.insert(ae.begin(), 1);
+    while (be.size() < rank) be.insert(be.begin(), 1);
+    std::vector<std::int64_t> out;
+    for (std::size_t d = 0; d + 2 < rank; ++d) out.push_back(std::max(ae[d], be[d]));
+    const std::int64_t m = ae[rank - 2], k = ae[rank - 1], n = be[rank - 1];
+    std::vector<std::int64_t> result = out;  // without the dims a 1-D operand added
+    if (!row) result.push_back(m);
+    if (!column) result.push_back(n);
+    out.push_back(m), out.push_back(n);
+    std::vector<double> y;
+    std::int64_t batches = 1;
+    for (std::size_t d = 0; d + 2 < rank; ++d) batches *= out[d];
+    for (std::int64_t bt = 0; bt < batches; ++bt) {
+      std::int64_t rest = bt, ao = 0, bo = 0, as = 1, bs = 1;  // each operand's batch offset, broadcast
+      for (std::size_t d = rank - 2; d-- > 0;) {
+        const std::int64_t i = rest % out[d];
+        rest /= out[d];
+        ao += (ae[d] == 1 ? 0 : i) * as, bo += (be[d] == 1 ? 0 : i) * bs;
+        as *= ae[d], bs *= be[d];
+      }
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (std::int64_t p = 0; p < k; ++p)
+            sum += static_cast<double>(a.data[static_cast<std::size_t>(ao * m * k + i * k + p)]) *
+                   b.data[static_cast<std::size_t>(bo * k * n + p * n + j)];
+          y.push_back(sum);
+        }
+    }
+    INFO(test::DimsText(a_dims) + " x " + test::DimsText(b_dims));
+    const std::string y_type = result.empty() ? "float" : "float[" + test::DimsText(result) + "]";
+    CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[)" + test::DimsText(a_dims) + "] a, float[" + test::DimsText(b_dims) + "] b) => (" + y_type +
+                  R"( y) {
+        y = MatMul (a, b)
+      })",
+              {a, b}, y, 1e-5);
+  }
+}
+
+TEST_CASE("a MatMul of a vector reading x * k scales its result by k", "[backend_ops]") {
+  const Tensor a = TensorFrom({4}, Wave, "a"), b = TensorFrom({4, 3}, [](std::int64_t i) { return Wave(5 * i + 1); }, "b");
+  std::vector<double> y;
+  for (std::int64_t j = 0; j < 3; ++j) {
+    double sum = 0;
+    for (std::int64_t p = 0; p < 4; ++p)
+      sum += 0.5 * a.data[static_cast<std::size_t>(p)] * b.data[static_cast<std::size_t>(p * 3 + j)];
+    y.push_back(sum);
+  }
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4] a, float[4,3] b, float k = {0.5}) => (float[3] y) {
+      s = Mul (a, k)
+      y = MatMul (s, b)
+    })",
+            {a, b}, y, 1e-6);
+}
