@@ -29,6 +29,10 @@ std::int64_t NormAxis(std::int64_t axis, std::size_t rank, const Node& node) {
   return axis < 0 ? axis + std::max<std::int64_t>(r, 1) : axis;
 }
 
+void InvalidNode(const Node& node, const std::string& why) {
+  throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": " + why);
+}
+
 const Tensor& NeedInput(const Node& node, const HostInputs& in, std::size_t i) {
   if (i >= in.size() || !in[i])
     throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": missing input " + std::to_string(i));

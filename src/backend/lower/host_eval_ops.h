@@ -27,6 +27,9 @@ std::int64_t NormAxis(std::int64_t axis, std::size_t rank, const Node& node);
 /// Input i, which must be present: Error(kInvalidModel) "missing input i" otherwise.
 const Tensor& NeedInput(const Node& node, const HostInputs& in, std::size_t i);
 
+/// Throws Error(kInvalidModel) "<node label>: <why>".
+[[noreturn]] void InvalidNode(const Node& node, const std::string& why);
+
 /// Every Reduce* (host_eval_reduce.cc).
 HostOutputs EvalReduceOp(const Node& node, const HostInputs& in, std::int64_t opset);
 

@@ -1,5 +1,6 @@
 // Resize, Upsample and GridSample on host tensors (host_eval_sample.h).
 #include "backend/lower/host_eval_sample.h"
+#include "backend/lower/host_eval_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,17 +16,8 @@ namespace onnxfuse::backend {
 
 namespace {
 
-[[noreturn]] void Invalid(const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": " + why);
-}
-
 [[noreturn]] void Refuse(const Node& node, const std::string& why) {
   throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": " + why);
-}
-
-const Tensor& Need(const Node& node, const std::vector<const Tensor*>& in, std::size_t i) {
-  if (i >= in.size() || !in[i]) Invalid(node, "missing input " + std::to_string(i));
-  return *in[i];
 }
 
 // An optional input with at least one element (Resize-11/13 pass an empty
@@ -138,14 +130,14 @@ ResizeAttrs ResizeAttrsOf(const Node& node, std::int64_t opset) {
   a.exclude_outside = AttrInt(node, "exclude_outside", 0) != 0;
   a.extrapolation_value = AttrFloat(node, "extrapolation_value", 0.f);
   if (a.mode != "nearest" && a.mode != "linear" && (a.mode != "cubic" || a.simple_nearest))
-    Invalid(node, "unknown mode '" + a.mode + "'");
+    InvalidNode(node, "unknown mode '" + a.mode + "'");
   const std::string& t = a.transform;
   if (t != "half_pixel" && t != "pytorch_half_pixel" && t != "align_corners" && t != "asymmetric" &&
       t != "tf_half_pixel_for_nn" && t != "tf_crop_and_resize")
-    Invalid(node, "unknown coordinate_transformation_mode '" + t + "'");
+    InvalidNode(node, "unknown coordinate_transformation_mode '" + t + "'");
   const std::string& nm = a.nearest_mode;
   if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")
-    Invalid(node, "unknown nearest_mode '" + nm + "'");
+    InvalidNode(node, "unknown nearest_mode '" + nm + "'");
   // Resize-18's additions; the loader's down-conversion refuses them before here.
   if (AttrInt(node, "antialias", 0) != 0 || FindAttr(node, "axes") ||
       AttrString(node, "keep_aspect_ratio_policy", "stretch") != "stretch")
@@ -158,7 +150,7 @@ ResizeAttrs ResizeAttrsOf(const Node& node, std::int64_t opset) {
 // products of per-axis weights); an output any of whose axes tf_crop_and_resize
 // maps outside the input is extrapolation_value.
 Tensor Resize(const Node& node, const std::vector<const Tensor*>& in, std::int64_t opset) {
-  const Tensor& x = Need(node, in, 0);
+  const Tensor& x = NeedInput(node, in, 0);
   const ResizeAttrs a = ResizeAttrsOf(node, opset);
   const std::size_t rank = x.dims.size();
   const bool upsample = node.op_type == "Upsample";
@@ -167,22 +159,22 @@ Tensor Resize(const Node& node, const std::vector<const Tensor*>& in, std::int64
   const Tensor* roi = nullptr;
   if (upsample && opset < 9) {
     const auto* attr = FindAttr(node, "scales");
-    if (!attr) Invalid(node, "no scales attribute");
+    if (!attr) InvalidNode(node, "no scales attribute");
     scales.assign(attr->floats().begin(), attr->floats().end());
   } else {
     const Tensor* s = Given(in, upsample || opset < 11 ? 1 : 2);
     if (!upsample && opset >= 11) sizes = Given(in, 3), roi = Given(in, 1);
-    if (s && sizes) Invalid(node, "scales and sizes are both given");
-    if (!s && !sizes) Invalid(node, "neither scales nor sizes is given");
+    if (s && sizes) InvalidNode(node, "scales and sizes are both given");
+    if (!s && !sizes) InvalidNode(node, "neither scales nor sizes is given");
     if (s) scales = HostValues(*s);
   }
   if (sizes && static_cast<std::size_t>(sizes->NumElements()) != rank)
-    Invalid(node, "sizes has " + std::to_string(sizes->NumElements()) + " values for an input of rank " +
+    InvalidNode(node, "sizes has " + std::to_string(sizes->NumElements()) + " values for an input of rank " +
                       std::to_string(rank));
   if (!sizes && scales.size() != rank)
-    Invalid(node, "scales has " + std::to_string(scales.size()) + " values for an input of rank " + std::to_string(rank));
+    InvalidNode(node, "scales has " + std::to_string(scales.size()) + " values for an input of rank " + std::to_string(rank));
   if (a.transform == "tf_crop_and_resize" && (!roi || static_cast<std::size_t>(roi->NumElements()) != 2 * rank))
-    Invalid(node, "tf_crop_and_resize needs roi with 2 values per axis");
+    InvalidNode(node, "tf_crop_and_resize needs roi with 2 values per axis");
   const std::vector<std::int64_t> sized = sizes ? AsInts(*sizes) : std::vector<std::int64_t>{};
   Dims out(rank);
   std::vector<AxisTaps> axes(rank);
@@ -195,11 +187,11 @@ Tensor Resize(const Node& node, const std::vector<const Tensor*>& in, std::int64
     } else {
       // In float, as ONNX shape inference computes the output dims.
       const auto scale_f = static_cast<float>(scales[d]);
-      if (!(scale_f > 0)) Invalid(node, "scales must be positive");
+      if (!(scale_f > 0)) InvalidNode(node, "scales must be positive");
       out[d] = static_cast<std::int64_t>(std::floor(static_cast<float>(x.dims[d]) * scale_f));
       scale = scale_f, length_resized = static_cast<double>(x.dims[d]) * scale;
     }
-    if (out[d] < 0 || (out[d] > 0 && x.dims[d] == 0)) Invalid(node, "output dim " + std::to_string(d) + " is invalid");
+    if (out[d] < 0 || (out[d] > 0 && x.dims[d] == 0)) InvalidNode(node, "output dim " + std::to_string(d) + " is invalid");
     const double roi_start = roi ? ElementAt(*roi, static_cast<std::int64_t>(d)) : 0;
     const double roi_end = roi ? ElementAt(*roi, static_cast<std::int64_t>(d + rank)) : 1;
     for (std::int64_t y = 0; y < out[d]; ++y) {
@@ -316,16 +308,16 @@ double GridValue(const GridImage& im, double x, double y, const std::string& mod
 }
 
 Tensor GridSample(const Node& node, const std::vector<const Tensor*>& in) {
-  const Tensor &x = Need(node, in, 0), &grid = Need(node, in, 1);
+  const Tensor &x = NeedInput(node, in, 0), &grid = NeedInput(node, in, 1);
   const std::string mode = AttrString(node, "mode", "bilinear"), padding = AttrString(node, "padding_mode", "zeros");
   const bool align_corners = AttrInt(node, "align_corners", 0) != 0;
-  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") Invalid(node, "unknown mode '" + mode + "'");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") InvalidNode(node, "unknown mode '" + mode + "'");
   if (padding != "zeros" && padding != "border" && padding != "reflection")
-    Invalid(node, "unknown padding_mode '" + padding + "'");
+    InvalidNode(node, "unknown padding_mode '" + padding + "'");
   if (x.dims.size() != 4) Refuse(node, "only 4-D X (2-D images) is supported");
   const std::int64_t n = x.dims[0], channels = x.dims[1], h = x.dims[2], w = x.dims[3];
   if (grid.dims.size() != 4 || grid.dims[0] != n || grid.dims[3] != 2)
-    Invalid(node, "grid of shape " + DimsString(grid.dims) + " for X of shape " + DimsString(x.dims) +
+    InvalidNode(node, "grid of shape " + DimsString(grid.dims) + " for X of shape " + DimsString(x.dims) +
                       " (expected [N, H_out, W_out, 2])");
   const std::int64_t ho = grid.dims[1], wo = grid.dims[2];
   std::vector<double> values;

@@ -1,6 +1,7 @@
 // MaxPool (with Indices), MaxUnpool, RoiAlign and LRN on host tensors
 // (host_eval_window.h).
 #include "backend/lower/host_eval_window.h"
+#include "backend/lower/host_eval_ops.h"
 
 #include <algorithm>
 #include <array>
@@ -16,19 +17,10 @@ namespace onnxfuse::backend {
 
 namespace {
 
-[[noreturn]] void Invalid(const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": " + why);
-}
-
-const Tensor& Need(const Node& node, const std::vector<const Tensor*>& in, std::size_t i) {
-  if (i >= in.size() || !in[i]) Invalid(node, "missing input " + std::to_string(i));
-  return *in[i];
-}
-
 // The input of rank >= 3 ([N, C, spatial...]) windowed ops take.
 const Tensor& SpatialInput(const Node& node, const std::vector<const Tensor*>& in) {
-  const Tensor& x = Need(node, in, 0);
-  if (x.dims.size() < 3) Invalid(node, "X of shape " + DimsString(x.dims) + " has no spatial dims");
+  const Tensor& x = NeedInput(node, in, 0);
+  if (x.dims.size() < 3) InvalidNode(node, "X of shape " + DimsString(x.dims) + " has no spatial dims");
   return x;
 }
 
@@ -36,7 +28,7 @@ const Tensor& SpatialInput(const Node& node, const std::vector<const Tensor*>& i
 Dims SpatialAttr(const Node& node, const std::string& name, std::size_t count, std::int64_t fallback) {
   Dims v = AttrInts(node, name, Dims(count, fallback));
   if (v.size() != count)
-    Invalid(node, name + " has " + std::to_string(v.size()) + " values for " + std::to_string(count) + " spatial dims");
+    InvalidNode(node, name + " has " + std::to_string(v.size()) + " values for " + std::to_string(count) + " spatial dims");
   return v;
 }
 
@@ -57,16 +49,16 @@ PoolGeometry PoolGeometryOf(const Node& node, const Dims& x) {
   const std::size_t spatial = x.size() - 2;
   PoolGeometry g;
   g.kernel = AttrInts(node, "kernel_shape");
-  if (g.kernel.size() != spatial) Invalid(node, "kernel_shape does not match the input rank");
+  if (g.kernel.size() != spatial) InvalidNode(node, "kernel_shape does not match the input rank");
   g.strides = SpatialAttr(node, "strides", spatial, 1);
   g.dilations = SpatialAttr(node, "dilations", spatial, 1);
   const Dims pads = AttrInts(node, "pads", Dims(2 * spatial, 0));
-  if (pads.size() != 2 * spatial) Invalid(node, "pads does not match the input rank");
+  if (pads.size() != 2 * spatial) InvalidNode(node, "pads does not match the input rank");
   const std::string auto_pad = AttrString(node, "auto_pad", "NOTSET");
   const bool ceil_mode = AttrInt(node, "ceil_mode", 0) != 0;
   for (std::size_t i = 0; i < spatial; ++i) {
     const std::int64_t in = x[i + 2], s = g.strides[i], extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
-    if (g.kernel[i] < 1 || s < 1 || g.dilations[i] < 1) Invalid(node, "kernel_shape, strides and dilations must be positive");
+    if (g.kernel[i] < 1 || s < 1 || g.dilations[i] < 1) InvalidNode(node, "kernel_shape, strides and dilations must be positive");
     std::int64_t o = 0, begin = pads[i];
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       o = (in + s - 1) / s;
@@ -76,11 +68,11 @@ PoolGeometry PoolGeometryOf(const Node& node, const Dims& x) {
       o = std::max<std::int64_t>(0, (in - extent + s) / s), begin = 0;
     } else if (auto_pad == "NOTSET") {
       const std::int64_t span = in + pads[i] + pads[i + spatial] - extent;
-      if (span < 0) Invalid(node, "the kernel is larger than the padded input");
+      if (span < 0) InvalidNode(node, "the kernel is larger than the padded input");
       o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
       if (ceil_mode && (o - 1) * s >= in + pads[i]) --o;
     } else {
-      Invalid(node, "unknown auto_pad '" + auto_pad + "'");
+      InvalidNode(node, "unknown auto_pad '" + auto_pad + "'");
     }
     g.out.push_back(o), g.pads_begin.push_back(begin);
   }
@@ -121,7 +113,7 @@ std::vector<Tensor> MaxPool(const Node& node, const std::vector<const Tensor*>& 
         if (!any || (!std::isnan(v) && (!found || v > best))) best = v, best_index = column_major ? col : row;
         any = true, found |= !std::isnan(v);
       }
-      if (!any) Invalid(node, "a window lies in the padding alone (pads as large as the kernel)");
+      if (!any) InvalidNode(node, "a window lies in the padding alone (pads as large as the kernel)");
       values.push_back(best);
       indices.push_back(static_cast<double>(p * plane + best_index));
     }
@@ -137,27 +129,27 @@ std::vector<Tensor> MaxPool(const Node& node, const std::vector<const Tensor*>& 
 // node test test_maxunpool_export_with_output_shape holds: indices of a 4 x 4
 // result placed in a 5 x 5 output).
 Tensor MaxUnpool(const Node& node, const std::vector<const Tensor*>& in) {
-  const Tensor &x = SpatialInput(node, in), &indices = Need(node, in, 1);
+  const Tensor &x = SpatialInput(node, in), &indices = NeedInput(node, in, 1);
   if (indices.dims != x.dims)
-    Invalid(node, "I of shape " + DimsString(indices.dims) + " differs from X's " + DimsString(x.dims));
+    InvalidNode(node, "I of shape " + DimsString(indices.dims) + " differs from X's " + DimsString(x.dims));
   const std::size_t spatial = x.dims.size() - 2;
   const Dims kernel = AttrInts(node, "kernel_shape");
-  if (kernel.size() != spatial) Invalid(node, "kernel_shape does not match the input rank");
+  if (kernel.size() != spatial) InvalidNode(node, "kernel_shape does not match the input rank");
   const Dims strides = SpatialAttr(node, "strides", spatial, 1);
   const Dims pads = AttrInts(node, "pads", Dims(2 * spatial, 0));
-  if (pads.size() != 2 * spatial) Invalid(node, "pads does not match the input rank");
+  if (pads.size() != 2 * spatial) InvalidNode(node, "pads does not match the input rank");
   Dims inferred = {x.dims[0], x.dims[1]};
   for (std::size_t i = 0; i < spatial; ++i)
     inferred.push_back((x.dims[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + spatial]);
   for (auto d : inferred)
-    if (d < 0) Invalid(node, "the inferred output shape " + DimsString(inferred) + " has a negative dim");
+    if (d < 0) InvalidNode(node, "the inferred output shape " + DimsString(inferred) + " has a negative dim");
   Dims out = inferred;
   if (in.size() > 2 && in[2] && in[2]->NumElements() > 0) {
     out = AsInts(*in[2]);
     bool fits = out.size() == inferred.size();
     for (std::size_t d = 0; fits && d < out.size(); ++d) fits = out[d] >= inferred[d];
     if (!fits)
-      Invalid(node, "output_shape " + DimsString(out) + " does not hold the inferred shape " + DimsString(inferred));
+      InvalidNode(node, "output_shape " + DimsString(out) + " does not hold the inferred shape " + DimsString(inferred));
   }
   std::vector<double> values(static_cast<std::size_t>(Product(out)), 0.0);
   const Dims inferred_strides = DenseStrides(inferred), out_strides = DenseStrides(out);
@@ -165,7 +157,7 @@ Tensor MaxUnpool(const Node& node, const std::vector<const Tensor*>& in) {
   for (std::size_t j = 0; j < positions.size(); ++j) {
     const std::int64_t p = positions[j];
     if (p < 0 || p >= Product(inferred))
-      Invalid(node, "index " + std::to_string(p) + " is outside the unpooled shape " + DimsString(inferred));
+      InvalidNode(node, "index " + std::to_string(p) + " is outside the unpooled shape " + DimsString(inferred));
     std::int64_t at = 0;
     for (std::size_t d = 0; d < out.size(); ++d) at += p / inferred_strides[d] % inferred[d] * out_strides[d];
     values[static_cast<std::size_t>(at)] = ElementAt(x, static_cast<std::int64_t>(j));
@@ -202,27 +194,27 @@ std::array<double, 4> BilinearCorners(const Tensor& x, std::int64_t offset, std:
 // (0: ceil(bin size)) points per axis at the centres of its cells; avg takes
 // their mean, max the largest weighted corner value of any sample.
 Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int64_t opset) {
-  const Tensor &x = SpatialInput(node, in), &rois = Need(node, in, 1), &batch = Need(node, in, 2);
-  if (x.dims.size() != 4) Invalid(node, "X must be 4-D [N, C, H, W]");
+  const Tensor &x = SpatialInput(node, in), &rois = NeedInput(node, in, 1), &batch = NeedInput(node, in, 2);
+  if (x.dims.size() != 4) InvalidNode(node, "X must be 4-D [N, C, H, W]");
   const std::int64_t num = rois.dims.empty() ? 0 : rois.dims[0];
   if (rois.dims.size() != 2 || rois.dims[1] != 4 || batch.NumElements() != num)
-    Invalid(node, "rois of shape " + DimsString(rois.dims) + " and batch_indices of shape " + DimsString(batch.dims) +
+    InvalidNode(node, "rois of shape " + DimsString(rois.dims) + " and batch_indices of shape " + DimsString(batch.dims) +
                       " (expected [R, 4] and [R])");
   const std::string mode = AttrString(node, "mode", "avg");
   const std::string transform =
       opset >= 16 ? AttrString(node, "coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
-  if (mode != "avg" && mode != "max") Invalid(node, "unknown mode '" + mode + "'");
+  if (mode != "avg" && mode != "max") InvalidNode(node, "unknown mode '" + mode + "'");
   if (transform != "half_pixel" && transform != "output_half_pixel")
-    Invalid(node, "unknown coordinate_transformation_mode '" + transform + "'");
+    InvalidNode(node, "unknown coordinate_transformation_mode '" + transform + "'");
   const std::int64_t oh = AttrInt(node, "output_height", 1), ow = AttrInt(node, "output_width", 1);
   const std::int64_t ratio = AttrInt(node, "sampling_ratio", 0);
   const double scale = AttrFloat(node, "spatial_scale", 1.f), offset = transform == "half_pixel" ? 0.5 : 0.0;
-  if (oh < 1 || ow < 1 || ratio < 0) Invalid(node, "output_height, output_width must be positive, sampling_ratio >= 0");
+  if (oh < 1 || ow < 1 || ratio < 0) InvalidNode(node, "output_height, output_width must be positive, sampling_ratio >= 0");
   const std::int64_t channels = x.dims[1], h = x.dims[2], w = x.dims[3];
   std::vector<double> values;
   for (std::int64_t r = 0; r < num; ++r) {
     const std::int64_t b = AsInts(batch)[static_cast<std::size_t>(r)];
-    if (b < 0 || b >= x.dims[0]) Invalid(node, "batch index " + std::to_string(b) + " outside X");
+    if (b < 0 || b >= x.dims[0]) InvalidNode(node, "batch index " + std::to_string(b) + " outside X");
     const double x1 = ElementAt(rois, r * 4) * scale - offset, y1 = ElementAt(rois, r * 4 + 1) * scale - offset;
     double roi_w = ElementAt(rois, r * 4 + 2) * scale - offset - x1, roi_h = ElementAt(rois, r * 4 + 3) * scale - offset - y1;
     if (transform == "output_half_pixel") roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
@@ -258,7 +250,7 @@ Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int
 Tensor Lrn(const Node& node, const std::vector<const Tensor*>& in) {
   const Tensor& x = SpatialInput(node, in);
   const std::int64_t size = AttrInt(node, "size", 0);
-  if (size < 1) Invalid(node, "size must be positive");
+  if (size < 1) InvalidNode(node, "size must be positive");
   const double alpha = AttrFloat(node, "alpha", 1e-4f), beta = AttrFloat(node, "beta", 0.75f),
                bias = AttrFloat(node, "bias", 1.f);
   const std::int64_t channels = x.dims[1], inner = Product(Dims(x.dims.begin() + 2, x.dims.end()));
