@@ -55,11 +55,19 @@ bool EmitsPlanFile(const FuseJob& job);
 /// pipeline itself builds without oneDNN.
 using PlanFileWriter = std::function<nlohmann::json(const FuseJob& job, const Graph& graph, const FusionPlan& plan)>;
 
+/// True when the executing backend lowers (domain, op_type) as it is
+/// (backend/lower: LowersOp).
+using OpLowered = std::function<bool(const std::string& domain, const std::string& op_type)>;
+
 /// Runs the job and returns its report. A job that emits a plan file
-/// (EmitsPlanFile) needs `write_plan`: Error(kUsage) without one. Throws Error: kUsage when output_path
+/// (EmitsPlanFile) needs `write_plan`: Error(kUsage) without one. Given
+/// `plan_lowers`, such a job first replaces the function ops the backend does
+/// not lower by their ONNX function bodies (rewrite/expand_functions.h; the
+/// report's "expanded_functions" lists them): the plan and the report describe
+/// the expanded graph. A job writing an ONNX model never expands. Throws Error: kUsage when output_path
 /// names the input file (the input is never overwritten) or the strategy is
 /// unknown; the loader's errors; kIo when a file cannot be written. Outputs are
 /// written atomically, so a failure leaves no partial file.
-nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan = {});
+nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan = {}, const OpLowered& plan_lowers = {});
 
 }  // namespace onnxfuse

@@ -10,6 +10,7 @@
 
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
+#include "backend/lower/lowered_ops.h"
 #include "onnxfuse/loader.h"
 #include "fuse/pattern_fuser.h"
 #include "onnxfuse/pipeline.h"
@@ -148,7 +149,7 @@ int main(int argc, char** argv) {
     job.load.input_shapes = ParseInputShapes(input_shapes);
     if (job.output_path.empty() && job.report_path.empty())
       spdlog::warn("neither -o nor --report given: fusing without writing anything");
-    onnxfuse::RunFuseJob(job, onnxfuse::WritePlanFileForJob);
+    onnxfuse::RunFuseJob(job, onnxfuse::WritePlanFileForJob, onnxfuse::backend::LowersOp);
     return 0;
   } catch (const onnxfuse::Error& e) {
     spdlog::error("{}", e.what());

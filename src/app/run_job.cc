@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/lower/builder.h"
+#include "backend/lower/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
 #include "fuse/greedy_fuser.h"
@@ -29,6 +30,7 @@
 #include "onnxfuse/pipeline.h"
 #include "onnxfuse/plan_file.h"
 #include "fuse/postdom_fuser.h"
+#include "rewrite/expand_functions.h"
 #include "backend/runtime/verify.h"
 #include "rewrite/inline_control_flow.h"
 
@@ -113,6 +115,8 @@ Prepared Prepare(const RunOptions& options) {
   }
   p.graph = std::make_unique<Graph>(LoadModel(options.model_path, LoadOptions{options.input_shapes}));
   RequireNoControlFlow(*p.graph, InlineControlFlow(*p.graph, ControlFlowOptions{/*select_run_time_if=*/true}));
+  // Function ops the backend has no lowering for run as their ONNX bodies.
+  ExpandFunctionOps(*p.graph, backend::LowersOp);
   p.fusion = options.fuse || options.check ? FuseForRun(*p.graph, options.strategy) : FusionPlan{};
   p.fused = options.fuse;
   p.strategy = options.strategy;

@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "report/dot_writer.h"
 #include "onnxfuse/error.h"
+#include "rewrite/expand_functions.h"
 #include "rewrite/fold_batchnorm.h"
 #include "rewrite/inline_control_flow.h"
 #include "report/explain.h"
@@ -65,6 +66,14 @@ nlohmann::json DescribeControlFlow(const ControlFlowResult& result) {
   return {{"expanded", expanded}, {"refused", refused}};
 }
 
+// Report section of a plan file's function expansion: the nodes replaced by their bodies.
+nlohmann::json DescribeExpansion(const FunctionExpansion& expansion) {
+  nlohmann::json expanded = nlohmann::json::array();
+  for (const auto& e : expansion.expanded)
+    expanded.push_back({{"node", e.node}, {"op_type", e.op_type}, {"body_nodes", e.body_nodes}});
+  return expanded;
+}
+
 }  // namespace
 
 bool EmitsPlanFile(const FuseJob& job) {
@@ -95,7 +104,7 @@ std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs) {
   return patterns;
 }
 
-nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) {
+nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan, const OpLowered& plan_lowers) {
   if (!job.output_path.empty() && SameFile(job.input_path, job.output_path))
     throw Error(ErrorKind::kUsage, job.output_path + ": refusing to overwrite the input model; choose another -o");
   for (const std::string* path : {&job.report_path, &job.dot_path, &job.svg_path})
@@ -111,6 +120,11 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
       InlineControlFlow(graph, ControlFlowOptions{emit_plan && !job.output_path.empty()});
   nlohmann::json bn_folding;
   if (job.fold_bn || job.emit == "plain") bn_folding = DescribeFolding(FoldBatchNormIntoConv(graph));
+  nlohmann::json expanded_functions;
+  if (emit_plan && !job.output_path.empty() && plan_lowers) {  // the plan executes the expanded graph
+    FunctionExpansion expansion = ExpandFunctionOps(graph, plan_lowers);
+    if (!expansion.expanded.empty()) expanded_functions = DescribeExpansion(expansion);
+  }
   times.load_ms = watch.LapMs();
   spdlog::debug("loaded {}: {} nodes, opset {}", job.input_path, graph.num_nodes(), graph.opset());
 
@@ -148,6 +162,7 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan) 
   if (!bn_folding.is_null()) report["bn_folding"] = bn_folding;
   if (!control_flow.expanded.empty() || !control_flow.refused.empty())
     report["control_flow"] = DescribeControlFlow(control_flow);
+  if (!expanded_functions.is_null()) report["expanded_functions"] = expanded_functions;
   const auto& totals = report["totals"];
   spdlog::info("{}: {} nodes -> {} kernels ({} fused groups), {:.1f} MB of intermediates eliminated, {:.0f} ms",
                job.input_path, totals["nodes_before"].get<std::int64_t>(),

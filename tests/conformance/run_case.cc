@@ -29,8 +29,10 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/loader.h"
+#include "backend/lower/lowered_ops.h"
 #include "fuse/postdom_fuser.h"
 #include "rewrite/inline_control_flow.h"
+#include "rewrite/expand_functions.h"
 
 namespace onnxfuse::conformance {
 
@@ -208,6 +210,7 @@ Plans CompileBoth(const Case& c, const std::vector<Tensor>& inputs, const std::s
     }
     return p;
   }
+  ExpandFunctionOps(*p.graph, backend::LowersOp);  // as `run` does
   FusionPlan fusion = FuseByPostDominator(*p.graph, {});
   for (int m = 0; m < 2; ++m) {
     try {

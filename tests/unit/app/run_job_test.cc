@@ -3,6 +3,8 @@
 // Summarize's order statistics.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -10,6 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "app/run_job.h"
+#include "onnxfuse/plan_file.h"
+#include "onnxfuse/pipeline.h"
+#include "backend/lower/lowered_ops.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/tensor_io.h"
 #include "temp_dir.h"
@@ -204,4 +209,75 @@ TEST_CASE("RunJob runs a model with a Scan, a Loop and an If, decided at build t
     for (std::size_t i = 0; i < expected[o].size(); ++i) CHECK(selected[o].data[i] == Approx(expected[o][i]).epsilon(1e-6));
   CHECK(selected[3].data[0] == Approx(-v[0]).epsilon(1e-6));
   CHECK(selected[3].data[1] == Approx(-v[1]).epsilon(1e-6));
+}
+
+namespace {
+
+// SoftmaxCrossEntropyLoss with reduction "mean" and ignore_index (ONNX
+// Operators.md): the mean over the samples whose label is not ignored of
+// -log softmax(scores[n])[label[n]], in double.
+double SceMeanReference(const Tensor& scores, const Tensor& labels, std::int64_t ignore_index) {
+  const std::int64_t n = scores.dims[0], c = scores.dims[1];
+  double sum = 0, count = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t label = labels.int_data[static_cast<std::size_t>(i)];
+    if (label == ignore_index) continue;
+    double max = -1e300, total = 0;
+    for (std::int64_t k = 0; k < c; ++k) max = std::max(max, double(scores.data[static_cast<std::size_t>(i * c + k)]));
+    for (std::int64_t k = 0; k < c; ++k) total += std::exp(scores.data[static_cast<std::size_t>(i * c + k)] - max);
+    sum -= scores.data[static_cast<std::size_t>(i * c + label)] - max - std::log(total);
+    count += 1;
+  }
+  return sum / count;
+}
+
+}  // namespace
+
+TEST_CASE("RunJob and plan files run a function op the backend does not lower as its ONNX body",
+          "[executor][run_job]") {
+  auto dir = std::filesystem::temp_directory_path() / "onnxfuse_run_job_sce_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // SoftmaxCrossEntropyLoss: its body calls NegativeLogLikelihoodLoss, expanded in turn.
+  onnx::ModelProto model = test::ParseModel(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[4,5] scores, int64[4] labels) => (float loss) {
+      loss = SoftmaxCrossEntropyLoss <reduction = "mean", ignore_index = 3> (scores, labels)
+    })");
+  const std::string path = (dir / "sce.onnx").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    model.SerializeToOstream(&out);
+  }
+  Tensor scores, labels;
+  scores.name = "scores", scores.dims = {4, 5};
+  for (int k = 0; k < 20; ++k) scores.data.push_back(0.37f * static_cast<float>((k * 7) % 11) - 1.5f);
+  labels.name = "labels", labels.dims = {4}, labels.elem_type = onnx::TensorProto::INT64;
+  labels.int_data = {1, 3, 4, 0};  // the second is ignored
+  const std::string inputs_dir = (dir / "in").string();
+  WriteTensorDir(inputs_dir, {scores, labels}, "input");
+  const double want = SceMeanReference(scores, labels, 3);
+
+  FuseJob job;
+  job.input_path = path;
+  job.output_path = (dir / "sce.plan").string();
+  const nlohmann::json report = RunFuseJob(job, WritePlanFileForJob, backend::LowersOp);
+  REQUIRE(report["expanded_functions"].size() == 2);
+  CHECK(report["expanded_functions"][0]["op_type"] == "SoftmaxCrossEntropyLoss");
+  CHECK(report["expanded_functions"][1]["op_type"] == "NegativeLogLikelihoodLoss");
+  for (const std::string& model_path : {path, job.output_path}) {
+    CAPTURE(model_path);
+    RunOptions options;
+    options.model_path = model_path;
+    options.inputs_dir = inputs_dir;
+    options.iterations = 1, options.warmup = 0, options.threads = 1;
+    options.check = options.json = true;
+    options.outputs_dir = (dir / ("out_" + std::filesystem::path(model_path).extension().string().substr(1))).string();
+    std::ostringstream out;
+    REQUIRE(RunJob(options, out) == 0);
+    CHECK(nlohmann::json::parse(out.str())["check"]["ok"] == true);
+    auto written = ReadTensorDir(options.outputs_dir, "output");
+    REQUIRE(written.size() == 1);
+    REQUIRE(written[0].data.size() == 1);
+    CHECK(written[0].data[0] == Approx(want).epsilon(1e-5));  // float32 log-softmax and sums
+  }
 }

@@ -2,6 +2,7 @@
 // plan-file hook, and the pattern library it loads.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -180,4 +181,38 @@ TEST_CASE("LoadPatterns: the built-in library, then extra folders, names unique"
   CHECK(e.kind == ErrorKind::kInvalidModel);
   CHECK_THAT(e.message, Catch::Contains("extra.onnxtxt:1: pattern " + builtin.front().function.name() +
                                         " is already defined in " + builtin.front().file));
+}
+
+TEST_CASE("a plan file job expands the function ops the backend does not lower, an ONNX output keeps them",
+          "[pipeline]") {
+  test::TempDir dir("pipeline");
+  FuseJob job;
+  job.input_path = (dir.path / "mvn.onnx").string();
+  std::ofstream(job.input_path, std::ios::binary) << test::ParseModel(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[1,2,3,3] x) => (float[1,2,3,3] y) {\n"
+      "  y = MeanVarianceNormalization(x)\n"
+      "}\n").SerializeAsString();
+  OpLowered lowers = [](const std::string& domain, const std::string& op) {
+    return domain.empty() && op != "MeanVarianceNormalization";
+  };
+  std::vector<std::string> ops_seen;
+  PlanFileWriter writer = [&](const FuseJob&, const Graph& graph, const FusionPlan&) {
+    for (const Node& n : graph.nodes()) ops_seen.push_back(n.op_type);
+    return json{{"steps", 1}};
+  };
+  job.output_path = (dir.path / "mvn.plan").string();
+  json report = RunFuseJob(job, writer, lowers);
+  CHECK(ops_seen.size() == 11);
+  CHECK(std::count(ops_seen.begin(), ops_seen.end(), "MeanVarianceNormalization") == 0);
+  CHECK(report["expanded_functions"] ==
+        json::array({{{"node", "MeanVarianceNormalization_0"}, {"op_type", "MeanVarianceNormalization"}, {"body_nodes", 11}}}));
+  CHECK(report["totals"]["nodes_before"] == 11);
+
+  job.output_path = (dir.path / "mvn_fused.onnx").string();
+  report = RunFuseJob(job, writer, lowers);
+  onnx::ModelProto written;
+  REQUIRE(written.ParseFromString(FileContents(job.output_path)));
+  CHECK(HasOp(written, "MeanVarianceNormalization"));
+  CHECK_FALSE(report.contains("expanded_functions"));
 }
