@@ -92,7 +92,7 @@ TEST_CASE("a 3x3 convolution between wide layers runs as Winograd F(2x2, 3x3) un
   }
 }
 
-TEST_CASE("a grouped Conv whose weights and bias are graph inputs reorders them at run time; a BatchNormalization "
+TEST_CASE("a grouped Conv whose weights and bias are graph inputs reorders them at run time and a BatchNormalization "
           "after it is not folded",
           "[backend_ops]") {
   // X [1,4,5,5], W [6,2,3,3] (group 2: 2 input channels per group, 3 outputs per group), pads 1, stride 2 -> 3x3.
