@@ -147,6 +147,9 @@ class ExecutablePlan {
   /// buffers live in the activation arena: valid until the next run.
   void* InputBuffer(std::size_t i);
   const void* OutputBuffer(std::size_t i) const;
+  /// Output i of the last run as an owned, named Tensor in its storage type
+  /// (a copy of OutputBuffer(i), or of the constant); what Run returns.
+  Tensor OutputTensor(std::size_t i) const;
   void RunSteps(std::vector<double>* step_ms = nullptr);
 
   const PlanStats& stats() const;

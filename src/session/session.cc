@@ -203,30 +203,7 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
   Impl::FeedInputs(plan, inputs);
   plan.RunSteps();
   std::vector<Tensor> outputs;
-  for (std::size_t i : wanted) {
-    const ExecutablePlan::Binding& out = bindings[i];
-    if (out.constant) {
-      outputs.push_back(*out.constant);
-      outputs.back().name = out.name;
-      continue;
-    }
-    Tensor t;
-    t.name = out.name;
-    t.dims = out.dims;
-    t.data_type = out.data_type;
-    t.elem_type = StorageTypeOf(out.data_type);
-    std::int64_t n = 1;
-    for (auto d : out.dims) n *= d;
-    const auto* src = plan.OutputBuffer(i);
-    if (t.elem_type == onnx::TensorProto::INT64) {
-      t.int_data.resize(static_cast<std::size_t>(n));
-      std::copy_n(static_cast<const std::int64_t*>(src), n, t.int_data.data());
-    } else {
-      t.data.resize(static_cast<std::size_t>(n));
-      std::copy_n(static_cast<const float*>(src), n, t.data.data());
-    }
-    outputs.push_back(std::move(t));
-  }
+  for (std::size_t i : wanted) outputs.push_back(plan.OutputTensor(i));
   return outputs;
 }
 

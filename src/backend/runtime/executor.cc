@@ -268,27 +268,7 @@ std::vector<Tensor> ExecutablePlan::Run(const std::vector<Tensor>& inputs, std::
   }
   RunSteps(step_ms);
   std::vector<Tensor> outputs;
-  for (const IoBinding& out : p.outputs) {
-    if (out.constant) {
-      outputs.push_back(*out.constant);
-      outputs.back().name = out.name;
-      continue;
-    }
-    Tensor t;
-    t.name = out.name;
-    t.dims = out.dims;
-    t.data_type = out.data_type;
-    t.elem_type = StorageTypeOf(out.data_type);
-    const auto n = static_cast<std::size_t>(Product(out.dims));
-    if (t.elem_type == onnx::TensorProto::INT64) {
-      t.int_data.resize(n);
-      std::copy_n(reinterpret_cast<const std::int64_t*>(p.SlotData(out.slot)), n, t.int_data.data());
-    } else {
-      t.data.resize(n);
-      std::copy_n(reinterpret_cast<const float*>(p.SlotData(out.slot)), n, t.data.data());
-    }
-    outputs.push_back(std::move(t));
-  }
+  for (std::size_t i = 0; i < p.outputs.size(); ++i) outputs.push_back(OutputTensor(i));
   return outputs;
 }
 
@@ -310,6 +290,29 @@ void* ExecutablePlan::InputBuffer(std::size_t i) { return impl_->SlotData(impl_-
 const void* ExecutablePlan::OutputBuffer(std::size_t i) const {
   const IoBinding& out = impl_->outputs.at(i);
   return out.constant ? nullptr : impl_->SlotData(out.slot);
+}
+
+Tensor ExecutablePlan::OutputTensor(std::size_t i) const {
+  const IoBinding& out = impl_->outputs.at(i);
+  if (out.constant) {
+    Tensor t = *out.constant;
+    t.name = out.name;
+    return t;
+  }
+  Tensor t;
+  t.name = out.name;
+  t.dims = out.dims;
+  t.data_type = out.data_type;
+  t.elem_type = StorageTypeOf(out.data_type);
+  const auto n = static_cast<std::size_t>(Product(out.dims));
+  if (t.elem_type == onnx::TensorProto::INT64) {
+    t.int_data.resize(n);
+    std::copy_n(reinterpret_cast<const std::int64_t*>(impl_->SlotData(out.slot)), n, t.int_data.data());
+  } else {
+    t.data.resize(n);
+    std::copy_n(reinterpret_cast<const float*>(impl_->SlotData(out.slot)), n, t.data.data());
+  }
+  return t;
 }
 
 void ExecutablePlan::RunSteps(std::vector<double>* step_ms) {
