@@ -1,9 +1,9 @@
 // Function expansion (see expand_functions.h).
 #include "rewrite/expand_functions.h"
+#include "rewrite/name_source.h"
 
 #include <map>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include <onnx/defs/schema.h>
@@ -15,45 +15,6 @@
 namespace onnxfuse {
 
 namespace {
-
-using Names = std::set<std::string>;
-
-void CollectNames(const onnx::GraphProto& g, Names& names);
-
-void CollectNames(const onnx::NodeProto& n, Names& names) {
-  names.insert(n.input().begin(), n.input().end());
-  names.insert(n.output().begin(), n.output().end());
-  if (!n.name().empty()) names.insert(n.name());
-  for (const auto& a : n.attribute()) {
-    if (a.has_g()) CollectNames(a.g(), names);
-    for (const auto& g : a.graphs()) CollectNames(g, names);
-  }
-}
-
-// Every value and node name of `g` and its subgraphs: what a fresh name avoids.
-void CollectNames(const onnx::GraphProto& g, Names& names) {
-  for (const auto& v : g.input()) names.insert(v.name());
-  for (const auto& v : g.output()) names.insert(v.name());
-  for (const auto& v : g.value_info()) names.insert(v.name());
-  for (const auto& t : g.initializer()) names.insert(t.name());
-  for (const auto& t : g.sparse_initializer()) names.insert(t.values().name());
-  for (const auto& n : g.node()) CollectNames(n, names);
-}
-
-// Names no part of the model uses: `base`, else "<base>_2", "<base>_3", ...
-class FreshNames {
- public:
-  explicit FreshNames(Names taken) : taken_(std::move(taken)) {}
-  std::string Make(const std::string& base) {
-    std::string name = base;
-    for (int k = 2; taken_.count(name); ++k) name = base + "_" + std::to_string(k);
-    taken_.insert(name);
-    return name;
-  }
-
- private:
-  Names taken_;
-};
 
 onnx::TypeProto TypeProtoOf(const TensorType& t) {
   onnx::TypeProto type;
@@ -158,7 +119,7 @@ std::string BodyRefusal(const google::protobuf::RepeatedPtrField<onnx::NodeProto
 // Renames a body's values and substitutes its attribute references, in place.
 class Inliner {
  public:
-  Inliner(const Node& call, const onnx::OpSchema& schema, const onnx::FunctionProto& body, FreshNames& fresh)
+  Inliner(const Node& call, const onnx::OpSchema& schema, const onnx::FunctionProto& body, NameSource& fresh)
       : call_(call), schema_(schema), fresh_(fresh) {
     const auto& in = call.proto.input();
     const auto& out = call.proto.output();
@@ -169,7 +130,7 @@ class Inliner {
   }
 
   void InlineNode(onnx::NodeProto& n, int index) {
-    n.set_name(fresh_.Make(call_.name + "/" + (n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name())));
+    n.set_name(fresh_.Fresh(call_.name + "/" + (n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name())));
     if (n.domain() == "ai.onnx") n.clear_domain();
     for (auto& v : *n.mutable_input()) v = Rename(v);
     for (auto& v : *n.mutable_output()) v = Rename(v);
@@ -181,7 +142,7 @@ class Inliner {
     if (name.empty()) return name;
     auto it = renamed_.find(name);
     if (it != renamed_.end()) return it->second;
-    return renamed_[name] = fresh_.Make(call_.name + "/" + name);
+    return renamed_[name] = fresh_.Fresh(call_.name + "/" + name);
   }
 
   // A reference takes the call's attribute, else the schema's default, else
@@ -223,7 +184,7 @@ class Inliner {
 
   const Node& call_;
   const onnx::OpSchema& schema_;
-  FreshNames& fresh_;
+  NameSource& fresh_;
   std::map<std::string, std::string> renamed_;
   std::map<std::string, const onnx::AttributeProto*> given_;
 };
@@ -258,9 +219,7 @@ Round PlanRound(const Graph& graph, const LoweredOp& lowered, const std::map<std
 // Replaces the round's nodes by their bodies and reloads the model into `graph`.
 void ApplyRound(Graph& graph, const Round& round, Origins& origins, FunctionExpansion& result) {
   onnx::ModelProto model = graph.model();
-  Names taken;
-  CollectNames(model.graph(), taken);
-  FreshNames fresh(std::move(taken));
+  NameSource fresh(model);
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     const Node& node = graph.node(id);

@@ -6,22 +6,6 @@ namespace onnxfuse {
 
 namespace {
 
-void CollectNames(const onnx::GraphProto& g, std::unordered_set<std::string>& names) {
-  for (const auto& v : g.input()) names.insert(v.name());
-  for (const auto& v : g.output()) names.insert(v.name());
-  for (const auto& v : g.value_info()) names.insert(v.name());
-  for (const auto& t : g.initializer()) names.insert(t.name());
-  for (const auto& n : g.node()) {
-    names.insert(n.name());
-    names.insert(n.input().begin(), n.input().end());
-    names.insert(n.output().begin(), n.output().end());
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectNames(a.g(), names);
-      for (const auto& sub : a.graphs()) CollectNames(sub, names);
-    }
-  }
-}
-
 std::map<std::string, std::string> WithoutDefinedBy(const onnx::GraphProto& g, std::map<std::string, std::string> rename) {
   for (const auto& v : g.input()) rename.erase(v.name());
   for (const auto& t : g.initializer()) rename.erase(t.name());
@@ -53,15 +37,6 @@ void RenameNode(onnx::NodeProto& node, const std::map<std::string, std::string>&
 }
 
 }  // namespace
-
-NameSource::NameSource(const onnx::ModelProto& model) { CollectNames(model.graph(), taken_); }
-
-std::string NameSource::Fresh(const std::string& base) {
-  std::string name = base;
-  for (int i = 2; taken_.count(name); ++i) name = base + "_" + std::to_string(i);
-  taken_.insert(name);
-  return name;
-}
 
 BodyCopy CopyBody(const onnx::GraphProto& body, const std::vector<std::string>& inputs, const std::string& prefix,
                   NameSource& names, const std::string& node_label) {

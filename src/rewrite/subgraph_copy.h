@@ -13,24 +13,13 @@
 
 #include <map>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
 
+#include "rewrite/name_source.h"
+
 namespace onnxfuse {
-
-/// Fresh value and node names for a model: names that nothing in it (its
-/// subgraphs included) uses and that no earlier call returned.
-class NameSource {
- public:
-  explicit NameSource(const onnx::ModelProto& model);
-  /// `base`, else "<base>_2", "<base>_3", ...
-  std::string Fresh(const std::string& base);
-
- private:
-  std::unordered_set<std::string> taken_;
-};
 
 /// What one copy of a body adds to the enclosing graph.
 struct BodyCopy {
