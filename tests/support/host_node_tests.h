@@ -18,6 +18,7 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
 #include "onnxfuse/tensor_io.h"
+#include "test_models.h"
 
 #include <catch2/catch.hpp>
 
@@ -44,10 +45,10 @@ inline std::vector<std::string> NodeTestDirs(const std::string& name) {
 }
 
 /// "" when `actual` matches `expected` elementwise (|a - e| <= 1e-7 + 1e-3 |e|,
-/// NaN meets NaN, infinities equal), with the same storage type and dims; else why not.
+/// NaN meets NaN, infinities equal), with the same ONNX element type and dims; else why not.
 inline std::string CompareHostTensors(const Tensor& expected, const Tensor& actual) {
-  if (expected.elem_type != actual.elem_type)
-    return "element type " + std::to_string(actual.elem_type) + ", expected " + std::to_string(expected.elem_type);
+  if (expected.DataType() != actual.DataType() || expected.elem_type != actual.elem_type)
+    return "element type " + std::to_string(actual.DataType()) + ", expected " + std::to_string(expected.DataType());
   if (expected.dims != actual.dims) return "dims differ";
   const bool is_int = expected.elem_type == onnx::TensorProto::INT64;
   for (std::int64_t i = 0; i < expected.NumElements(); ++i) {
@@ -136,6 +137,24 @@ inline onnx::AttributeProto StringAttr(const std::string& name, const std::strin
   a.set_type(onnx::AttributeProto::STRING);
   a.set_s(v);
   return a;
+}
+
+/// A graph of one node, `body`, at default-domain opset `opset`, for hand
+/// cases that evaluate its node 0 ("g (" + inputs + ") => (" + outputs + ")").
+inline Graph OneNodeGraph(const std::string& inputs, const std::string& outputs, const std::string& body,
+                          int opset = 13) {
+  return GraphFromText("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\ng (" + inputs +
+                           ") => (" + outputs + ") {\n" + body + "\n}");
+}
+
+/// Every element of `t`, whatever its storage, within `margin` of `expected`.
+inline void CheckValues(const Tensor& t, const std::vector<double>& expected, double margin) {
+  const auto v = backend::HostValues(t);
+  REQUIRE(v.size() == expected.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    INFO("element " << i);
+    CHECK(v[i] == Approx(expected[i]).margin(margin));
+  }
 }
 
 /// Requires `count` node tests of op folder `name` and that each one passes on the host.

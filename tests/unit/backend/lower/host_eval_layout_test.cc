@@ -8,23 +8,15 @@
 
 #include "backend/lower/host_eval.h"
 #include "onnxfuse/error.h"
+#include "host_node_tests.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 using backend::EvalOnHost;
 
-namespace {
-
-// The first node of a one-node model `body` (inputs declared in `inputs`).
-Graph OneNode(const std::string& inputs, const std::string& outputs, const std::string& body) {
-  return test::GraphFromText("<ir_version: 8, opset_import: [\"\" : 13]>\ng (" + inputs + ") => (" + outputs + ") {\n" +
-                             body + "\n}");
-}
-
-}  // namespace
 
 TEST_CASE("Split into given sizes and into equal parts, along any axis", "[host_eval_layout]") {
-  Graph g = OneNode("float[2,5] x, int64[2] s", "float[2,2] a, float[2,3] b", "a, b = Split <axis = 1> (x, s)");
+  Graph g = test::OneNodeGraph("float[2,5] x, int64[2] s", "float[2,2] a, float[2,3] b", "a, b = Split <axis = 1> (x, s)");
   const Tensor x = test::TensorOf("x", {2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
   const Tensor sizes = test::IntTensorOf("s", {2}, {2, 3});
   auto out = EvalOnHost(g.node(0), {&x, &sizes}, 13);
@@ -33,7 +25,7 @@ TEST_CASE("Split into given sizes and into equal parts, along any axis", "[host_
   CHECK(out[0].data == std::vector<float>{0, 1, 5, 6});
   CHECK(out[1].data == std::vector<float>{2, 3, 4, 7, 8, 9});
 
-  Graph equal = OneNode("int64[4,1] x", "int64[2,1] a, int64[2,1] b", "a, b = Split (x)");
+  Graph equal = test::OneNodeGraph("int64[4,1] x", "int64[2,1] a, int64[2,1] b", "a, b = Split (x)");
   const Tensor ints = test::IntTensorOf("x", {4, 1}, {7, -1, 3, 5});
   out = EvalOnHost(equal.node(0), {&ints}, 13);
   CHECK(out[0].int_data == std::vector<std::int64_t>{7, -1});
@@ -49,7 +41,7 @@ TEST_CASE("Pad: constant with a value, reflect without repeating the edge, edge,
           "[host_eval_layout]") {
   const Tensor x = test::TensorOf("x", {2, 3}, {1, 2, 3, 4, 5, 6});
   auto pad = [&](const std::string& mode, std::vector<std::int64_t> pads) {
-    Graph g = OneNode("float[2,3] x, int64[4] p, float v", "float[A,B] y", "y = Pad <mode = \"" + mode + "\"> (x, p, v)");
+    Graph g = test::OneNodeGraph("float[2,3] x, int64[4] p, float v", "float[A,B] y", "y = Pad <mode = \"" + mode + "\"> (x, p, v)");
     const Tensor p = test::IntTensorOf("p", {4}, std::move(pads));
     const Tensor v = test::TensorOf("v", {}, {9});
     return EvalOnHost(g.node(0), {&x, &p, &v}, 13).at(0);

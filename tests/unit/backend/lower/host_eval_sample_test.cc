@@ -7,132 +7,40 @@
 // in host_eval_window_test.cc.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "backend/lower/host_eval.h"
 #include "backend/lower/host_tensor.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
+#include "host_node_tests.h"
 #include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 using backend::EvalOnHost;
-namespace fs = std::filesystem;
 
 namespace {
-
-fs::path NodeTestDir() {
-  for (const char* dir : {"/usr/share/libonnx-testdata/data/node", "/usr/share/onnx/backend/test/data/node"})
-    if (fs::exists(fs::path(dir) / "test_abs" / "model.onnx")) return dir;
-  return {};
-}
-
-// The folders of the sample family's node tests, sorted.
-std::vector<fs::path> SampleNodeTests(const fs::path& root) {
-  static const char* kPrefixes[] = {"test_resize_", "test_upsample_", "test_gridsample", "test_maxpool_with_argmax_",
-                                    "test_maxpool_2d_uint8", "test_maxunpool_", "test_roialign_", "test_lrn"};
-  std::vector<fs::path> found;
-  if (root.empty()) return found;
-  for (const auto& entry : fs::directory_iterator(root)) {
-    const std::string name = entry.path().filename().string();
-    for (const char* prefix : kPrefixes)
-      if (name.rfind(prefix, 0) == 0) found.push_back(entry.path());
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-// Evaluates every node of the loaded model on the host, in order, from
-// test_data_set_0's inputs and the initializers; returns the graph outputs,
-// narrowed to their ONNX types as host steps narrow them.
-std::vector<Tensor> EvalModel(const Graph& graph, const fs::path& set) {
-  std::map<ValueId, Tensor> values;
-  const std::vector<Tensor> inputs = ReadTensorDir(set.string(), "input");
-  for (std::size_t i = 0; i < graph.inputs().size(); ++i) {
-    const ValueId v = graph.inputs()[i];
-    auto named = std::find_if(inputs.begin(), inputs.end(), [&](const Tensor& t) { return t.name == graph.value(v).name; });
-    values[v] = named != inputs.end() ? *named : inputs.at(i);
-  }
-  for (const Node& node : graph.nodes()) {
-    std::vector<const Tensor*> in;
-    for (std::size_t k = 0; k < node.num_explicit_inputs; ++k) {
-      const ValueId v = node.inputs[k];
-      if (v != kNoValue && !values.count(v) && graph.IsConstant(v))
-        values[v] = TensorFromProto(*graph.ConstantTensor(v), graph.value(v).name);
-      in.push_back(v == kNoValue ? nullptr : &values.at(v));
-    }
-    std::vector<Tensor> out = EvalOnHost(node, in, graph.opset());
-    for (std::size_t k = 0; k < node.outputs.size() && k < out.size(); ++k)
-      if (node.outputs[k] != kNoValue) {
-        backend::NarrowTo(out[k], graph.value(node.outputs[k]).type.elem_type);
-        values[node.outputs[k]] = std::move(out[k]);
-      }
-  }
-  std::vector<Tensor> outputs;
-  for (ValueId v : graph.outputs()) outputs.push_back(values.at(v));
-  return outputs;
-}
-
-// numpy's assert_allclose(actual, expected, rtol=1e-3, atol=1e-7), element
-// types and shapes equal: the ONNX backend tests' tolerance.
-void CheckAllClose(const Tensor& actual, const Tensor& expected, const std::string& where) {
-  INFO(where);
-  REQUIRE(actual.dims == expected.dims);
-  CHECK(actual.DataType() == expected.DataType());
-  const auto a = backend::HostValues(actual), e = backend::HostValues(expected);
-  REQUIRE(a.size() == e.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    INFO("element " << i << ": " << a[i] << " expected " << e[i]);
-    CHECK(std::abs(a[i] - e[i]) <= 1e-7 + 1e-3 * std::abs(e[i]));
-  }
-}
-
-// The first node of a one-node model (opset `opset`).
-Graph OneNode(const std::string& inputs, const std::string& outputs, const std::string& body, int opset = 13) {
-  return test::GraphFromText("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\ng (" + inputs +
-                             ") => (" + outputs + ") {\n" + body + "\n}");
-}
 
 // Runs node 0 of `g` on `inputs` (nullptr: omitted).
 Tensor Eval(const Graph& g, const std::vector<const Tensor*>& inputs) {
   return EvalOnHost(g.node(0), inputs, g.opset()).at(0);
 }
 
-std::vector<double> Values(const Tensor& t) { return backend::HostValues(t); }
-
-void CheckValues(const Tensor& t, const std::vector<double>& expected) {
-  const auto v = Values(t);
-  REQUIRE(v.size() == expected.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    INFO("element " << i);
-    CHECK(v[i] == Approx(expected[i]).margin(1e-6));
-  }
-}
-
 }  // namespace
 
 TEST_CASE("every ONNX node test of the sample family evaluates to its expected outputs", "[host_eval_sample]") {
-  const std::vector<fs::path> tests = SampleNodeTests(NodeTestDir());
   // libonnx-testdata 1.12: 23 Resize, 1 Upsample, 8 GridSample, 2 MaxPool with
-  // Indices, 1 uint8 MaxPool, 2 MaxUnpool, 2 RoiAlign, 2 LRN. A missing folder
-  // (or data) fails here rather than passing with less tested.
-  REQUIRE(tests.size() == 41);
-  for (const fs::path& dir : tests) {
-    const std::string name = dir.filename().string();
-    INFO(name);
-    const Graph graph = LoadModel((dir / "model.onnx").string());
-    const fs::path set = dir / "test_data_set_0";
-    const std::vector<Tensor> actual = EvalModel(graph, set);
-    const std::vector<Tensor> expected = ReadTensorDir(set.string(), "output");
-    REQUIRE(actual.size() == expected.size());
-    for (std::size_t k = 0; k < actual.size(); ++k) CheckAllClose(actual[k], expected[k], name + " output " + std::to_string(k));
-  }
+  // Indices, 1 uint8 MaxPool, 2 MaxUnpool, 2 RoiAlign, 2 LRN (41 in all).
+  test::CheckNodeTestsOnHost("resize", 23);
+  test::CheckNodeTestsOnHost("upsample", 1);
+  test::CheckNodeTestsOnHost("gridsample", 8);
+  test::CheckNodeTestsOnHost("maxpool_with_argmax", 2);
+  test::CheckNodeTestsOnHost("maxpool_2d_uint8", 1);
+  test::CheckNodeTestsOnHost("maxunpool", 2);
+  test::CheckNodeTestsOnHost("roialign", 2);
+  test::CheckNodeTestsOnHost("lrn", 2);
 }
 
 TEST_CASE("Resize nearest_mode: ties at .5 go down or up, Resize-10 floors upsampling and ceils downsampling",
@@ -141,10 +49,10 @@ TEST_CASE("Resize nearest_mode: ties at .5 go down or up, Resize-10 floors upsam
   const Tensor x = test::TensorOf("x", {2}, {10, 20});
   const Tensor scales = test::TensorOf("s", {1}, {2});
   auto nearest = [&](const std::string& mode) {
-    Graph g = OneNode("float[2] x, float[1] s", "float[4] y",
+    Graph g = test::OneNodeGraph("float[2] x, float[1] s", "float[4] y",
                       "y = Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"" +
                           mode + "\"> (x, , s)");
-    return Values(Eval(g, {&x, nullptr, &scales}));
+    return backend::HostValues(Eval(g, {&x, nullptr, &scales}));
   };
   CHECK(nearest("round_prefer_floor") == std::vector<double>{10, 10, 20, 20});
   CHECK(nearest("round_prefer_ceil") == std::vector<double>{10, 20, 20, 20});
@@ -154,12 +62,12 @@ TEST_CASE("Resize nearest_mode: ties at .5 go down or up, Resize-10 floors upsam
   // Resize-10, scale 0.6 of 5: out floor(3.0) = 3, x = 0, 1.67, 3.33, ceil -> 0, 2, 4.
   const Tensor five = test::TensorOf("x", {5}, {1, 2, 3, 4, 5});
   const Tensor down = test::TensorOf("s", {1}, {0.6f});
-  Graph g10 = OneNode("float[5] x, float[1] s", "float[3] y", "y = Resize <mode = \"nearest\"> (x, s)", 10);
-  CHECK(Values(Eval(g10, {&five, &down})) == std::vector<double>{1, 3, 5});
+  Graph g10 = test::OneNodeGraph("float[5] x, float[1] s", "float[3] y", "y = Resize <mode = \"nearest\"> (x, s)", 10);
+  CHECK(backend::HostValues(Eval(g10, {&five, &down})) == std::vector<double>{1, 3, 5});
   // Upsampling (scale 2.5 of 2): x = y / 2.5 = 0, 0.4, 0.8, 1.2, 1.6, floor.
   const Tensor up = test::TensorOf("s", {1}, {2.5f});
-  Graph up10 = OneNode("float[2] x, float[1] s", "float[5] y", "y = Resize <mode = \"nearest\"> (x, s)", 10);
-  CHECK(Values(Eval(up10, {&x, &up})) == std::vector<double>{10, 10, 10, 20, 20});
+  Graph up10 = test::OneNodeGraph("float[2] x, float[1] s", "float[5] y", "y = Resize <mode = \"nearest\"> (x, s)", 10);
+  CHECK(backend::HostValues(Eval(up10, {&x, &up})) == std::vector<double>{10, 10, 10, 20, 20});
 }
 
 TEST_CASE("Resize coordinate transformations at an output length of 1, and N-linear over every axis",
@@ -167,10 +75,10 @@ TEST_CASE("Resize coordinate transformations at an output length of 1, and N-lin
   const Tensor x = test::TensorOf("x", {4}, {1, 2, 4, 8});
   const Tensor one = test::IntTensorOf("n", {1}, {1});
   auto linear = [&](const std::string& transform) {
-    Graph g = OneNode("float[4] x, int64[1] n", "float[1] y",
+    Graph g = test::OneNodeGraph("float[4] x, int64[1] n", "float[1] y",
                       "y = Resize <mode = \"linear\", coordinate_transformation_mode = \"" + transform +
                           "\"> (x, , , n)");
-    return Values(Eval(g, {&x, nullptr, nullptr, &one}))[0];
+    return backend::HostValues(Eval(g, {&x, nullptr, nullptr, &one}))[0];
   };
   CHECK(linear("half_pixel") == Approx(3.0));        // x = 0.5 * 4 - 0.5 = 1.5: between 2 and 4
   CHECK(linear("pytorch_half_pixel") == Approx(1));  // length 1: x = 0
@@ -183,9 +91,9 @@ TEST_CASE("Resize coordinate transformations at an output length of 1, and N-lin
   // means of two.
   const Tensor square = test::TensorOf("x", {2, 2}, {1, 3, 5, 11});
   const Tensor three = test::IntTensorOf("n", {2}, {3, 3});
-  Graph g = OneNode("float[2,2] x, int64[2] n", "float[3,3] y",
+  Graph g = test::OneNodeGraph("float[2,2] x, int64[2] n", "float[3,3] y",
                     "y = Resize <mode = \"linear\", coordinate_transformation_mode = \"align_corners\"> (x, , , n)");
-  CheckValues(Eval(g, {&square, nullptr, nullptr, &three}), {1, 2, 3, 3, 5, 7, 5, 8, 11});
+  test::CheckValues(Eval(g, {&square, nullptr, nullptr, &three}), {1, 2, 3, 3, 5, 7, 5, 8, 11}, 1e-6);
 }
 
 TEST_CASE("Resize cubic with exclude_outside renormalizes the weights left inside, tf_crop_and_resize extrapolates",
@@ -195,31 +103,31 @@ TEST_CASE("Resize cubic with exclude_outside renormalizes the weights left insid
   // W(0.25) = 0.8671875, W(1.25) = -0.0703125 renormalized by their sum 0.796875.
   const Tensor x = test::TensorOf("x", {4}, {1, 2, 3, 4});
   const Tensor scales = test::TensorOf("s", {1}, {2});
-  Graph g = OneNode("float[4] x, float[1] s", "float[8] y",
+  Graph g = test::OneNodeGraph("float[4] x, float[1] s", "float[8] y",
                     "y = Resize <mode = \"cubic\", cubic_coeff_a = -0.5, exclude_outside = 1> (x, , s)");
-  const auto y = Values(Eval(g, {&x, nullptr, &scales}));
+  const auto y = backend::HostValues(Eval(g, {&x, nullptr, &scales}));
   CHECK(y[0] == Approx((0.8671875 * 1 - 0.0703125 * 2) / 0.796875));
   // Without exclude_outside the outside taps read the edge (weights sum to 1).
-  Graph edge = OneNode("float[4] x, float[1] s", "float[8] y",
+  Graph edge = test::OneNodeGraph("float[4] x, float[1] s", "float[8] y",
                        "y = Resize <mode = \"cubic\", cubic_coeff_a = -0.5> (x, , s)");
   const double w175 = ((-0.5 * 1.75 + 2.5) * 1.75 - 4) * 1.75 + 2, w075 = (1.5 * 0.75 - 2.5) * 0.75 * 0.75 + 1;
-  CHECK(Values(Eval(edge, {&x, nullptr, &scales}))[0] == Approx((w175 + w075 + 0.8671875) * 1 - 0.0703125 * 2));
+  CHECK(backend::HostValues(Eval(edge, {&x, nullptr, &scales}))[0] == Approx((w175 + w075 + 0.8671875) * 1 - 0.0703125 * 2));
 
   // roi [0.5, 1.5] of 3 samples, 3 outputs: x = 1 + y = 1, 2, 3; 3 is past the last sample.
   const Tensor three = test::TensorOf("x", {3}, {10, 20, 30});
   const Tensor roi = test::TensorOf("r", {2}, {0.5f, 1.5f});
   const Tensor sizes = test::IntTensorOf("n", {1}, {3});
-  Graph crop = OneNode("float[3] x, float[2] r, int64[1] n", "float[3] y",
+  Graph crop = test::OneNodeGraph("float[3] x, float[2] r, int64[1] n", "float[3] y",
                        "y = Resize <mode = \"linear\", coordinate_transformation_mode = \"tf_crop_and_resize\", "
                        "extrapolation_value = -7.0> (x, r, , n)");
-  CHECK(Values(Eval(crop, {&three, &roi, nullptr, &sizes})) == std::vector<double>{20, 30, -7});
+  CHECK(backend::HostValues(Eval(crop, {&three, &roi, nullptr, &sizes})) == std::vector<double>{20, 30, -7});
 }
 
 TEST_CASE("Resize output dims come from floor(in * scale) in float, bad scales and sizes are refused",
           "[host_eval_sample]") {
   const Tensor x = test::TensorOf("x", {1, 1, 4, 4}, std::vector<float>(16, 1.0f));
   const Tensor scales = test::TensorOf("s", {4}, {1, 1, 0.6f, 1.5f});
-  Graph g = OneNode("float[1,1,4,4] x, float[4] s", "float[1,1,2,6] y", "y = Resize (x, , s)");
+  Graph g = test::OneNodeGraph("float[1,1,4,4] x, float[4] s", "float[1,1,2,6] y", "y = Resize (x, , s)");
   CHECK(Eval(g, {&x, nullptr, &scales}).dims == std::vector<std::int64_t>{1, 1, 2, 6});
 
   const Tensor sizes = test::IntTensorOf("n", {4}, {1, 1, 2, 2});
@@ -238,12 +146,12 @@ TEST_CASE("Resize output dims come from floor(in * scale) in float, bad scales a
 TEST_CASE("Upsample-7 (scales attribute) and Upsample-9 (scales input): asymmetric, nearest floors",
           "[host_eval_sample]") {
   const Tensor x = test::TensorOf("x", {1, 2}, {1, 3});
-  Graph g7 = OneNode("float[1,2] x", "float[1,6] y", "y = Upsample <scales = [1.0, 3.0]> (x)", 8);
-  CHECK(Values(Eval(g7, {&x})) == std::vector<double>{1, 1, 1, 3, 3, 3});
+  Graph g7 = test::OneNodeGraph("float[1,2] x", "float[1,6] y", "y = Upsample <scales = [1.0, 3.0]> (x)", 8);
+  CHECK(backend::HostValues(Eval(g7, {&x})) == std::vector<double>{1, 1, 1, 3, 3, 3});
   // linear: x = y / 2 = 0, 0.5, 1, 1.5, the last clamped to the edge.
   const Tensor scales = test::TensorOf("s", {2}, {1, 2});
-  Graph g9 = OneNode("float[1,2] x, float[2] s", "float[1,4] y", "y = Upsample <mode = \"linear\"> (x, s)", 9);
-  CheckValues(Eval(g9, {&x, &scales}), {1, 2, 3, 3});
+  Graph g9 = test::OneNodeGraph("float[1,2] x, float[2] s", "float[1,4] y", "y = Upsample <mode = \"linear\"> (x, s)", 9);
+  test::CheckValues(Eval(g9, {&x, &scales}), {1, 2, 3, 3}, 1e-6);
 }
 
 TEST_CASE("GridSample: padding modes, reflection far outside, nearest rounds half to even", "[host_eval_sample]") {
@@ -254,9 +162,9 @@ TEST_CASE("GridSample: padding modes, reflection far outside, nearest rounds hal
     for (float v : gx) grid.push_back(v), grid.push_back(0);  // y = 0: row 0 of the one-row image
     const auto n = static_cast<std::int64_t>(gx.size());
     const Tensor t = test::TensorOf("g", {1, 1, n, 2}, grid);
-    Graph g = OneNode("float[1,1,1,4] x, float[1,1," + std::to_string(n) + ",2] g",
+    Graph g = test::OneNodeGraph("float[1,1,1,4] x, float[1,1," + std::to_string(n) + ",2] g",
                       "float[1,1,1," + std::to_string(n) + "] y", "y = GridSample <" + attrs + "> (x, g)", 16);
-    return Values(Eval(g, {&x, &t}));
+    return backend::HostValues(Eval(g, {&x, &t}));
   };
   // zeros: g = -1 is x = -0.5, half the first pixel and half 0; g = -0.5 is x = 0.5.
   const auto zeros = sample("mode = \"bilinear\"", {-1.0f, -0.5f});
@@ -275,7 +183,7 @@ TEST_CASE("GridSample: padding modes, reflection far outside, nearest rounds hal
   CHECK(sample("align_corners = 1", {-1.0f, 1.0f, 0.0f}) == std::vector<double>{10, 40, 25});
   // A grid whose batch differs from X's is refused, naming the node.
   const Tensor bad = test::TensorOf("g", {2, 1, 1, 2}, {0, 0, 0, 0});
-  Graph g = OneNode("float[1,1,1,4] x, float[2,1,1,2] g", "float[1,1,1,1] y", "y = GridSample (x, g)", 16);
+  Graph g = test::OneNodeGraph("float[1,1,1,4] x, float[2,1,1,2] g", "float[1,1,1,1] y", "y = GridSample (x, g)", 16);
   CHECK_THROWS_WITH(Eval(g, {&x, &bad}), Catch::Contains("(GridSample)") && Catch::Contains("grid of shape"));
 }
 

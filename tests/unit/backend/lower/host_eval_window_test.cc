@@ -12,30 +12,11 @@
 #include "backend/lower/host_eval.h"
 #include "backend/lower/host_tensor.h"
 #include "onnxfuse/error.h"
+#include "host_node_tests.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
 using backend::EvalOnHost;
-
-namespace {
-
-Graph OneNode(const std::string& inputs, const std::string& outputs, const std::string& body, int opset = 13) {
-  return test::GraphFromText("<ir_version: 8, opset_import: [\"\" : " + std::to_string(opset) + "]>\ng (" + inputs +
-                             ") => (" + outputs + ") {\n" + body + "\n}");
-}
-
-std::vector<double> Values(const Tensor& t) { return backend::HostValues(t); }
-
-void CheckValues(const Tensor& t, const std::vector<double>& expected) {
-  const auto v = Values(t);
-  REQUIRE(v.size() == expected.size());
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    INFO("element " << i);
-    CHECK(v[i] == Approx(expected[i]).margin(1e-9));
-  }
-}
-
-}  // namespace
 
 TEST_CASE("MaxPool Indices: flat over batch and channels, row- or column-major spatially, first maximum wins",
           "[host_eval_window]") {
@@ -43,13 +24,13 @@ TEST_CASE("MaxPool Indices: flat over batch and channels, row- or column-major s
   //   image 0: 1 9 2 / 3 4 9   image 1: 5 5 5 / 5 5 5 (ties)
   const Tensor x = test::TensorOf("x", {2, 1, 2, 3}, {1, 9, 2, 3, 4, 9, 5, 5, 5, 5, 5, 5});
   auto pool = [&](int storage_order) {
-    Graph g = OneNode("float[2,1,2,3] x", "float[2,1,1,2] y, int64[2,1,1,2] i",
+    Graph g = test::OneNodeGraph("float[2,1,2,3] x", "float[2,1,1,2] y, int64[2,1,1,2] i",
                       "y, i = MaxPool <kernel_shape = [2, 2], storage_order = " + std::to_string(storage_order) + "> (x)");
     return EvalOnHost(g.node(0), {&x}, 13);
   };
   const auto row = pool(0);
   REQUIRE(row.size() == 2);
-  CHECK(Values(row[0]) == std::vector<double>{9, 9, 5, 5});
+  CHECK(backend::HostValues(row[0]) == std::vector<double>{9, 9, 5, 5});
   // Image 0: the 9 at (0, 1) comes first in both windows (not the 9 at (1, 2)); image 1 (offset
   // 6): each window's first element.
   CHECK(row[1].int_data == std::vector<std::int64_t>{1, 1, 6, 7});
@@ -62,7 +43,7 @@ TEST_CASE("MaxPool on int8 ignores padding, takes dilations and ceil_mode, and d
           "[host_eval_window]") {
   // Negative values with pads of 1: a padded zero would win if padding counted.
   const Tensor x = test::IntTensorOf("x", {1, 1, 1, 3}, {-5, -3, -9});
-  Graph g = OneNode("int8[1,1,1,3] x", "int8[1,1,1,3] y",
+  Graph g = test::OneNodeGraph("int8[1,1,1,3] x", "int8[1,1,1,3] y",
                     "y = MaxPool <kernel_shape = [1, 3], pads = [0, 1, 0, 1]> (x)");
   const Tensor y = EvalOnHost(g.node(0), {&x}, 13).at(0);
   CHECK(y.elem_type == onnx::TensorProto::INT64);
@@ -71,19 +52,19 @@ TEST_CASE("MaxPool on int8 ignores padding, takes dilations and ceil_mode, and d
   // 1-D of 6, kernel 2 dilated by 2 (extent 3), stride 2, ceil_mode: (6 - 3) / 2 = 1.5 -> 3 windows
   // at 0, 2, 4; the one at 4 reads 4 and 6 (past the end: 4 alone).
   const Tensor line = test::TensorOf("x", {1, 1, 6}, {1, 7, 3, 2, 8, 0});
-  Graph dilated = OneNode("float[1,1,6] x", "float[1,1,3] y",
+  Graph dilated = test::OneNodeGraph("float[1,1,6] x", "float[1,1,3] y",
                           "y = MaxPool <kernel_shape = [2], dilations = [2], strides = [2], ceil_mode = 1> (x)");
-  CHECK(Values(EvalOnHost(dilated.node(0), {&line}, 13).at(0)) == std::vector<double>{3, 8, 8});
+  CHECK(backend::HostValues(EvalOnHost(dilated.node(0), {&line}, 13).at(0)) == std::vector<double>{3, 8, 8});
   // ceil_mode with pads [0, 1], kernel 2, stride 2 on 4: ceil(3 / 2) + 1 = 3 windows, but the third
   // would start at 4, in the end padding: 2 windows.
   const Tensor four = test::TensorOf("x", {1, 1, 4}, {1, 2, 3, 4});
-  Graph padded = OneNode("float[1,1,4] x", "float[1,1,M] y",
+  Graph padded = test::OneNodeGraph("float[1,1,4] x", "float[1,1,M] y",
                          "y = MaxPool <kernel_shape = [2], strides = [2], pads = [0, 1], ceil_mode = 1> (x)");
   CHECK(EvalOnHost(padded.node(0), {&four}, 13).at(0).dims == std::vector<std::int64_t>{1, 1, 2});
   // SAME_LOWER: the odd pad at the beginning, so the first window is [pad, 1].
-  Graph same = OneNode("float[1,1,4] x", "float[1,1,4] y", "y = MaxPool <kernel_shape = [2], auto_pad = \"SAME_LOWER\"> (x)");
+  Graph same = test::OneNodeGraph("float[1,1,4] x", "float[1,1,4] y", "y = MaxPool <kernel_shape = [2], auto_pad = \"SAME_LOWER\"> (x)");
   const Tensor falling = test::TensorOf("x", {1, 1, 4}, {4, 3, 2, 1});
-  CHECK(Values(EvalOnHost(same.node(0), {&falling}, 13).at(0)) == std::vector<double>{4, 4, 3, 2});
+  CHECK(backend::HostValues(EvalOnHost(same.node(0), {&falling}, 13).at(0)) == std::vector<double>{4, 4, 3, 2});
 }
 
 TEST_CASE("MaxUnpool scatters X to MaxPool's indices, output_shape extends the result with zeros",
@@ -91,16 +72,16 @@ TEST_CASE("MaxUnpool scatters X to MaxPool's indices, output_shape extends the r
   // Values 9 and 8 at flat indices 1 and 5 of the unpooled [1, 1, 2, 3] ((1 - 1) * 1 + 2, (2 - 1) * 1 + 2).
   const Tensor x = test::TensorOf("x", {1, 1, 1, 2}, {9, 8});
   const Tensor i = test::IntTensorOf("i", {1, 1, 1, 2}, {1, 5});
-  Graph g = OneNode("float[1,1,1,2] x, int64[1,1,1,2] i", "float[1,1,2,3] y", "y = MaxUnpool <kernel_shape = [2, 2]> (x, i)");
+  Graph g = test::OneNodeGraph("float[1,1,1,2] x, int64[1,1,1,2] i", "float[1,1,2,3] y", "y = MaxUnpool <kernel_shape = [2, 2]> (x, i)");
   const Tensor y = EvalOnHost(g.node(0), {&x, &i}, 13).at(0);
   CHECK(y.dims == std::vector<std::int64_t>{1, 1, 2, 3});
-  CHECK(Values(y) == std::vector<double>{0, 9, 0, 0, 0, 8});
+  CHECK(backend::HostValues(y) == std::vector<double>{0, 9, 0, 0, 0, 8});
 
   // output_shape [1, 1, 3, 4]: the 2 x 3 result at the origin, zeros after.
   const Tensor shape = test::IntTensorOf("s", {4}, {1, 1, 3, 4});
-  Graph sized = OneNode("float[1,1,1,2] x, int64[1,1,1,2] i, int64[4] s", "float[1,1,3,4] y",
+  Graph sized = test::OneNodeGraph("float[1,1,1,2] x, int64[1,1,1,2] i, int64[4] s", "float[1,1,3,4] y",
                         "y = MaxUnpool <kernel_shape = [2, 2]> (x, i, s)");
-  CHECK(Values(EvalOnHost(sized.node(0), {&x, &i, &shape}, 13).at(0)) ==
+  CHECK(backend::HostValues(EvalOnHost(sized.node(0), {&x, &i, &shape}, 13).at(0)) ==
         std::vector<double>{0, 9, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0});
 
   const Tensor outside = test::IntTensorOf("i", {1, 1, 1, 2}, {1, 6});
@@ -124,9 +105,9 @@ TEST_CASE("RoiAlign: half_pixel shifts the roi by half a pixel, output_half_pixe
   const Tensor rois = test::TensorOf("r", {1, 4}, {0, 0, 2, 2});
   const Tensor batch = test::IntTensorOf("b", {1}, {0});
   auto align = [&](const std::string& attrs, int opset = 16) {
-    Graph g = OneNode("float[1,1,4,4] x, float[1,4] r, int64[1] b", "float[1,1,1,1] y",
+    Graph g = test::OneNodeGraph("float[1,1,4,4] x, float[1,4] r, int64[1] b", "float[1,1,1,1] y",
                       "y = RoiAlign <sampling_ratio = 2" + attrs + "> (x, r, b)", opset);
-    return Values(EvalOnHost(g.node(0), {&x, &rois, &batch}, opset).at(0))[0];
+    return backend::HostValues(EvalOnHost(g.node(0), {&x, &rois, &batch}, opset).at(0))[0];
   };
   // half_pixel: the roi is [-0.5, 1.5]^2, samples at 0 and 1: the mean of 0, 1, 4, 5.
   CHECK(align("") == Approx(2.5));
@@ -140,7 +121,7 @@ TEST_CASE("RoiAlign: half_pixel shifts the roi by half a pixel, output_half_pixe
   CHECK(align(", mode = \"max\", coordinate_transformation_mode = \"output_half_pixel\"") == Approx(2.5));
 
   const Tensor bad_batch = test::IntTensorOf("b", {1}, {1});
-  Graph g = OneNode("float[1,1,4,4] x, float[1,4] r, int64[1] b", "float[1,1,1,1] y", "y = RoiAlign (x, r, b)", 16);
+  Graph g = test::OneNodeGraph("float[1,1,4,4] x, float[1,4] r, int64[1] b", "float[1,1,1,1] y", "y = RoiAlign (x, r, b)", 16);
   CHECK_THROWS_WITH(EvalOnHost(g.node(0), {&x, &rois, &bad_batch}, 16), Catch::Contains("batch index 1 outside X"));
 }
 
@@ -148,9 +129,9 @@ TEST_CASE("LRN sums squares over the channels around c, floor((size - 1) / 2) be
           "[host_eval_window]") {
   // size 2: channel c sums c and c + 1. alpha 1, beta 1, bias 1: y = x / (1 + square_sum / 2).
   const Tensor x = test::TensorOf("x", {1, 3, 1, 1}, {1, 2, 3});
-  Graph g = OneNode("float[1,3,1,1] x", "float[1,3,1,1] y", "y = LRN <size = 2, alpha = 1.0, beta = 1.0, bias = 1.0> (x)");
-  CheckValues(EvalOnHost(g.node(0), {&x}, 13).at(0), {1 / 3.5, 2 / 7.5, 3 / 5.5});
+  Graph g = test::OneNodeGraph("float[1,3,1,1] x", "float[1,3,1,1] y", "y = LRN <size = 2, alpha = 1.0, beta = 1.0, bias = 1.0> (x)");
+  test::CheckValues(EvalOnHost(g.node(0), {&x}, 13).at(0), {1 / 3.5, 2 / 7.5, 3 / 5.5}, 1e-9);
   // Defaults alpha 1e-4, beta 0.75, bias 1, size 3: channel 1 sums all three squares.
-  Graph defaults = OneNode("float[1,3,1,1] x", "float[1,3,1,1] y", "y = LRN <size = 3> (x)");
-  CHECK(Values(EvalOnHost(defaults.node(0), {&x}, 13).at(0))[1] == Approx(2 / std::pow(1 + 1e-4 / 3 * 14, 0.75)));
+  Graph defaults = test::OneNodeGraph("float[1,3,1,1] x", "float[1,3,1,1] y", "y = LRN <size = 3> (x)");
+  CHECK(backend::HostValues(EvalOnHost(defaults.node(0), {&x}, 13).at(0))[1] == Approx(2 / std::pow(1 + 1e-4 / 3 * 14, 0.75)));
 }
