@@ -11,6 +11,7 @@
 #include "backend/lower/host_eval_sample.h"
 #include "backend/lower/host_tensor.h"
 #include "backend/lower/unsupported.h"
+#include "backend/lower/views.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -91,9 +92,9 @@ bool ShapeFollowsDims(const std::string& op) {
 // a ShapeFollowsDims op), while the integers that steer shapes (TopK's k,
 // Reshape's shape, Tile's repeats...) are constants. Then evaluating the node
 // once now on zeros of its inputs' dims gives them (Einsum, TopK with a k the
-// builder folded, a Concat of indices...). nullopt otherwise, or when the
-// evaluator refuses the zeros.
-std::optional<Dims> DimsFromZeros(Builder& b, const Node& node, std::size_t k, const std::vector<HostInput>& inputs) {
+// builder folded, a Concat of indices...): the dims of every output. nullopt
+// otherwise, or when the evaluator refuses the zeros.
+std::optional<std::vector<Dims>> DimsFromZeros(Builder& b, const Node& node, const std::vector<HostInput>& inputs) {
   if (ShapeFollowsValues(node.op_type)) return std::nullopt;
   std::vector<Tensor> zeros(inputs.size());
   std::vector<const Tensor*> pointers(inputs.size(), nullptr);
@@ -111,17 +112,36 @@ std::optional<Dims> DimsFromZeros(Builder& b, const Node& node, std::size_t k, c
     }
   }
   try {
-    std::vector<Tensor> results = EvalOnHost(node, pointers, b.graph.opset());
-    if (k < results.size()) return results[k].dims;
+    std::vector<Dims> dims;
+    for (const Tensor& t : EvalOnHost(node, pointers, b.graph.opset())) dims.push_back(t.dims);
+    return dims;
   } catch (const Error&) {
+    return std::nullopt;
   }
-  return std::nullopt;
 }
+
+// The output dims DimsFromZeros gives, evaluated at most once per node.
+class ZeroEvaluation {
+ public:
+  ZeroEvaluation(Builder& b, const Node& node, const std::vector<HostInput>& inputs) : b_(b), node_(node), inputs_(inputs) {}
+  /// Output k's dims, or nullptr.
+  const Dims* Output(std::size_t k) {
+    if (!done_) dims_ = DimsFromZeros(b_, node_, inputs_), done_ = true;
+    return dims_ && k < dims_->size() ? &(*dims_)[k] : nullptr;
+  }
+
+ private:
+  Builder& b_;
+  const Node& node_;
+  const std::vector<HostInput>& inputs_;
+  bool done_ = false;
+  std::optional<std::vector<Dims>> dims_;
+};
 
 // The dims of output `k`: shape inference's when fully known, else (one
 // output of an elementwise op) the broadcast of the inputs' dims, else the
 // dims an evaluation on zeros gives (DimsFromZeros).
-Dims OutputDims(Builder& b, const Node& node, std::size_t k, const std::vector<HostInput>& inputs) {
+Dims OutputDims(Builder& b, const Node& node, std::size_t k, const std::vector<HostInput>& inputs, ZeroEvaluation& zeros) {
   const TensorType& type = b.graph.value(node.outputs[k]).type;
   const bool known = type.has_shape && std::all_of(type.dims.begin(), type.dims.end(), [](auto d) { return d >= 0; });
   if (known && b.defaulted_inputs.empty()) return type.dims;
@@ -131,7 +151,7 @@ Dims OutputDims(Builder& b, const Node& node, std::size_t k, const std::vector<H
     return out;
   }
   if (known) return type.dims;
-  if (auto dims = DimsFromZeros(b, node, k, inputs)) return *dims;
+  if (const Dims* dims = zeros.Output(k)) return *dims;
   const std::string output = b.graph.value(node.outputs[k]).name;
   for (std::size_t i : SampleShapeInputs(node, b.graph.opset()))  // name the input the shape comes from
     if (i < node.num_explicit_inputs && node.inputs[i] != kNoValue && b.IsAct(node.inputs[i]))
@@ -158,9 +178,7 @@ bool NeedsHostStep(const Builder& b, const Node& node) {
 void EmitHostStep(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   if (!HostEvaluable(node)) Unsupported(b, node, "operator not supported by the oneDNN backend");
-  // Dropout runs as the identity only: its mode must be known now (views.cc refuses the same).
-  if (node.op_type == "Dropout" && node.inputs.size() > 2 && node.inputs[2] != kNoValue && !b.IsConst(node.inputs[2]))
-    Unsupported(b, node, "training_mode must be a constant: random dropping (training) is not supported");
+  if (node.op_type == "Dropout") RefuseNonIdentityDropout(b, node);
   std::vector<std::pair<int, Arg>> args;
   std::vector<HostInput> inputs(node.num_explicit_inputs);
   for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
@@ -180,6 +198,7 @@ void EmitHostStep(Builder& b, NodeId id) {
     }
   }
   std::vector<HostOutput> outputs(node.outputs.size());
+  ZeroEvaluation zeros(b, node, inputs);
   dnnl::memory::desc first_md;
   for (std::size_t k = 0; k < node.outputs.size(); ++k) {
     const ValueId v = node.outputs[k];
@@ -191,7 +210,7 @@ void EmitHostStep(Builder& b, NodeId id) {
       Unsupported(b, node, "output '" + value.name + "' has element type " + std::to_string(value.type.elem_type) +
                                ", which the runtime does not hold");
     HostOutput& out = outputs[k];
-    out.dims = OutputDims(b, node, k, inputs);
+    out.dims = OutputDims(b, node, k, inputs, zeros);
     out.data_type = value.type.elem_type;
     Act act = b.NewAct(out.dims, StorageDesc(out.dims, storage));
     act.elem_type = storage;

@@ -25,20 +25,6 @@ std::int64_t Axis(const Builder& b, const Node& node, std::int64_t axis, std::si
   return axis < 0 ? axis + r : axis;
 }
 
-// Dropout runs as the identity of its data: refused when it drops at random
-// (DropoutDrops), and when training_mode is only known at run time (a ratio
-// known only then counts as above 0). A Dropout whose mask (BOOL) is read is a
-// host step instead (host_step.h), which refuses the same.
-void RefuseNonIdentityDropout(Builder& b, const Node& node) {
-  const ValueId ratio = node.inputs.size() > 1 ? node.inputs[1] : kNoValue;
-  const ValueId mode = node.inputs.size() > 2 ? node.inputs[2] : kNoValue;
-  if (mode == kNoValue) return;
-  if (!b.IsConst(mode))
-    Unsupported(b, node, "training_mode must be a constant: random dropping (training) is not supported");
-  const Tensor* known_ratio = ratio != kNoValue && b.IsConst(ratio) ? &b.Const(ratio, node) : nullptr;
-  if (DropoutDrops(known_ratio, &b.Const(mode, node)))
-    Unsupported(b, node, "training_mode is true and ratio above 0: random dropping (training) is not supported");
-}
 
 // Output dims of a view op, or nullopt when the op is not a view.
 std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
@@ -90,6 +76,17 @@ std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
 }
 
 }  // namespace
+
+void RefuseNonIdentityDropout(Builder& b, const Node& node) {
+  const ValueId ratio = node.inputs.size() > 1 ? node.inputs[1] : kNoValue;
+  const ValueId mode = node.inputs.size() > 2 ? node.inputs[2] : kNoValue;
+  if (mode == kNoValue) return;
+  if (!b.IsConst(mode))
+    Unsupported(b, node, "training_mode must be a constant: random dropping (training) is not supported");
+  const Tensor* known_ratio = ratio != kNoValue && b.IsConst(ratio) ? &b.Const(ratio, node) : nullptr;
+  if (DropoutDrops(known_ratio, &b.Const(mode, node)))
+    Unsupported(b, node, "training_mode is true and ratio above 0: random dropping (training) is not supported");
+}
 
 bool TryFold(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
