@@ -134,7 +134,16 @@ class OneThread {
 void EmitOnOneThread(Builder& b, const dnnl::rnn_primitive_desc_base& pd, const std::string& kind,
                      const std::string& label, std::vector<std::pair<int, Arg>> args, const memory::desc& dst_md) {
   const memory::desc scratch = pd.scratchpad_desc();
-  CustomKernel kernel = [prim = dnnl::primitive(pd.get()), bound = args, engine = b.engine,
+  // Made on one thread as its descriptor was: the primitive partitions its
+  // scratchpad by the thread count it is created with, and one made on two
+  // threads wrote past the one-thread scratchpad the descriptor asked for
+  // (AddressSanitizer: heap-buffer-overflow in the plan's scratchpad).
+  dnnl::primitive made;
+  {
+    const OneThread one;
+    made = dnnl::primitive(pd.get());
+  }
+  CustomKernel kernel = [prim = std::move(made), bound = args, engine = b.engine,
                          stream = dnnl::stream(b.engine), scratch](const std::vector<void*>& data) mutable {
     std::unordered_map<int, memory> memories;
     for (std::size_t i = 0; i < bound.size(); ++i) {
