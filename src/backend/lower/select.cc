@@ -21,8 +21,12 @@ struct Operand {
   }
 };
 
-bool IsFloatValue(const Builder& b, ValueId v) {
-  return b.IsAct(v) ? !b.IsIntAct(v) : b.IsConst(v);
+// The storage type `v` is read in: an activation's or a constant's;
+// UNDEFINED when it is neither (yet).
+std::int32_t StorageOf(Builder& b, ValueId v, const Node& user) {
+  if (b.IsAct(v)) return b.AnyActOf(v, user).elem_type;
+  if (b.IsConst(v)) return b.Const(v, user).elem_type;
+  return onnx::TensorProto::UNDEFINED;
 }
 
 }  // namespace
@@ -31,10 +35,8 @@ bool LowerWhere(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   if (node.op_type != "Where" || !node.domain.empty() || node.num_explicit_inputs != 3) return false;
   const ValueId cond = node.inputs[0], x = node.inputs[1], y = node.inputs[2];
-  if (!IsFloatValue(b, x) || !IsFloatValue(b, y)) return false;
-  if ((!b.IsAct(x) && b.Const(x, node).elem_type != onnx::TensorProto::FLOAT) ||
-      (!b.IsAct(y) && b.Const(y, node).elem_type != onnx::TensorProto::FLOAT) ||
-      (b.IsAct(cond) ? !b.IsIntAct(cond) : b.Const(cond, node).elem_type != onnx::TensorProto::INT64))
+  if (StorageOf(b, x, node) != onnx::TensorProto::FLOAT || StorageOf(b, y, node) != onnx::TensorProto::FLOAT ||
+      StorageOf(b, cond, node) != onnx::TensorProto::INT64)
     return false;
 
   std::vector<std::pair<int, Arg>> args;
