@@ -7,7 +7,7 @@
 # table (medians over rounds with their spread, ratios, kernels, reorders, arena vs
 # intermediates, peak RSS) and one met / NOT met line per target of the issue.
 #
-#   scripts/bench.sh [--rounds 3] [--iterations 20] [--threads "1 2"] [--out FILE] [--raw FILE] [--zoo] [--rnn] [MODEL...]
+#   scripts/bench.sh [--rounds 3] [--iterations 20] [--threads "1 2"] [--out FILE] [--raw FILE] [--zoo] [--rnn] [--baseline BIN] [MODEL...]
 #
 # MODEL: names under models/ (default: every models/*/model.onnx except the
 # *-opsetN copies and twins); --zoo: every models/zoo/*/model.onnx instead (made by
@@ -15,6 +15,9 @@
 # (the LSTM and GRU of issue 23: export_zoo.py --out models/rnn lstm_bidir2
 # gru_bidir2), named rnn/NAME. Steps of a fused plan on a slow
 # implementation (run --json's slow_steps) are listed and fail a target.
+# --baseline BIN adds a fourth variant, BIN's fused `run` (an onnx-fuse built from an
+# earlier commit), interleaved with the others: the table then compares before and
+# after per model (a change's "no model slower" check).
 # --raw FILE keeps the per-process results (TSV). Progress goes to stderr. Needs build/onnx-fuse (scripts/build.sh), scripts/ort/node_modules
 # and GNU time (scripts/setup.sh). A failed run is listed under the table; it does
 # not stop the benchmark.
@@ -22,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '10p' "$0" | sed 's/^#   /usage: /' >&2; exit 2; }
-rounds=3 iterations=20 threads="1 2" out="" raw="" folder=""
+rounds=3 iterations=20 threads="1 2" out="" raw="" folder="" baseline=""
 models=()
 while (($#)); do
   case "$1" in
@@ -33,6 +36,7 @@ while (($#)); do
     --raw) raw=${2:?}; shift 2 ;;
     --zoo) folder=zoo; shift ;;
     --rnn) folder=rnn; shift ;;
+    --baseline) baseline=${2:?}; shift 2 ;;
     -h|--help) usage ;;
     -*) echo "bench: unknown option $1" >&2; usage ;;
     *) models+=("$1"); shift ;;
@@ -62,6 +66,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # A snapshot of the binary: a rebuild of build/ during the run must not mix versions.
 cp build/onnx-fuse "$work/onnx-fuse"
+variants=(ort unfused fused)
+if [[ -n $baseline ]]; then
+  [[ -x $baseline ]] || { echo "bench: --baseline $baseline is not an executable" >&2; exit 2; }
+  cp "$baseline" "$work/onnx-fuse-baseline"
+  variants+=(baseline)
+fi
 binary_info="onnx-fuse built $(date -u -r build/onnx-fuse '+%Y-%m-%d %H:%M UTC') (HEAD was $(git rev-parse --short HEAD 2>/dev/null || echo '?') at the start)"
 results=$work/raw.tsv
 : >"$results"
@@ -82,6 +92,7 @@ run_one() {
     ort) cmd=(node scripts/ort/compare.js --time "$file" --threads "$t" --iterations "$iterations") ;;
     unfused) cmd=("$work/onnx-fuse" run "$file" --json --threads "$t" --iterations "$iterations" --no-fuse) ;;
     fused) cmd=("$work/onnx-fuse" run "$file" --json --threads "$t" --iterations "$iterations") ;;
+    baseline) cmd=("$work/onnx-fuse-baseline" run "$file" --json --threads "$t" --iterations "$iterations") ;;
   esac
   local status=0
   rm -f "$work/rss"
@@ -103,13 +114,13 @@ run_one() {
     $((SECONDS - t0)) "$round" "$rounds" "$model" "$t" "$variant" "${shown:-exit $status}" "${rss:-?}" >&2
 }
 
-echo "bench: ${#models[@]} models x threads (${thread_counts[*]}) x 3 variants x $rounds rounds, $iterations iterations each; load average $load_start" >&2
-variants=(ort unfused fused)
+nv=${#variants[@]}
+echo "bench: ${#models[@]} models x threads (${thread_counts[*]}) x $nv variants x $rounds rounds, $iterations iterations each; load average $load_start" >&2
 for ((round = 1; round <= rounds; round++)); do
   for model in "${models[@]}"; do
     for t in "${thread_counts[@]}"; do
-      for ((k = 0; k < 3; k++)); do  # rotate the order each round and model
-        run_one "$round" "$model" "$t" "${variants[(k + round + ${#model}) % 3]}"
+      for ((k = 0; k < nv; k++)); do  # rotate the order each round and model
+        run_one "$round" "$model" "$t" "${variants[(k + round + ${#model}) % nv]}"
       done
     done
   done
@@ -121,6 +132,7 @@ load_end=$(loadavg)
   echo
   echo "Started $started, took $(((SECONDS - t0) / 60)) min; $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1));" \
        "load average (1/5/15 min) at start $load_start, at end $load_end."
+  [[ -n $baseline ]] && echo "Baseline: $baseline, built $(date -u -r "$baseline" '+%Y-%m-%d %H:%M UTC')."
   echo "$binary_info," \
        "onnxruntime-node $(node -p "require('./scripts/ort/node_modules/onnxruntime-node/package.json').version")," \
        "$rounds rounds x $iterations timed iterations (after 3 warm-up runs) per process, batch 1."

@@ -4,7 +4,7 @@
     /usr/bin/python3 scripts/bench_table.py RAW.tsv
 
 RAW.tsv has one line per process run, tab-separated:
-    round  model  threads  variant(ort|unfused|fused)  exit_status  peak_rss_kb  last_stdout_line
+    round  model  threads  variant(ort|unfused|fused|baseline)  exit_status  peak_rss_kb  last_stdout_line
 For onnx-fuse the last stdout line is `run --json`'s JSON; for ORT it is compare.js --time's
 "... median X ms  min Y  max Z (N runs)" line. Standard library only.
 """
@@ -134,6 +134,9 @@ def main():
                "Ratios: ratio of those medians, (min–max) of the per-round ratios. Peak RSS: GNU time %M of the "
                "whole process (ORT's includes Node.js itself), median over rounds. Arena = `peak_activation_bytes`, "
                "intermediates = `intermediate_bytes_total` of the fused plan.")
+    if any(runs[key].get("baseline") for key in order):
+        out.append("")
+        out += before_after(order, runs, errors)
     out.append("")
     out.append("### Targets (issue 3)")
     out.append("")
@@ -148,6 +151,29 @@ def main():
         out.append("")
         out += [f"- {e}" for e in errors]
     print("\n".join(out))
+
+
+def before_after(order, runs, errors):
+    """The fused plan against the --baseline binary's, per model and thread count:
+    a change's "no model slower" check. Slower means a paired ratio above 1.05
+    (the spread of two runs of one binary on this shared machine is about that)."""
+    lines = ["### Before / after (--baseline)", "",
+             "| model | threads | baseline fused ms | fused ms | fused/baseline | kernels baseline → now |",
+             "|---|---|---|---|---|---|"]
+    slower = []
+    for key in order:
+        model, threads = key
+        base, fus = runs[key].get("baseline", []), runs[key].get("fused", [])
+        errors += [f"{model} t{threads} baseline round {r['round']}: {r['error']}" for r in base if "error" in r]
+        ratio, ratio_text = paired_ratio(fus, base)
+        if ratio is not None and ratio > 1.05:
+            slower.append(f"{model} t{threads} {ratio:.2f}")
+        kb = (ok_runs(base) or [{}])[-1].get("kernels", "–")
+        kf = (ok_runs(fus) or [{}])[-1].get("kernels", "–")
+        lines.append(f"| {model} | {threads} | {spread(base)} | {spread(fus)} | {ratio_text} | {kb} → {kf} |")
+    lines += ["", f"- no model slower than the baseline (fused/baseline ≤ 1.05): {verdict(not slower)}"
+              + (" — slower: " + ", ".join(slower) if slower else "")]
+    return lines
 
 
 def verdict(met):
