@@ -89,6 +89,13 @@ def const_shape(form, dims):
         return list(dims)
     if form == "row":      # broadcast over the last axis only: [..., 1]
         return list(dims[:-1]) + [1]
+    if form == "both":     # both operands broadcast: v's first dim of 1 widened to 2 by [.., 2, 1.., last]
+        ones = [i for i, d in enumerate(dims) if d == 1]
+        if r < 2 or not ones or ones[0] == r - 1:
+            raise Skip()
+        shape = [1] * r
+        shape[ones[0]], shape[-1] = 2, dims[-1]
+        return shape
     raise Skip()
 
 

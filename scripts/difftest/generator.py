@@ -99,7 +99,8 @@ def unary_step(r):
 
 def bin_step(r, f=None, form=None):
     f = f or W(r, [("Add", 4), ("Sub", 2), ("Mul", 4), ("Div", 2), ("Pow", 1), ("Max", 1), ("Min", 1)])
-    kw = dict(f=f, form=form or r.choice(FORMS), first=r.random() < 0.3, share=r.random() < 0.15)
+    # "both": the constant and v both broadcast (no operand of the output's dims).
+    kw = dict(f=f, form=form or r.choice(FORMS + ["both"]), first=r.random() < 0.3, share=r.random() < 0.15)
     if f == "Pow":
         # first: a constant base, the exponent computed at run time (base^x, x bounded).
         kw["exp"] = r.choice([2.0, 3.0, 0.5, 1.5])

@@ -29,7 +29,7 @@ REPLACE = [{"op": "unary", "f": "Relu"}, {"op": "unary", "f": "Neg"}, {"op": "bi
            {"op": "bin", "f": "Mul", "form": "scalar"}]
 COMPOSITE = {"domain", "swish", "hswish", "gelu", "se", "ln_dec", "ln", "clip", "unary", "bin", "bin_in", "prelu",
              "mask", "intmix", "gather", "topk", "cast", "typed_in"}
-FORM_ORDER = ["scalar", "one", "last", "chan", "row", "nobatch", "full"]
+FORM_ORDER = ["scalar", "one", "last", "chan", "row", "nobatch", "full", "both"]
 
 
 def _lists(steps, path=()):

@@ -35,6 +35,32 @@ inline std::vector<float> RandomFloats(std::size_t n, std::uint32_t seed, float 
 /// Whether the CPU itself runs AVX2 with FMA / AVX-512 (avx512f), whatever
 /// ONEDNN_MAX_CPU_ISA says: the kernels that have one path only (gemm.h,
 /// winograd.h, pointwise.h, layout.h) run wherever the hardware has it.
+/// Product of `dims` (1 for a scalar).
+inline std::int64_t Count(const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (auto d : dims) n *= d;
+  return n;
+}
+
+/// Flat index into a dense operand of dims `in` of output element `i` of dims
+/// `out`, by ONNX's broadcasting rule (Broadcasting.md: dims right-aligned, a
+/// dim of 1 repeated), computed directly: the reference of the broadcast plans.
+inline std::int64_t BroadcastSourceIndex(std::int64_t i, const std::vector<std::int64_t>& out,
+                                         const std::vector<std::int64_t>& in) {
+  std::int64_t index = 0, in_stride = 1;
+  for (std::size_t d = out.size(); d-- > 0;) {
+    const std::int64_t coord = i % out[d];
+    i /= out[d];
+    const std::size_t from_right = out.size() - 1 - d;
+    if (from_right < in.size()) {
+      const std::int64_t dim = in[in.size() - 1 - from_right];
+      if (dim != 1) index += coord * in_stride;
+      in_stride *= dim;
+    }
+  }
+  return index;
+}
+
 inline bool CpuRunsAvx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

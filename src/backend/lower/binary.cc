@@ -121,10 +121,18 @@ void EmitBinary(Builder& b, const Chain& chain_in) {
                        ? b.Use(other, src0.md, node)
                        : BroadcastOperand(b, node, other, out.size(), BroadcastLayout(b, node, other, src0.md, out.size(), alg));
   std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}};
-  const std::size_t count = RightPrefix(chain, "binary", out);  // the rest: tail steps (FinishChain)
-  dnnl::post_ops ops = MakePostOps(b, chain, out, args, count);
-  dnnl::binary::desc desc(alg, src0.md, src1.md, src0.md);
-  auto pd = MakePd<dnnl::binary::primitive_desc>(b, node, desc, b.Attr(ops));
+  // The longest prefix of the post-ops on which oneDNN's binary stays off its
+  // reference kernel (ChooseAnchor); the rest run as tail steps (FinishChain).
+  // A full-size post-op operand in another layout than src0's is such a case:
+  // RAFT's GRU update (1 - z) * h, z channels-last and h plain, ran ref:any.
+  const dnnl::binary::desc desc(alg, src0.md, src1.md, src0.md);
+  std::size_t count = 0;
+  using BinaryPd = dnnl::binary::primitive_desc;
+  const BinaryPd pd =
+      MakeChainPd<BinaryPd>(b, chain, out, "binary", count, [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
+        return dst.is_zero() ? BinaryPd(desc, attr, b.engine) : BinaryPd();  // it writes src0's layout
+      });
+  MakePostOps(b, chain, out, args, count);  // the post-ops' operands
   FinishChain(b, chain, pd, "binary", out, std::move(args), {src0.slot, src1.slot}, count, DNNL_ARG_SRC_0);
 }
 

@@ -17,6 +17,7 @@
 #include "backend/lower/host_step.h"
 #include "backend/lower/batch_norm.h"
 #include "backend/lower/binary.h"
+#include "backend/lower/broadcast_binary.h"
 #include "backend/lower/channel_scale.h"
 #include "backend/lower/concat.h"
 #include "backend/lower/conv.h"
@@ -25,6 +26,7 @@
 #include "backend/lower/einsum.h"
 #include "backend/lower/gelu.h"
 #include "backend/lower/graph_queries.h"
+#include "backend/lower/grid_sample.h"
 #include "backend/lower/layer_norm.h"
 #include "backend/lower/matmul.h"
 #include "backend/lower/normalization.h"
@@ -59,7 +61,7 @@ bool StartsChain(Builder& b, const Node& node) {
   if (!IsBinaryOp(op) || (!b.IsAct(node.inputs[0]) && !b.IsAct(node.inputs[1]))) return false;
   // oneDNN's binary writes over src0's shape: one input must be an activation
   // of the output's shape. Otherwise (both broadcast: [256,1,1,2] + [1,7,7,2]
-  // in RAFT) the node is a host step.
+  // in RAFT) the node is LowerBroadcastBinary's.
   const Dims d0 = b.DimsOfValue(node.inputs.at(0), node), d1 = b.DimsOfValue(node.inputs.at(1), node);
   Dims out;
   try {
@@ -418,6 +420,8 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (op == "MatMul") EmitMatMulOfVector(b, id);  // a 1-D operand
       else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time
       else if (op == "Where" && LowerWhere(b, id)) {}  // float data: a kernel of our own (select.h)
+      else if (IsBinaryOp(op) && LowerBroadcastBinary(b, id)) {}  // both operands broadcast (broadcast_binary.h)
+      else if (op == "GridSample" && LowerGridSample(b, id)) {}  // bilinear, nearest: a kernel of our own
       else if (IsRecurrent(node)) EmitRecurrent(b, id);
       else if (HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
       else

@@ -13,7 +13,7 @@
 //   InstanceNormalization, X [N, C, D1..Dk]: statistics over D1..Dk for each
 //     (n, c); scale and B [C].
 //     -> batch_normalization_forward (statistics computed, not global) on the
-//        view [1, N*C, D1*..*Dk], whose channels are the instances; scale and
+//        view [1, N*C, D1*..*Dk, 1], whose channels are the instances; scale and
 //        B tiled N times.
 // Both compute the biased variance, as ONNX does.
 #include "backend/lower/normalization.h"
@@ -142,7 +142,9 @@ void EmitInstanceNormalization(Builder& b, NodeId id) {
     Unsupported(b, node, "scale and B are required");
   Arg scale = tiled(1), shift = tiled(2);
   Arg src = b.UsePlain(node.inputs[0], node);
-  src.md = PlainDesc({1, n * c, spatial});
+  // 4-D, not [1, N*C, D]: oneDNN 2.6 has no optimised batch normalization
+  // for a 3-D tensor and runs its reference loop (bnorm_ref:any), ~50x slower.
+  src.md = PlainDesc({1, n * c, spatial, 1});
   dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md,
                                                AttrFloat(node, "epsilon", 1e-5f),
                                                dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift);

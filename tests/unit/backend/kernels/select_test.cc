@@ -16,31 +16,8 @@ using onnxfuse::backend::PlanBroadcast;
 using onnxfuse::backend::WhereSelect;
 using Dims = std::vector<std::int64_t>;
 
-namespace {
-
-std::int64_t Count(const Dims& d) {
-  std::int64_t n = 1;
-  for (auto x : d) n *= x;
-  return n;
-}
-
-// Flat index into `in` (right-aligned, 1s broadcast) of output element i.
-std::int64_t SourceIndex(std::int64_t i, const Dims& out, const Dims& in) {
-  std::int64_t index = 0, in_stride = 1;
-  for (std::size_t d = out.size(); d-- > 0;) {
-    const std::int64_t coord = i % out[d];
-    i /= out[d];
-    const std::size_t from_right = out.size() - 1 - d;
-    if (from_right < in.size()) {
-      const std::int64_t dim = in[in.size() - 1 - from_right];
-      if (dim != 1) index += coord * in_stride;
-      in_stride *= dim;
-    }
-  }
-  return index;
-}
-
-}  // namespace
+using onnxfuse::test::BroadcastSourceIndex;
+using onnxfuse::test::Count;
 
 TEST_CASE("WhereSelect picks x where cond is set and y elsewhere, each operand broadcast", "[kernels][select]") {
   struct Case {
@@ -64,9 +41,9 @@ TEST_CASE("WhereSelect picks x where cond is set and y elsewhere, each operand b
     std::vector<float> out(static_cast<std::size_t>(Count(c.out)) + 1, -1234.f);  // one guard element past the end
     WhereSelect(cond.data(), x.data(), y.data(), out.data(), PlanBroadcast<3>(c.out, {c.cond, c.x, c.y}));
     for (std::int64_t i = 0; i < Count(c.out); ++i) {
-      const bool take_x = cond[static_cast<std::size_t>(SourceIndex(i, c.out, c.cond))] != 0;
-      const float want = take_x ? x[static_cast<std::size_t>(SourceIndex(i, c.out, c.x))]
-                                : y[static_cast<std::size_t>(SourceIndex(i, c.out, c.y))];
+      const bool take_x = cond[static_cast<std::size_t>(BroadcastSourceIndex(i, c.out, c.cond))] != 0;
+      const float want = take_x ? x[static_cast<std::size_t>(BroadcastSourceIndex(i, c.out, c.x))]
+                                : y[static_cast<std::size_t>(BroadcastSourceIndex(i, c.out, c.y))];
       if (out[static_cast<std::size_t>(i)] != want) FAIL("element " << i << ": " << out[static_cast<std::size_t>(i)] << " != " << want);
     }
     CHECK(out.back() == -1234.f);

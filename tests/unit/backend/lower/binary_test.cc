@@ -2,7 +2,8 @@
 // as anchors of their own with operands broadcast against channel-blocked
 // tensors, a constant or broadcast first operand of Sub and Div, rank-0
 // operands (with Log, src/backend/lower/std_math.cc, after them); Max, Min,
-// Sum and Mean of broadcast inputs; Clip with run-time bounds. Numbers are
+// Sum and Mean of broadcast inputs; Clip with run-time bounds; a binary chain
+// split where its post-op would run the reference kernel. Numbers are
 // checked against naive loops in double.
 #include <catch2/catch.hpp>
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <string>
 
+#include "backend/lower/builder.h"
 #include "onnxfuse/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
@@ -167,4 +169,37 @@ TEST_CASE("Sub and Div whose first input is a constant or a broadcast tensor: op
       y = Div (a, x)
     })",
             {x, a}, y, 1e-6);
+}
+
+TEST_CASE("a binary chain whose full-size operand is in another layout than its src0 splits off the reference kernel",
+          "[lower_ops]") {
+  // A GRU update as in RAFT: z = Sigmoid(Conv(x)) read twice (its chain ends
+  // there, in the convolution's layout), h = Tanh(hx) plain; (1 - z) * h as one
+  // binary with a binary_mul post-op on h ran oneDNN's ref:any.
+  std::string weights;
+  for (int o = 0; o < 8; ++o)
+    for (int i = 0; i < 8; ++i) weights += std::string(weights.empty() ? "" : ", ") + (o == i ? "0.5" : "0.0");
+  const std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                           "g (float[1,8,4,4] x, float[1,8,4,4] hx, float[8,8,1,1] w = {" + weights +
+                           "}, float one = {1.0}) => (float[1,8,4,4] y) {\n"
+                           "  c = Conv (x, w)\n"
+                           "  z = Sigmoid (c)\n"
+                           "  h = Tanh (hx)\n"
+                           "  s = Sub (one, z)\n"
+                           "  u = Mul (s, h)\n"
+                           "  v = Mul (z, x)\n"
+                           "  y = Add (u, v)\n"
+                           "}";
+  const Tensor x = TensorFrom({1, 8, 4, 4}, Wave, "x");
+  const Tensor hx = TensorFrom({1, 8, 4, 4}, [](std::int64_t i) { return Wave(i + 3) * 2.f; }, "hx");
+  std::vector<double> want;
+  for (std::size_t i = 0; i < x.data.size(); ++i) {
+    const double z = 1 / (1 + std::exp(-0.5 * x.data[i]));
+    want.push_back((1 - z) * std::tanh(static_cast<double>(hx.data[i])) + z * x.data[i]);
+  }
+  const PlanRun fused = CheckBoth(text, {x, hx}, want, 1e-5);
+  for (const ScheduleStep& step : fused.schedule) {
+    INFO(step.kind << " " << step.label << " " << step.impl);
+    CHECK_FALSE(backend::IsSlowImpl(step.kind, step.impl));
+  }
 }

@@ -193,6 +193,8 @@ TEST_CASE("prepacked constants are recorded by key, replayed from a plan file, a
 TEST_CASE("slow implementations: oneDNN's reference kernels, and gemm-based (de)convolutions only", "[builder]") {
   CHECK(backend::IsSlowImpl("conv", "ref:any"));
   CHECK(backend::IsSlowImpl("binary", "ref:any"));
+  CHECK(backend::IsSlowImpl("batch_norm", "bnorm_ref:any"));  // the reference named after its primitive
+  CHECK_FALSE(backend::IsSlowImpl("batch_norm", "ncsp_bnorm:any"));
   CHECK(backend::IsSlowImpl("conv", "gemm:jit"));
   CHECK(backend::IsSlowImpl("deconv", "gemm:jit"));
   CHECK_FALSE(backend::IsSlowImpl("matmul", "gemm:jit"));

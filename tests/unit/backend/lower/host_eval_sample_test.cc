@@ -186,25 +186,3 @@ TEST_CASE("GridSample: padding modes, reflection far outside, nearest rounds hal
   Graph g = test::OneNodeGraph("float[1,1,1,4] x, float[2,1,1,2] g", "float[1,1,1,1] y", "y = GridSample (x, g)", 16);
   CHECK_THROWS_WITH(Eval(g, {&x, &bad}), Catch::Contains("(GridSample)") && Catch::Contains("grid of shape"));
 }
-
-TEST_CASE("GridSample after a Conv runs as a host step on the Conv's output made plain",
-          "[host_eval_sample]") {
-  // An identity 1x1 Conv (blocked or channels-last output) then GridSample
-  // with grid points at pixel centres (align_corners): the pixels themselves,
-  // in the grid's order.
-  const std::vector<float> identity = {1, 0, 0, 1};
-  const Tensor x = test::TensorOf("x", {1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
-  const Tensor grid = test::TensorOf("g", {1, 1, 2, 2}, {1, -1, -1, 1});  // (x, y): top right, bottom left
-  const Graph g = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 16]>
-    g (float[1,2,2,2] x, float[1,1,2,2] g, float[2,2,1,1] w = )" + test::FloatList(identity) +
-                                      R"() => (float[1,2,1,2] y) {
-      c = Conv (x, w)
-      y = GridSample <align_corners = 1> (c, g)
-    })");
-  for (bool fuse : {true, false}) {
-    const test::PlanRun run = test::RunPlan(g, fuse, {x, grid});
-    INFO(test::StepList(run));
-    CHECK(test::StepsStartingWith(run, "host ") == 1);
-    test::CheckClose(run.outputs[0], {2, 3, 6, 7});
-  }
-}

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/lower/builder.h"
 #include "onnxfuse/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
@@ -34,5 +35,10 @@ TEST_CASE("InstanceNormalization normalizes each (n, c) over its spatial dims", 
     for (int i = 0; i < 6; ++i)
       y.push_back((x.data[static_cast<std::size_t>(nc * 6 + i)] - mean) / std::sqrt(var + 0.01) * scale[nc % 3] + shift[nc % 3]);
   }
-  CheckBoth(text, {x}, y, 1e-4);
+  const test::PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
+  // On a fast kernel: the 3-D view [1, N*C, H*W] ran oneDNN's bnorm_ref:any,
+  // two thirds of raft_small's time (issue 25).
+  for (const ScheduleStep& step : fused.schedule)
+    if (step.kind == "batch_norm") CHECK_FALSE(backend::IsSlowImpl(step.kind, step.impl));
+  CHECK(test::StepsStartingWith(fused, "batch_norm ") == 1);
 }
