@@ -1,9 +1,10 @@
 # Installing onnx-fuse (cmake --install build [--prefix P]) and packaging it
 # (cpack -G DEB): the stage libraries and the umbrella target onnxfuse, exported
 # as the CMake package onnxfuse (find_package(onnxfuse) -> onnxfuse::onnxfuse),
-# a pkg-config file, the public headers, the onnx-fuse executable and the
-# built-in patterns, which an installed executable finds relative to its prefix
-# (BuiltinPatternDir: <prefix>/bin/.. /share/onnx-fuse/patterns).
+# a pkg-config file, the public headers, the onnx-fuse executable, the Python
+# module (python/CMakeLists.txt installs it) and the built-in patterns, which
+# an installed executable finds relative to its prefix (BuiltinPatternDir:
+# <prefix>/bin/.. /share/onnx-fuse/patterns).
 include(CMakePackageConfigHelpers)
 
 # Most dependent first: the order a static link needs (also pkg-config's -l list).
@@ -45,4 +46,12 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libdnnl-dev (>= 2.6), libonnx-dev (>= 1.12), libprotobuf-dev, protobuf-compiler, libspdlog-dev, nlohmann-json3-dev, zlib1g-dev, libomp-14-dev, libstdc++6")
+if(ONNXFUSE_PYTHON)
+  # The module (python/) is built for this interpreter's minor version (its ABI).
+  set(_py ${Python_VERSION_MAJOR}.${Python_VERSION_MINOR})
+  math(EXPR _py_next "${Python_VERSION_MINOR} + 1")
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS
+         ", python3 (>= ${_py}), python3 (<< ${Python_VERSION_MAJOR}.${_py_next}), python3-numpy")
+  string(APPEND CPACK_PACKAGE_DESCRIPTION_SUMMARY ", and the Python module onnxfuse")
+endif()
 include(CPack)

@@ -2,7 +2,11 @@
 # Installs the build tree into a scratch prefix, builds examples/cpp against it
 # with find_package(onnxfuse) (not the build tree), and runs the example and
 # the installed onnx-fuse on resnet18 (strategy pattern: the installed built-in
-# patterns, found relative to the prefix); checks pkg-config too.
+# patterns, found relative to the prefix); checks pkg-config too. When the
+# environment names ONNXFUSE_PYTHON_INSTALL_DIR (the module's directory under
+# the prefix; ctest sets it when the build has the Python module), the module
+# is imported from the prefix and examples/python/classify.py must print what
+# the C++ example prints.
 # With --deb, the tree is the .deb `cpack -G DEB` makes, unpacked with dpkg -x
 # into a scratch root (its prefix: ROOT/usr) instead.
 #   install_example.sh BUILD_DIR SOURCE_DIR MODELS_DIR SCRATCH [--deb]
@@ -13,6 +17,9 @@ if [[ $mode == --deb ]]; then
   cpack --config "$build/CPackConfig.cmake" -G DEB -B "$scratch/package" > "$scratch/cpack.log"
   deb=$(ls "$scratch"/package/onnx-fuse_*.deb)
   [[ $(dpkg-deb -f "$deb" Depends) == *libdnnl-dev* ]] || { echo "$deb declares no dependencies"; exit 1; }
+  if [[ -n ${ONNXFUSE_PYTHON_INSTALL_DIR:-} && $(dpkg-deb -f "$deb" Depends) != *python3-numpy* ]]; then
+    echo "$deb has the Python module but does not depend on python3-numpy"; exit 1
+  fi
   dpkg -x "$deb" "$scratch/root"
   prefix=$scratch/root/usr
 else
@@ -50,4 +57,16 @@ grep -q zz_broken "$scratch/broken.txt" || { cat "$scratch/broken.txt"; exit 1; 
 g++ -std=c++17 -O1 "$src/examples/cpp/classify.cc" -o "$scratch/classify-pc" \
   $(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs onnxfuse)
 [[ $("$scratch/classify-pc" "$models/resnet18/model.onnx" "$models/resnet18/test_data_set_0/input_0.pb" | head -1) == $(head -1 <<<"$out") ]] || { echo "pkg-config build differs"; exit 1; }
+# The Python module from the prefix alone (the build tree is on no path), and
+# its example printing the C++ example's top 5.
+if [[ -n ${ONNXFUSE_PYTHON_INSTALL_DIR:-} ]]; then
+  site=$prefix/$ONNXFUSE_PYTHON_INSTALL_DIR
+  python=${PYTHON:-/usr/bin/python3}
+  where=$(cd "$scratch" && PYTHONPATH=$site "$python" -c "import onnxfuse; print(onnxfuse.__file__)")
+  [[ $where == "$site/onnxfuse/__init__.py" ]] || { echo "onnxfuse imported from $where, not $site"; exit 1; }
+  py_out=$(cd "$scratch" && PYTHONPATH=$site "$python" "$src/examples/python/classify.py" \
+             "$models/resnet18/model.onnx" "$models/resnet18/test_data_set_0/input_0.pb")
+  echo "$py_out"
+  [[ $py_out == "$out" ]] || { echo "examples/python/classify.py differs from examples/cpp/classify"; exit 1; }
+fi
 echo "install: ok"
