@@ -6,7 +6,7 @@ import os
 from . import _core
 
 
-def fuse(input, output, strategy="postdom", report=None, *, patterns=(), input_shapes=None):
+def fuse(input, output, strategy="pattern", report=None, *, patterns=(), input_shapes=None):
     """Fuses the ONNX model ``input`` and writes ``output``, as
     ``onnx-fuse INPUT -o OUTPUT --strategy STRATEGY [--report REPORT]`` does:
     fused groups as ai.onnxfuse ops defined by model-local functions (checked
@@ -14,9 +14,9 @@ def fuse(input, output, strategy="postdom", report=None, *, patterns=(), input_s
     ``.plan``. Returns the fusion report (README "Fusion report") as a dict;
     ``report``: a path to write it to as JSON too.
 
-    ``strategy``: 'postdom', 'greedy' or 'pattern'. ``patterns``: extra pattern
-    directories for 'pattern'. ``input_shapes``: {input name: shape} pinned at
-    load, as ``--input-shape``.
+    ``strategy``: 'pattern' (the default, as the CLI's), 'postdom' or
+    'greedy'. ``patterns``: extra pattern directories for 'pattern'.
+    ``input_shapes``: {input name: shape} pinned at load, as ``--input-shape``.
 
     Raises (onnxfuse.errors): UsageError (unknown strategy, ``output`` naming
     the input), IoError (a file that cannot be read or written), InvalidModelError,
