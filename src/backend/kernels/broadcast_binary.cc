@@ -24,6 +24,8 @@ void BroadcastBinary(BinaryAlg alg, const float* a, const float* b, float* out, 
     case BinaryAlg::kSub: return Apply(a, b, out, plan, [](float x, float y) { return x - y; });
     case BinaryAlg::kMul: return Apply(a, b, out, plan, [](float x, float y) { return x * y; });
     case BinaryAlg::kDiv: return Apply(a, b, out, plan, [](float x, float y) { return x / y; });
+    case BinaryAlg::kMax: return Apply(a, b, out, plan, [](float x, float y) { return x != x || x > y ? x : y; });
+    case BinaryAlg::kMin: return Apply(a, b, out, plan, [](float x, float y) { return x != x || x < y ? x : y; });
   }
 }
 

@@ -1,4 +1,4 @@
-// Add, Sub, Mul and Div on float32 (ONNX Operators.md, Add-14 etc.) with both
+// Add, Sub, Mul, Div, Max and Min on float32 (ONNX Operators.md, Add-14 etc.) with both
 // operands multidirectionally broadcast (broadcast.h): the case oneDNN's
 // binary primitive cannot take, since its src0 must have the output's dims.
 // RAFT adds a per-sample offset [256,1,1,2] to a grid [1,7,7,2] this way.
@@ -9,11 +9,12 @@
 
 namespace onnxfuse::backend {
 
-enum class BinaryAlg { kAdd, kSub, kMul, kDiv };
+enum class BinaryAlg { kAdd, kSub, kMul, kDiv, kMax, kMin };
 
 /// out[i] = a[i] (alg) b[i] over the plan's output, a and b read through their
 /// broadcast strides (plan operands in the order a, b). IEEE float32
-/// arithmetic, as oneDNN's binary primitive computes it.
+/// arithmetic, as oneDNN's binary primitive computes it; Max and Min of a NaN
+/// are NaN (ONNX Max-13, as ONNX Runtime).
 void BroadcastBinary(BinaryAlg alg, const float* a, const float* b, float* out, const BroadcastPlan<2>& plan);
 
 }  // namespace onnxfuse::backend

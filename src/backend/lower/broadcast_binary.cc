@@ -16,6 +16,8 @@ bool AlgOf(const std::string& op, BinaryAlg& alg) {
   else if (op == "Sub") alg = BinaryAlg::kSub;
   else if (op == "Mul") alg = BinaryAlg::kMul;
   else if (op == "Div") alg = BinaryAlg::kDiv;
+  else if (op == "Max") alg = BinaryAlg::kMax;
+  else if (op == "Min") alg = BinaryAlg::kMin;
   else return false;
   return true;
 }
@@ -29,14 +31,16 @@ bool LowerBroadcastBinary(Builder& b, NodeId id) {
   const ValueId x = node.inputs[0], y = node.inputs[1];
   if (!b.IsAct(x) && !b.IsAct(y)) return false;
   if (StorageOf(b, x, node) != onnx::TensorProto::FLOAT || StorageOf(b, y, node) != onnx::TensorProto::FLOAT) return false;
-  std::vector<std::pair<int, Arg>> args;
-  const std::array<KernelOperand<float>, 2> xy = {FloatKernelOperand(b, x, node, args), FloatKernelOperand(b, y, node, args)};
+  const Dims dx = b.DimsOfValue(x, node), dy = b.DimsOfValue(y, node);
   Dims out;
   try {
-    out = BroadcastDims(xy[0].dims, xy[1].dims);
+    out = BroadcastDims(dx, dy);
   } catch (const std::invalid_argument&) {
-    Unsupported(b, node, "the dims " + DimsString(xy[0].dims) + " and " + DimsString(xy[1].dims) + " do not broadcast");
+    Unsupported(b, node, "the dims " + DimsString(dx) + " and " + DimsString(dy) + " do not broadcast");
   }
+  if ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out)) return false;  // oneDNN's binary takes it
+  std::vector<std::pair<int, Arg>> args;
+  const std::array<KernelOperand<float>, 2> xy = {FloatKernelOperand(b, x, node, args), FloatKernelOperand(b, y, node, args)};
   const Act dst = b.NewAct(out, PlainDesc(out));
   const int dst_arg = static_cast<int>(args.size());
   args.emplace_back(dst_arg, Arg{dst.slot, dst.md, {}});

@@ -406,6 +406,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       const std::string& op = node.op_type;
       if (IsPooling(op)) EmitPool(b, id);
       else if (op == "Softmax" || op == "LogSoftmax") EmitSoftmax(b, id);
+      else if ((op == "Max" || op == "Min") && LowerBroadcastBinary(b, id)) {}  // two inputs, both broadcast
       else if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") EmitVariadic(b, id);
       else if (op == "Concat") EmitConcat(b, id);
       else if (op == "PRelu") EmitPrelu(b, id);

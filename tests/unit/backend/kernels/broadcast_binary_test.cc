@@ -1,11 +1,14 @@
 // BroadcastBinary (src/backend/kernels/broadcast_binary.h): every element of
-// Add, Sub, Mul and Div against a reference that indexes each operand by
+// Add, Sub, Mul, Div, Max and Min against a reference that indexes each operand by
 // ONNX's broadcasting rule directly (kernel_check.h), over operands that both
 // broadcast (RAFT's [256,1,1,2] + [1,7,7,2]), in the last dim, from lower
 // ranks and scalars, and large enough to split rows across threads.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "backend/kernels/broadcast_binary.h"
@@ -35,6 +38,8 @@ TEST_CASE("BroadcastBinary computes each operation with both operands broadcast"
       {BinaryAlg::kSub, [](double x, double y) { return x - y; }},
       {BinaryAlg::kMul, [](double x, double y) { return x * y; }},
       {BinaryAlg::kDiv, [](double x, double y) { return x / y; }},
+      {BinaryAlg::kMax, [](double x, double y) { return std::max(x, y); }},
+      {BinaryAlg::kMin, [](double x, double y) { return std::min(x, y); }},
   };
   std::uint32_t seed = 7;
   for (const Case& c : cases) {
@@ -53,5 +58,18 @@ TEST_CASE("BroadcastBinary computes each operation with both operands broadcast"
       }
       CHECK(out.back() == -1234.f);
     }
+  }
+}
+
+TEST_CASE("BroadcastBinary's Max and Min of a NaN are NaN", "[kernels][broadcast_binary]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> a = {nan, 1.f}, b = {2.f, nan};
+  std::vector<float> out(4);
+  for (BinaryAlg alg : {BinaryAlg::kMax, BinaryAlg::kMin}) {
+    BroadcastBinary(alg, a.data(), b.data(), out.data(), PlanBroadcast<2>({2, 2}, {Dims{2, 1}, Dims{1, 2}}));
+    CHECK(std::isnan(out[0]));  // NaN against 2
+    CHECK(std::isnan(out[1]));  // NaN against NaN
+    CHECK(out[2] == (alg == BinaryAlg::kMax ? 2.f : 1.f));
+    CHECK(std::isnan(out[3]));  // 1 against NaN
   }
 }
