@@ -21,8 +21,20 @@
 # --raw FILE keeps the per-process results (TSV). Progress goes to stderr. Needs build/onnx-fuse (scripts/build.sh), scripts/ort/node_modules
 # and GNU time (scripts/setup.sh). A failed run is listed under the table; it does
 # not stop the benchmark.
+#
+#   scripts/bench.sh --session [--rounds 5] [--iterations 20] [--threads "1 2"] [--batches "1 8 32"] [--out FILE] [MODEL...]
+#
+# times the Python API (`import onnxfuse`) against ORT at several batch sizes
+# (issue 24): scripts/bench_session.py runs it; its header says how.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for arg in "$@"; do
+  if [[ $arg == --session ]]; then
+    args=()
+    for a in "$@"; do [[ $a == --session ]] || args+=("$a"); done
+    exec /usr/bin/python3 scripts/bench_session.py "${args[@]}"
+  fi
+done
 
 usage() { sed -n '10p' "$0" | sed 's/^#   /usage: /' >&2; exit 2; }
 rounds=3 iterations=20 threads="1 2" out="" raw="" folder="" baseline=""

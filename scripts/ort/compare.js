@@ -7,12 +7,15 @@
 //       Runs one model on DIR's input_N.pb (or --inputs DIR's) and compares
 //       with DIR's output_N.pb (the ONNX backend-test layout written by
 //       scripts/export_models.py).
-//   node scripts/ort/compare.js --time MODEL.onnx [--threads 1] [--iterations 20]
+//   node scripts/ort/compare.js --time MODEL.onnx [--threads 1] [--iterations 20] [--dim NAME=SIZE ...]
 //       Prints the median, min and max latency of one model.
+//
+// --dim NAME=SIZE (repeatable) gives the symbolic dim NAME that size in the
+// generated inputs (scripts/bench_session.py times batches this way).
 //
 // Inputs: DIR's input_N.pb (serialized onnx.TensorProto; N-th model input, or
 // the input whose name the tensor carries) when given; otherwise deterministic
-// pseudo-random values of the declared shape, symbolic dims set to 1
+// pseudo-random values of the declared shape, symbolic dims set to 1 (or --dim's size)
 // (generateInputs: floats in [-1, 1), integers 0-3, bools).
 //
 // Relative difference of one output: max|ref - cand| / max|ref| over the
@@ -34,13 +37,13 @@ const { onnx } = require('onnx-proto');
 
 const USAGE = `usage: node compare.js REFERENCE.onnx CANDIDATE.onnx [--inputs DIR] [--rtol 1e-5] [--threads 1]
        node compare.js MODEL.onnx --expect DIR [--inputs DIR] [--rtol 1e-5] [--threads 1]
-       node compare.js --time MODEL.onnx [--threads 1] [--iterations 20]`;
+       node compare.js --time MODEL.onnx [--threads 1] [--iterations 20] [--dim NAME=SIZE ...]`;
 
 // Bad command lines and unreadable files: exit status 2, not a verdict.
 class UsageError extends Error {}
 
 function parseArgs(argv) {
-  const opts = { files: [], inputs: null, expect: null, rtol: 1e-5, threads: 1, time: false, iterations: 20 };
+  const opts = { files: [], inputs: null, expect: null, rtol: 1e-5, threads: 1, time: false, iterations: 20, dims: {} };
   const fail = (message) => {
     throw new UsageError(`${message}\n${USAGE}`);
   };
@@ -63,6 +66,12 @@ function parseArgs(argv) {
       case '--threads': opts.threads = number(value(i++, arg), arg, positiveInt); break;
       case '--iterations': opts.iterations = number(value(i++, arg), arg, positiveInt); break;
       case '--time': opts.time = true; break;
+      case '--dim': {
+        const m = /^([^=]+)=([1-9][0-9]*)$/.exec(value(i++, arg));
+        if (!m) fail(`--dim takes NAME=SIZE, got ${argv[i]}`);
+        opts.dims[m[1]] = Number(m[2]);
+        break;
+      }
       case '-h': case '--help': opts.help = true; break;
       default:
         if (arg.startsWith('--')) fail(`unknown option ${arg}`);
@@ -157,19 +166,19 @@ function random(seed) {
 // Inputs as RandomInputs (include/onnxfuse/tensor_io.h) draws them: floats
 // uniform in [-1, 1) (float16: that value rounded to half), integers
 // floor(4u), bools u < 0.5, u from mulberry32 seeded with the input's index + 1.
-function generateInputs(session, modelFile) {
+function generateInputs(session, modelFile, dims = {}) {
   const feeds = {};
   session.inputNames.forEach((name, index) => {
     const meta = (session.inputMetadata || []).find((m) => m.name === name);
     if (!meta || !meta.isTensor || !(meta.type in GENERATED)) {
       throw new UsageError(`${modelFile}: input ${name} is not a tensor of a generated type; give --inputs DIR`);
     }
-    const dims = meta.shape.map((d) => (typeof d === 'number' && d > 0 ? d : 1));
+    const shape = meta.shape.map((d) => (typeof d === 'number' && d > 0 ? d : dims[d] || 1));
     const next = random(index + 1);
-    const count = dims.reduce((a, b) => a * b, 1);
+    const count = shape.reduce((a, b) => a * b, 1);
     const data = new GENERATED[meta.type].array(count);
     for (let i = 0; i < count; i++) data[i] = GENERATED[meta.type].value(next());
-    feeds[name] = new ort.Tensor(meta.type, data, dims);
+    feeds[name] = new ort.Tensor(meta.type, data, shape);
   });
   return feeds;
 }
@@ -291,7 +300,7 @@ function report(expected, actual, rtol) {
 async function time(opts) {
   const file = opts.files[0];
   const session = await load(file, opts.threads);
-  const feeds = generateInputs(session, file);
+  const feeds = generateInputs(session, file, opts.dims);
   // Warm-up runs let ORT allocate its arenas and fault in the weights.
   for (let i = 0; i < 3; i++) await run(session, feeds, file);
   const ms = [];
@@ -302,7 +311,7 @@ async function time(opts) {
   }
   ms.sort((x, y) => x - y);
   const median = ms[Math.floor(ms.length / 2)];
-  console.log(`${file}  threads ${opts.threads}  median ${median.toFixed(2)} ms  min ${ms[0].toFixed(2)}  max ${ms[ms.length - 1].toFixed(2)}  (${ms.length} runs)`);
+  console.log(`${file}  threads ${opts.threads}  median ${median.toFixed(3)} ms  min ${ms[0].toFixed(3)}  max ${ms[ms.length - 1].toFixed(3)}  (${ms.length} runs)`);
   return true;
 }
 
