@@ -3,7 +3,8 @@
 # real models the end-to-end tests use, run ctest (the differential tester's
 # 3-minute campaign and saved cases included), build and test the optimizer and
 # the kernels without oneDNN (build-core/), build and run the fuzz targets
-# for 30 s each, then run ctest again under the sanitizers.
+# for 30 s each, then run ctest again under the sanitizers, and the concurrency
+# tests under ThreadSanitizer.
 #   scripts/test.sh [--no-sanitize]
 # The sanitizer pass (issue 5; on by default, so CI runs it) builds build-asan/
 # with AddressSanitizer + UndefinedBehaviorSanitizer (ONNXFUSE_SANITIZE) and
@@ -12,8 +13,8 @@
 # cli, broken_models, nothing_lost and the e2e tests on the small models. Any
 # sanitizer report fails the run. Measured on the 2-core development machine,
 # shared (load average 3-7): build 21 min from scratch (17 CPU-minutes), tests
-# 4-6 min. --no-sanitize skips it (quick local runs); ONNXFUSE_ASAN_EXCLUDE=REGEX
-# leaves out more tests from it.
+# 4-6 min. --no-sanitize skips it and the ThreadSanitizer pass below (quick
+# local runs); ONNXFUSE_ASAN_EXCLUDE=REGEX leaves out more tests from it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=true
@@ -86,4 +87,21 @@ if $sanitize; then
   [[ -n "${ONNXFUSE_ASAN_EXCLUDE:-}" ]] && exclude=(-E "$ONNXFUSE_ASAN_EXCLUDE")
   (cd build-asan && ctest --output-on-failure -j"$(nproc)" -LE '^(no_sanitize|zoo)$' "${exclude[@]}")
   echo "sanitizer pass: build $((built - start)) s, tests $((SECONDS - built)) s" >&2
+
+  # The ThreadSanitizer pass (issue 24): concurrent Runs on one InferenceSession
+  # (the shape cache, the pool of plan instances, shared prepacked weights, the
+  # steps), the test cases tagged [threads] (tests/unit/session/
+  # session_threads_test.cc). build-tsan/ (ONNXFUSE_TSAN) builds only their
+  # binary and the libraries it links; TSAN_OPTIONS (halt_on_error=1, the
+  # suppressions of tests/tsan.supp: uninstrumented libraries only, each with
+  # its reason) are set on the ctest test. Measured from an empty build-tsan/ on
+  # the 2-core development machine, shared (load average 10-13): build 1176 s
+  # wall, 7.5 CPU-minutes (about 4-5 min on two free cores, by the ratio of the
+  # ASan build's 17 CPU-minutes to its 12 min in CI); tests 8-25 s.
+  start=$SECONDS
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Release -DONNXFUSE_TSAN=ON -DONNXFUSE_WERROR="$werror" >/dev/null
+  cmake --build build-tsan -j"$(nproc)" --target onnxfuse_tsan_tests
+  built=$SECONDS
+  (cd build-tsan && ctest --output-on-failure -L '^tsan$')
+  echo "thread sanitizer pass: build $((built - start)) s, tests $((SECONDS - built)) s" >&2
 fi

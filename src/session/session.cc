@@ -189,6 +189,9 @@ const std::vector<ValueInfo>& InferenceSession::outputs() const { return impl_->
 
 std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::vector<std::string>& output_names) {
   Impl& s = *impl_;
+  // Before anything compiles: a schedule or another instance of one compiled
+  // by this call creates its primitives for this thread's team size.
+  s.SetThreads();
   const ShapeSignature signature = session::CheckInputs(s.inputs, inputs);
   std::shared_ptr<ShapeSchedule> schedule = s.ScheduleFor(signature);
   ShapeSchedule::Lease lease = schedule->Acquire();
@@ -199,7 +202,6 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
   if (output_names.empty())
     for (std::size_t i = 0; i < bindings.size(); ++i) wanted.push_back(i);
 
-  s.SetThreads();
   Impl::FeedInputs(plan, inputs);
   plan.RunSteps();
   std::vector<Tensor> outputs;
@@ -209,6 +211,9 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
 
 void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string, MutableTensorView>& outputs) {
   Impl& s = *impl_;
+  // Before anything compiles: a schedule or another instance of one compiled
+  // by this call creates its primitives for this thread's team size.
+  s.SetThreads();
   const ShapeSignature signature = session::CheckInputs(s.inputs, inputs);
   std::shared_ptr<ShapeSchedule> schedule = s.ScheduleFor(signature);
   ShapeSchedule::Lease lease = schedule->Acquire();
@@ -231,7 +236,6 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       throw Error(ErrorKind::kUsage, "output '" + name + "' has no buffer (a null pointer)");
     targets.emplace_back(i, &view);
   }
-  s.SetThreads();
   Impl::FeedInputs(plan, inputs);
   plan.RunSteps();
   for (const auto& [i, view] : targets) {

@@ -23,6 +23,7 @@
 #include "backend/lower/conv_geometry.h"
 #include "backend/lower/graph_queries.h"
 #include "backend/lower/own_kernels.h"
+#include "backend/lower/target_clones.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -39,9 +40,8 @@ struct ChannelRun {
 
 // out[r] = w[r] * s[channel of r] for every run. oneDNN's blocked weights keep
 // an output-channel block innermost (Acdb16a, ...): runs of 16 to 64.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ScaleRuns(const float* w, const float* s, float* out,
-                                                                            const std::vector<ChannelRun>& runs,
-                                                                            std::int64_t total) {
+ONNXFUSE_TARGET_CLONES void ScaleRuns(const float* w, const float* s, float* out, const std::vector<ChannelRun>& runs,
+                                      std::int64_t total) {
   const auto n = static_cast<std::int64_t>(runs.size());
 #pragma omp parallel for schedule(static) if (total > (1 << 16))
   for (std::int64_t r = 0; r < n; ++r) {

@@ -18,20 +18,12 @@
 #include "backend/lower/batch_norm.h"
 #include "backend/lower/concat.h"
 #include "backend/lower/graph_queries.h"
+#include "backend/lower/target_clones.h"
 #include "backend/lower/unsupported.h"
 
 namespace onnxfuse::backend {
 
 namespace {
-
-// Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load time by the
-// CPU (GCC's target_clones). clang does not multiversion function templates:
-// its builds (the fuzz targets, scripts/fuzz.sh) compile them once, for the baseline.
-#if defined(__clang__)
-#define ONNXFUSE_TEMPLATE_CLONES
-#else
-#define ONNXFUSE_TEMPLATE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
 
 using dnnl::memory;
 

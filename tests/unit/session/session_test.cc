@@ -1,14 +1,12 @@
 // InferenceSession (include/onnxfuse/session.h): metadata, Run in both forms,
-// every refusal, the shape cache, concurrent Runs, and equality with `onnx-fuse
-// run` on resnet18 and mobilenet_v2.
+// every refusal, the shape cache, and equality with `onnx-fuse run` on
+// resnet18 and mobilenet_v2. Concurrent Runs: session_threads_test.cc.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -18,54 +16,19 @@
 #include "onnxfuse/loader.h"
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse/session.h"
+#include "session_cases.h"
 #include "temp_dir.h"
 #include "test_models.h"
 
 namespace onnxfuse {
 namespace {
 
-// y = Relu((x + z) @ w + b) with a symbolic batch N: x, z float[N,4], y float[N,3].
-const char* const kBatchModel = R"(<ir_version: 8, opset_import: ["" : 13]>
-  g (float[N,4] x, float[N,4] z,
-     float[4,3] w = {0.5, -0.25, 0.75, 1.0, -0.5, 0.25, 0.125, -1.0, 0.3, -0.7, 0.2, 0.9},
-     float[3] b = {0.1, -0.2, 0.05}) => (float[N,3] y) {
-    s = Add (x, z)
-    m = MatMul (s, w)
-    a = Add (m, b)
-    y = Relu (a)
-  })";
-const double kW[4][3] = {{0.5, -0.25, 0.75}, {1.0, -0.5, 0.25}, {0.125, -1.0, 0.3}, {-0.7, 0.2, 0.9}};
-const double kB[3] = {0.1, -0.2, 0.05};
-
-std::string WriteModel(const test::TempDir& dir, const std::string& text, const std::string& name = "model.onnx") {
-  return dir.Write(name, test::ParseModel(text).SerializeAsString());
-}
-
-// Batch `n` of inputs: x[i] = Wave(i + salt), z[i] = Wave(3 i + salt) / 2.
-struct BatchInputs {
-  std::vector<float> x, z;
-  std::int64_t n;
-  BatchInputs(std::int64_t batch, int salt) : n(batch) {
-    for (std::int64_t i = 0; i < 4 * n; ++i) {
-      x.push_back(test::Wave(i + salt));
-      z.push_back(test::Wave(3 * i + salt) / 2);
-    }
-  }
-  NamedInputs Views() const {
-    return {{"x", {ElementType::kFloat, {n, 4}, x.data()}}, {"z", {ElementType::kFloat, {n, 4}, z.data()}}};
-  }
-  std::vector<double> Reference() const {
-    std::vector<double> y;
-    for (std::int64_t r = 0; r < n; ++r)
-      for (int c = 0; c < 3; ++c) {
-        double acc = kB[c];
-        for (int k = 0; k < 4; ++k)
-          acc += (double(x[std::size_t(r * 4 + k)]) + double(z[std::size_t(r * 4 + k)])) * kW[k][c];
-        y.push_back(std::max(acc, 0.0));
-      }
-    return y;
-  }
-};
+using test::BatchInputs;
+using test::kBatchModel;
+using test::LoadCase;
+using test::ModelCase;
+using test::ViewsOf;
+using test::WriteModel;
 
 void CheckClose(const std::vector<float>& got, const std::vector<double>& want) {
   REQUIRE(got.size() == want.size());
@@ -220,45 +183,7 @@ TEST_CASE("session: bad options and files", "[session]") {
   CHECK(test::ErrorOf([&] { InferenceSession s(junk); }).kind == ErrorKind::kInvalidModel);
 }
 
-TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded ones", "[session]") {
-  test::TempDir dir("session");
-  SessionOptions options;
-  options.threads = 1;
-  InferenceSession session(WriteModel(dir, kBatchModel), options);
-  constexpr int kThreads = 4, kRuns = 50;
-  std::atomic<int> mismatches{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (int r = 0; r < kRuns; ++r) {
-        BatchInputs in(1 + (t + r) % 3 * 3, t * 100 + r);  // batches 1, 4, 7, each thread its own data
-        std::vector<Tensor> out = session.Run(in.Views());
-        const std::vector<double> want = in.Reference();
-        for (std::size_t i = 0; i < want.size(); ++i)
-          if (std::abs(out[0].data[i] - want[i]) > 1e-5) ++mismatches;
-      }
-    });
-  for (std::thread& t : threads) t.join();
-  CHECK(mismatches == 0);
-  SessionStats stats = session.stats();
-  CHECK(stats.cached_shapes == 3);
-  CHECK(stats.cache_hits + stats.compiles == kThreads * kRuns);
-  CHECK(stats.plan_instances >= 3);
-}
-
 // ---- Real models: the same outputs as `onnx-fuse run --outputs` ----
-
-struct ModelCase {
-  std::string dir;
-  std::vector<Tensor> inputs;
-};
-
-ModelCase LoadCase(const std::string& name) {
-  ModelCase c{std::string(ONNXFUSE_MODELS_DIR) + "/" + name, {}};
-  REQUIRE(std::filesystem::exists(c.dir + "/model.onnx"));  // scripts/export_models.py; a missing model fails
-  c.inputs = ReadTensorDir(c.dir + "/test_data_set_0", "input");
-  return c;
-}
 
 std::vector<Tensor> RunCli(const std::string& model, const std::string& inputs_dir, const test::TempDir& out) {
   RunOptions options;
@@ -282,13 +207,6 @@ int RunKernels(const std::string& model) {
   std::ostringstream out;
   REQUIRE(RunJob(options, out) == 0);
   return nlohmann::json::parse(out.str())["kernels"].get<int>();
-}
-
-NamedInputs ViewsOf(const std::vector<Tensor>& inputs, const InferenceSession& session) {
-  NamedInputs views;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    views[session.inputs()[i].name] = {ElementType::kFloat, inputs[i].dims, inputs[i].data.data()};
-  return views;
 }
 
 TEST_CASE("session: resnet18 and mobilenet_v2 give run's outputs, from the model and from a plan", "[session][models]") {
@@ -324,28 +242,6 @@ TEST_CASE("session: resnet18 and mobilenet_v2 give run's outputs, from the model
     pinned.input_shapes = {{session.inputs()[0].name, c.inputs[0].dims}};
     CHECK(test::ErrorOf([&] { InferenceSession s(plan, pinned); }).kind == ErrorKind::kUsage);
   }
-}
-
-TEST_CASE("session: two threads on resnet18 with different images get their own outputs", "[session][models]") {
-  ModelCase c = LoadCase("resnet18");
-  SessionOptions options;
-  options.threads = 1;
-  InferenceSession session(c.dir + "/model.onnx", options);
-  std::vector<Tensor> images = {c.inputs[0], c.inputs[0]};
-  for (float& v : images[1].data) v = -0.5f * v;
-  std::vector<std::vector<float>> single;
-  for (const Tensor& image : images) single.push_back(session.Run(ViewsOf({image}, session))[0].data);
-  REQUIRE(single[0] != single[1]);
-  std::atomic<int> mismatches{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 2; ++t)
-    threads.emplace_back([&, t] {
-      for (int r = 0; r < 3; ++r)
-        if (session.Run(ViewsOf({images[std::size_t(t)]}, session))[0].data != single[std::size_t(t)]) ++mismatches;
-    });
-  for (std::thread& t : threads) t.join();
-  CHECK(mismatches == 0);
-  CHECK(session.stats().plan_instances <= 2);  // never more instances than calls at once
 }
 
 }  // namespace

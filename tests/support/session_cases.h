@@ -1,0 +1,61 @@
+// Models and inputs the InferenceSession tests share (tests/unit/session/):
+// a two-input model with a symbolic batch and its reference in double, a
+// small CNN with a symbolic batch, and the exported models' test data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "onnxfuse/session.h"
+#include "onnxfuse/tensor_io.h"
+#include "temp_dir.h"
+
+namespace onnxfuse::test {
+
+/// y = Relu((x + z) @ w + b) with a symbolic batch N: x, z float[N,4], y
+/// float[N,3]; w and b are initializers (kBatchW, kBatchB).
+extern const char* const kBatchModel;
+extern const double kBatchW[4][3];
+extern const double kBatchB[3];
+
+/// A small CNN with a symbolic batch N, x float[N,3,8,8] -> y float[N,5]:
+/// Conv 3->8 3x3 pad 1 (+bias), Relu, Conv 8->8 1x1, Add with the Relu,
+/// MaxPool 2x2 stride 2, GlobalAveragePool, Flatten, Gemm 8->5 (transB).
+/// Every weight an initializer: each shape's schedule prepacks them, and
+/// the session shares the packed ones between schedules and instances.
+std::string SmallCnnModel();
+
+/// `text` (ONNX text syntax) written as `name` into `dir`; returns its path.
+std::string WriteModel(const TempDir& dir, const std::string& text, const std::string& name = "model.onnx");
+
+/// Batch `n` of kBatchModel's inputs: x[i] = Wave(i + salt), z[i] = Wave(3 i + salt) / 2.
+struct BatchInputs {
+  std::vector<float> x, z;
+  std::int64_t n;
+  BatchInputs(std::int64_t batch, int salt);
+  NamedInputs Views() const;
+  /// kBatchModel's y in double.
+  std::vector<double> Reference() const;
+};
+
+/// Batch `n` of SmallCnnModel's input: x[i] = Wave(5 i + salt).
+struct CnnInputs {
+  std::vector<float> x;
+  std::int64_t n;
+  CnnInputs(std::int64_t batch, int salt);
+  NamedInputs Views() const;
+};
+
+/// An exported model (ONNXFUSE_MODELS_DIR/<name>, scripts/export_models.py)
+/// and its test_data_set_0 inputs; a missing model fails the test.
+struct ModelCase {
+  std::string dir;
+  std::vector<Tensor> inputs;
+};
+ModelCase LoadCase(const std::string& name);
+
+/// `inputs` as the session's inputs, in order, over their data.
+NamedInputs ViewsOf(const std::vector<Tensor>& inputs, const InferenceSession& session);
+
+}  // namespace onnxfuse::test

@@ -1,0 +1,195 @@
+// Concurrent Runs on one InferenceSession (include/onnxfuse/session.h: Run may
+// be called from several threads at once): 4 threads x 50 Runs at mixed batch
+// sizes, every output bit-equal to the same inputs run single-threaded; the
+// shape cache evicting under concurrent Runs; two threads on resnet18. Tagged
+// [threads]: the ThreadSanitizer pass (ONNXFUSE_TSAN, tests/CMakeLists.txt)
+// runs these cases.
+#include <catch2/catch.hpp>
+#include <omp.h>
+
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <iterator>
+#include <thread>
+
+#include "onnxfuse/session.h"
+#include "session_cases.h"
+#include "temp_dir.h"
+
+namespace onnxfuse {
+namespace {
+
+using test::BatchInputs;
+using test::CnnInputs;
+
+constexpr int kThreads = 4, kRuns = 50;
+
+// Run r of thread t is at batch 1, 4 or 7, the threads out of step with each
+// other, so that Runs at different shapes (and at the same one) overlap.
+std::int64_t BatchOf(int t, int r) { return 1 + (t + r) % 3 * 3; }
+
+// Calls body(t) on kThreads threads released together (a spin on a counter,
+// so that none is done before the last starts); rethrows a thread's exception.
+// Each thread's OpenMP default is 4 threads, wider than the sessions' 1 here,
+// as an application's own threads may be: a Run must not run or compile with it.
+void OnThreads(const std::function<void(int)>& body) {
+  std::atomic<int> ready{0};
+  std::vector<std::exception_ptr> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      omp_set_num_threads(4);
+      ++ready;
+      while (ready < kThreads) std::this_thread::yield();
+      try {
+        body(t);
+      } catch (...) {
+        errors[std::size_t(t)] = std::current_exception();
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// feeds[t][r] run from thread t (r in order), all threads at once; then each
+// again on this thread alone. Returns how many of the concurrent outputs
+// differ from the single-threaded ones in any bit. Both passes use the
+// session's schedules, whose instances all run the same kernels
+// (shape_schedule.h), so equal means bit-equal.
+int ConcurrentMismatches(InferenceSession& session, const std::vector<std::vector<NamedInputs>>& feeds) {
+  std::vector<std::vector<std::vector<float>>> concurrent(kThreads, std::vector<std::vector<float>>(kRuns));
+  OnThreads([&](int t) {
+    for (int r = 0; r < kRuns; ++r) concurrent[std::size_t(t)][std::size_t(r)] = session.Run(feeds[std::size_t(t)][std::size_t(r)])[0].data;
+  });
+  int mismatches = 0;
+  for (int t = 0; t < kThreads; ++t)
+    for (int r = 0; r < kRuns; ++r)
+      if (session.Run(feeds[std::size_t(t)][std::size_t(r)])[0].data != concurrent[std::size_t(t)][std::size_t(r)]) ++mismatches;
+  return mismatches;
+}
+
+// Threads of this process now (Linux: /proc/self/task). OpenMP keeps the
+// workers of a team once formed, so a count that grew over Runs joined again
+// means some Run formed a team of more than one. A thread started and joined
+// first: ThreadSanitizer starts a thread of its own with the first one.
+long ProcessThreads() {
+  std::thread([] {}).join();
+  return static_cast<long>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                         std::filesystem::directory_iterator{}));
+}
+
+// threads = 1: each Run is one OpenMP thread, so the threads here are the
+// callers' only (and, under ThreadSanitizer, no uninstrumented OpenMP team
+// runs our code).
+SessionOptions OneThreadPerRun() {
+  SessionOptions options;
+  options.threads = 1;
+  return options;
+}
+
+TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded ones", "[session][threads]") {
+  test::TempDir dir("session_threads");
+  const long threads_before = ProcessThreads();
+  SECTION("the two-input model, and its reference in double") {
+    InferenceSession session(test::WriteModel(dir, test::kBatchModel), OneThreadPerRun());
+    std::vector<std::vector<BatchInputs>> inputs(kThreads);
+    std::vector<std::vector<NamedInputs>> feeds(kThreads);
+    for (int t = 0; t < kThreads; ++t)
+      for (int r = 0; r < kRuns; ++r) inputs[std::size_t(t)].emplace_back(BatchOf(t, r), t * 100 + r);  // each Run its own data
+    for (int t = 0; t < kThreads; ++t)
+      for (const BatchInputs& in : inputs[std::size_t(t)]) feeds[std::size_t(t)].push_back(in.Views());
+    CHECK(ConcurrentMismatches(session, feeds) == 0);
+    int wrong = 0;
+    for (const auto& row : inputs)
+      for (const BatchInputs& in : row) {
+        const std::vector<float> got = session.Run(in.Views())[0].data;
+        const std::vector<double> want = in.Reference();
+        for (std::size_t i = 0; i < want.size(); ++i)
+          if (std::abs(got[i] - want[i]) > 1e-5) ++wrong;
+      }
+    CHECK(wrong == 0);
+    const SessionStats stats = session.stats();
+    CHECK(stats.compiles == 3);  // one schedule per batch size, whichever thread came first
+    CHECK(stats.cached_shapes == 3);
+    CHECK(stats.cache_hits + stats.compiles == 3 * kThreads * kRuns);
+    CHECK(stats.plan_instances >= 3);
+  }
+  SECTION("a small CNN: prepacked convolution and Gemm weights shared by three schedules") {
+    InferenceSession session(test::WriteModel(dir, test::SmallCnnModel()), OneThreadPerRun());
+    std::vector<std::vector<CnnInputs>> inputs(kThreads);
+    std::vector<std::vector<NamedInputs>> feeds(kThreads);
+    for (int t = 0; t < kThreads; ++t)
+      for (int r = 0; r < kRuns; ++r) inputs[std::size_t(t)].emplace_back(BatchOf(t, r), t * 100 + r);
+    for (int t = 0; t < kThreads; ++t)
+      for (const CnnInputs& in : inputs[std::size_t(t)]) feeds[std::size_t(t)].push_back(in.Views());
+    CHECK(ConcurrentMismatches(session, feeds) == 0);
+    // Each image of a batch gives what it gives alone (a batch row mixed up with another would not).
+    const CnnInputs& seven = inputs[0][2];
+    REQUIRE(seven.n == 7);
+    const std::vector<float> batch = session.Run(seven.Views())[0].data;
+    for (std::int64_t k = 0; k < 7; ++k) {
+      std::vector<float> image(seven.x.begin() + k * 192, seven.x.begin() + (k + 1) * 192);
+      const std::vector<float> alone = session.Run({{"x", {ElementType::kFloat, {1, 3, 8, 8}, image.data()}}})[0].data;
+      for (std::size_t i = 0; i < 5; ++i) CHECK(alone[i] == Approx(batch[std::size_t(k) * 5 + i]).margin(1e-5));
+    }
+    CHECK(session.stats().compiles == 3);
+  }
+  // SessionOptions::threads holds for every compile a Run makes, not only for
+  // the steps: a Run whose shape another thread compiled compiles its own
+  // instance (shape_schedule.h), and its primitives' team is fixed then.
+  // (In one process with tests that ran teams before, vacuous.)
+  CHECK(ProcessThreads() == threads_before);
+}
+
+TEST_CASE("session: concurrent Runs through a cache smaller than their shapes evict and recompile", "[session][threads]") {
+  // Three batch sizes through a cache of two: schedules are evicted while
+  // other threads still run on them and return their instances to them.
+  test::TempDir dir("session_threads");
+  const long threads_before = ProcessThreads();
+  SessionOptions options = OneThreadPerRun();
+  options.shape_cache_size = 2;
+  InferenceSession session(test::WriteModel(dir, test::kBatchModel), options);
+  std::atomic<int> wrong{0};
+  OnThreads([&](int t) {
+    for (int r = 0; r < kRuns; ++r) {
+      BatchInputs in(BatchOf(t, r), t * 100 + r);
+      const std::vector<float> got = session.Run(in.Views())[0].data;
+      const std::vector<double> want = in.Reference();  // recompiled schedules may pick other kernels: not bit-equal
+      for (std::size_t i = 0; i < want.size(); ++i)
+        if (std::abs(got[i] - want[i]) > 1e-5) ++wrong;
+    }
+  });
+  CHECK(wrong == 0);
+  const SessionStats stats = session.stats();
+  CHECK(stats.cached_shapes == 2);
+  CHECK(stats.evictions == stats.compiles - 2);
+  CHECK(stats.cache_hits + stats.compiles == kThreads * kRuns);
+  CHECK(ProcessThreads() == threads_before);  // no OpenMP team formed, as above
+}
+
+TEST_CASE("session: two threads on resnet18 with different images get their own outputs", "[session][models][threads]") {
+  test::ModelCase c = test::LoadCase("resnet18");
+  InferenceSession session(c.dir + "/model.onnx", OneThreadPerRun());
+  std::vector<Tensor> images = {c.inputs[0], c.inputs[0]};
+  for (float& v : images[1].data) v = -0.5f * v;
+  std::vector<std::vector<float>> single;
+  for (const Tensor& image : images) single.push_back(session.Run(test::ViewsOf({image}, session))[0].data);
+  REQUIRE(single[0] != single[1]);
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 3; ++r)
+        if (session.Run(test::ViewsOf({images[std::size_t(t)]}, session))[0].data != single[std::size_t(t)]) ++mismatches;
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(mismatches == 0);
+  CHECK(session.stats().plan_instances <= 2);  // never more instances than calls at once
+}
+
+}  // namespace
+}  // namespace onnxfuse
