@@ -70,16 +70,21 @@ def scatter_elements(g, st, v, rng):
 def one_hot(g, st, v, rng):
     """v + 0.5 * OneHot(ArgMax(v, axis)) (or of a run-time index input, -4..-1
     when negative), on the same axis: the incoming dims again."""
+    if v.rank < 2:
+        raise Skip()        # OneHot's indices have a rank of at least 1
     axis = _axis(st, v)
     n = v.dims[axis]
     idims = v.dims[:axis] + v.dims[axis + 1:]
+    dtype = st.get("dtype", "int64")
     if st.get("src") == "input" and n >= 4:
         i = new_input(g, st.get("itype", "int64"), idims)
         if st.get("neg"):
             i = g.node("Sub", [i, g.const(np.array(4), "k", st.get("itype", "int64"))])
     else:
         i = g.node(st.get("argf", "ArgMax"), [v.name], {"axis": axis, "keepdims": 0})
-    depth = g.const(np.array(n), "k", st.get("dtype", "int64"))
+        if st.get("itype") == "int32" and dtype == "int64":
+            dtype = "int32"     # ORT 1.30 has no OneHot kernel of int32 indices and an int64 depth
+    depth = g.const(np.array(n), "k", dtype)
     vals = g.const(np.array([st.get("off", 0.0), 1.0]))
     oh = g.node("OneHot", [i, depth, vals], {"axis": axis})
     return V(g.node("Add", [v.name, g.node("Mul", [oh, g.const(np.array(0.5))])]), v.dims, v.mag + 0.5)
