@@ -68,7 +68,7 @@ def pow_runtime(g, st, v, rng):
 
 def einsum_ext(g, st, v, rng):
     """Einsum beyond a batched MatMul: the elementwise square ("...,...->..."
-    with labels), a sum over all but the first label, a permutation of labels,
+    with labels), a sum over all but the first two labels, a permutation of labels,
     the diagonal of a square last pair, an outer product of v's last axis with
     a constant, and a three-operand contraction x_i W_ij y_j per batch row."""
     form = st.get("form", "square")
@@ -78,15 +78,16 @@ def einsum_ext(g, st, v, rng):
     if form == "square":
         y = g.node("Einsum", [v.name, v.name], {"equation": "%s,%s->%s" % (lab, lab, lab)})
         return V(y, v.dims, v.mag * v.mag)
-    if form == "sum" and v.rank >= 2:
-        y = g.node("Einsum", [v.name], {"equation": "%s->a" % lab})
-        n = int(np.prod(v.dims[1:]))
-        return V(g.node("Mul", [y, g.const(np.array(1.0 / n))]), v.dims[:1], v.mag)
+    # (never a vector: views and others take rank 2 and more)
+    if form == "sum" and v.rank >= 3:
+        y = g.node("Einsum", [v.name], {"equation": "%s->ab" % lab})
+        n = int(np.prod(v.dims[2:]))
+        return V(g.node("Mul", [y, g.const(np.array(1.0 / n))]), v.dims[:2], v.mag)
     if form == "perm" and v.rank >= 3:
         out = lab[0] + lab[2:] + lab[1]         # channels last
         return V(g.node("Einsum", [v.name], {"equation": "%s->%s" % (lab, out)}),
                  v.dims[:1] + v.dims[2:] + v.dims[1:2], v.mag, v.lo, exact=v.exact)
-    if form == "diag" and v.rank >= 2 and v.dims[-1] == v.dims[-2]:
+    if form == "diag" and v.rank >= 3 and v.dims[-1] == v.dims[-2]:
         y = g.node("Einsum", [v.name], {"equation": "%s->%s" % (lab[:-2] + "ii", lab[:-2] + "i")})
         return V(y, v.dims[:-1], v.mag, v.lo, exact=v.exact)
     if form == "outer" and v.rank <= 3:

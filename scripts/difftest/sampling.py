@@ -88,8 +88,10 @@ def maxpool_indices(g, st, v, rng):
         if n + 2 * p < k:
             raise Skip()
         o = (n + 2 * p - k + (s - 1 if ceil else 0)) // s + 1
-        if ceil and (o - 1) * s >= n + p:     # the last window would start in the padding: not counted
-            o -= 1
+        if ceil and (o - 1) * s >= n + p:
+            # The last window would start in the padding: ONNX's formula counts
+            # it, PyTorch (and newer ORT) drop it. Left out where they differ.
+            raise Skip()
         spatial.append(o)
     x = v
     if v.exact:       # no ties: the maximum's position is defined
