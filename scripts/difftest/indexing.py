@@ -80,10 +80,10 @@ def one_hot(g, st, v, rng):
         i = new_input(g, st.get("itype", "int64"), idims)
         if st.get("neg"):
             i = g.node("Sub", [i, g.const(np.array(4), "k", st.get("itype", "int64"))])
-    else:
-        i = g.node(st.get("argf", "ArgMax"), [v.name], {"axis": axis, "keepdims": 0})
         if st.get("itype") == "int32" and dtype == "int64":
             dtype = "int32"     # ORT 1.30 has no OneHot kernel of int32 indices and an int64 depth
+    else:
+        i = g.node(st.get("argf", "ArgMax"), [v.name], {"axis": axis, "keepdims": 0})
     depth = g.const(np.array(n), "k", dtype)
     vals = g.const(np.array([st.get("off", 0.0), 1.0]))
     oh = g.node("OneHot", [i, depth, vals], {"axis": axis})
