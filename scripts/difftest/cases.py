@@ -52,6 +52,8 @@ def describe_step(st):
                                      "" if st.get("keepdims", 1) else ", keepdims 0")
     if op in TYPED:
         return TYPED[op](st)
+    if op in OPS:
+        return OPS[op](st)
     if op in ("transpose", "reshape"):
         return "%s(%s)" % (op.capitalize(), st.get("mode"))
     if op == "slice":
@@ -74,6 +76,31 @@ TYPED = {
     "topk": lambda st: "TopK(k %s)" % st.get("k"),
     "cast": lambda st: "Cast(%s)" % st.get("to"),
     "typed_in": lambda st: "input(%s %s)" % (st.get("itype"), st.get("form")),
+}
+
+
+def _body(st):
+    return " | ".join("[%s]" % " -> ".join(describe_step(s) for s in b) for b in st.get("branches", []))
+
+
+# The op steps of generator_ops.py.
+OPS = {
+    "rnn": lambda st: "%s(%s, hidden %s%s)" % (st.get("cell"), st.get("dir"), st.get("hidden"),
+                                               ", init" if st.get("init") else ""),
+    "resize": lambda st: "Resize(%s%s)" % (st.get("mode"), ", sizes" if st.get("sizes") else ""),
+    "grid_sample": lambda st: "GridSample(%s, %s)" % (st.get("mode"), st.get("padm")),
+    "maxpool_idx": lambda st: "MaxPool+Indices", "sort": lambda st: "TopK(sort, axis %s)" % st.get("axis"),
+    "scatter_nd": lambda st: "ScatterND(%s)" % st.get("red"), "scatter_el": lambda st: "ScatterElements(%s)" % st.get("red"),
+    "one_hot": lambda st: "OneHot(%s)" % st.get("src"), "gather_el": lambda st: "GatherElements",
+    "gather_nd": lambda st: "GatherND(%s)" % st.get("form"), "arg": lambda st: st.get("f", "ArgMax"),
+    "cumsum": lambda st: "CumSum", "trilu": lambda st: "Trilu", "fmod": lambda st: "Mod(fmod)",
+    "pow_rt": lambda st: "Pow(run-time exponent)", "einsum_x": lambda st: "Einsum(%s)" % st.get("form"),
+    "hardmax": lambda st: "Hardmax", "lrn": lambda st: "LRN", "lp_norm": lambda st: "LpNormalization",
+    "mvn": lambda st: "MeanVarianceNormalization", "tile": lambda st: "Tile", "expand": lambda st: "Expand",
+    "range": lambda st: "Range", "cos": lambda st: "ConstantOfShape",
+    "if": lambda st: "If(%s){%s}" % (st.get("cond"), _body(st)),
+    "loop": lambda st: "Loop(%s){%s}" % (st.get("trips"), _body(st)),
+    "scan": lambda st: "Scan{%s}" % _body(st),
 }
 
 

@@ -317,4 +317,5 @@ def make_recipe(seed):
         steps += chain(r, rank, W(r, [(1, 3), (2, 3), (3, 2), (4, 2), (6, 1), (8, 1)]))
         if r.random() < 0.2:
             steps.append(step(r, "output"))
-    return add_typed({"seed": seed, "input": dims, "steps": steps}, seed)
+    from .generator_ops import add_ops      # it draws with this module's helpers
+    return add_ops(add_typed({"seed": seed, "input": dims, "steps": steps}, seed), seed)

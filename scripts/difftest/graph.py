@@ -45,6 +45,10 @@ def fmt(x):
     return s if any(c in s for c in ".en") else s + ".0"
 
 
+class Raw(str):
+    """An attribute value written as is: a subgraph (If, Loop, Scan bodies)."""
+
+
 class Graph:
     def __init__(self):
         self.inputs = []      # text of graph inputs (the activation)
@@ -87,10 +91,16 @@ class Graph:
         if attrs:
             parts = []
             for k, v in attrs.items():
-                if isinstance(v, float):
+                if isinstance(v, Raw):
+                    parts.append("%s = %s" % (k, v))
+                elif isinstance(v, float):
                     parts.append("%s = %s" % (k, fmt(v)))
                 elif isinstance(v, str):
                     parts.append('%s = "%s"' % (k, v))
+                elif isinstance(v, (list, tuple)) and v and isinstance(v[0], str):
+                    parts.append("%s = [%s]" % (k, ", ".join('"%s"' % x for x in v)))
+                elif isinstance(v, (list, tuple)) and v and isinstance(v[0], float):
+                    parts.append("%s = [%s]" % (k, ", ".join(fmt(x) for x in v)))
                 elif isinstance(v, (list, tuple)):
                     parts.append("%s = [%s]" % (k, ", ".join(str(int(x)) for x in v)))
                 else:

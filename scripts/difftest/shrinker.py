@@ -22,13 +22,21 @@ SIMPLER = {
     # typed steps (typed.py)
     "logic": ["none"], "with_input": [0], "tout": [0], "reduce": [None], "cform": ["scalar"], "ops": [],
     "src": ["input", "mask"], "other": ["zero"], "itype": ["int64"], "idx": ["input", "clamp"],
+    # the op steps of generator_ops.py
+    "hidden": [1, 3], "dir": ["forward"], "init": [0], "seqlens": [0], "layout": [0], "lbr": [0], "act": ["Tanh"],
+    "ceil": [0], "order": [0], "rt": [0], "red": ["none"], "neg": [0], "aniso": [0], "sizes": [0], "sc": [0],
+    "exclusive": [0], "reverse": [0], "trips": [1, 2], "iter": [0], "outer": [0], "scan": [0], "cin": [0], "padm": ["zeros"], "diag": [None], "pick": ["Y"],
+    "two": [0], "shape_of": [0], "lead": [0], "m": [1], "kd": [1],
 }
 # Simpler stand-ins for whole steps, tried in order: fewer distinct graphs for
 # one bug (the signature dedups by op sequence), and cases that read by hand.
 REPLACE = [{"op": "unary", "f": "Relu"}, {"op": "unary", "f": "Neg"}, {"op": "bin", "f": "Add", "form": "scalar"},
            {"op": "bin", "f": "Mul", "form": "scalar"}]
 COMPOSITE = {"domain", "swish", "hswish", "gelu", "se", "ln_dec", "ln", "clip", "unary", "bin", "bin_in", "prelu",
-             "mask", "intmix", "gather", "topk", "cast", "typed_in"}
+             "mask", "intmix", "gather", "topk", "cast", "typed_in",
+             "rnn", "resize", "grid_sample", "maxpool_idx", "scatter_nd", "scatter_el", "one_hot", "gather_el",
+             "gather_nd", "sort", "arg", "cumsum", "trilu", "fmod", "pow_rt", "einsum_x", "hardmax", "lrn", "lp_norm",
+             "mvn", "tile", "expand", "range", "cos", "if", "loop", "scan"}
 FORM_ORDER = ["scalar", "one", "last", "chan", "row", "nobatch", "full", "both"]
 
 
@@ -36,7 +44,7 @@ def _lists(steps, path=()):
     """Every step list in the recipe (top level and fork branches), by path."""
     yield path
     for i, st in enumerate(steps):
-        if st.get("op") == "fork":
+        if "branches" in st:      # forks, If branches, Loop and Scan bodies
             for bi, br in enumerate(st["branches"]):
                 yield from _lists(br, path + ((i, bi),))
 
@@ -51,9 +59,8 @@ def _get(recipe, path):
 def _all_steps(steps):
     for st in steps:
         yield st
-        if st.get("op") == "fork":
-            for br in st["branches"]:
-                yield from _all_steps(br)
+        for br in st.get("branches", []):
+            yield from _all_steps(br)
 
 
 def _step_count(recipe):
@@ -77,7 +84,11 @@ def _simpler(field, cur):
         return [c for c in cands if c < cur]
     if field == "ops":      # one integer op fewer
         return [cur[:i] + cur[i + 1:] for i in range(len(cur or []))]
-    return [c for c in cands if c != cur]
+    if field in ("hidden", "trips", "m"):
+        return [c for c in cands if cur is not None and c < cur]
+    # Only values simpler than the current one (earlier in the list): two
+    # values that both keep the failure would otherwise alternate forever.
+    return [c for c in cands[:cands.index(cur)]] if cur in cands else list(cands)
 
 
 class Shrinker:

@@ -157,7 +157,8 @@ def run_fuse(runner, b, strategy):
 
 # Ops whose result jumps where an input crosses a threshold: a value one ulp
 # apart in two plans can select another element or branch (typed.py).
-THRESHOLD_OPS = {"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal", "ArgMax", "ArgMin", "TopK", "Cast"}
+THRESHOLD_OPS = {"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal", "ArgMax", "ArgMin", "TopK", "Cast",
+                 "Hardmax", "Mod", "MaxPool", "If", "GridSample"}
 
 
 def sensitivity(runner, b, strategy, tries=3):

@@ -10,6 +10,7 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
 #include "rewrite/control_flow_decisions.h"
+#include "rewrite/subgraph_check.h"
 
 namespace onnxfuse {
 
@@ -174,6 +175,14 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
     try {
       graph = LoadModelProto(std::move(model), graph.source_path());
     } catch (const Error& e) {
+      // A body that was invalid in the user's model (onnx's inference of the
+      // whole model let it through) is the user's to fix, not a bug here.
+      for (const Node& node : graph.nodes()) {
+        if (!IsControlFlow(node)) continue;
+        const std::string reason = InvalidBodyReason(graph.model(), node.proto);
+        if (!reason.empty())
+          throw Error(ErrorKind::kInvalidModel, graph.source_path() + ": " + NodeLabel(node) + ": " + reason);
+      }
       throw Error(ErrorKind::kInternal, std::string("the model with its control flow expanded does not load: ") + e.what());
     }
     graph.set_conversion(std::move(conversion));

@@ -89,8 +89,10 @@ struct ControlFlowResult {
 
 /// Expands what it can of `graph` in place (replacing it with the reloaded
 /// rewritten model; its conversion record is kept). Without If/Loop/Scan nodes
-/// the graph is not touched. Throws Error(kInternal) when the rewritten model
-/// does not load (a bug here), and what LoadModelProto throws otherwise.
+/// the graph is not touched. Throws Error(kInvalidModel) naming the node when
+/// the rewritten model does not load because a body was invalid already
+/// (subgraph_check.h), Error(kInternal) when it does not load otherwise (a bug
+/// here), and what LoadModelProto throws otherwise.
 ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& options = {});
 
 /// For consumers that execute the graph: throws Error(kUnsupported)
