@@ -1,4 +1,6 @@
-// libFuzzer target: plan-file bytes -> ParsePlanFile -> one Run.
+// libFuzzer target: plan-file bytes -> ParsePlanFile -> one Run, and for a
+// format-3 plan with open input dims, the same groups compiled and run at
+// another shape (every open dim 2: PlanModelAt, as a session does).
 //
 // The header's CRC-32 would stop almost every mutation at the checksum, so when
 // the input has the plan magic and byte 23 (the top byte of the payload length,
@@ -10,13 +12,18 @@
 // other exception, a crash or a sanitizer report (an out-of-bounds read of a
 // stored constant, say) is a finding.
 //
-// Seeds: tests/fuzz_corpus/fuzz_plan_reader/, plans of the fuzz_model_loader
-// seeds written by `onnx-fuse SEED.onnx -o SEED.plan --strategy postdom`
-// (conv_relu_unfused.plan with --max-group-size 1).
+// Seeds: tests/fuzz_corpus/fuzz_plan_reader/, plans (format version 3) of the
+// fuzz_model_loader seeds written by `onnx-fuse SEED.onnx -o SEED.plan
+// --strategy postdom` (conv_relu_unfused.plan with --max-group-size 1;
+// unsorted_symbolic.plan has a symbolic dim), and conv_relu_v2.plan, the
+// version 2 reading path: conv_relu.plan with header version 2 (a version 2
+// reader ignores the built shapes).
 #include <zlib.h>
 
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -39,8 +46,22 @@ void RunPlan(const std::uint8_t* data, std::size_t size) {
     for (int i = 0; i < 4; ++i) bytes[12 + i] = static_cast<std::uint8_t>(crc >> (8 * i));
     for (int i = 0; i < 8; ++i) bytes[16 + i] = static_cast<std::uint8_t>(length >> (8 * i));
   }
-  LoadedPlan plan = ParsePlanFile(bytes.data(), bytes.size(), "fuzz.plan");
+  PlanReadOptions read;
+  read.keep_model = true;
+  LoadedPlan plan = ParsePlanFile(bytes.data(), bytes.size(), "fuzz.plan", read);
   plan.executable.Run(RandomInputs(*plan.graph));
+  if (!plan.model) return;
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+  bool open = false;
+  for (ValueId v : plan.model->inputs()) {
+    const TensorType& type = plan.model->value(v).type;
+    if (!type.has_shape) continue;
+    std::vector<std::int64_t>& dims = shapes[plan.model->value(v).name];
+    for (std::int64_t d : type.dims) dims.push_back(d >= 0 ? d : 2), open = open || d < 0;
+  }
+  if (!open) return;
+  PlanGraph at = PlanModelAt(*plan.model, plan.fusion, shapes);
+  ExecutablePlan::Compile(*at.graph, at.fusion, CompileOptions{plan.info.fused}).Run(RandomInputs(*at.graph));
 }
 
 }  // namespace

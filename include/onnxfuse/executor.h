@@ -101,6 +101,11 @@ struct PlanStats {
   std::int64_t intermediate_bytes_total = 0;  ///< sum of all non-constant values of the ONNX graph
   std::int64_t scratchpad_bytes = 0;       ///< one scratchpad shared by all steps: oneDNN's and our kernels' (Winograd)
   std::int64_t weight_bytes = 0;           ///< weights, biases and other constants, as reordered
+  /// Wall-clock milliseconds the Compile call that made the plan took: lowering
+  /// every group, creating its oneDNN primitives (timing candidate
+  /// implementations where impl_choice does), packing its weights, laying out
+  /// the arena. Not loading or fusing the model.
+  double compile_ms = 0;
 };
 
 /// A compiled, runnable plan. Movable, not copyable; Run is not reentrant.

@@ -44,6 +44,11 @@ std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs);
 /// Strategy names accepted by FuseJob::strategy, in the order `--help` lists them.
 const std::vector<std::string>& StrategyNames();
 
+/// `graph` fused as the job asks: job.strategy with job.fuser (and, for
+/// "pattern", the library and job.pattern_dirs). Throws Error(kUsage) for an
+/// unknown strategy, what LoadPatterns throws.
+FusionPlan FuseForJob(const FuseJob& job, const Graph& graph);
+
 /// True when the job writes an executable plan file rather than an ONNX model:
 /// emit "plan", or an output path ending in ".plan". Throws Error(kUsage) for
 /// emit "plain" with a ".plan" path.

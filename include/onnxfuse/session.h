@@ -17,21 +17,27 @@
 // schedule, made on first use: the model is loaded again with every symbolic
 // or unknown input dim pinned to the call's value (LoadOptions::input_shapes),
 // fused and compiled, so a pinned shape gets exactly the kernels `run
-// --input-shape` gives it. Schedules are kept in an LRU cache of
+// --input-shape` gives it. A plan file (format version 3) keeps its model's
+// symbolic dims and does the same with its stored groups instead of fusing
+// again (PlanModelAt; the shape-dependent lowering decisions are made per
+// schedule); its constructor replays the schedule stored for the shapes it was
+// built at (a symbolic dim as 1). Schedules are kept in an LRU cache of
 // SessionOptions::shape_cache_size entries. A model whose inputs are all fixed
 // (declared, or by SessionOptions::input_shapes) is compiled in the
-// constructor. A plan file's shapes are fixed when it is built.
+// constructor. A plan file of format version 2 runs at the one shape it was
+// built at: another is Error(kUsage).
 //
 // Threads: Run may be called from several threads at once. Each concurrent
 // call runs on its own instance of the shape's compiled schedule (its own
 // activation arena and scratchpad), taken from a pool that grows to the
 // largest number of simultaneous calls at that shape; prepacked weights
-// (convolution and matmul operands) are shared by all instances and schedules.
-// SessionOptions::threads is the OpenMP team size each call runs with (set
-// with omp_set_num_threads on the calling thread, which keeps it). Not shared
-// yet: each cached shape keeps its loaded model's weights (to compile more
-// instances from), and a plan file's first instance keeps the weights stored
-// in the file while later instances pack their own once.
+// (convolution and matmul operands, a plan file's stored ones included) are
+// shared by all instances and schedules. SessionOptions::threads is the
+// OpenMP team size each call runs with (set with omp_set_num_threads on the
+// calling thread, which keeps it). Not shared yet: each cached shape keeps
+// its loaded model's weights (to compile more instances from), and a plan
+// file's session keeps one more copy, its model as stored, to load at new
+// shapes from.
 //
 // Errors: every failure is an onnxfuse::Error (error.h) whose kind() is the
 // one `onnx-fuse` maps to an exit code: kIo / kInvalidModel / kUnsupported
@@ -60,7 +66,8 @@ struct SessionOptions {
   /// Extra pattern directories for strategy "pattern", after the built-in library.
   std::vector<std::string> pattern_dirs;
   /// Input name -> full shape, pinned at load (as `run --input-shape`); a
-  /// symbolic dim pinned here takes that value everywhere. Not for plan files.
+  /// symbolic dim pinned here takes that value everywhere. For a plan file:
+  /// format version 3, or the shapes a version 2 plan was built at.
   std::map<std::string, std::vector<std::int64_t>> input_shapes;
   /// Compiled schedules kept (one per input-shape signature), least recently
   /// used evicted first; >= 1.
@@ -78,6 +85,20 @@ struct ValueInfo {
   std::vector<std::string> symbols;
 };
 
+/// One schedule in the shape cache.
+struct CachedShape {
+  /// Its signature: every graph input's shape, by name.
+  std::map<std::string, std::vector<std::int64_t>> input_shapes;
+  /// Wall-clock ms spent making it before compiling: loading the model with
+  /// these shapes pinned and fusing it (a plan file: reading it, or loading
+  /// its stored model at these shapes and applying its groups).
+  double load_ms = 0;
+  /// Wall-clock ms compiling its first instance at these shapes (lowering,
+  /// oneDNN primitive creation, weight packing): plan.compile_ms.
+  double compile_ms = 0;
+  PlanStats plan;  ///< its compiled schedule's statistics
+};
+
 /// How the shape cache has been used (cumulative since construction).
 struct SessionStats {
   int compiles = 0;         ///< schedules made (cache misses, the constructor's included)
@@ -85,6 +106,7 @@ struct SessionStats {
   int evictions = 0;        ///< schedules dropped by the LRU
   int cached_shapes = 0;    ///< schedules held now
   int plan_instances = 0;   ///< instances over all cached schedules (>1 at a shape: concurrent Runs)
+  std::vector<CachedShape> shapes;  ///< the cached schedules, most recently used first
 };
 
 /// Named inputs of Run: graph input name -> view over caller memory.
@@ -95,8 +117,8 @@ class InferenceSession {
   /// Loads `path`: a plan file (by its magic bytes) or an ONNX model. Throws
   /// Error: the loader's and compiler's errors (kIo, kInvalidModel,
   /// kUnsupported naming the node); kUsage for an unknown strategy, a
-  /// shape_cache_size < 1, threads < 0, input_shapes on a plan file or naming
-  /// no graph input.
+  /// shape_cache_size < 1, threads < 0, input_shapes naming no graph input or
+  /// changing a fixed dim (any dim of a version 2 plan file).
   explicit InferenceSession(const std::string& path, const SessionOptions& options = {});
   ~InferenceSession();
   InferenceSession(InferenceSession&&) noexcept;
@@ -117,7 +139,8 @@ class InferenceSession {
   /// float16 and float64 outputs as float32 in Tensor::data, integer and bool
   /// outputs as int64 in Tensor::int_data, Tensor::data_type the ONNX type.
   /// Throws Error(kUsage) naming the input or output for an unknown or missing
-  /// name, a wrong dtype, rank or dim; the compiler's errors on a new shape.
+  /// name, a wrong dtype, rank or dim, and for a new shape of a version 2 plan
+  /// file; the compiler's errors on a new shape.
   std::vector<Tensor> Run(const NamedInputs& inputs, const std::vector<std::string>& output_names = {});
 
   /// Runs one inference and writes the named outputs into caller memory: each

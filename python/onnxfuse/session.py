@@ -77,7 +77,8 @@ class InferenceSession:
       when 0 and ``sess_options`` has ``intra_op_num_threads``, that number.
       ``strategy``: 'postdom' (default), 'greedy' or 'pattern'.
       ``patterns``: extra pattern directories for strategy 'pattern'.
-      ``input_shapes``: {input name: shape} pinned at load (not for plan files).
+      ``input_shapes``: {input name: shape} pinned at load (a plan file of
+      format version 2: only the shapes it was built at).
       ``shape_cache_size``: compiled schedules kept, one per input-shape
       signature, least recently used dropped first (default 8).
     ``sess_options``, ``providers`` and ``provider_options`` are accepted as

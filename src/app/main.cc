@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   run_command->add_option("model", run.model_path, "ONNX model or executable plan (.plan) to run")->required();
   run_command->add_option("--inputs", run.inputs_dir, "read input_N.pb (TensorProto) from this folder");
   run_command->add_option("--outputs", run.outputs_dir, "write output_N.pb (TensorProto) to this folder");
-  run_command->add_option("--input-shape", run_shapes, "pin a graph input's shape, e.g. input=1x3x224x224");
+  run_command->add_option("--input-shape", run_shapes, "pin a graph input's shape, e.g. input=1x3x224x224 (a plan file: compile it at that shape)");
   run_command->add_option("--threads", run.threads, "OpenMP threads (0: all cores)")->check(CLI::Range(0, 1024));
   run_command->add_option("--iterations", run.iterations, "timed runs")->check(CLI::Range(1, 1000000))
       ->capture_default_str();

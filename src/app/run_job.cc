@@ -51,6 +51,16 @@ FusionPlan FuseForRun(const Graph& graph, const std::string& strategy) {
   throw Error(ErrorKind::kUsage, "unknown strategy '" + strategy + "'");
 }
 
+// "input=1x3x224x224, mask=1x7"; "no inputs" for none.
+std::string ShapesText(const std::map<std::string, std::vector<std::int64_t>>& shapes) {
+  std::string text;
+  for (const auto& [name, dims] : shapes) {
+    text += (text.empty() ? "" : ", ") + name + "=";
+    for (std::size_t i = 0; i < dims.size(); ++i) text += (i ? "x" : "") + std::to_string(dims[i]);
+  }
+  return text.empty() ? "no inputs" : text;
+}
+
 std::string Megabytes(std::int64_t bytes) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / 1e6 << " MB";
@@ -84,20 +94,30 @@ struct Prepared {
   std::optional<ExecutablePlan> executable;
   bool fused = true;
   std::string strategy;
-  double compile_ms = 0;
+  double load_ms = 0;  // reading the model or plan file (and fusing a model), before compiling
   std::optional<PlanFileInfo> plan_file;
 };
 
+// Every graph input of known rank with the dims it is compiled at (unknown ones as 1).
+std::map<std::string, std::vector<std::int64_t>> CompiledShapes(const Graph& graph) {
+  std::map<std::string, std::vector<std::int64_t>> shapes;
+  for (ValueId v : graph.inputs()) {
+    const TensorType& type = graph.value(v).type;
+    if (!type.has_shape) continue;
+    std::vector<std::int64_t>& dims = shapes[graph.value(v).name];
+    for (std::int64_t d : type.dims) dims.push_back(d >= 0 ? d : 1);
+  }
+  return shapes;
+}
+
 Prepared Prepare(const RunOptions& options) {
   Prepared p;
+  auto start = Clock::now();
   if (IsPlanFile(options.model_path)) {
-    if (!options.input_shapes.empty())
-      throw Error(ErrorKind::kUsage, options.model_path +
-                                         ": a plan's input shapes are fixed when it is built; --input-shape applies "
-                                         "to ONNX models");
-    auto start = Clock::now();
-    const bool recompile = options.check || !options.fuse;  // needs the model's weights again
-    LoadedPlan loaded = ReadPlanFile(options.model_path, recompile);
+    PlanReadOptions read;
+    read.keep_weights = options.check || !options.fuse;  // needs the model's weights again
+    read.input_shapes = options.input_shapes;  // a format-3 plan compiles its groups at them
+    LoadedPlan loaded = ReadPlanFile(options.model_path, read);
     p.graph = std::move(loaded.graph);
     p.fusion = std::move(loaded.fusion);
     p.strategy = loaded.info.strategy;
@@ -109,7 +129,7 @@ Prepared Prepare(const RunOptions& options) {
       unfused.fuse = false;
       p.executable.emplace(ExecutablePlan::Compile(*p.graph, p.fusion, unfused));
     }
-    p.compile_ms = MsSince(start);
+    p.load_ms = MsSince(start) - p.executable->stats().compile_ms;
     p.plan_file = loaded.info;
     return p;
   }
@@ -120,13 +140,12 @@ Prepared Prepare(const RunOptions& options) {
   p.fusion = options.fuse || options.check ? FuseForRun(*p.graph, options.strategy) : FusionPlan{};
   p.fused = options.fuse;
   p.strategy = options.strategy;
-  auto start = Clock::now();
+  p.load_ms = MsSince(start);
   CompileOptions compile;
   compile.fuse = options.fuse;
   // Without --check nothing compiles this graph again: free its weights as they are packed.
   p.executable.emplace(options.check ? ExecutablePlan::Compile(*p.graph, p.fusion, compile)
                                      : ExecutablePlan::CompileReleasingWeights(*p.graph, p.fusion, compile));
-  p.compile_ms = MsSince(start);
   return p;
 }
 
@@ -259,7 +278,9 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   stats.threads = threads;
   stats.fused = fused;
   stats.plan = exec.stats();
-  stats.compile_ms = prepared.compile_ms;
+  stats.compile_ms = stats.plan.compile_ms;
+  stats.load_ms = prepared.load_ms;
+  stats.input_shapes = CompiledShapes(graph);
   if (!options.outputs_dir.empty()) WriteTensorDir(options.outputs_dir, outputs, "output");
 
   // --check: the other mode on the same inputs (unfused is the reference);
@@ -292,6 +313,8 @@ int RunJob(const RunOptions& options, std::ostream& out) {
                         {"p90_ms", stats.p90_ms},
                         {"max_ms", stats.max_ms},
                         {"compile_ms", stats.compile_ms},
+                        {"load_ms", stats.load_ms},
+                        {"input_shapes", stats.input_shapes},
                         {"kernels", ps.kernels},
                         {"reorders", ps.reorders},
                         {"peak_activation_bytes", ps.arena_bytes},
@@ -322,20 +345,24 @@ int RunJob(const RunOptions& options, std::ostream& out) {
                         {"built_isa", info.built_isa},         {"running_isa", info.running_isa},
                         {"constants", info.constants},         {"constants_reused", info.constants_reused},
                         {"constants_relaid", info.constants_relaid}, {"constants_repacked", info.constants_repacked},
-                        {"same_schedule", info.same_schedule}, {"file_bytes", info.file_bytes}};
+                        {"same_schedule", info.same_schedule}, {"file_bytes", info.file_bytes},
+                        {"format_version", info.format_version}, {"built_shapes", info.built_shapes}};
     }
     out << j.dump() << std::endl;
   } else {
     out << std::fixed << std::setprecision(2);
     out << options.model_path << ": " << (stats.fused ? "fused (" + prepared.strategy + ")" : "unfused") << ", "
-        << stats.threads << " thread" << (stats.threads == 1 ? "" : "s") << ", compiled in " << stats.compile_ms
-        << " ms\n";
+        << stats.threads << " thread" << (stats.threads == 1 ? "" : "s") << ", loaded in " << stats.load_ms
+        << " ms, compiled for " << ShapesText(stats.input_shapes) << " in " << stats.compile_ms << " ms\n";
     if (prepared.plan_file) {
       const PlanFileInfo& info = *prepared.plan_file;
       out << "  plan file: " << info.producer << ", from " << info.source << ", built for " << info.built_isa
           << ", running on " << info.running_isa << "; constants " << info.constants_reused << " as stored, "
           << info.constants_relaid << " reordered, " << info.constants_repacked << " repacked; schedule "
-          << (info.same_schedule ? "as stored" : "re-derived") << "\n";
+          << (info.same_schedule ? "as stored" : "re-derived");
+      if (!info.built_shapes.empty() && info.built_shapes != stats.input_shapes)
+        out << " (built for " << ShapesText(info.built_shapes) << ")";
+      out << "\n";
     }
     out << "  kernels " << ps.kernels << " (" << ps.reorders << " reorders), activation arena "
         << Megabytes(ps.arena_bytes) << " (buffers " << Megabytes(ps.buffer_bytes_total) << ", graph intermediates "

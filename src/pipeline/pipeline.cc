@@ -104,6 +104,13 @@ std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs) {
   return patterns;
 }
 
+FusionPlan FuseForJob(const FuseJob& job, const Graph& graph) {
+  if (job.strategy == "pattern") return FuseByPatterns(graph, LoadPatterns(job.pattern_dirs), job.fuser);
+  if (job.strategy == "postdom") return FuseByPostDominator(graph, job.fuser);
+  if (job.strategy == "greedy") return FuseGreedy(graph, job.fuser);
+  throw Error(ErrorKind::kUsage, "unknown strategy '" + job.strategy + "'");
+}
+
 nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan, const OpLowered& plan_lowers) {
   if (!job.output_path.empty() && SameFile(job.input_path, job.output_path))
     throw Error(ErrorKind::kUsage, job.output_path + ": refusing to overwrite the input model; choose another -o");
@@ -131,11 +138,7 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan, 
   auto kinds = ClassifyAll(graph);
   times.classify_ms = watch.LapMs();
 
-  FusionPlan plan;
-  if (job.strategy == "pattern") plan = FuseByPatterns(graph, LoadPatterns(job.pattern_dirs), job.fuser);
-  else if (job.strategy == "postdom") plan = FuseByPostDominator(graph, job.fuser);
-  else if (job.strategy == "greedy") plan = FuseGreedy(graph, job.fuser);
-  else throw Error(ErrorKind::kUsage, "unknown strategy '" + job.strategy + "'");
+  FusionPlan plan = FuseForJob(job, graph);
   ValidateFusionPlan(graph, plan);
   times.fuse_ms = watch.LapMs();
 

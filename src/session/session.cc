@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <list>
 #include <map>
@@ -27,10 +28,23 @@ namespace onnxfuse {
 using session::ShapeSchedule;
 using session::ShapeSignature;
 
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
 struct InferenceSession::Impl {
   std::string path;
   SessionOptions options;
   bool plan_file = false;
+  // A plan file of format 3: its model as stored (symbolic dims kept), its
+  // groups and whether they are fused, to make schedules at new shapes from.
+  std::shared_ptr<const Graph> plan_model;
+  FusionPlan plan_groups;
+  bool plan_fused = true;
   std::vector<Pattern> patterns;  // strategy "pattern": the library and pattern_dirs, loaded once
   std::vector<ValueInfo> inputs, outputs;
   session::SharedPackedConstants packed;
@@ -53,10 +67,20 @@ struct InferenceSession::Impl {
   }
 
   // Loads the model with every not-fixed input dim pinned to the signature's,
-  // as `run --input-shape` does, and compiles its schedule.
+  // as `run --input-shape` does, and compiles its schedule. A plan file's model
+  // gets the plan's groups instead of being fused again.
   std::shared_ptr<ShapeSchedule> Build(const ShapeSignature& signature) {
-    if (plan_file)  // CheckShapes let it through: a plan's inputs are all fixed
-      throw Error(ErrorKind::kInternal, path + ": a plan file has one shape");
+    const auto start = std::chrono::steady_clock::now();
+    if (plan_file) {
+      if (!plan_model)  // a version 2 plan; CheckShapes let its open dims through
+        throw Error(ErrorKind::kUsage, path + ": this plan (format version 2) runs only at the input shapes it was "
+                                              "built with; rebuild it with this onnx-fuse to run it at others");
+      std::map<std::string, std::vector<std::int64_t>> shapes;
+      for (std::size_t i = 0; i < inputs.size(); ++i) shapes[inputs[i].name] = signature[i];
+      PlanGraph at = PlanModelAt(*plan_model, plan_groups, shapes);
+      return std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), plan_fused, &packed, nullptr,
+                                             MsSince(start));
+    }
     LoadOptions load{options.input_shapes};
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ValueInfo& in = inputs[i];
@@ -65,7 +89,8 @@ struct InferenceSession::Impl {
     }
     auto graph = std::make_unique<Graph>(LoadModel(path, load));
     FusionPlan fusion = Fuse(*graph);
-    return std::make_shared<ShapeSchedule>(std::move(graph), std::move(fusion), true, &packed);
+    return std::make_shared<ShapeSchedule>(std::move(graph), std::move(fusion), true, &packed, nullptr,
+                                           MsSince(start));
   }
 
   void Insert(const ShapeSignature& signature, std::shared_ptr<ShapeSchedule> schedule) {
@@ -150,17 +175,28 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
 
   std::shared_ptr<ShapeSchedule> schedule;
   std::unique_ptr<Graph> graph;
+  ShapeSignature signature;  // of `schedule`
   if (IsPlanFile(path)) {
-    if (!options.input_shapes.empty())
-      throw Error(ErrorKind::kUsage, path + ": a plan's input shapes are fixed when it is built; input_shapes applies to ONNX models");
     s.plan_file = true;
-    LoadedPlan loaded = ReadPlanFile(path, /*keep_weights=*/true);  // more instances compile from its weights
+    PlanReadOptions read;
+    read.keep_weights = true;  // more instances compile from its weights
+    read.keep_model = true;    // and schedules at other shapes from its model
+    read.input_shapes = options.input_shapes;
+    LoadedPlan loaded = ReadPlanFile(path, read);
+    s.plan_model = loaded.model;
+    s.plan_fused = loaded.info.fused;
+    s.plan_groups = loaded.fusion;
+    s.packed.Add(loaded.packed->by_key);  // the file's weights, for every schedule
     graph = std::move(loaded.graph);
-    for (ValueId v : graph->inputs()) s.inputs.push_back(session::ValueInfoOf(*graph, v));
-    for (ValueId v : graph->outputs()) s.outputs.push_back(session::ValueInfoOf(*graph, v));
+    const Graph& declared = s.plan_model ? *s.plan_model : *graph;  // with its symbolic dims
+    for (ValueId v : declared.inputs()) s.inputs.push_back(session::ValueInfoOf(declared, v));
+    for (ValueId v : declared.outputs()) s.outputs.push_back(session::ValueInfoOf(declared, v));
+    for (const ExecutablePlan::Binding& in : loaded.executable.InputBindings()) signature.push_back(in.dims);
     schedule = std::make_shared<ShapeSchedule>(std::move(graph), std::move(loaded.fusion), loaded.info.fused, &s.packed,
-                                               std::make_unique<ExecutablePlan>(std::move(loaded.executable)));
+                                               std::make_unique<ExecutablePlan>(std::move(loaded.executable)),
+                                               loaded.info.load_ms);
   } else {
+    const auto start = std::chrono::steady_clock::now();
     if (options.strategy == "pattern") s.patterns = LoadPatterns(options.pattern_dirs);
     graph = std::make_unique<Graph>(LoadModel(path, LoadOptions{options.input_shapes}));
     for (ValueId v : graph->inputs()) s.inputs.push_back(session::ValueInfoOf(*graph, v));
@@ -170,14 +206,12 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     });
     if (fixed) {  // fused and compiled now, as `run` does; other models on their first Run
       FusionPlan fusion = s.Fuse(*graph);
-      schedule = std::make_shared<ShapeSchedule>(std::move(graph), std::move(fusion), true, &s.packed);
+      for (const ValueInfo& in : s.inputs) signature.push_back(in.dims);
+      schedule = std::make_shared<ShapeSchedule>(std::move(graph), std::move(fusion), true, &s.packed, nullptr,
+                                                 MsSince(start));
     }
   }
-  if (schedule) {
-    ShapeSignature signature;
-    for (const ValueInfo& in : s.inputs) signature.push_back(in.dims);
-    s.Insert(signature, std::move(schedule));
-  }
+  if (schedule) s.Insert(signature, std::move(schedule));
 }
 
 InferenceSession::~InferenceSession() = default;
@@ -257,7 +291,16 @@ SessionStats InferenceSession::stats() const {
   SessionStats stats = impl_->stats;
   stats.cached_shapes = static_cast<int>(impl_->lru.size());
   stats.plan_instances = 0;
-  for (const auto& entry : impl_->lru) stats.plan_instances += entry.second->instances();
+  for (const auto& [signature, schedule] : impl_->lru) {
+    stats.plan_instances += schedule->instances();
+    CachedShape shape;
+    for (std::size_t i = 0; i < signature.size() && i < impl_->inputs.size(); ++i)
+      shape.input_shapes[impl_->inputs[i].name] = signature[i];
+    shape.load_ms = schedule->load_ms();
+    shape.plan = schedule->stats();
+    shape.compile_ms = shape.plan.compile_ms;
+    stats.shapes.push_back(std::move(shape));
+  }
   return stats;
 }
 

@@ -20,14 +20,19 @@ ExecutablePlan SharedPackedConstants::Compile(const Graph& graph, const FusionPl
   return plan;
 }
 
+void SharedPackedConstants::Add(const std::map<std::string, dnnl::memory>& constants) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  by_key_.insert(constants.begin(), constants.end());
+}
+
 std::size_t SharedPackedConstants::size() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return by_key_.size();
 }
 
 ShapeSchedule::ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bool fuse,
-                             SharedPackedConstants* packed, std::unique_ptr<ExecutablePlan> first)
-    : graph_(std::move(graph)), fusion_(std::move(fusion)), fuse_(fuse), packed_(packed) {
+                             SharedPackedConstants* packed, std::unique_ptr<ExecutablePlan> first, double load_ms)
+    : graph_(std::move(graph)), fusion_(std::move(fusion)), fuse_(fuse), packed_(packed), load_ms_(load_ms) {
   if (!first) first = std::make_unique<ExecutablePlan>(packed_->Compile(*graph_, fusion_, fuse_));
   stats_ = first->stats();
   for (const ScheduleStep& step : first->Schedule())  // a step's label starts with its anchor node's name

@@ -37,6 +37,8 @@ class SharedPackedConstants {
   /// Throws what Compile throws.
   ExecutablePlan Compile(const Graph& graph, const FusionPlan& fusion, bool fuse,
                          const std::map<std::string, std::string>& implementations = {});
+  /// Adds constants packed elsewhere (a plan file's, LoadedPlan::packed), keeping any held under the same key.
+  void Add(const std::map<std::string, dnnl::memory>& constants);
   /// Distinct constants held.
   std::size_t size() const;
 
@@ -48,9 +50,10 @@ class SharedPackedConstants {
 class ShapeSchedule {
  public:
   /// `graph` keeps its weights (more instances compile from it); `first`, when
-  /// given, is an already compiled instance (a plan file's).
+  /// given, is an already compiled instance (a plan file's). `load_ms`: the
+  /// wall-clock ms it took to load `graph` and fuse it (or apply a plan's groups).
   ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bool fuse, SharedPackedConstants* packed,
-                std::unique_ptr<ExecutablePlan> first = nullptr);
+                std::unique_ptr<ExecutablePlan> first = nullptr, double load_ms = 0);
 
   /// Exclusive use of one instance until destroyed (returned to the pool).
   class Lease {
@@ -72,6 +75,8 @@ class ShapeSchedule {
   const Graph& graph() const { return *graph_; }
   /// The schedule's statistics (the same for every instance).
   const PlanStats& stats() const { return stats_; }
+  /// The constructor's load_ms (its first compile is stats().compile_ms).
+  double load_ms() const { return load_ms_; }
   int instances() const;
 
  private:
@@ -80,6 +85,7 @@ class ShapeSchedule {
   bool fuse_;
   SharedPackedConstants* packed_;
   PlanStats stats_;
+  double load_ms_;
   // The first instance's implementation per step: every instance runs the
   // same kernels, so concurrent Runs give the same numbers as single ones
   // (timing-based choices could otherwise differ by an ulp between compiles).

@@ -1,6 +1,7 @@
 // Reading plan files: header and checksum first, then the payload streamed,
 // its model loaded and its schedule recompiled (include/onnxfuse/plan_file.h).
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "onnxfuse/plan_file.h"
 #include "backend/lower/packed_constants.h"
 #include "backend/plan/plan_format.h"
+#include "backend/plan/plan_shapes.h"
 
 namespace onnxfuse {
 
@@ -24,6 +26,7 @@ namespace {
 struct Header {
   std::uint32_t crc = 0;
   std::uint64_t length = 0;  // payload bytes
+  std::uint32_t version = 0;
 };
 
 // Checks the first bytes of a plan file (`have` of them, up to the header's
@@ -34,11 +37,12 @@ Header CheckHeader(const unsigned char* data, std::size_t have, std::uint64_t fi
   if (have < kPlanHeaderBytes)
     Invalid(source, "truncated plan file (" + std::to_string(file_size) + " bytes, shorter than its header)");
   auto version = static_cast<std::uint32_t>(GetLe(data + 8, 4));
-  if (version != kPlanFormatVersion)
+  if (version < kPlanFormatOldest || version > kPlanFormatVersion)
     throw Error(ErrorKind::kUnsupported, source + ": plan format version " + std::to_string(version) +
-                                             "; this onnx-fuse reads version " + std::to_string(kPlanFormatVersion) +
+                                             "; this onnx-fuse reads versions " + std::to_string(kPlanFormatOldest) +
+                                             " to " + std::to_string(kPlanFormatVersion) +
                                              " (rebuild the plan from its model)");
-  Header h{static_cast<std::uint32_t>(GetLe(data + 12, 4)), GetLe(data + 16, 8)};
+  Header h{static_cast<std::uint32_t>(GetLe(data + 12, 4)), GetLe(data + 16, 8), version};
   std::uint64_t present = file_size - kPlanHeaderBytes;
   if (h.length != present)
     Invalid(source, (h.length > present ? "truncated plan file: payload of " : "plan file longer than its payload of ") +
@@ -59,7 +63,7 @@ const char* const kCorrupted = "corrupted plan file: the payload's CRC-32 differ
 FusionPlan GroupsOf(const Graph& graph, const planfile::Plan& stored, const std::string& source) {
   const auto n = static_cast<std::int64_t>(graph.num_nodes());
   std::vector<int> label(graph.num_nodes(), -1);
-  std::vector<std::string> rules;
+  std::vector<std::string> rules, patterns;
   for (const auto& group : stored.groups()) {
     for (std::int64_t node : group.nodes()) {
       if (node < 0 || node >= n || label[static_cast<std::size_t>(node)] != -1)
@@ -67,22 +71,38 @@ FusionPlan GroupsOf(const Graph& graph, const planfile::Plan& stored, const std:
       label[static_cast<std::size_t>(node)] = static_cast<int>(rules.size());
     }
     rules.push_back(group.rule());
+    patterns.push_back(group.pattern());
   }
-  if (stored.groups_size() == 0) return FusionPlan{};
-  for (std::size_t id = 0; id < label.size(); ++id)
-    if (label[id] == -1) Invalid(source, "plan groups leave out node " + std::to_string(id));
-  FusionPlan fusion = MakeFusionPlan(graph, ClassifyAll(graph), label, rules, stored.strategy());
-  for (std::size_t g = 0; g < fusion.groups.size(); ++g) {
-    // Its pattern is that of the stored group its members came from.
-    const auto first = static_cast<std::size_t>(fusion.groups[g].nodes.front());
-    fusion.groups[g].pattern_name = stored.groups(label[first]).pattern();
+  return planshapes::GroupsFromLabels(graph, label, rules, patterns, stored.strategy(), source);
+}
+
+// The stored built shapes by input name, checked for what pinning them needs
+// (the loader checks names, ranks and fixed dims).
+planshapes::Shapes BuiltShapesOf(const planfile::Plan& stored, const std::string& source) {
+  planshapes::Shapes shapes;
+  for (const auto& input : stored.built_shapes()) {
+    std::vector<std::int64_t> dims(input.dims().begin(), input.dims().end());
+    if (dims.size() > 64 || std::any_of(dims.begin(), dims.end(), [](std::int64_t d) { return d < 0; }))
+      Invalid(source, "built shape of input '" + input.name() + "' is malformed");
+    if (!shapes.emplace(input.name(), std::move(dims)).second)
+      Invalid(source, "built shape of input '" + input.name() + "' is stored twice");
   }
-  try {
-    ValidateFusionPlan(graph, fusion);
-  } catch (const Error& e) {
-    Invalid(source, std::string("plan groups are not a valid fusion: ") + e.what());
+  return shapes;
+}
+
+// A version 2 plan has the one shape its model declares: requested shapes must be those.
+void RequireOwnShapes(const Graph& graph, const planshapes::Shapes& requested, const std::string& source) {
+  for (const auto& [name, dims] : requested) {
+    const ValueId* input = nullptr;
+    for (const ValueId& v : graph.inputs())
+      if (graph.value(v).name == name) input = &v;
+    if (!input) throw Error(ErrorKind::kUsage, source + ": --input-shape names '" + name + "', which is not a graph input");
+    const TensorType& type = graph.value(*input).type;
+    if (type.dims != dims)
+      throw Error(ErrorKind::kUsage, source + ": input '" + name + "' has shape " + type.ShapeString() +
+                                         " in this plan of format version 2, which runs at that shape only; "
+                                         "rebuild the plan with this onnx-fuse to run it at others");
   }
-  return fusion;
 }
 
 // The stored constants as oneDNN memories; each one's bytes are freed from `stored` once copied.
@@ -129,20 +149,42 @@ namespace {
 
 // The parsed payload into a compiled plan. The payload's large strings (the
 // model, the constants) are freed as soon as they are copied out, so loading
-// holds each byte about once.
-LoadedPlan Load(planfile::Plan stored, const std::string& source_name, bool keep_weights, std::uint64_t file_bytes) {
-  onnx::ModelProto model = ParseModelBytes(stored.model().data(), stored.model().size(), source_name + " (its model)");
+// holds each byte about once (twice with keep_model).
+LoadedPlan Load(planfile::Plan stored, const Header& header, const std::string& source_name,
+                const PlanReadOptions& read, std::uint64_t file_bytes) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string model_name = source_name + " (its model)";
+  onnx::ModelProto model = ParseModelBytes(stored.model().data(), stored.model().size(), model_name);
   std::string().swap(*stored.mutable_model());
-  auto graph = std::make_unique<Graph>(LoadModelProto(std::move(model), source_name + " (its model)"));
+  const bool shaped = header.version >= 3;  // format 3: the model keeps its symbolic dims
+  const planshapes::Shapes built = shaped ? BuiltShapesOf(stored, source_name) : planshapes::Shapes{};
+  const planshapes::Shapes target = !shaped || read.input_shapes.empty()
+                                        ? built
+                                        : planshapes::ShapesToCompile(model.graph(), built, read.input_shapes);
+  std::shared_ptr<const Graph> kept;
+  if (shaped && read.keep_model) kept = std::make_shared<Graph>(LoadModelProto(model, model_name, LoadOptions{read.input_shapes}));
+  std::unique_ptr<Graph> graph;
+  try {
+    graph = std::make_unique<Graph>(LoadModelProto(std::move(model), model_name, LoadOptions{target}));
+  } catch (const Error& e) {
+    // Pinning the file's own built shapes can only fail on a damaged file.
+    if (e.kind() != ErrorKind::kUsage || !read.input_shapes.empty()) throw;
+    Invalid(source_name, std::string("the built shapes do not fit the model: ") + e.what());
+  }
+  if (!shaped) RequireOwnShapes(*graph, read.input_shapes, source_name);
+  const bool as_built = !shaped || target == built;
   FusionPlan fusion = GroupsOf(*graph, stored, source_name);
   CompileOptions options;
   options.fuse = stored.fused();
   options.packed = ConstantsOf(stored, source_name);
-  for (const auto& step : stored.schedule())  // a step's label starts with its anchor node's name
-    options.packed->implementations.emplace(step.kind() + ":" + step.label().substr(0, step.label().find('+')),
-                                            step.impl());
-  ExecutablePlan executable = keep_weights ? ExecutablePlan::Compile(*graph, fusion, options)
-                                           : ExecutablePlan::CompileReleasingWeights(*graph, fusion, options);
+  // The stored implementations were chosen (by timing) for the built shapes.
+  if (as_built)
+    for (const auto& step : stored.schedule())  // a step's label starts with its anchor node's name
+      options.packed->implementations.emplace(step.kind() + ":" + step.label().substr(0, step.label().find('+')),
+                                              step.impl());
+  const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ExecutablePlan executable = read.keep_weights ? ExecutablePlan::Compile(*graph, fusion, options)
+                                                : ExecutablePlan::CompileReleasingWeights(*graph, fusion, options);
 
   PlanFileInfo info;
   info.producer = stored.producer();
@@ -156,29 +198,47 @@ LoadedPlan Load(planfile::Plan stored, const std::string& source_name, bool keep
   info.constants_relaid = options.packed->relaid;
   info.constants_repacked = options.packed->recomputed;
   info.steps = stored.schedule_size();
-  info.same_schedule = SameSchedule(executable.Schedule(), stored);
+  info.same_schedule = as_built && SameSchedule(executable.Schedule(), stored);
   info.file_bytes = file_bytes;
-  if (info.built_isa != info.running_isa)
+  info.format_version = header.version;
+  info.built_shapes = built;
+  info.input_shapes = planshapes::BuiltShapes(*graph);
+  info.load_ms = load_ms;
+  info.compile_ms = executable.stats().compile_ms;
+  if (!as_built)
+    spdlog::info("{}: compiled at other input shapes than it was built at: schedule and layouts derived here",
+                 source_name);
+  else if (info.built_isa != info.running_isa)
     spdlog::info("{}: built for {}, running on {}: layouts re-derived ({} constants reordered, {} as stored, {} repacked)",
                  source_name, info.built_isa, info.running_isa, info.constants_relaid, info.constants_reused,
                  info.constants_repacked);
   else if (!info.same_schedule)
     spdlog::warn("{}: the schedule compiled here differs from the stored one on the same ISA ({})", source_name,
                  info.running_isa);
-  return LoadedPlan{std::move(graph), std::move(fusion), std::move(executable), std::move(info)};
+  LoadedPlan loaded{std::move(graph), std::move(fusion), std::move(executable), std::move(info), std::move(kept),
+                    options.packed};
+  loaded.packed->implementations.clear();  // for the built shapes only; later compiles time their own
+  return loaded;
 }
 
 }  // namespace
 
-LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights) {
+LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name,
+                         const PlanReadOptions& options) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   Header h = CheckHeader(bytes, std::min(size, kPlanHeaderBytes), size, source_name);
   if (Crc32(bytes + kPlanHeaderBytes, h.length) != h.crc) Invalid(source_name, kCorrupted);
   google::protobuf::io::ArrayInputStream in(bytes + kPlanHeaderBytes, static_cast<int>(h.length));
-  return Load(ParseChecked(in, h, source_name), source_name, keep_weights, size);
+  return Load(ParseChecked(in, h, source_name), h, source_name, options, size);
 }
 
-LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights) {
+LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights) {
+  PlanReadOptions options;
+  options.keep_weights = keep_weights;
+  return ParsePlanFile(data, size, source_name, options);
+}
+
+LoadedPlan ReadPlanFile(const std::string& path, const PlanReadOptions& options) {
   // Streamed twice (checksum, then parse) rather than read into memory whole:
   // a plan is about twice its model's size.
   std::ifstream in(path, std::ios::binary);
@@ -202,7 +262,13 @@ LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights) {
   in.clear();
   in.seekg(static_cast<std::streamoff>(kPlanHeaderBytes));
   google::protobuf::io::IstreamInputStream stream(&in);
-  return Load(ParseChecked(stream, h, path), path, keep_weights, size);
+  return Load(ParseChecked(stream, h, path), h, path, options, size);
+}
+
+LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights) {
+  PlanReadOptions options;
+  options.keep_weights = keep_weights;
+  return ReadPlanFile(path, options);
 }
 
 }  // namespace onnxfuse

@@ -12,11 +12,13 @@
 
 #include "common/atomic_file.h"
 #include "onnxfuse/error.h"
+#include "onnxfuse/loader.h"
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse/tensor_io.h"
 #include "backend/runtime/verify.h"
 #include "backend/lower/packed_constants.h"
 #include "backend/plan/plan_format.h"
+#include "backend/plan/plan_shapes.h"
 
 namespace onnxfuse {
 
@@ -115,15 +117,30 @@ class PayloadWriter {
 
 PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const FusionPlan& fusion,
                            const CompileOptions& options, const std::string& source, bool verify) {
+  // A model with open input dims is compiled at its built shapes (each open
+  // dim 1) on its model loaded again with them pinned, and the same groups:
+  // the schedule a reader replays by pinning the same shapes, and the one
+  // `run --input-shape` gives that shape. The file keeps the open model.
+  const planshapes::Shapes built = planshapes::BuiltShapes(graph);
+  std::unique_ptr<Graph> pinned;
+  FusionPlan pinned_fusion;
+  const Graph* target = &graph;
+  const FusionPlan* groups = &fusion;
+  if (planshapes::HasOpenDims(graph)) {
+    pinned = std::make_unique<Graph>(LoadModelProto(graph.model(), graph.source_path(), LoadOptions{built}));
+    if (options.fuse) pinned_fusion = planshapes::SameGroupsOn(*pinned, fusion);
+    target = pinned.get();
+    groups = &pinned_fusion;
+  }
   auto packed = std::make_shared<backend::PackedConstants>();
   CompileOptions record = options;
   record.packed = packed;
-  ExecutablePlan executable = ExecutablePlan::Compile(graph, fusion, record);
+  ExecutablePlan executable = ExecutablePlan::Compile(*target, *groups, record);
   if (verify && options.fuse) {  // the plan as it will be stored, against the unfused one
-    const std::vector<Tensor> inputs = RandomInputs(graph);
+    const std::vector<Tensor> inputs = RandomInputs(*target);
     const std::vector<Tensor> fused = executable.Run(inputs);
-    const std::vector<Tensor> unfused = ExecutablePlan::Compile(graph, fusion, CompileOptions{false}).Run(inputs);
-    const Verification v = VerifyOutputs(graph, fusion, inputs, fused, unfused);
+    const std::vector<Tensor> unfused = ExecutablePlan::Compile(*target, *groups, CompileOptions{false}).Run(inputs);
+    const Verification v = VerifyOutputs(*target, *groups, inputs, fused, unfused);
     if (!v.ok)
       throw Error(ErrorKind::kVerification,
                   path + ": not written: the fused plan of " + source + " differs from the unfused one: " +
@@ -151,6 +168,12 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
     step->set_kind(s.kind), step->set_label(s.label), step->set_impl(s.impl), step->set_layout(s.layout);
   }
   out.set_arena_bytes(executable.stats().arena_bytes);
+  for (ValueId v : graph.inputs())  // in model order
+    if (auto it = built.find(graph.value(v).name); it != built.end()) {
+      planfile::InputShape* shape = out.add_built_shapes();
+      shape->set_name(it->first);
+      for (std::int64_t d : it->second) shape->add_dims(d);
+    }
   std::vector<StreamedConstant> constants;
   for (const auto& [key, memory] : packed->by_key) {
     StreamedConstant c;
@@ -174,15 +197,31 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
   info.constants = static_cast<int>(constants.size());
   info.steps = out.schedule_size();
   info.file_bytes = kPlanHeaderBytes + writer.size();
+  info.built_shapes = info.input_shapes = built;
+  info.compile_ms = executable.stats().compile_ms;
   return info;
 }
 
 nlohmann::json WritePlanFileForJob(const FuseJob& job, const Graph& graph, const FusionPlan& fusion) {
-  PlanFileInfo info = WritePlanFile(job.output_path, graph, fusion, CompileOptions{}, job.input_path, job.verify);
+  // Fusion decisions that depend on sizes (an Add of two same-shape operands
+  // is elementwise only when the shapes are known) are made again at the
+  // built shapes, where the schedule is compiled; the plan keeps those groups
+  // for every shape it runs at.
+  FusionPlan groups;
+  if (planshapes::HasOpenDims(graph)) {
+    const Graph pinned = LoadModelProto(graph.model(), graph.source_path(), LoadOptions{planshapes::BuiltShapes(graph)});
+    groups = FuseForJob(job, pinned);
+    spdlog::info("{}: open input dims: fused again at the built shapes, {} groups (the open model: {})",
+                 job.output_path, groups.groups.size(), fusion.groups.size());
+  }
+  PlanFileInfo info = WritePlanFile(job.output_path, graph, planshapes::HasOpenDims(graph) ? groups : fusion,
+                                    CompileOptions{}, job.input_path, job.verify);
   spdlog::info("{}: executable plan of {} steps, {} prepacked constants, {:.1f} MB, for {}", job.output_path,
                info.steps, info.constants, static_cast<double>(info.file_bytes) / 1e6, info.built_isa);
-  return {{"path", job.output_path},  {"format_version", kPlanFormatVersion}, {"steps", info.steps},
-          {"constants", info.constants}, {"cpu_isa", info.built_isa},      {"bytes", info.file_bytes}};
+  return {{"path", job.output_path},         {"format_version", kPlanFormatVersion},
+          {"steps", info.steps},                {"constants", info.constants},
+          {"cpu_isa", info.built_isa},          {"bytes", info.file_bytes},
+          {"input_shapes", info.input_shapes},  {"compile_ms", info.compile_ms}};
 }
 
 }  // namespace onnxfuse

@@ -128,6 +128,7 @@ ExecutablePlan ExecutablePlan::CompileReleasingWeights(Graph& graph, const Fusio
 
 ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable, const FusionPlan& plan,
                                            const CompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
   auto impl = std::make_unique<Impl>();
   Builder b(graph, options.fuse, impl->engine, options.packed.get(), releasable);
 
@@ -243,6 +244,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     if (graph.value(v).producer != kNoNode && !b.IsConst(v)) st.intermediate_bytes_total += graph.value(v).type.SizeInBytes().value_or(0);
   st.scratchpad_bytes = scratch;
   st.weight_bytes = b.weight_bytes;
+  st.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   impl->steps = std::move(b.steps);
   spdlog::debug("{}: {} kernels ({} reorders), arena {} bytes for {} buffers ({} bytes without reuse)",
                 graph.source_path(), st.kernels, st.reorders, st.arena_bytes, impl->slots.size(), st.buffer_bytes_total);

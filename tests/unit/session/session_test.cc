@@ -238,9 +238,14 @@ TEST_CASE("session: resnet18 and mobilenet_v2 give run's outputs, from the model
     CHECK(replay.stats().compiles == 1);
     const std::vector<Tensor> planned = replay.Run(ViewsOf(c.inputs, replay));
     CHECK(CompareTensors(expected, planned[0]).max_rel < 1e-4);
+    // The model fixes its batch: pinning the plan's own shape is allowed, another batch is refused.
     SessionOptions pinned;
     pinned.input_shapes = {{session.inputs()[0].name, c.inputs[0].dims}};
-    CHECK(test::ErrorOf([&] { InferenceSession s(plan, pinned); }).kind == ErrorKind::kUsage);
+    CHECK(InferenceSession(plan, pinned).stats().compiles == 1);
+    pinned.input_shapes.begin()->second[0] = 2;
+    const test::ThrownError refused = test::ErrorOf([&] { InferenceSession s(plan, pinned); });
+    CHECK(refused.kind == ErrorKind::kUsage);
+    CHECK_THAT(refused.message, Catch::Contains("dim 0 is 2 but the model fixes it to 1"));
   }
 }
 

@@ -99,7 +99,8 @@ TEST_CASE("damaged plans are refused with a reason", "[plan_file]") {
   refused(bytes.substr(0, bytes.size() - 1), ErrorKind::kInvalidModel, "truncated");
   refused(bytes + "x", ErrorKind::kInvalidModel, "longer than its payload");
   refused("ONNXFP", ErrorKind::kInvalidModel, "not an onnx-fuse plan file");
-  refused(test::WithHeader(bytes.substr(kPlanHeaderBytes), 3), ErrorKind::kUnsupported, "plan format version 3");
+  refused(test::WithHeader(bytes.substr(kPlanHeaderBytes), 4), ErrorKind::kUnsupported, "plan format version 4");
+  refused(test::WithHeader(bytes.substr(kPlanHeaderBytes), 1), ErrorKind::kUnsupported, "plan format version 1");
 
   SECTION("a node in two groups") {
     planfile::Plan plan = test::Payload(bytes);
