@@ -22,10 +22,12 @@
 # and GNU time (scripts/setup.sh). A failed run is listed under the table; it does
 # not stop the benchmark.
 #
-#   scripts/bench.sh --session [--rounds 5] [--iterations 20] [--threads "1 2"] [--batches "1 8 32"] [--out FILE] [MODEL...]
+#   scripts/bench.sh --session [--cold] [--rounds 5] [--iterations 20] [--threads "1 2"] [--batches "1 8 32"] [--out FILE] [MODEL...]
 #
 # times the Python API (`import onnxfuse`) against ORT at several batch sizes
-# (issue 24): scripts/bench_session.py runs it; its header says how.
+# (issue 24), or with --cold the time from process start to a first output
+# (ORT from .onnx, run from a .plan): scripts/bench_session.py runs both; its
+# header says how.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for arg in "$@"; do

@@ -24,6 +24,16 @@ PYTHONPATH; by default build/python, the build tree's module). ORT's side
 runs through Node.js, the only ONNX Runtime this machine installs: its time
 per call includes Node's binding, ours Python's.
 
+    scripts/bench.sh --session --cold [--rounds 5] [MODEL...]
+
+times a cold start instead (issue 24): whole processes, from their start to
+the first output written, one inference at 1 thread on the model's
+test_data_set_0 input: ONNX Runtime from model.onnx (`scripts/ort/infer.js`,
+Node.js start-up included), `onnx-fuse run model.plan` (a plan written by
+`onnx-fuse MODEL.onnx -o model.plan` first, not timed) and `onnx-fuse run
+model.onnx`, rotated each round (default model resnet50; target: the plan at
+<= 0.5x ORT's time).
+
     scripts/bench_session.py --measure MODEL.onnx [--dim N=8] [--threads 1] [--iterations 20]
 
 times one model in this process and prints one JSON line (median_ms, min_ms,
@@ -32,6 +42,7 @@ max_ms, first_run_ms: the first call, compile included).
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -123,6 +134,54 @@ def run_variant(variant, path, batch, threads, iterations, env):
     return json.loads(lines[-1])["median_ms"], None
 
 
+def cold_start(args):
+    """Whole-process times to a first output: ORT from the .onnx, run from a plan and from the .onnx."""
+    binary = os.path.join(ROOT, "build", "onnx-fuse")
+    folder = tempfile.mkdtemp(prefix="bench_cold.")
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    lines = ["## Cold start: process start to first output, 1 thread", "",
+             f"Started {started}; load average at start {' '.join(open('/proc/loadavg').read().split()[:3])}; "
+             f"{args.rounds} rounds. Command: scripts/bench.sh --session --cold --rounds {args.rounds}.", "",
+             "| model | ORT from .onnx s | run from .plan s | run from .onnx s | plan/ORT |", "|---|---|---|---|---|"]
+    for model in args.models or ["resnet50"]:
+        onnx_path = os.path.join(ROOT, "models", model, "model.onnx")
+        plan = os.path.join(folder, f"{model}.plan")
+        subprocess.run([binary, onnx_path, "-o", plan], check=True, capture_output=True)
+        data = os.path.join(ROOT, "models", model, "test_data_set_0")
+        cmds = {"ort": lambda d: ["node", os.path.join(ROOT, "scripts/ort/infer.js"), onnx_path, d, "--threads", "1"],
+                "plan": lambda d: [binary, "run", plan, "--inputs", d, "--outputs", d + "/out", "--iterations", "1",
+                                   "--warmup", "0", "--threads", "1"],
+                "onnx": lambda d: [binary, "run", onnx_path, "--inputs", d, "--outputs", d + "/out", "--iterations", "1",
+                                   "--warmup", "0", "--threads", "1"]}
+        times = {k: {} for k in cmds}
+        for rnd in range(1, args.rounds + 1):
+            order = list(cmds)
+            order = order[rnd % 3:] + order[:rnd % 3]
+            for k in order:
+                d = os.path.join(folder, f"{model}-{k}-{rnd}")
+                os.makedirs(d + "/out")
+                shutil.copy(os.path.join(data, "input_0.pb"), d)
+                start = time.perf_counter()
+                p = subprocess.run(cmds[k](d), capture_output=True, text=True)
+                secs = time.perf_counter() - start
+                if p.returncode == 0:
+                    times[k][rnd] = secs
+                print(f"bench_session --cold: round {rnd} {model} {k}: "
+                      f"{f'{secs:.3f} s' if p.returncode == 0 else 'exit %d' % p.returncode}", file=sys.stderr)
+        ort, plan_t = times["ort"], times["plan"]
+        per_round = [plan_t[r] / ort[r] for r in plan_t if r in ort]
+        ratio = "–" if not per_round else (f"{statistics.median(plan_t.values()) / statistics.median(ort.values()):.2f}"
+                                           f" ({min(per_round):.2f}–{max(per_round):.2f})")
+        lines.append(f"| {model} | {spread(list(ort.values()))} | {spread(list(plan_t.values()))} "
+                     f"| {spread(list(times['onnx'].values()))} | {ratio} |")
+    shutil.rmtree(folder, ignore_errors=True)
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(table + "\n")
+
+
 def spread(values):
     if not values:
         return "fail"
@@ -139,12 +198,15 @@ def main():
     ap.add_argument("--threads", default="1 2")
     ap.add_argument("--batches", default="1 8 32")
     ap.add_argument("--out")
+    ap.add_argument("--cold", action="store_true")
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     if args.measure:
         args.model = args.measure
         args.threads = int(args.threads)
         return measure(args)
+    if args.cold:
+        return cold_start(args)
 
     env = dict(os.environ)
     env.setdefault("PYTHONPATH", os.path.join(ROOT, "build", "python"))

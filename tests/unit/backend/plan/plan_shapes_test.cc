@@ -15,6 +15,7 @@
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
+#include "session_cases.h"
 #include "temp_dir.h"
 #include "test_models.h"
 
@@ -23,22 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// y = Relu((x + z) @ w + b): x, z float[N,4], y float[N,3].
-const char* const kBatchModel = R"(<ir_version: 8, opset_import: ["" : 13]>
-  g (float[N,4] x, float[N,4] z,
-     float[4,3] w = {0.5, -0.25, 0.75, 1.0, -0.5, 0.25, 0.125, -1.0, 0.3, -0.7, 0.2, 0.9},
-     float[3] b = {0.1, -0.2, 0.05}) => (float[N,3] y) {
-    s = Add (x, z)
-    m = MatMul (s, w)
-    a = Add (m, b)
-    y = Relu (a)
-  })";
-const double kW[4][3] = {{0.5, -0.25, 0.75}, {1.0, -0.5, 0.25}, {0.125, -1.0, 0.3}, {-0.7, 0.2, 0.9}};
-const double kB[3] = {0.1, -0.2, 0.05};
-
-// The plan of kBatchModel, as written.
+// The plan of test::kBatchModel (session_cases.h: y = Relu((x + z) @ w + b), a symbolic batch N), as written.
 std::string BatchPlan(const test::TempDir& dir) {
-  Graph graph = test::GraphFromText(kBatchModel);
+  Graph graph = test::GraphFromText(test::kBatchModel);
   const fs::path path = dir.path / "batch.plan";
   WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "batch.onnx");
   return test::FileContents(path);
@@ -55,10 +43,10 @@ void CheckBatch(LoadedPlan& plan, std::int64_t n) {
   REQUIRE(out[0].dims == std::vector<std::int64_t>{n, 3});
   for (std::int64_t r = 0; r < n; ++r)
     for (int c = 0; c < 3; ++c) {
-      double acc = kB[c];
+      double acc = test::kBatchB[c];
       for (int k = 0; k < 4; ++k) {
         const auto i = static_cast<std::size_t>(r * 4 + k);
-        acc += (double(inputs[0].data[i]) + double(inputs[1].data[i])) * kW[k][c];
+        acc += (double(inputs[0].data[i]) + double(inputs[1].data[i])) * test::kBatchW[k][c];
       }
       CHECK(out[0].data[static_cast<std::size_t>(r * 3 + c)] == Approx(std::max(acc, 0.0)).margin(1e-5));
     }
@@ -74,14 +62,14 @@ PlanReadOptions AtShapes(std::map<std::string, std::vector<std::int64_t>> shapes
 }  // namespace
 
 TEST_CASE("plan shapes: built shapes pin open dims to 1, requested symbols reach the other inputs", "[plan_file]") {
-  Graph open = test::GraphFromText(kBatchModel);
+  Graph open = test::GraphFromText(test::kBatchModel);
   CHECK(planshapes::HasOpenDims(open));
   const planshapes::Shapes built = planshapes::BuiltShapes(open);
   CHECK(built == planshapes::Shapes{{"x", {1, 4}}, {"z", {1, 4}}});
-  Graph fixed = test::GraphFromText(kBatchModel, LoadOptions{{{"x", {2, 4}}}});
+  Graph fixed = test::GraphFromText(test::kBatchModel, LoadOptions{{{"x", {2, 4}}}});
   CHECK_FALSE(planshapes::HasOpenDims(fixed));
 
-  const onnx::ModelProto model = test::ParseModel(kBatchModel);
+  const onnx::ModelProto model = test::ParseModel(test::kBatchModel);
   CHECK(planshapes::ShapesToCompile(model.graph(), built, {{"x", {5, 4}}}) ==
         planshapes::Shapes{{"x", {5, 4}}, {"z", {5, 4}}});
   const test::ThrownError clash = test::ErrorOf(
