@@ -4,7 +4,9 @@ MeanVarianceNormalization and Hardmax, each keeping the incoming dims.
 LpNormalization divides by a norm that is 0 on an all-zero line (Relu can
 make one): its input is moved away from 0 first (elementwise.positive).
 MeanVarianceNormalization reduces only axes holding at least 4 elements
-together: the variance of one or two values is rounding noise, normalized.
+together: the variance of one or two values is rounding noise, normalized;
+its input gets a ramp along those axes, so that no group is constant (ORT
+gives NaN there, the spec 0).
 Hardmax is a threshold (a near tie moves its 1): trial.keep_real judges.
 """
 import numpy as np
@@ -39,7 +41,13 @@ def mvn(g, st, v, rng):
             "last": [v.rank - 1], "chan": [1]}[st.get("axes", "spatial")]
     if not axes or int(np.prod([v.dims[a] for a in axes])) < 4:
         raise Skip()
-    y = g.node("MeanVarianceNormalization", [v.name], {"axes": axes})
+    # A ramp along the reduced axes first, so that no group is constant: on a
+    # constant group ONNX's function body gives 0 (its 1e-9 keeps the division
+    # finite), as onnx-fuse does, and ORT 1.30's kernel NaN (seed 30112920: a
+    # row of a MatMul zeroed by Where).
+    shape = [v.dims[a] if a in axes else 1 for a in range(v.rank)]
+    ramp = g.const(np.linspace(0.25, 1.0, int(np.prod(shape))).reshape(shape))
+    y = g.node("MeanVarianceNormalization", [g.node("Add", [v.name, ramp])], {"axes": axes})
     return V(y, v.dims, 4.0)
 
 
