@@ -117,9 +117,17 @@ TEST_CASE("Max, Min, Sum and Mean of broadcast inputs, the full-shaped one not f
     })";
   const PlanRun one = CheckBoth(single, {b}, std::vector<double>(b.data.begin(), b.data.end()), 0);
   CHECK(one.stats.kernels == 0);  // the input itself, as Identity
-  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+  // Two inputs that both broadcast: the broadcast kernel (broadcast_binary.h)
+  // takes them; more than two stay refused by oneDNN's binary.
+  const Tensor col = test::TensorOf("a", {2, 1}, {0.5f, -1.f}), row = test::TensorOf("b", {1, 3}, {-2.f, 0.f, 3.f});
+  const PlanRun outer = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[2,1] a, float[1,3] b) => (float[2,3] y) {
       y = Max (a, b)
+    })", {col, row}, {0.5, 0.5, 3, -1, 0, 3}, 0);
+  CHECK(test::StepsContaining(outer, "onnxfuse:broadcast_binary") == 1);
+  CHECK_THAT(CompileError(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,1] a, float[1,3] b, float[1,3] c) => (float[2,3] y) {
+      y = Max (a, b, c)
     })"), Catch::Matchers::Contains("no run-time input has the output's shape"));
 }
 
