@@ -172,7 +172,12 @@ class Shrinker:
     def replace_steps(self, best):
         """A composite or unusual step replaced by Relu, Neg, Add or Mul of a scalar."""
         improved = None
-        for idx in range(_step_count(best)):
+        idx = -1
+        # The count is taken again each time: a stand-in for a step with
+        # branches or a body drops their steps (seed 30119xxx's shrink ran
+        # past the end of the list).
+        while idx + 1 < _step_count(best):
+            idx += 1
             st = _step_at(best, idx)
             if st["op"] not in COMPOSITE:
                 continue
