@@ -84,7 +84,9 @@ class Campaign:
     def handle_failure(self, seed, recipe, res, shrink):
         f = res["failures"][0]
         kinds = sorted({k[0] for k in map(key, res["failures"])})
-        what = ("%s max_rel %.2e" % (f["output"], f["max_rel"])) if "max_rel" in f else f.get("message", "")[:120]
+        # max_rel is None when no figure compares (a shape or type mismatch, NaN against a number).
+        what = ("%s max_rel %.2e" % (f["output"], f["max_rel"])) if f.get("max_rel") is not None \
+            else "%s %s" % (f.get("output", ""), f.get("message", "")[:120])
         line = "FAIL seed %d [%s %s t%d] %s: %s" % (seed, f["via"][0], f["via"][1], f["via"][2],
                                                    "+".join(kinds), what)
         entry = {"seed": seed, "failure": f, "path": None}
