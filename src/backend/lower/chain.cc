@@ -195,7 +195,7 @@ bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& g
     extend = sole_use && node.inputs[0] == chain.out && FoldBatchNorm(b, chain, node);
   } else if (node.op_type == "Div" && !sole_use && node.inputs[0] == chain.out) {
     // Gelu's decomposition reads x twice (Div and the Mul): taken whole, its nodes consumed.
-    const std::optional<ValueId> gelu = named ? TakeNamedGelu(b, *named, node) : MatchGelu(b, chain.out, true);
+    const std::optional<ValueId> gelu = named ? TakeNamedGelu(b, *named, node) : MatchGelu(b, node, true);
     if (!gelu) return false;
     chain.post_ops.push_back(PostOp{Kind::kEltwise, dnnl::algorithm::eltwise_gelu_erf, 0, 0, kNoValue, {}});
     chain.members.push_back(id);
@@ -360,7 +360,7 @@ namespace {
 bool RecognizePattern(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   if (node.op_type == "ReduceMean" && TryLayerNorm(b, id)) return true;
-  if (node.op_type == "Div" && b.IsAct(node.inputs[0]) && MatchGelu(b, node.inputs[0], false)) {
+  if (node.op_type == "Div" && b.IsAct(node.inputs[0]) && MatchGelu(b, node, false)) {
     EmitGelu(b, id);
     return true;
   }

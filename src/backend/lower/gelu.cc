@@ -14,29 +14,28 @@
 
 namespace onnxfuse::backend {
 
-std::optional<ValueId> MatchGelu(Builder& b, ValueId x, bool absorb) {
-  const Value& xv = b.graph.value(x);
-  if (xv.consumers.size() != 2) return std::nullopt;
-  const Node* div = nullptr;
-  for (NodeId c : xv.consumers) {
-    const Node& n = b.graph.node(c);
-    if (n.op_type == "Div" && n.inputs[0] == x && !b.absorbed[c]) div = &n;
-  }
-  if (!div || !ConstNear(b, div->inputs[1], std::sqrt(2.0), 1e-3)) return std::nullopt;
-  const Node* erf = SoleUser(b, div->outputs[0], "Erf");
+std::optional<ValueId> MatchGelu(Builder& b, const Node& div, bool absorb) {
+  const NodeId div_id = static_cast<NodeId>(&div - b.graph.nodes().data());
+  if (div.op_type != "Div" || !div.domain.empty() || div.inputs.size() != 2 || b.absorbed[div_id]) return std::nullopt;
+  // x's readers are the Div and the Mul, so nothing else needs x once the Gelu
+  // (or a chain writing it in place) has run.
+  const ValueId x = div.inputs[0];
+  if (b.graph.value(x).consumers.size() != 2 || !ConstNear(b, div.inputs[1], div, std::sqrt(2.0), 1e-3))
+    return std::nullopt;
+  const Node* erf = SoleUser(b, div.outputs[0], "Erf");
   const Node* add = erf ? SoleUser(b, erf->outputs[0], "Add") : nullptr;
-  if (!add || !ConstNear(b, OtherInput(*add, erf->outputs[0]), 1.0, 1e-6)) return std::nullopt;
+  if (!add || !ConstNear(b, OtherInput(*add, erf->outputs[0]), *add, 1.0, 1e-6)) return std::nullopt;
   const Node* mul = SoleUser(b, add->outputs[0], "Mul");
   if (!mul || OtherInput(*mul, add->outputs[0]) != x) return std::nullopt;
   const Node* half = SoleUser(b, mul->outputs[0], "Mul");
-  if (!half || !ConstNear(b, OtherInput(*half, mul->outputs[0]), 0.5, 1e-6)) return std::nullopt;
-  if (absorb) Absorb(b, {div, erf, add, mul, half});
+  if (!half || !ConstNear(b, OtherInput(*half, mul->outputs[0]), *half, 0.5, 1e-6)) return std::nullopt;
+  if (absorb) Absorb(b, {&div, erf, add, mul, half});
   return half->outputs[0];
 }
 
 void EmitGelu(Builder& b, NodeId div_id) {
   const Node& div = b.graph.node(div_id);
-  auto out = MatchGelu(b, div.inputs[0], true);
+  auto out = MatchGelu(b, div, true);
   Check(out.has_value(), "EmitGelu without a Gelu pattern");
   EmitGeluKernel(b, div, *out);
 }

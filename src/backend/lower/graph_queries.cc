@@ -20,9 +20,9 @@ ValueId OtherInput(const Node& n, ValueId v) {
   return n.inputs[0] == v ? n.inputs[1] : n.inputs[1] == v ? n.inputs[0] : kNoValue;
 }
 
-bool ConstNear(Builder& b, ValueId v, double want, double tol, double* value) {
+bool ConstNear(Builder& b, ValueId v, const Node& user, double want, double tol, double* value) {
   if (v == kNoValue || !b.IsConst(v)) return false;
-  const Tensor& t = b.Const(v, b.graph.node(0));
+  const Tensor& t = b.Const(v, user);
   if (t.NumElements() != 1 || t.elem_type != onnx::TensorProto::FLOAT) return false;
   if (value) *value = t.data[0];
   return std::isnan(want) || std::fabs(t.data[0] - want) <= tol;

@@ -19,8 +19,8 @@ const Node* SoleUser(const Builder& b, ValueId v, const char* op);
 ValueId OtherInput(const Node& n, ValueId v);
 /// True when `v` is a constant float scalar (one element) within `tol` of
 /// `want`, or of any value when `want` is NaN; that scalar goes to `*value`
-/// when given.
-bool ConstNear(Builder& b, ValueId v, double want, double tol, double* value = nullptr);
+/// when given. `user`, the node reading `v`, is named in Builder::Const's errors.
+bool ConstNear(Builder& b, ValueId v, const Node& user, double want, double tol, double* value = nullptr);
 /// True when `n` is a Conv (default domain, group 1) with constant weights (and bias)
 /// reading `v` once, as its data input X.
 bool ConvReadsAsData(const Builder& b, const Node& n, ValueId v);

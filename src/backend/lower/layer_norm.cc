@@ -69,11 +69,11 @@ bool TryLayerNorm(Builder& b, NodeId id) {
     if (n.op_type == "Div" && n.inputs[0] == d) div = &n;
   }
   double eps = 0;
-  if (!pow || !div || !ConstNear(b, pow->inputs[1], 2.0, 0)) return false;
+  if (!pow || !div || !ConstNear(b, pow->inputs[1], *pow, 2.0, 0)) return false;
   const Node* r2 = SoleUser(b, pow->outputs[0], "ReduceMean");
   if (!r2 || !LastAxisMean(*r2, dims.size())) return false;
   const Node* add = SoleUser(b, r2->outputs[0], "Add");
-  if (!add || !ConstNear(b, OtherInput(*add, r2->outputs[0]), NAN, 0, &eps)) return false;
+  if (!add || !ConstNear(b, OtherInput(*add, r2->outputs[0]), *add, NAN, 0, &eps)) return false;
   const Node* sqrt = SoleUser(b, add->outputs[0], "Sqrt");
   if (!sqrt || SoleUser(b, sqrt->outputs[0], "Div") != div || div->inputs[1] != sqrt->outputs[0]) return false;
   LayerNormParts parts(x, div->outputs[0], eps, dims.back());

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "backend/lower/gelu.h"
+#include "fuse/postdom_fuser.h"
+#include "onnxfuse/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 
@@ -55,19 +57,21 @@ TEST_CASE("MatchGelu: the decomposition's output in either operand order, other 
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   backend::Builder b(graph, true, engine);
   auto v = [&](const std::string& name) { return *graph.FindValue(name); };
+  // The node computing `name`.
+  auto node = [&](const std::string& name) -> const Node& { return graph.node(graph.value(v(name)).producer); };
 
-  CHECK(backend::MatchGelu(b, v("x"), false) == v("y"));
-  CHECK(backend::MatchGelu(b, v("w"), false) == v("yw"));
-  CHECK_FALSE(backend::MatchGelu(b, v("u"), false));  // * 0.25
-  CHECK_FALSE(backend::MatchGelu(b, v("v"), false));  // x / sqrt 2 read elsewhere
-  CHECK_FALSE(backend::MatchGelu(b, v("q"), false));  // not a pattern's input
+  CHECK(backend::MatchGelu(b, node("q"), false) == v("y"));
+  CHECK(backend::MatchGelu(b, node("qw"), false) == v("yw"));
+  CHECK_FALSE(backend::MatchGelu(b, node("qu"), false));  // * 0.25
+  CHECK_FALSE(backend::MatchGelu(b, node("qv"), false));  // x / sqrt 2 read elsewhere
+  CHECK_FALSE(backend::MatchGelu(b, node("e"), false));   // not a pattern's Div
   for (std::size_t n = 0; n < graph.num_nodes(); ++n) CHECK_FALSE(b.absorbed[n]);
 
   // Absorbing: the five computing nodes, not the shared constants, and only once.
-  CHECK(backend::MatchGelu(b, v("x"), true) == v("y"));
+  CHECK(backend::MatchGelu(b, node("q"), true) == v("y"));
   for (const char* out : {"q", "e", "e1", "p", "y"}) CHECK(b.absorbed[graph.value(v(out)).producer]);
   for (const char* out : {"r2", "one", "half", "qw"}) CHECK_FALSE(b.absorbed[graph.value(v(out)).producer]);
-  CHECK_FALSE(backend::MatchGelu(b, v("x"), false));
+  CHECK_FALSE(backend::MatchGelu(b, node("q"), false));
 }
 
 TEST_CASE("the Gelu decomposition of a graph input is one gelu step, exact to the erf formula", "[gelu][activation]") {
@@ -82,4 +86,32 @@ TEST_CASE("the Gelu decomposition of a graph input is one gelu step, exact to th
   INFO(test::StepList(fused));
   CHECK(test::StepsStartingWith(fused, "gelu Div_1+Gelu onnxfuse:custom") == 1);
   CHECK(fused.stats.kernels == 1);
+}
+
+TEST_CASE("a Div lowered in an earlier group is not taken for a Gelu's when its input's other Div is lowered",
+          "[gelu][difftest]") {
+  // Difftest seed 33113620 (tests/difftest/cases/averagepool-div-globalaveragepool-add-s33113620):
+  // v1 feeds two Divs. The post-dominator groups are {Div_2} and then
+  // {Div_1, GlobalAveragePool, Add}; lowering Div_1, the Gelu recognizer
+  // looked at v1's other Div, already lowered and its constant c4 released,
+  // and stopped with an internal error. It now starts from Div_1 itself.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,4] x, float c2 = {2.0}, float c4 = {4.0}) => (float[1,1,4] v7) {
+      v1 = AveragePool <kernel_shape = [1]> (x)
+      v3 = Div (v1, c2)
+      v5 = Div (v1, c4)
+      v6 = GlobalAveragePool (v5)
+      v7 = Add (v3, v6)
+    })";
+  const Tensor x = test::TensorFrom({1, 1, 4}, [](std::int64_t i) { return static_cast<float>(i + 1); });
+  const double mean = (1 + 2 + 3 + 4) / 4.0;
+  std::vector<double> expected;
+  for (float v : x.data) expected.push_back(v / 2.0 + mean / 4.0);
+  for (bool fuse : {false, true}) {
+    INFO("fuse " << fuse);
+    Graph graph = test::GraphFromText(text);
+    const FusionPlan plan = FuseByPostDominator(graph, {});
+    ExecutablePlan compiled = ExecutablePlan::CompileReleasingWeights(graph, plan, CompileOptions{fuse});
+    test::CheckClose(compiled.Run({x}).at(0), expected);
+  }
 }

@@ -68,15 +68,16 @@ TEST_CASE("OtherInput: the other input of a two-input node", "[graph_queries]") 
 
 TEST_CASE("ConstNear: a constant float scalar within a tolerance, or any with NaN", "[graph_queries]") {
   Fixture f;
-  CHECK(backend::ConstNear(f.b, f.V("k"), 2.0, 1e-6));
-  CHECK(backend::ConstNear(f.b, f.V("k"), 2.05, 0.1));
-  CHECK_FALSE(backend::ConstNear(f.b, f.V("k"), 2.5, 0.1));
+  const Node& mul = f.Writer("m");  // the reader named in errors
+  CHECK(backend::ConstNear(f.b, f.V("k"), mul, 2.0, 1e-6));
+  CHECK(backend::ConstNear(f.b, f.V("k"), mul, 2.05, 0.1));
+  CHECK_FALSE(backend::ConstNear(f.b, f.V("k"), mul, 2.5, 0.1));
   double value = 0;
-  CHECK(backend::ConstNear(f.b, f.V("k"), std::numeric_limits<double>::quiet_NaN(), 0, &value));
+  CHECK(backend::ConstNear(f.b, f.V("k"), mul, std::numeric_limits<double>::quiet_NaN(), 0, &value));
   CHECK(value == 2.0);
-  CHECK_FALSE(backend::ConstNear(f.b, f.V("k4"), 1.0, 10));  // four values
-  CHECK_FALSE(backend::ConstNear(f.b, f.V("u"), 1.0, 10));   // computed at run time
-  CHECK_FALSE(backend::ConstNear(f.b, kNoValue, 1.0, 10));
+  CHECK_FALSE(backend::ConstNear(f.b, f.V("k4"), mul, 1.0, 10));  // four values
+  CHECK_FALSE(backend::ConstNear(f.b, f.V("u"), mul, 1.0, 10));   // computed at run time
+  CHECK_FALSE(backend::ConstNear(f.b, kNoValue, mul, 1.0, 10));
 }
 
 TEST_CASE("ConvReadsAsData: a group-1 Conv with constant weights reading the value as X", "[graph_queries]") {
