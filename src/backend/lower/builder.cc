@@ -247,6 +247,8 @@ dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, c
       return m;
     }
     ++packed_->recomputed;  // this CPU lowered the node differently from the building one
+    spdlog::debug("packed constant {}: {}, packed again", key,
+                  it == packed_->by_key.end() ? "not stored" : "stored in a layout not reorderable to this one");
   }
   dnnl::memory m = Prepack(plain(), want);
   // Replaying records too: a constant packed here is then found by the next

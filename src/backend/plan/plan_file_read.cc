@@ -1,11 +1,19 @@
-// Reading plan files: header and checksum first, then the payload streamed,
-// its model loaded and its schedule recompiled (include/onnxfuse/plan_file.h).
+// Reading plan files: header and checksum first, then the payload parsed from
+// the file mapped into memory, its model loaded and its schedule recompiled
+// (include/onnxfuse/plan_file.h).
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -223,13 +231,67 @@ LoadedPlan Load(planfile::Plan stored, const Header& header, const std::string& 
 
 }  // namespace
 
-LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name,
-                         const PlanReadOptions& options) {
+namespace {
+
+struct Payload {
+  Header header;
+  planfile::Plan plan;
+};
+
+// The checked header and parsed payload of the `size` bytes at `data`.
+Payload ParsePayload(const void* data, std::size_t size, const std::string& source_name) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   Header h = CheckHeader(bytes, std::min(size, kPlanHeaderBytes), size, source_name);
   if (Crc32(bytes + kPlanHeaderBytes, h.length) != h.crc) Invalid(source_name, kCorrupted);
   google::protobuf::io::ArrayInputStream in(bytes + kPlanHeaderBytes, static_cast<int>(h.length));
-  return Load(ParseChecked(in, h, source_name), h, source_name, options, size);
+  return {h, ParseChecked(in, h, source_name)};
+}
+
+// A whole file mapped read-only (POSIX mmap), unmapped when destroyed. Reading
+// a plan through it costs one copy of each byte (protobuf's, into the parsed
+// strings) where streaming cost three (the checksum pass's read, the parse
+// pass's read, and protobuf's copy, which also grew each string chunk by chunk).
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(ErrorKind::kIo, path + ": " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw Error(ErrorKind::kIo, path + ": not a regular file");
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    const int err = errno;
+    ::close(fd);  // the mapping keeps the file
+    if (data_ == MAP_FAILED) throw Error(ErrorKind::kIo, path + ": cannot map: " + std::strerror(err));
+    if (data_) ::madvise(data_, size_, MADV_SEQUENTIAL);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
+  }
+  const void* data() const { return data_ ? data_ : ""; }
+  std::size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace
+
+LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name,
+                         const PlanReadOptions& options) {
+  Payload payload = ParsePayload(data, size, source_name);
+  return Load(std::move(payload.plan), payload.header, source_name, options, size);
 }
 
 LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights) {
@@ -239,30 +301,11 @@ LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& 
 }
 
 LoadedPlan ReadPlanFile(const std::string& path, const PlanReadOptions& options) {
-  // Streamed twice (checksum, then parse) rather than read into memory whole:
-  // a plan is about twice its model's size.
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
-  std::error_code ec;
-  const std::uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw Error(ErrorKind::kIo, path + ": " + ec.message());
-  unsigned char header[kPlanHeaderBytes];
-  in.read(reinterpret_cast<char*>(header), sizeof header);
-  Header h = CheckHeader(header, static_cast<std::size_t>(in.gcount()), size, path);
-  std::vector<char> chunk(std::size_t{1} << 22);
-  std::uint32_t crc = 0;
-  std::uint64_t read = 0;
-  while (read < h.length && in.read(chunk.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(chunk.size(), h.length - read)))) {
-    crc = Crc32(chunk.data(), static_cast<std::size_t>(in.gcount()), crc);
-    read += static_cast<std::uint64_t>(in.gcount());
-  }
-  if (read != h.length) throw Error(ErrorKind::kIo, path + ": read failed");
-  if (crc != h.crc) Invalid(path, kCorrupted);
-  std::vector<char>().swap(chunk);
-  in.clear();
-  in.seekg(static_cast<std::streamoff>(kPlanHeaderBytes));
-  google::protobuf::io::IstreamInputStream stream(&in);
-  return Load(ParseChecked(stream, h, path), h, path, options, size);
+  std::optional<MappedFile> file(std::in_place, path);
+  const std::uint64_t size = file->size();
+  Payload payload = ParsePayload(file->data(), file->size(), path);
+  file.reset();  // the parsed payload holds its own copies
+  return Load(std::move(payload.plan), payload.header, path, options, size);
 }
 
 LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"
@@ -126,6 +127,40 @@ TEST_CASE("damaged plans are refused with a reason", "[plan_file]") {
     plan.set_model("garbage");
     refused(test::WithHeader(plan.SerializeAsString()), ErrorKind::kInvalidModel, "x.plan (its model)");
   }
+}
+
+TEST_CASE("plan files are read through a mapping of the file: missing, not regular, empty or damaged ones refused",
+          "[plan_file]") {
+  test::TempDir dir("plan_file_mapped");
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  const fs::path path = dir.path / "block.plan";
+  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "block.onnx");
+  auto refused = [](const fs::path& file, ErrorKind kind, const std::string& needle) {
+    try {
+      ReadPlanFile(file.string());
+      FAIL("accepted: expected " << needle);
+    } catch (const Error& e) {
+      CHECK(e.kind() == kind);
+      CHECK_THAT(e.what(), Catch::Contains(needle) && Catch::Contains(file.filename().string()));
+    }
+  };
+  refused(dir.path / "missing.plan", ErrorKind::kIo, "cannot open");
+  refused(dir.path, ErrorKind::kIo, "not a regular file");
+  const fs::path empty = dir.path / "empty.plan";
+  { std::ofstream(empty.string(), std::ios::binary); }
+  refused(empty, ErrorKind::kInvalidModel, "not an onnx-fuse plan file");
+  std::string bytes = test::FileContents(path);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x10);
+  const fs::path damaged = dir.path / "damaged.plan";
+  std::ofstream(damaged.string(), std::ios::binary) << bytes;
+  refused(damaged, ErrorKind::kInvalidModel, "corrupted");
+
+  // The intact file loads and runs as the plan compiled from its model.
+  const std::vector<Tensor> inputs = {test::TensorFrom(graph.value(graph.inputs()[0]).type.dims,
+                                                       [](std::int64_t i) { return std::sin(0.1f * static_cast<float>(i)); })};
+  LoadedPlan loaded = ReadPlanFile(path.string());
+  ExecutablePlan direct = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), CompileOptions{});
+  CHECK(loaded.executable.Run(inputs).at(0).data == direct.Run(inputs).at(0).data);
 }
 
 TEST_CASE("a depthwise convolution's implementation is chosen by timing, a plan replays the stored choice",
