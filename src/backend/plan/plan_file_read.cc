@@ -251,6 +251,11 @@ Payload ParsePayload(const void* data, std::size_t size, const std::string& sour
 // a plan through it costs one copy of each byte (protobuf's, into the parsed
 // strings) where streaming cost three (the checksum pass's read, the parse
 // pass's read, and protobuf's copy, which also grew each string chunk by chunk).
+// MAP_POPULATE: the checksum reads every page at once, so fault them in at once.
+// Where a resnet50 plan's cold load goes now (231 MB file, 2026-11-26, Xeon
+// Sapphire Rapids, 1 thread): mapping 11-30 ms, CRC-32 113 ms, protobuf parse
+// 130 ms, the model's parse 65 ms, its graph 20 ms, constants into oneDNN
+// memories 75 ms, then compiling 130 ms.
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
@@ -267,7 +272,7 @@ class MappedFile {
       throw Error(ErrorKind::kIo, path + ": not a regular file");
     }
     size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ > 0) data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (size_ > 0) data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     const int err = errno;
     ::close(fd);  // the mapping keeps the file
     if (data_ == MAP_FAILED) throw Error(ErrorKind::kIo, path + ": cannot map: " + std::strerror(err));
