@@ -8,26 +8,11 @@
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/graph.h"
+#include "ir/names.h"
 
 namespace onnxfuse {
 
 namespace {
-
-// Every name the model uses for a value, subgraphs included (new names must not shadow any).
-void CollectNames(const onnx::GraphProto& g, std::unordered_set<std::string>& names) {
-  for (const auto& v : g.input()) names.insert(v.name());
-  for (const auto& v : g.output()) names.insert(v.name());
-  for (const auto& v : g.value_info()) names.insert(v.name());
-  for (const auto& t : g.initializer()) names.insert(t.name());
-  for (const auto& n : g.node()) {
-    names.insert(n.input().begin(), n.input().end());
-    names.insert(n.output().begin(), n.output().end());
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectNames(a.g(), names);
-      for (const auto& sub : a.graphs()) CollectNames(sub, names);
-    }
-  }
-}
 
 // Names the top-level graph defines: graph inputs, initializers and node outputs.
 std::unordered_set<std::string> DefinedNames(const onnx::GraphProto& g) {
@@ -52,10 +37,7 @@ void Filter(google::protobuf::RepeatedPtrField<T>* field, Keep keep) {
 
 std::string Graph::NewValueName(const std::string& base) {
   if (taken_names_.empty()) CollectNames(model_.graph(), taken_names_);
-  std::string name = base;
-  for (int i = 2; taken_names_.count(name); ++i) name = base + "_" + std::to_string(i);
-  taken_names_.insert(name);
-  return name;
+  return FreshName(base, taken_names_);
 }
 
 void Graph::AddInitializer(onnx::TensorProto tensor) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <spdlog/spdlog.h>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "ir/names.h"
 #include "load/conversion_steps.h"
 #include "load/down_adapters.h"
 #include "onnxfuse/error.h"
@@ -73,9 +75,9 @@ class DownConverter {
  public:
   DownConverter(onnx::ModelProto& model, std::string source, OpsetConversion& record)
       : model_(model), source_(std::move(source)), record_(record) {
-    CollectNames(model.graph());
+    CollectNames(model.graph(), names_);
     for (const auto& f : model.functions())
-      for (const auto& n : f.node()) CollectNode(n);
+      for (const auto& n : f.node()) CollectNodeNames(n, names_);
   }
 
   // Adapters that need a value's dims (Pad with axes, an uneven Split) wait
@@ -110,27 +112,7 @@ class DownConverter {
   }
 
  private:
-  void CollectNode(const onnx::NodeProto& n) {
-    names_.insert(n.name());
-    for (const auto& v : n.input()) names_.insert(v);
-    for (const auto& v : n.output()) names_.insert(v);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectNames(a.g());
-      for (const auto& g : a.graphs()) CollectNames(g);
-    }
-  }
-  void CollectNames(const onnx::GraphProto& g) {
-    for (const auto& v : g.input()) names_.insert(v.name());
-    for (const auto& t : g.initializer()) names_.insert(t.name());
-    for (const auto& n : g.node()) CollectNode(n);
-  }
-
-  std::string Fresh(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
-    names_.insert(name);
-    return name;
-  }
+  std::string Fresh(const std::string& base) { return FreshName(base, names_, 1); }
 
   void ConvertGraph(onnx::GraphProto& g, const Scope* outer) {
     Scope scope;
@@ -263,7 +245,7 @@ class DownConverter {
   onnx::ModelProto& model_;
   std::string source_;
   OpsetConversion& record_;
-  std::set<std::string> names_;
+  std::unordered_set<std::string> names_;
   bool may_defer_ = false;
   std::set<std::string> deferred_;  ///< nodes waiting for inferred dims
   std::set<const void*> converted_once_;  ///< node lists already through a first pass
