@@ -48,9 +48,8 @@ std::optional<Act> EmitOwnMaxPool(Builder& b, const Arg& src, const Dims& in, co
   return dst;
 }
 
-// A GlobalAveragePool of `src` (dims `in`) in a channel-blocked or
-// channels-last layout as our own kernel (ChannelMeans), its result plain
-// [N, C, 1, 1]; nullopt (nothing emitted) for other layouts.
+}  // namespace
+
 std::optional<Act> EmitOwnGlobalAveragePool(Builder& b, const Arg& src, const Dims& in, const Dims& out,
                                             const std::string& label) {
   if (in.size() != 4) return std::nullopt;
@@ -67,8 +66,6 @@ std::optional<Act> EmitOwnGlobalAveragePool(Builder& b, const Arg& src, const Di
                dst_md, "onnxfuse:global_average_pool");
   return dst;
 }
-
-}  // namespace
 
 void EmitPool(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);

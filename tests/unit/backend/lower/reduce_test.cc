@@ -81,3 +81,33 @@ TEST_CASE("ReduceLogSum and ReduceLogSumExp: a sum reduction with a log post-op,
                             {x}, log_sum_exp, 1e-5);
   CHECK(fused.stats.kernels == 2);
 }
+
+TEST_CASE("a ReduceMean over H and W of a conv's blocked output is one global average pooling step of ours",
+          "[reduce]") {
+  // torchvision's `x.mean([2, 3])` (MNASNet's head): oneDNN's reduction wanted
+  // the input plain (a reorder) and ran far slower than our channel means.
+  // A 1x1 conv with identity weights, so y is the mean of x per channel.
+  constexpr int kChannels = 32;
+  std::string weights;
+  for (int o = 0; o < kChannels; ++o)
+    for (int i = 0; i < kChannels; ++i) weights += std::string(weights.empty() ? "" : ", ") + (o == i ? "1.0" : "0.0");
+  const Tensor x = TensorFrom({2, kChannels, 5, 7}, [](std::int64_t i) { return Wave(3 * i); });
+  std::vector<double> means;
+  for (std::int64_t plane = 0; plane < 2 * kChannels; ++plane) {
+    double sum = 0;
+    for (std::int64_t k = 0; k < 35; ++k) sum += x.data[static_cast<std::size_t>(plane * 35 + k)];
+    means.push_back(sum / 35);
+  }
+  for (int keepdims : {1, 0}) {
+    INFO("keepdims " << keepdims);
+    const std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                             "g (float[2,32,5,7] x, float[32,32,1,1] w = {" + weights + "}) => (float[" +
+                             (keepdims ? "2,32,1,1" : "2,32") + "] y) {\n  c = Conv (x, w)\n"
+                             "  y = ReduceMean <axes = [2, 3], keepdims = " + std::to_string(keepdims) + "> (c)\n}";
+    const PlanRun fused = CheckBoth(text, {x}, means, 1e-5);
+    INFO(test::StepList(fused));
+    CHECK(test::StepsContaining(fused, "onnxfuse:global_average_pool") == 1);
+    CHECK(test::StepsStartingWith(fused, "reduction") == 0);
+    CHECK(fused.outputs.at(0).dims == (keepdims ? std::vector<std::int64_t>{2, 32, 1, 1} : std::vector<std::int64_t>{2, 32}));
+  }
+}
