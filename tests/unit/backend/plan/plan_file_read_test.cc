@@ -211,3 +211,60 @@ TEST_CASE("a depthwise convolution's implementation is chosen by timing, a plan 
     max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[0].data[i] - expected[0].data[i])));
   CHECK(max_diff <= 1e-5);
 }
+
+TEST_CASE("a Winograd convolution's kernel is chosen by timing, a plan replays the stored choice", "[plan_file]") {
+  // On AVX-512, oneDNN 2.6 has two Winograd kernels for the same layouts,
+  // F(2x2, 3x3) (jit_fp32_wino_2x3) and F(4x4, 3x3) (jit_wino_4x3); the
+  // build times both (conv.cc) and keeps the faster. A plan replays what it
+  // stored, even the other one (its weights, in the other's Winograd layout,
+  // are packed again).
+  test::TempDir dir("plan_file");
+  std::string weights = "{";
+  for (int i = 0; i < 64 * 64 * 9; ++i) weights += (i ? ", " : "") + std::to_string(((i * 7) % 11 - 5) * 0.01);
+  std::string pointwise = "{";
+  for (int i = 0; i < 64 * 64; ++i) pointwise += (i ? ", " : "") + std::to_string(((i * 5) % 13 - 6) * 0.02);
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,64,28,28] x, float[64,64,3,3] w = )" + weights + R"(}, float[64,64,1,1] p = )" + pointwise +
+                                    R"(}) => (float[1,64,28,28] y) {
+      c = Conv <pads = [1, 1, 1, 1]> (x, w)
+      y = Conv (c, p)
+    })");
+  FusionPlan fusion = FuseByPostDominator(graph, {});
+  const fs::path path = dir.path / "wino.plan";
+  WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "wino.onnx");
+  planfile::Plan plan = test::Payload(test::FileContents(path));
+  REQUIRE(plan.schedule_size() > 0);
+  int conv = -1;
+  for (int i = 0; i < plan.schedule_size(); ++i)
+    if (plan.schedule(i).kind() == "conv" && plan.schedule(i).label().rfind("Conv_0", 0) == 0) conv = i;
+  REQUIRE(conv >= 0);
+  const std::string built = plan.schedule(conv).impl();
+  INFO("built with " << built);
+  if (CpuIsaName().rfind("avx512", 0) != 0) {
+    // oneDNN 2.6's Winograd kernels are AVX-512 only (and our own AVX2 one
+    // takes channel-blocked inputs, not this plain graph input): no choice.
+    CHECK(built.find("wino") == std::string::npos);
+    return;
+  }
+  const std::string isa = built.substr(built.find(':'));
+  REQUIRE((built.rfind("jit_fp32_wino_2x3:", 0) == 0 || built.rfind("jit_wino_4x3:", 0) == 0));
+  const std::string other = (built.rfind("jit_wino_4x3:", 0) == 0 ? "jit_fp32_wino_2x3" : "jit_wino_4x3") + isa;
+  plan.mutable_schedule(conv)->set_impl(other);
+  const std::string altered = test::WithHeader(plan.SerializeAsString());
+
+  LoadedPlan loaded = ParsePlanFile(altered.data(), altered.size(), "wino.plan");
+  CHECK(loaded.info.same_schedule);
+  CHECK(loaded.executable.Schedule()[static_cast<std::size_t>(conv)].impl == other);
+  CHECK(loaded.info.constants_repacked >= 1);  // the other kernel's Winograd weights layout
+  const std::vector<Tensor> inputs = RandomInputs(graph);
+  std::vector<Tensor> expected = ExecutablePlan::Compile(graph, fusion, CompileOptions{false}).Run(inputs);
+  std::vector<Tensor> got = loaded.executable.Run(inputs);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].data.size() == expected[0].data.size());
+  double max_diff = 0, max_value = 0;
+  for (std::size_t i = 0; i < got[0].data.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[0].data[i] - expected[0].data[i])));
+    max_value = std::max(max_value, static_cast<double>(std::fabs(expected[0].data[i])));
+  }
+  CHECK(max_diff <= 1e-4 * max_value);  // Winograd against the unfused direct convolution
+}
