@@ -331,6 +331,28 @@ Act EmitConcatOf(Builder& b, const std::vector<Arg>& srcs, const Dims& out, std:
     }
     return dst;
   }
+  // Otherwise its reference concat picks a destination layout of its own:
+  // channel-blocked sources along a spatial axis gave acB16b (difftest seed
+  // 37113456: [1,24,1] and [1,24,3] in aBc16b), which oneDNN 2.6's binary
+  // with an eltwise post-op then computed wrong (zeros in channels 8-15). Make
+  // the sources plain (one reorder each) and concatenate those instead.
+  bool any_not_plain = false;
+  for (const Arg& a : srcs) any_not_plain |= !IsPlainEquivalent(a.md);
+  if (b.fuse && std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && any_not_plain) {
+    std::vector<Arg> plain;
+    for (const Arg& src : srcs) {
+      if (IsPlainEquivalent(src.md)) {
+        plain.push_back(src);
+        continue;
+      }
+      const Dims dims = src.md.dims();
+      const Act p = b.NewAct(dims, PlainDesc(dims));
+      dnnl::reorder::primitive_desc copy(b.engine, src.md, b.engine, p.md, b.Attr());
+      b.Emit(copy, "reorder", label, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{p.slot, p.md, {}}}}, p.md);
+      plain.push_back(Arg{p.slot, p.md, {}});
+    }
+    return EmitConcatOf(b, plain, out, axis, label);
+  }
   // oneDNN 2.6's simple concat takes 0.72 ms for GoogLeNet's inception3b
   // (480 channels at 28x28, nChw8c, one Zen 3 core); its four memcpy runs 0.1 ms.
   if (std::optional<std::vector<CopyRun>> runs = b.fuse ? ContiguousRuns(srcs, pd.dst_desc(), out, axis) : std::nullopt) {

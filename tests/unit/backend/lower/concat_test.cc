@@ -133,3 +133,31 @@ TEST_CASE("a Concat read by a MaxPool is pooled per part, the pooled parts feed 
     CHECK(test::StepsStartingWith(fused, "concat ") == (conv_reads_pool ? 0 : 1));
   }
 }
+
+TEST_CASE("channel-blocked sources concatenated along a spatial axis are made plain, not concatenated by ref",
+          "[concat]") {
+  // Difftest seed 37113456: oneDNN 2.6's reference concat of [1,24,1] and
+  // [1,24,3] in aBc16b wrote acB16b, and its binary Add with a Relu post-op on
+  // that layout left channels 8-15 of the last two positions at zero.
+  std::string weights;
+  for (int i = 0; i < 24 * 3; ++i) weights += (i ? ", " : "") + std::to_string(0.5 + 0.01 * i);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,1] x, float[1,24,3] w = {)" + weights + R"(}) => (float[1,24,4] y) {
+      t = ConvTranspose <kernel_shape = [3]> (x, w)
+      m = GlobalAveragePool (t)
+      c = Concat <axis = 2> (m, t)
+      s = Add (c, c)
+      y = Relu (s)
+    })";
+  const Tensor x = test::TensorFrom({1, 1, 1}, [](std::int64_t) { return 0.75f; });
+  std::vector<double> expected;  // t[ch][k] = 0.75 w[ch][k]; y = 2 max(0, [mean_k t, t[ch][0..2]])
+  for (int ch = 0; ch < 24; ++ch) {
+    double mean = 0;
+    for (int k = 0; k < 3; ++k) mean += 0.75 * (0.5 + 0.01 * (ch * 3 + k)) / 3;
+    expected.push_back(2 * mean);
+    for (int k = 0; k < 3; ++k) expected.push_back(2 * 0.75 * (0.5 + 0.01 * (ch * 3 + k)));
+  }
+  const PlanRun fused = CheckBoth(text, {x}, expected, 1e-5);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsContaining(fused, "ref:") == 0);
+}

@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layout and used as stored",
           "[plan_file]") {
   // A 3x3, stride-1, 64 -> 64 convolution read by another convolution runs as
-  // Winograd F(2x2, 3x3) on AVX-512 (backend/lower/conv.cc): its weights' layout is
+  // Winograd F(2x2, 3x3) or F(4x4, 3x3) on AVX-512, whichever the build timed
+  // faster (backend/lower/conv.cc): its weights' layout is
   // dnnl_format_kind_wino, which the plan file keeps as such (format version 2).
   test::TempDir dir("plan_file");
   std::string w1 = "{", w2 = "{";
@@ -54,10 +55,17 @@ TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layo
   std::vector<Tensor> got = loaded.executable.Run(RandomInputs(*loaded.graph));
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].data.size() == expected[0].data.size());
-  double max_rel = 0;
-  for (std::size_t i = 0; i < got[0].data.size(); ++i)
-    max_rel = std::max(max_rel, std::fabs(got[0].data[i] - expected[0].data[i]) / (std::fabs(expected[0].data[i]) + 1e-3));
-  CHECK(max_rel <= 1e-4);
+  // The project's relative difference (scripts/ort/compare.js): the largest
+  // difference over the largest magnitude. Winograd against the direct
+  // convolution: F(4x4, 3x3), which the build may time faster than F(2x2, 3x3),
+  // is off by up to 2.2e-7 where the output is near 0 (ASan build, CI), so no
+  // per-element ratio.
+  double max_diff = 0, max_value = 0;
+  for (std::size_t i = 0; i < got[0].data.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[0].data[i] - expected[0].data[i])));
+    max_value = std::max(max_value, static_cast<double>(std::fabs(expected[0].data[i])));
+  }
+  CHECK(max_diff <= 1e-5 * max_value);
 
   SECTION("a Winograd descriptor whose size is not its data's is refused") {
     for (auto& c : *plan.mutable_constants())
