@@ -56,6 +56,23 @@ Verdict ReshapeZerosWithinRank(onnx::InferenceContext& ctx) {
   return Verdict::kRun;
 }
 
+// A window op's strides, dilations and kernel_shape are positive (ONNX
+// Operators.md, Conv and the poolings): libonnx 1.12's convPoolShapeInference
+// divides by the stride (SIGFPE on 0: the fuzzer's MaxPool with strides [2, 0]).
+Verdict PositiveWindow(onnx::InferenceContext& ctx) {
+  for (const char* name : {"strides", "dilations", "kernel_shape"})
+    if (const onnx::AttributeProto* attribute = ctx.getAttribute(name))
+      for (std::int64_t v : attribute->ints())
+        if (v < 1) fail_shape_inference(name, " has an entry ", v, "; every entry must be at least 1");
+  return Verdict::kRun;
+}
+
+// Both preconditions: the first that refuses or types only decides.
+template <Precondition First, Precondition Second>
+Verdict Both(onnx::InferenceContext& ctx) {
+  return First(ctx) == Verdict::kRun ? Second(ctx) : Verdict::kTypeOnly;
+}
+
 void Guard(const std::string& op, Precondition precondition) {
   for (const auto& copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
     if (copy.Name() != op || !copy.domain().empty()) continue;
@@ -74,11 +91,14 @@ void Guard(const std::string& op, Precondition precondition) {
 void InstallOnnxInferenceGuards() {
   static std::once_flag once;
   std::call_once(once, [] {
-    Guard("Conv", SameRankAsInput<0, 1>);
-    Guard("ConvInteger", SameRankAsInput<0, 1>);
-    Guard("QLinearConv", SameRankAsInput<0, 3>);
-    Guard("ConvTranspose", SameRankAsInput<0, 1>);
-    Guard("MaxUnpool", IndicesShaped);
+    Guard("Conv", Both<PositiveWindow, SameRankAsInput<0, 1>>);
+    Guard("ConvInteger", Both<PositiveWindow, SameRankAsInput<0, 1>>);
+    Guard("QLinearConv", Both<PositiveWindow, SameRankAsInput<0, 3>>);
+    Guard("ConvTranspose", Both<PositiveWindow, SameRankAsInput<0, 1>>);
+    Guard("MaxPool", PositiveWindow);
+    Guard("AveragePool", PositiveWindow);
+    Guard("LpPool", PositiveWindow);
+    Guard("MaxUnpool", Both<PositiveWindow, IndicesShaped>);
     Guard("Reshape", ReshapeZerosWithinRank);
   });
 }

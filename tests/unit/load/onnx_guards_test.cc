@@ -74,3 +74,26 @@ TEST_CASE("Reshape keeping a dim the input does not have is refused", "[onnx_gua
     g (float[2,3] x) => (float y) <int64[2] s = {0, 3}> { y = Reshape (x, s) })");
   CHECK(TypeOf(model, "y")->tensor_type().shape().dim(0).dim_value() == 2);
 }
+
+TEST_CASE("a window op with a stride, dilation or kernel entry below 1 is refused, not divided by", "[onnx_guards]") {
+  // The fuzzer's MaxPool with strides [2, 0] stopped the process with SIGFPE
+  // inside libonnx's convPoolShapeInference.
+  for (const std::string node : {"MaxPool <kernel_shape = [2, 2], strides = [2, 0]> (x)",
+                                 "AveragePool <kernel_shape = [2, 0]> (x)",
+                                 "LpPool <kernel_shape = [2, 2], strides = [-1, 1]> (x)",
+                                 "Conv <strides = [1, 0]> (x, w)", "Conv <dilations = [0, 1]> (x, w)",
+                                 "ConvTranspose <strides = [0, 1]> (x, w)"}) {
+    INFO(node);
+    CHECK_THROWS_WITH(Infer(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,3,8,8] x, float[3,3,3,3] w) => (float y) { y = )" + node + " }"),
+                      Catch::Contains("every entry must be at least 1"));
+  }
+  auto model = Infer(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,8,8] x) => (float y) { y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x) })");
+  const auto* y = TypeOf(model, "y");
+  REQUIRE(y != nullptr);
+  REQUIRE(y->tensor_type().shape().dim_size() == 4);
+  CHECK(y->tensor_type().shape().dim(3).dim_value() == 4);
+}
