@@ -184,16 +184,10 @@ void EmitConv(Builder& b, const Chain& chain) {
   ConvPd pd = MakeChainPd<ConvPd>(b, chain, out, "conv", count, make);
   std::vector<std::pair<int, Arg>> args;
   MakePostOps(b, chain, out, args, count);
-  const bool depthwise = group > 1 && group == x[1];
-  const bool on_winograd = std::string(pd.impl_info_str()).find("wino") != std::string::npos;
-  if (b.fuse && (depthwise || on_winograd)) {
+  if (b.fuse && group > 1 && group == x[1]) {
     // Depthwise: oneDNN 2.6 ranks brdgmm_dw first, but jit_dw with the same
     // layouts is faster for many shapes on some CPUs (up to 2x for
-    // mobilenet_v3's 5x5 ones on AMD Zen). Winograd: on AVX-512 it has
-    // F(2x2, 3x3) (jit_fp32_wino_2x3, its first choice) and F(4x4, 3x3)
-    // (jit_wino_4x3), and which is faster depends on the shape (Xeon Sapphire
-    // Rapids, 1 thread: inception_v3's Conv2d_4a, 80 -> 192 at 71x71, 9.8 ms
-    // against 6.7; its 8x8 ones, 448 -> 384, 1.7 against 7.1). Measure.
+    // mobilenet_v3's 5x5 ones on AMD Zen): measure.
     std::vector<int> keys = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST};
     for (const auto& [key, arg] : args) keys.push_back(key);
     pd = ConvPd(ChooseImpl(b, pd, "conv", "conv:" + node.name, keys).get());

@@ -9,8 +9,6 @@
 #include <chrono>
 #include <unordered_map>
 
-#include <immintrin.h>
-
 #include <spdlog/spdlog.h>
 
 
@@ -51,20 +49,6 @@ Timed Prepare(Builder& b, const dnnl::primitive_desc& pd, const std::vector<int>
   return t;
 }
 
-// Evicts the bytes of `m` from every cache level (CLFLUSH, SSE2), so that a
-// timed run reads them from memory, as a step of a whole network does with
-// its weights: the other layers' data displaces them between inferences.
-// Timed on hot weights, F(4x4, 3x3) Winograd, whose transformed weights are
-// four times the filter's, looked faster than F(2x2, 3x3) on resnet18's
-// 256-channel 14x14 convs (0.93 against 1.20 ms) and was slower in the
-// network (1.84 against 1.06 ms, run --profile, Xeon Sapphire Rapids).
-void Evict(const dnnl::memory& m) {
-  const char* p = static_cast<const char*>(m.get_data_handle());
-  const std::size_t bytes = m.get_desc().get_size();
-  for (std::size_t i = 0; i < bytes; i += 64) _mm_clflush(p + i);
-  _mm_mfence();
-}
-
 // Median of `ms`, in ms.
 double Median(std::vector<double> ms) {
   std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
@@ -84,8 +68,6 @@ std::vector<double> TimeInterleaved(Builder& b, const std::vector<dnnl::primitiv
   for (int round = 0; round < kTimedRounds; ++round) {
     for (std::size_t i = 0; i < timed.size(); ++i) {
       if (dropped[i]) continue;
-      auto weights = timed[i].args.find(DNNL_ARG_WEIGHTS);
-      if (weights != timed[i].args.end()) Evict(weights->second);
       auto start = std::chrono::steady_clock::now();
       timed[i].prim.execute(b.stream, timed[i].args);
       b.stream.wait();

@@ -14,8 +14,7 @@ namespace onnxfuse::backend {
 /// The implementation to run for `pd`'s operation and attributes: among
 /// oneDNN's implementations that read and write the same layouts as `pd` and
 /// are not slow (IsSlowImpl), the fastest on this CPU, timed at build time
-/// (median of 7 runs in interleaved rounds, in ms, each with its weights
-/// evicted from the caches first, as in a whole network; on scratch buffers for `arg_keys`, the DNNL_ARG_*
+/// (median of 7 runs in interleaved rounds, in ms, on scratch buffers for `arg_keys`, the DNNL_ARG_*
 /// the step will bind); `pd`'s own implementation, oneDNN's first choice,
 /// unless another is at least 5% faster. Replaying a plan file, the one it
 /// stored for `key` (Builder::StoredImpl) when it is among them.
