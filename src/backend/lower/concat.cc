@@ -346,9 +346,7 @@ Act EmitConcatOf(Builder& b, const std::vector<Arg>& srcs, const Dims& out, std:
         continue;
       }
       const Dims dims = src.md.dims();
-      const Act p = b.NewAct(dims, PlainDesc(dims));
-      dnnl::reorder::primitive_desc copy(b.engine, src.md, b.engine, p.md, b.Attr());
-      b.Emit(copy, "reorder", label, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{p.slot, p.md, {}}}}, p.md);
+      const Act p = b.EmitReorder(src, dims, PlainDesc(dims), label);
       plain.push_back(Arg{p.slot, p.md, {}});
     }
     return EmitConcatOf(b, plain, out, axis, label);

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -15,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <spdlog/spdlog.h>
 
