@@ -15,7 +15,7 @@ DEB_PACKAGES=(
   time  # GNU time (/usr/bin/time -f %M): peak RSS in scripts/bench.sh
   python3-torch python3-torchvision python3-onnx python3-numpy
   pybind11-dev python3-pybind11 python3-pytest  # the Python module onnxfuse (python/) and its tests
-  libomp-dev  # LLVM's OpenMP runtime, which the build links (CMakeLists.txt, ONNXFUSE_LLVM_OPENMP)
+  libomp-dev  # LLVM's OpenMP runtime, which the build links (CMakeLists.txt, ONNXFUSE_LLVM_OPENMP), and Archer (TSan pass)
   clang libclang-rt-14-dev  # libFuzzer + sanitizer runtimes (scripts/fuzz.sh)
 )
 # Node.js drives ONNX Runtime; keep a Node the machine already has (it may not be Debian's).

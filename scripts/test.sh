@@ -26,7 +26,13 @@ for arg in "$@"; do
   esac
 done
 
+# Each stage's wall time goes to stderr ("stage: NAME took N s"), so that a CI
+# log shows where its time went.
+stage_start=$SECONDS
+stage_done() { echo "stage: $1 took $((SECONDS - stage_start)) s" >&2; stage_start=$SECONDS; }
+
 bash scripts/build.sh
+stage_done "set-up and build"
 # The eleven (about 1 min of export, 0.8 GB): resnet18 and mobilenet_v2 for the
 # e2e tests, convnext_tiny and mobilenet_v3_large for their opset-18 twins
 # (ctest opset_twins, issue 22), and all eleven for the agreement of the
@@ -35,10 +41,12 @@ bash scripts/build.sh
 # The recurrent models of ctest e2e.rnn (issue 23: 2-layer bidirectional LSTM
 # and GRU, 50 steps; seconds, 4 MB), with ONNX Runtime's reference outputs.
 /usr/bin/python3 scripts/export_zoo.py --out models/rnn lstm_bidir2 gru_bidir2
+stage_done "model export"
 # -LE zoo: the whole zoo conformance run needs all of scripts/export_zoo.py's
 # models (ctest -L zoo, ~6 min of export, 1.3 GB); CI runs the part that fits,
 # below.
 (cd build && ctest --output-on-failure -j"$(nproc)" -LE '^zoo$')
+stage_done ctest
 
 # The optimizer (load -> report) and our kernels build and pass their tests
 # without oneDNN (issue 21): a second configuration with the backend left out.
@@ -47,6 +55,7 @@ werror_core=OFF
 cmake -S . -B build-core -DCMAKE_BUILD_TYPE=Release -DONNXFUSE_BACKEND=OFF -DONNXFUSE_WERROR="$werror_core" >/dev/null
 cmake --build build-core -j"$(nproc)"
 (cd build-core && ctest --output-on-failure -j"$(nproc)")
+stage_done "build and ctest without oneDNN"
 
 # The zoo models that export in seconds (issue 25): a pass or a clean refusal
 # each, never an internal error or a wrong output (ssdlite320 is the detector
@@ -57,6 +66,7 @@ zoo_ci=(mnasnet1_0 deeplabv3_mobilenet_v3_large ssdlite320_mobilenet_v3_large be
         detector_small)
 /usr/bin/python3 scripts/export_zoo.py "${zoo_ci[@]}"
 bash scripts/zoo_check.sh --must-pass gpt2_decoder detector_small -- "${zoo_ci[@]}"
+stage_done "zoo subset"
 
 # The three libFuzzer targets (clang, ASan+UBSan, build-fuzz/): built, and each
 # run for 30 s on its seeds, so that a compile error or a new crash fails here.
@@ -69,6 +79,7 @@ for target in fuzz_model_loader fuzz_pattern_parser fuzz_plan_reader; do
   fi
   echo "fuzz: $target ran 30 s: $(grep -o 'Done [0-9]* runs' "build-fuzz/$target.log" | tail -1), no finding" >&2
 done
+stage_done "fuzz targets"
 
 if $sanitize; then
   start=$SECONDS
@@ -87,6 +98,7 @@ if $sanitize; then
   [[ -n "${ONNXFUSE_ASAN_EXCLUDE:-}" ]] && exclude=(-E "$ONNXFUSE_ASAN_EXCLUDE")
   (cd build-asan && ctest --output-on-failure -j"$(nproc)" -LE '^(no_sanitize|zoo)$' "${exclude[@]}")
   echo "sanitizer pass: build $((built - start)) s, tests $((SECONDS - built)) s" >&2
+  stage_done "sanitizer pass"
 
   # The ThreadSanitizer pass (issue 24): concurrent Runs on one InferenceSession
   # (the shape cache, the pool of plan instances, shared prepacked weights, the
@@ -104,4 +116,5 @@ if $sanitize; then
   built=$SECONDS
   (cd build-tsan && ctest --output-on-failure -L '^tsan$')
   echo "thread sanitizer pass: build $((built - start)) s, tests $((SECONDS - built)) s" >&2
+  stage_done "thread sanitizer pass"
 fi

@@ -22,10 +22,10 @@ const char* const kBatchModel = R"(<ir_version: 8, opset_import: ["" : 13]>
 const double kBatchW[4][3] = {{0.5, -0.25, 0.75}, {1.0, -0.5, 0.25}, {0.125, -1.0, 0.3}, {-0.7, 0.2, 0.9}};
 const double kBatchB[3] = {0.1, -0.2, 0.05};
 
-std::string SmallCnnModel() {
+std::string SmallCnnModel(int image_size) {
   std::ostringstream text;
   text << R"(<ir_version: 8, opset_import: ["" : 13]>
-  g (float[N,3,8,8] x, float[8,3,3,3] w1 = )"
+  g (float[N,3,)" << image_size << "," << image_size << R"(] x, float[8,3,3,3] w1 = )"
        << FloatList(Floats(8 * 3 * 3 * 3, 0.5f, 1)) << ", float[8] b1 = " << FloatList(Floats(8, 0.25f, 2))
        << ", float[8,8,1,1] w2 = " << FloatList(Floats(8 * 8, 0.5f, 3))
        << ", float[5,8] wf = " << FloatList(Floats(5 * 8, 1.0f, 4)) << ", float[5] bf = " << FloatList(Floats(5, 0.5f, 5))
@@ -69,11 +69,11 @@ std::vector<double> BatchInputs::Reference() const {
   return y;
 }
 
-CnnInputs::CnnInputs(std::int64_t batch, int salt) : n(batch) {
-  for (std::int64_t i = 0; i < n * 3 * 8 * 8; ++i) x.push_back(Wave(5 * i + salt));
+CnnInputs::CnnInputs(std::int64_t batch, int salt, int image_size) : n(batch), size(image_size) {
+  for (std::int64_t i = 0; i < n * 3 * size * size; ++i) x.push_back(Wave(5 * i + salt));
 }
 
-NamedInputs CnnInputs::Views() const { return {{"x", {ElementType::kFloat, {n, 3, 8, 8}, x.data()}}}; }
+NamedInputs CnnInputs::Views() const { return {{"x", {ElementType::kFloat, {n, 3, size, size}, x.data()}}}; }
 
 ModelCase LoadCase(const std::string& name) {
   ModelCase c{std::string(ONNXFUSE_MODELS_DIR) + "/" + name, {}};

@@ -19,12 +19,13 @@ extern const char* const kBatchModel;
 extern const double kBatchW[4][3];
 extern const double kBatchB[3];
 
-/// A small CNN with a symbolic batch N, x float[N,3,8,8] -> y float[N,5]:
-/// Conv 3->8 3x3 pad 1 (+bias), Relu, Conv 8->8 1x1, Add with the Relu,
-/// MaxPool 2x2 stride 2, GlobalAveragePool, Flatten, Gemm 8->5 (transB).
-/// Every weight an initializer: each shape's schedule prepacks them, and
-/// the session shares the packed ones between schedules and instances.
-std::string SmallCnnModel();
+/// A small CNN with a symbolic batch N, x float[N,3,S,S] -> y float[N,5]
+/// (S = `image_size`, even): Conv 3->8 3x3 pad 1 (+bias), Relu, Conv 8->8 1x1,
+/// Add with the Relu, MaxPool 2x2 stride 2, GlobalAveragePool, Flatten, Gemm
+/// 8->5 (transB). Every weight an initializer: each shape's schedule prepacks
+/// them, and the session shares the packed ones between schedules and
+/// instances. At S = 64 its steps are large enough for OpenMP teams.
+std::string SmallCnnModel(int image_size = 8);
 
 /// `text` (ONNX text syntax) written as `name` into `dir`; returns its path.
 std::string WriteModel(const TempDir& dir, const std::string& text, const std::string& name = "model.onnx");
@@ -39,11 +40,11 @@ struct BatchInputs {
   std::vector<double> Reference() const;
 };
 
-/// Batch `n` of SmallCnnModel's input: x[i] = Wave(5 i + salt).
+/// Batch `n` of SmallCnnModel(image_size)'s input: x[i] = Wave(5 i + salt).
 struct CnnInputs {
   std::vector<float> x;
-  std::int64_t n;
-  CnnInputs(std::int64_t batch, int salt);
+  std::int64_t n, size;
+  CnnInputs(std::int64_t batch, int salt, int image_size = 8);
   NamedInputs Views() const;
 };
 

@@ -1,9 +1,9 @@
 // Concurrent Runs on one InferenceSession (include/onnxfuse/session.h: Run may
 // be called from several threads at once): 4 threads x 50 Runs at mixed batch
 // sizes, every output bit-equal to the same inputs run single-threaded; the
-// shape cache evicting under concurrent Runs; two threads on resnet18. Tagged
-// [threads]: the ThreadSanitizer pass (ONNXFUSE_TSAN, tests/CMakeLists.txt)
-// runs these cases.
+// shape cache evicting under concurrent Runs; two threads on resnet18; and
+// concurrent Runs that each run an OpenMP team of two. Tagged [threads]: the
+// ThreadSanitizer pass (ONNXFUSE_TSAN, tests/CMakeLists.txt) runs these cases.
 #include <catch2/catch.hpp>
 #include <omp.h>
 
@@ -55,20 +55,38 @@ void OnThreads(const std::function<void(int)>& body) {
     if (e) std::rethrow_exception(e);
 }
 
+// Thread t's inputs for its Runs r = 0, 1, ...: Inputs(BatchOf(t, r), t * 100 + r,
+// args...), each Run its own data, and the session's views of them. Not
+// copyable: the views point into the inputs.
+template <typename Inputs>
+struct Feeds {
+  std::vector<std::vector<Inputs>> inputs;
+  std::vector<std::vector<NamedInputs>> views;
+  template <typename... Args>
+  explicit Feeds(int runs, Args... args) : inputs(kThreads), views(kThreads) {
+    for (int t = 0; t < kThreads; ++t)
+      for (int r = 0; r < runs; ++r) inputs[std::size_t(t)].emplace_back(BatchOf(t, r), t * 100 + r, args...);
+    for (int t = 0; t < kThreads; ++t)
+      for (const Inputs& in : inputs[std::size_t(t)]) views[std::size_t(t)].push_back(in.Views());
+  }
+  Feeds(const Feeds&) = delete;
+  Feeds& operator=(const Feeds&) = delete;
+};
+
 // feeds[t][r] run from thread t (r in order), all threads at once; then each
 // again on this thread alone. Returns how many of the concurrent outputs
 // differ from the single-threaded ones in any bit. Both passes use the
 // session's schedules, whose instances all run the same kernels
-// (shape_schedule.h), so equal means bit-equal.
+// (shape_schedule.h) on teams of the same size, so equal means bit-equal.
 int ConcurrentMismatches(InferenceSession& session, const std::vector<std::vector<NamedInputs>>& feeds) {
-  std::vector<std::vector<std::vector<float>>> concurrent(kThreads, std::vector<std::vector<float>>(kRuns));
+  std::vector<std::vector<std::vector<float>>> concurrent(kThreads);
   OnThreads([&](int t) {
-    for (int r = 0; r < kRuns; ++r) concurrent[std::size_t(t)][std::size_t(r)] = session.Run(feeds[std::size_t(t)][std::size_t(r)])[0].data;
+    for (const NamedInputs& feed : feeds[std::size_t(t)]) concurrent[std::size_t(t)].push_back(session.Run(feed)[0].data);
   });
   int mismatches = 0;
-  for (int t = 0; t < kThreads; ++t)
-    for (int r = 0; r < kRuns; ++r)
-      if (session.Run(feeds[std::size_t(t)][std::size_t(r)])[0].data != concurrent[std::size_t(t)][std::size_t(r)]) ++mismatches;
+  for (std::size_t t = 0; t < feeds.size(); ++t)
+    for (std::size_t r = 0; r < feeds[t].size(); ++r)
+      if (session.Run(feeds[t][r])[0].data != concurrent[t][r]) ++mismatches;
   return mismatches;
 }
 
@@ -96,15 +114,10 @@ TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded o
   const long threads_before = ProcessThreads();
   SECTION("the two-input model, and its reference in double") {
     InferenceSession session(test::WriteModel(dir, test::kBatchModel), OneThreadPerRun());
-    std::vector<std::vector<BatchInputs>> inputs(kThreads);
-    std::vector<std::vector<NamedInputs>> feeds(kThreads);
-    for (int t = 0; t < kThreads; ++t)
-      for (int r = 0; r < kRuns; ++r) inputs[std::size_t(t)].emplace_back(BatchOf(t, r), t * 100 + r);  // each Run its own data
-    for (int t = 0; t < kThreads; ++t)
-      for (const BatchInputs& in : inputs[std::size_t(t)]) feeds[std::size_t(t)].push_back(in.Views());
-    CHECK(ConcurrentMismatches(session, feeds) == 0);
+    const Feeds<BatchInputs> feeds(kRuns);
+    CHECK(ConcurrentMismatches(session, feeds.views) == 0);
     int wrong = 0;
-    for (const auto& row : inputs)
+    for (const auto& row : feeds.inputs)
       for (const BatchInputs& in : row) {
         const std::vector<float> got = session.Run(in.Views())[0].data;
         const std::vector<double> want = in.Reference();
@@ -120,15 +133,10 @@ TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded o
   }
   SECTION("a small CNN: prepacked convolution and Gemm weights shared by three schedules") {
     InferenceSession session(test::WriteModel(dir, test::SmallCnnModel()), OneThreadPerRun());
-    std::vector<std::vector<CnnInputs>> inputs(kThreads);
-    std::vector<std::vector<NamedInputs>> feeds(kThreads);
-    for (int t = 0; t < kThreads; ++t)
-      for (int r = 0; r < kRuns; ++r) inputs[std::size_t(t)].emplace_back(BatchOf(t, r), t * 100 + r);
-    for (int t = 0; t < kThreads; ++t)
-      for (const CnnInputs& in : inputs[std::size_t(t)]) feeds[std::size_t(t)].push_back(in.Views());
-    CHECK(ConcurrentMismatches(session, feeds) == 0);
+    const Feeds<CnnInputs> feeds(kRuns);
+    CHECK(ConcurrentMismatches(session, feeds.views) == 0);
     // Each image of a batch gives what it gives alone (a batch row mixed up with another would not).
-    const CnnInputs& seven = inputs[0][2];
+    const CnnInputs& seven = feeds.inputs[0][2];
     REQUIRE(seven.n == 7);
     const std::vector<float> batch = session.Run(seven.Views())[0].data;
     for (std::int64_t k = 0; k < 7; ++k) {
@@ -189,6 +197,31 @@ TEST_CASE("session: two threads on resnet18 with different images get their own 
   for (std::thread& t : threads) t.join();
   CHECK(mismatches == 0);
   CHECK(session.stats().plan_instances <= 2);  // never more instances than calls at once
+}
+
+// Last of the file: the teams it forms stay in the process (ProcessThreads above).
+// Each Run an OpenMP team of two (SessionOptions::threads = 2), four Runs at
+// once: oneDNN's primitives and our kernels split across a team while other
+// teams run the same schedule's other instances and the shared prepacked
+// weights. Under ThreadSanitizer, LLVM's Archer (an OMPT tool: libomp's
+// barriers and task edges as happens-before, tests/CMakeLists.txt) makes the
+// uninstrumented runtime's synchronization visible, so our code running on a
+// team's workers is checked too.
+TEST_CASE("session: concurrent Runs each on an OpenMP team of two equal single-threaded ones", "[session][threads]") {
+  test::TempDir dir("session_threads");
+  const long threads_before = ProcessThreads();
+  constexpr int kImage = 64, kTeamRuns = 6;  // 64x64: steps large enough to split; few Runs (TSan is slow)
+  SessionOptions options;
+  options.threads = 2;
+  InferenceSession session(test::WriteModel(dir, test::SmallCnnModel(kImage)), options);
+  const Feeds<CnnInputs> feeds(kTeamRuns, kImage);
+  CHECK(ConcurrentMismatches(session, feeds.views) == 0);
+  CHECK(session.stats().compiles == 3);
+  // Teams formed: the workers they started are still here. (ctest runs each
+  // case in a process of its own, and the TSan pass runs the [threads] cases,
+  // whose others run no team; a process whose earlier tests left idle OpenMP
+  // workers may lend them to these teams instead.)
+  CHECK(ProcessThreads() > threads_before);
 }
 
 }  // namespace
