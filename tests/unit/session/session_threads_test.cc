@@ -210,11 +210,11 @@ TEST_CASE("session: two threads on resnet18 with different images get their own 
 TEST_CASE("session: concurrent Runs each on an OpenMP team of two equal single-threaded ones", "[session][threads]") {
   test::TempDir dir("session_threads");
   const long threads_before = ProcessThreads();
-  constexpr int kImage = 64, kTeamRuns = 6;  // 64x64: steps large enough to split; few Runs (TSan is slow)
+  constexpr int kImage = 64;  // steps large enough to share out to a team
   SessionOptions options;
   options.threads = 2;
   InferenceSession session(test::WriteModel(dir, test::SmallCnnModel(kImage)), options);
-  const Feeds<CnnInputs> feeds(kTeamRuns, kImage);
+  const Feeds<CnnInputs> feeds(kRuns, kImage);
   CHECK(ConcurrentMismatches(session, feeds.views) == 0);
   CHECK(session.stats().compiles == 3);
   // Teams formed: the workers they started are still here. (ctest runs each
