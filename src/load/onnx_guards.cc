@@ -86,6 +86,28 @@ void Guard(const std::string& op, Precondition precondition) {
   }
 }
 
+// Data propagation (Shape -> ... -> Reshape targets) is skipped for a node
+// whose input has no type at all: libonnx 1.12's Shape propagator reads its
+// input's type without checking for one (SEGV at a null TypeProto). An input
+// has no type when an upstream node's inference failed (the errors are
+// collected, error_mode 1, and refuse the model afterwards): the fuzzer reached
+// it through an opset-18 GroupNormalization, whose converted body starts with
+// Shape(X), below a Sub whose broadcast failed. Nothing is lost: there is no
+// shape to propagate, and the model is refused either way.
+void GuardPropagation(const std::string& op) {
+  for (const auto& copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
+    if (copy.Name() != op || !copy.domain().empty()) continue;
+    auto* schema = const_cast<onnx::OpSchema*>(onnx::OpSchemaRegistry::Schema(op, copy.since_version(), ""));
+    if (!schema || schema->since_version() != copy.since_version()) continue;
+    auto original = schema->GetDataPropagationFunction();
+    schema->PartialDataPropagationFunction([original](onnx::DataPropagationContext& ctx) {
+      for (std::size_t i = 0; i < ctx.getNumInputs(); ++i)
+        if (!ctx.getInputType(i)) return;
+      original(ctx);
+    });
+  }
+}
+
 }  // namespace
 
 void InstallOnnxInferenceGuards() {
@@ -100,6 +122,7 @@ void InstallOnnxInferenceGuards() {
     Guard("LpPool", PositiveWindow);
     Guard("MaxUnpool", Both<PositiveWindow, IndicesShaped>);
     Guard("Reshape", ReshapeZerosWithinRank);
+    GuardPropagation("Shape");
   });
 }
 

@@ -13,6 +13,9 @@ namespace onnxfuse::detail {
 ///     reads past both); refused with an InferenceError naming both ranks.
 ///   - MaxUnpool: indexes dim 1 of input I without checking I's shape; with
 ///     no shape or rank < 2 only the element type is inferred.
+///   - Shape: its data propagation reads its input's type without checking
+///     that there is one (there is none below a node whose inference
+///     failed); then it is skipped, and the collected error refuses the model.
 /// Operators libonnx fixed later are still guarded: the checks are what the
 /// spec requires anyway.
 void InstallOnnxInferenceGuards();

@@ -97,3 +97,26 @@ TEST_CASE("a window op with a stride, dilation or kernel entry below 1 is refuse
   REQUIRE(y->tensor_type().shape().dim_size() == 4);
   CHECK(y->tensor_type().shape().dim(3).dim_value() == 4);
 }
+
+TEST_CASE("Shape below a node whose inference failed is refused, not dereferenced", "[onnx_guards]") {
+  // The fuzzer's opset-18 GroupNormalization (its body starts with Shape(X))
+  // below a Sub that cannot broadcast: the Sub's output has no type, and
+  // libonnx's Shape propagator read it (SEGV).
+  CHECK_THROWS_WITH(Infer(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,4,3,3] x) => (float y) <float[1,4] c = {1, 1, 1, 1}> {
+      d = Sub (x, c)
+      s = Shape (d)
+      y = Reshape (d, s)
+    })"),
+                    Catch::Contains("Incompatible dimensions"));
+  // With a type, Shape's values still reach Expand (through data propagation).
+  auto model = Infer(R"(
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x) => (float y) {
+      s = Shape (x)
+      y = Expand (x, s)
+    })");
+  REQUIRE(TypeOf(model, "y")->tensor_type().shape().dim_size() == 2);
+  CHECK(TypeOf(model, "y")->tensor_type().shape().dim(1).dim_value() == 3);
+}
