@@ -73,17 +73,25 @@ Verdict Both(onnx::InferenceContext& ctx) {
   return First(ctx) == Verdict::kRun ? Second(ctx) : Verdict::kTypeOnly;
 }
 
-void Guard(const std::string& op, Precondition precondition) {
+// Calls edit(schema) on every version of the default-domain operator `op` in
+// the registry.
+template <typename Edit>
+void EditSchemas(const std::string& op, Edit edit) {
   for (const auto& copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
     if (copy.Name() != op || !copy.domain().empty()) continue;
     auto* schema = const_cast<onnx::OpSchema*>(onnx::OpSchemaRegistry::Schema(op, copy.since_version(), ""));
-    if (!schema || schema->since_version() != copy.since_version()) continue;
-    auto original = schema->GetTypeAndShapeInferenceFunction();
-    schema->TypeAndShapeInferenceFunction([original, precondition](onnx::InferenceContext& ctx) {
+    if (schema && schema->since_version() == copy.since_version()) edit(*schema);
+  }
+}
+
+void Guard(const std::string& op, Precondition precondition) {
+  EditSchemas(op, [precondition](onnx::OpSchema& schema) {
+    auto original = schema.GetTypeAndShapeInferenceFunction();
+    schema.TypeAndShapeInferenceFunction([original, precondition](onnx::InferenceContext& ctx) {
       if (precondition(ctx) == Verdict::kRun) original(ctx);
       else onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);
     });
-  }
+  });
 }
 
 // Data propagation (Shape -> ... -> Reshape targets) is skipped for a node
@@ -95,17 +103,14 @@ void Guard(const std::string& op, Precondition precondition) {
 // Shape(X), below a Sub whose broadcast failed. Nothing is lost: there is no
 // shape to propagate, and the model is refused either way.
 void GuardPropagation(const std::string& op) {
-  for (const auto& copy : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
-    if (copy.Name() != op || !copy.domain().empty()) continue;
-    auto* schema = const_cast<onnx::OpSchema*>(onnx::OpSchemaRegistry::Schema(op, copy.since_version(), ""));
-    if (!schema || schema->since_version() != copy.since_version()) continue;
-    auto original = schema->GetDataPropagationFunction();
-    schema->PartialDataPropagationFunction([original](onnx::DataPropagationContext& ctx) {
+  EditSchemas(op, [](onnx::OpSchema& schema) {
+    auto original = schema.GetDataPropagationFunction();
+    schema.PartialDataPropagationFunction([original](onnx::DataPropagationContext& ctx) {
       for (std::size_t i = 0; i < ctx.getNumInputs(); ++i)
         if (!ctx.getInputType(i)) return;
       original(ctx);
     });
-  }
+  });
 }
 
 }  // namespace
