@@ -67,6 +67,9 @@ struct PlanFileInfo {
   int constants_reused = 0;  ///< loading: used in their stored layout
   int constants_relaid = 0;  ///< loading: reordered into the layout chosen here
   int constants_repacked = 0;  ///< loading: packed again from the model (node lowered differently here)
+  /// loading (ReadPlanFile): constants used where they lie in the mapped file,
+  /// not copied; those stored at 64-byte file offsets (written since 2026-11-27)
+  int constants_mapped = 0;
   int steps = 0;             ///< steps of the stored schedule
   bool same_schedule = true; ///< loading: the recompiled schedule has the stored steps, impls and layouts
   std::uint64_t file_bytes = 0;

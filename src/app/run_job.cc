@@ -345,6 +345,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
                         {"built_isa", info.built_isa},         {"running_isa", info.running_isa},
                         {"constants", info.constants},         {"constants_reused", info.constants_reused},
                         {"constants_relaid", info.constants_relaid}, {"constants_repacked", info.constants_repacked},
+                        {"constants_mapped", info.constants_mapped},
                         {"same_schedule", info.same_schedule}, {"file_bytes", info.file_bytes},
                         {"format_version", info.format_version}, {"built_shapes", info.built_shapes}};
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -23,6 +24,10 @@ struct PackedConstants {
   int reused = 0;      ///< replay: used in the stored layout
   int relaid = 0;      ///< replay: reordered from the stored layout to the one chosen on this CPU
   int recomputed = 0;  ///< replay: not in the file (the node was lowered differently), packed from the model
+  int mapped = 0;      ///< replay: stored memories whose bytes are the mapped plan file's, not copies
+  /// replay: what those memories' bytes lie in (the mapped plan file), or
+  /// nullptr; every plan compiled with this map keeps it alive.
+  std::shared_ptr<const void> storage;
 };
 
 }  // namespace onnxfuse::backend

@@ -1,26 +1,25 @@
-// Reading plan files: header and checksum first, then the payload parsed from
-// the file mapped into memory, its model loaded and its schedule recompiled
-// (include/onnxfuse/plan_file.h).
+// Reading plan files: header and checksum first, then the payload parsed in
+// place from the file mapped into memory (its constants used where they lie),
+// its model loaded and its schedule recompiled (include/onnxfuse/plan_file.h).
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <fstream>
-#include <optional>
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <spdlog/spdlog.h>
 
 #include "onnxfuse/loader.h"
 #include "onnxfuse/plan_file.h"
 #include "backend/lower/packed_constants.h"
 #include "backend/plan/plan_format.h"
+#include "backend/plan/plan_payload.h"
 #include "backend/plan/plan_shapes.h"
 
 namespace onnxfuse {
@@ -55,13 +54,6 @@ Header CheckHeader(const unsigned char* data, std::size_t have, std::uint64_t fi
                         std::to_string(h.length) + " bytes, " + std::to_string(present) + " present");
   if (h.length > static_cast<std::uint64_t>(INT_MAX)) Invalid(source, "plan payload over 2 GB");
   return h;
-}
-
-planfile::Plan ParseChecked(google::protobuf::io::ZeroCopyInputStream& in, const Header& h, const std::string& source) {
-  planfile::Plan plan;
-  if (!plan.ParseFromBoundedZeroCopyStream(&in, static_cast<int>(h.length)))
-    Invalid(source, "the plan payload does not parse");
-  return plan;
 }
 
 const char* const kCorrupted = "corrupted plan file: the payload's CRC-32 differs from the header's";
@@ -111,25 +103,39 @@ void RequireOwnShapes(const Graph& graph, const planshapes::Shapes& requested, c
   }
 }
 
-// The stored constants as oneDNN memories; each one's bytes are freed from `stored` once copied.
-std::shared_ptr<backend::PackedConstants> ConstantsOf(planfile::Plan& stored, const std::string& source) {
+// The stored constants as oneDNN memories. With `storage` (the mapped file
+// the views point into), a constant whose bytes start on a kConstantAlignment
+// boundary is used where it lies: no copy, and its pages are shared with the
+// page cache. Any other (a plan written before the alignment, or bytes not
+// kept alive) is copied into memory of its own.
+std::shared_ptr<backend::PackedConstants> ConstantsOf(const std::vector<PayloadConstant>& stored,
+                                                      const std::shared_ptr<const void>& storage,
+                                                      const std::string& source) {
   auto packed = std::make_shared<backend::PackedConstants>();
   packed->replay = true;
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  for (auto& c : *stored.mutable_constants()) {
+  for (const PayloadConstant& c : stored) {
+    const std::string& key = c.head.key();
     dnnl::memory::desc md;
     try {
-      md = LoadDesc(c.desc(), c.data().size(), "constant '" + c.key() + "'");
+      md = LoadDesc(c.head.desc(), c.data.size(), "constant '" + key + "'");
     } catch (const std::invalid_argument& e) {
       Invalid(source, e.what());
     } catch (const dnnl::error& e) {
-      Invalid(source, "constant '" + c.key() + "': " + e.what());
+      Invalid(source, "constant '" + key + "': " + e.what());
     }
-    dnnl::memory m(md, engine);
-    std::memcpy(m.get_data_handle(), c.data().data(), c.data().size());
-    std::string().swap(*c.mutable_data());
-    if (!packed->by_key.emplace(c.key(), m).second) Invalid(source, "constant '" + c.key() + "' is stored twice");
+    dnnl::memory m;
+    if (storage && reinterpret_cast<std::uintptr_t>(c.data.data()) % kConstantAlignment == 0) {
+      // Read only, like every packed constant: primitives take weights as sources.
+      m = dnnl::memory(md, engine, const_cast<char*>(c.data.data()));
+      ++packed->mapped;
+    } else {
+      m = dnnl::memory(md, engine);
+      std::memcpy(m.get_data_handle(), c.data.data(), c.data.size());
+    }
+    if (!packed->by_key.emplace(key, m).second) Invalid(source, "constant '" + key + "' is stored twice");
   }
+  if (packed->mapped > 0) packed->storage = storage;
   return packed;
 }
 
@@ -153,15 +159,14 @@ bool IsPlanFile(const std::string& path) {
 
 namespace {
 
-// The parsed payload into a compiled plan. The payload's large strings (the
-// model, the constants) are freed as soon as they are copied out, so loading
-// holds each byte about once (twice with keep_model).
-LoadedPlan Load(planfile::Plan stored, const Header& header, const std::string& source_name,
-                const PlanReadOptions& read, std::uint64_t file_bytes) {
+// The parsed payload into a compiled plan. The model is parsed from where it
+// lies; the constants are used there too when `storage` keeps those bytes.
+LoadedPlan Load(const PayloadView& payload, const Header& header, const std::string& source_name,
+                const PlanReadOptions& read, std::uint64_t file_bytes, const std::shared_ptr<const void>& storage) {
   const auto start = std::chrono::steady_clock::now();
   const std::string model_name = source_name + " (its model)";
-  onnx::ModelProto model = ParseModelBytes(stored.model().data(), stored.model().size(), model_name);
-  std::string().swap(*stored.mutable_model());
+  const planfile::Plan& stored = payload.plan;
+  onnx::ModelProto model = ParseModelBytes(payload.model.data(), payload.model.size(), model_name);
   const bool shaped = header.version >= 3;  // format 3: the model keeps its symbolic dims
   const planshapes::Shapes built = shaped ? BuiltShapesOf(stored, source_name) : planshapes::Shapes{};
   const planshapes::Shapes target = !shaped || read.input_shapes.empty()
@@ -182,7 +187,7 @@ LoadedPlan Load(planfile::Plan stored, const Header& header, const std::string& 
   FusionPlan fusion = GroupsOf(*graph, stored, source_name);
   CompileOptions options;
   options.fuse = stored.fused();
-  options.packed = ConstantsOf(stored, source_name);
+  options.packed = ConstantsOf(payload.constants, storage, source_name);
   // The stored implementations were chosen (by timing) for the built shapes.
   if (as_built)
     for (const auto& step : stored.schedule())  // a step's label starts with its anchor node's name
@@ -199,7 +204,8 @@ LoadedPlan Load(planfile::Plan stored, const Header& header, const std::string& 
   info.fused = stored.fused();
   info.built_isa = stored.cpu_isa();
   info.running_isa = CpuIsaName();
-  info.constants = stored.constants_size();
+  info.constants = static_cast<int>(payload.constants.size());
+  info.constants_mapped = options.packed->mapped;
   info.constants_reused = options.packed->reused;
   info.constants_relaid = options.packed->relaid;
   info.constants_repacked = options.packed->recomputed;
@@ -233,27 +239,29 @@ namespace {
 
 struct Payload {
   Header header;
-  planfile::Plan plan;
+  PayloadView view;  // into the bytes parsed
 };
 
-// The checked header and parsed payload of the `size` bytes at `data`.
+// The checked header and the payload of the `size` bytes at `data`, parsed in place.
 Payload ParsePayload(const void* data, std::size_t size, const std::string& source_name) {
   const auto* bytes = static_cast<const unsigned char*>(data);
   Header h = CheckHeader(bytes, std::min(size, kPlanHeaderBytes), size, source_name);
   if (Crc32(bytes + kPlanHeaderBytes, h.length) != h.crc) Invalid(source_name, kCorrupted);
-  google::protobuf::io::ArrayInputStream in(bytes + kPlanHeaderBytes, static_cast<int>(h.length));
-  return {h, ParseChecked(in, h, source_name)};
+  return {h, ParsePayloadInPlace(bytes + kPlanHeaderBytes, h.length, source_name)};
 }
 
-// A whole file mapped read-only (POSIX mmap), unmapped when destroyed. Reading
-// a plan through it costs one copy of each byte (protobuf's, into the parsed
-// strings) where streaming cost three (the checksum pass's read, the parse
-// pass's read, and protobuf's copy, which also grew each string chunk by chunk).
-// MAP_POPULATE: the checksum reads every page at once, so fault them in at once.
-// Where a resnet50 plan's cold load goes now (231 MB file, 2026-11-26, Xeon
-// Sapphire Rapids, 1 thread): mapping 11-30 ms, CRC-32 113 ms, protobuf parse
-// 130 ms, the model's parse 65 ms, its graph 20 ms, constants into oneDNN
-// memories 75 ms, then compiling 130 ms.
+// A whole file mapped read-only (POSIX mmap), unmapped when destroyed. The
+// payload is parsed where it lies (plan_payload.h), and the constants are used
+// there: loading copies no weight byte, only the model's initializers into
+// its parsed message. MAP_POPULATE: the checksum reads every page at once, so
+// fault them in at once. The mapping then lives as long as a plan uses its
+// constants; onnx-fuse replaces a plan file by renaming a new one over it
+// (atomic_file.h), which leaves a mapped one intact, but truncating a mapped
+// file in place would fault its readers (SIGBUS), as with any mapped file.
+// Where a resnet50 plan's cold load went before the in-place parse (231 MB
+// file, 2026-11-26, Xeon Sapphire Rapids, 1 thread): mapping 11-30 ms, CRC-32
+// 113 ms, protobuf parse 130 ms, the model's parse 65 ms, its graph 20 ms,
+// constants into oneDNN memories 75 ms, then compiling 130 ms.
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
@@ -274,7 +282,6 @@ class MappedFile {
     const int err = errno;
     ::close(fd);  // the mapping keeps the file
     if (data_ == MAP_FAILED) throw Error(ErrorKind::kIo, path + ": cannot map: " + std::strerror(err));
-    if (data_) ::madvise(data_, size_, MADV_SEQUENTIAL);
   }
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -293,8 +300,8 @@ class MappedFile {
 
 LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name,
                          const PlanReadOptions& options) {
-  Payload payload = ParsePayload(data, size, source_name);
-  return Load(std::move(payload.plan), payload.header, source_name, options, size);
+  const Payload payload = ParsePayload(data, size, source_name);
+  return Load(payload.view, payload.header, source_name, options, size, nullptr);  // the caller's bytes: copied
 }
 
 LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& source_name, bool keep_weights) {
@@ -304,11 +311,10 @@ LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& 
 }
 
 LoadedPlan ReadPlanFile(const std::string& path, const PlanReadOptions& options) {
-  std::optional<MappedFile> file(std::in_place, path);
-  const std::uint64_t size = file->size();
-  Payload payload = ParsePayload(file->data(), file->size(), path);
-  file.reset();  // the parsed payload holds its own copies
-  return Load(std::move(payload.plan), payload.header, path, options, size);
+  // The mapping lives as long as a constant used in place (PackedConstants::storage).
+  auto file = std::make_shared<const MappedFile>(path);
+  const Payload payload = ParsePayload(file->data(), file->size(), path);
+  return Load(payload.view, payload.header, path, options, file->size(), file);
 }
 
 LoadedPlan ReadPlanFile(const std::string& path, bool keep_weights) {

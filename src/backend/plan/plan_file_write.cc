@@ -53,21 +53,24 @@ class CrcFileSink : public google::protobuf::io::CopyingOutputStream {
 // The Plan payload as `small` (every field but the model and the constants'
 // data) followed by field 3 (model) and one field 8 (constant) per constant,
 // written with protobuf's wire format (tag, length, bytes) straight from the
-// ModelProto and the constants' memories.
+// ModelProto and the constants' memories. Each constant's data is preceded by
+// its `alignment` field, sized so that the data starts at a file offset that
+// is a multiple of kConstantAlignment.
 class PayloadWriter {
  public:
   PayloadWriter(const planfile::Plan& small, const onnx::ModelProto& model, const std::vector<StreamedConstant>& constants)
       : small_(small), model_(model), constants_(constants) {
     using google::protobuf::io::CodedOutputStream;
-    size_ = small_.ByteSizeLong();
+    bound_ = small_.ByteSizeLong();
     model_bytes_ = model_.ByteSizeLong();
-    size_ += 1 + CodedOutputStream::VarintSize64(model_bytes_) + model_bytes_;
+    bound_ += 1 + CodedOutputStream::VarintSize64(model_bytes_) + model_bytes_;
     for (const auto& c : constants_) {
-      std::uint64_t body = ConstantBody(c);
-      size_ += 1 + CodedOutputStream::VarintSize64(body) + body;
+      std::uint64_t body = ConstantBody(c, kMaxAlignmentBytes);
+      bound_ += 1 + CodedOutputStream::VarintSize64(body) + body;
     }
   }
-  std::uint64_t size() const { return size_; }
+  /// The payload's size at most (before WriteFile), and exactly (after it).
+  std::uint64_t size() const { return written_ ? written_ : bound_; }
 
   // The header (with the payload's CRC, known only at the end, written last) and the payload. Returns 0 or errno.
   int WriteFile(int fd) {
@@ -83,34 +86,64 @@ class PayloadWriter {
       coded.WriteVarint64(model_bytes_);
       model_.SerializeWithCachedSizes(&coded);
       for (const auto& c : constants_) {
+        const std::uint64_t padding = AlignmentBytes(kPlanHeaderBytes + static_cast<std::uint64_t>(coded.ByteCount()), c);
         coded.WriteTag(Tag(planfile::Plan::kConstantsFieldNumber));
-        coded.WriteVarint64(ConstantBody(c));
+        coded.WriteVarint64(ConstantBody(c, padding));
         c.head.SerializeWithCachedSizes(&coded);
+        if (padding > 0) {
+          static const unsigned char kZeros[kMaxAlignmentBytes] = {};
+          coded.WriteTag(Tag(planfile::PackedConstant::kAlignmentFieldNumber));
+          coded.WriteVarint64(padding - 2);
+          coded.WriteRaw(kZeros, static_cast<int>(padding - 2));
+        }
         coded.WriteTag(Tag(planfile::PackedConstant::kDataFieldNumber));
         coded.WriteVarint64(c.memory.get_desc().get_size());
         coded.WriteRaw(c.memory.get_data_handle(), static_cast<int>(c.memory.get_desc().get_size()));
       }
       coded.Trim();
       if (coded.HadError() || !adaptor.Flush()) return sink.error() ? sink.error() : EIO;
+      written_ = static_cast<std::uint64_t>(coded.ByteCount());
     }
     std::memcpy(header, kMagic, sizeof kMagic);
     PutU32(header + 8, kPlanFormatVersion);
     PutU32(header + 12, sink.crc());
-    PutU64(header + 16, size_);
+    PutU64(header + 16, written_);
     return pwrite(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) ? 0 : errno;
   }
 
  private:
+  // The alignment field's bytes: its tag, a one-byte length, and up to
+  // kConstantAlignment - 1 zeros (0, or 2 to 65 in all).
+  static constexpr std::size_t kMaxAlignmentBytes = kConstantAlignment + 1;
+
   static std::uint32_t Tag(int field) { return static_cast<std::uint32_t>(field << 3) | 2; }  // length-delimited
-  static std::uint64_t ConstantBody(const StreamedConstant& c) {
+  static std::uint64_t ConstantBody(const StreamedConstant& c, std::uint64_t padding) {
     std::uint64_t data = c.memory.get_desc().get_size();
-    return c.head.ByteSizeLong() + 1 + google::protobuf::io::CodedOutputStream::VarintSize64(data) + data;
+    return c.head.ByteSizeLong() + padding + 1 + google::protobuf::io::CodedOutputStream::VarintSize64(data) + data;
+  }
+  // The alignment field's size for constant `c` written from file offset `at`:
+  // what puts its data at a multiple of kConstantAlignment. The constant's
+  // length prefix grows with the padding only across a varint boundary, so
+  // this settles in a second round; a reader copies a constant left unaligned.
+  static std::uint64_t AlignmentBytes(std::uint64_t at, const StreamedConstant& c) {
+    using google::protobuf::io::CodedOutputStream;
+    const std::uint64_t data = c.memory.get_desc().get_size();
+    std::uint64_t padding = 0;
+    for (int round = 0; round < 3; ++round) {
+      const std::uint64_t before = 1 + CodedOutputStream::VarintSize64(ConstantBody(c, padding)) +
+                                   c.head.ByteSizeLong() + 1 + CodedOutputStream::VarintSize64(data);
+      const std::uint64_t need = (kConstantAlignment - (at + before) % kConstantAlignment) % kConstantAlignment;
+      const std::uint64_t next = need == 0 ? 0 : need == 1 ? need + kConstantAlignment : need;  // a field is 2 bytes at least
+      if (next == padding) break;
+      padding = next;
+    }
+    return padding;
   }
 
   const planfile::Plan& small_;
   const onnx::ModelProto& model_;
   const std::vector<StreamedConstant>& constants_;
-  std::uint64_t size_ = 0, model_bytes_ = 0;
+  std::uint64_t bound_ = 0, written_ = 0, model_bytes_ = 0;
 };
 
 }  // namespace

@@ -13,6 +13,11 @@
 
 namespace onnxfuse::planformat {
 
+/// The file offset every constant's data starts at a multiple of (the writer
+/// pads before it), so that a reader maps the file and uses the constants
+/// where they lie, aligned as oneDNN's own allocations are.
+inline constexpr std::size_t kConstantAlignment = 64;
+
 inline constexpr char kMagic[8] = {'O', 'N', 'N', 'X', 'F', 'P', 'L', 'N'};
 
 [[noreturn]] inline void Invalid(const std::string& source, const std::string& why) {

@@ -98,6 +98,9 @@ struct IoBinding {
 }  // namespace
 
 struct ExecutablePlan::Impl {
+  // What bound constants' bytes lie in (a mapped plan file), or nullptr. First:
+  // destroyed last, after every memory and primitive that points into it.
+  std::shared_ptr<const void> constant_storage;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::vector<Step> steps;
@@ -130,6 +133,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
                                            const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   auto impl = std::make_unique<Impl>();
+  if (options.packed) impl->constant_storage = options.packed->storage;
   Builder b(graph, options.fuse, impl->engine, options.packed.get(), releasable);
 
   for (ValueId v : graph.inputs()) {

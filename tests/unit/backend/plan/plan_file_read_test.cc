@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backend/plan/plan_payload.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"
 #include "fuse/pattern_fuser.h"
@@ -40,6 +41,50 @@ TEST_CASE("a written plan reloads and computes what was compiled", "[plan_file]"
   std::vector<Tensor> got = loaded.executable.Run(RandomInputs(*loaded.graph));
   REQUIRE(got.size() == expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i].data == expected[i].data);
+}
+
+TEST_CASE("a plan file's constants are used where they lie in the mapped file, and outlive its other parts",
+          "[plan_file]") {
+  test::TempDir dir("plan_file");
+  Graph graph = test::GraphFromText(test::kBasicBlock);
+  FusionPlan fusion = FuseByPostDominator(graph, {});
+  const fs::path path = dir.path / "block.plan";
+  PlanFileInfo written = WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "block.onnx");
+  const std::vector<Tensor> expected = ExecutablePlan::Compile(graph, fusion).Run(RandomInputs(graph));
+  const std::string bytes = test::FileContents(path);
+
+  // Every constant's data starts at a multiple of 64 bytes into the file.
+  const planformat::PayloadView view =
+      planformat::ParsePayloadInPlace(bytes.data() + kPlanHeaderBytes, bytes.size() - kPlanHeaderBytes, "block.plan");
+  REQUIRE(static_cast<int>(view.constants.size()) == written.constants);
+  for (const auto& c : view.constants) CHECK((c.data.data() - bytes.data()) % 64 == 0);
+
+  // Read from the file: every constant in place; the plan keeps the mapping
+  // alive after the LoadedPlan that read it is gone (ASan: no unmapped read).
+  ExecutablePlan executable = [&] {
+    LoadedPlan loaded = ReadPlanFile(path.string());
+    CHECK(loaded.info.constants_mapped == written.constants);
+    CHECK(loaded.info.constants_reused == written.constants);
+    return std::move(loaded.executable);
+  }();
+  const std::vector<Tensor> got = executable.Run(RandomInputs(graph));
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i].data == expected[i].data);
+
+  // From the caller's bytes, which may go away: copied.
+  const LoadedPlan from_memory = ParsePlanFile(bytes.data(), bytes.size(), "block.plan", false);
+  CHECK(from_memory.info.constants_mapped == 0);
+
+  // A file whose constants are not aligned (written before the alignment
+  // field): copied, with the same outputs.
+  planfile::Plan unaligned = test::Payload(bytes);
+  for (auto& c : *unaligned.mutable_constants()) c.clear_alignment();
+  const fs::path old_path = dir.path / "unaligned.plan";
+  std::ofstream(old_path, std::ios::binary) << test::WithHeader(unaligned.SerializeAsString());
+  LoadedPlan old = ReadPlanFile(old_path.string());
+  CHECK(old.info.constants_mapped < written.constants);
+  const std::vector<Tensor> old_got = old.executable.Run(RandomInputs(graph));
+  for (std::size_t i = 0; i < old_got.size(); ++i) CHECK(old_got[i].data == expected[i].data);
 }
 
 TEST_CASE("a plan file keeps each group's library pattern, and one without them runs the same schedule",
