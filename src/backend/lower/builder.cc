@@ -87,6 +87,12 @@ Dims Builder::DimsOfValue(ValueId v, const Node& user) {  // any storage type
   return Const(v, user).dims;
 }
 
+Dims Builder::ConstDims(ValueId v, const Node& user) {
+  const onnx::TensorProto* proto = consts_[v] ? nullptr : graph.ConstantTensor(v);
+  if (!proto) return Const(v, user).dims;  // decoded already, or its error
+  return Dims(proto->dims().begin(), proto->dims().end());  // checked against its data by the loader
+}
+
 void Builder::SetConst(ValueId v, Tensor t) { consts_[v] = std::move(t); }
 
 void Builder::ConstAsAct(ValueId v, const Node& user) {

@@ -121,6 +121,9 @@ class Builder {
   bool IsIntAct(ValueId v) const { return IsAct(v) && acts_[v]->elem_type == onnx::TensorProto::INT64; }
   /// Dims of a constant or an activation.
   Dims DimsOfValue(ValueId v, const Node& user);
+  /// The dims of constant `v` (IsConst), without decoding its values when
+  /// they are not decoded yet. Throws what Const throws for a non-constant.
+  Dims ConstDims(ValueId v, const Node& user);
   void SetConst(ValueId v, Tensor t);
   /// Records an activation; checks its dims against the loader's shape inference.
   void SetAct(ValueId v, Act act);

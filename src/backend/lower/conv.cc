@@ -126,20 +126,20 @@ void EmitConv(Builder& b, const Chain& chain) {
   }
   const ValueId input = ScaledInput(b, node.inputs[0]);  // x of a deferred x * s: the weights take s
   Dims x = b.ActOf(input, node).dims;
-  Tensor w = b.Const(node.inputs.at(1), node);
-  const ConvGeometry geometry = ConvGeometryOf(b, node, x, w.dims);
+  ConvWeights w(b, chain);
+  const ConvGeometry geometry = ConvGeometryOf(b, node, x, w.dims());
   const Dims &out = geometry.out, &strides = geometry.strides, &dil = geometry.dil, &pl = geometry.pl, &pr = geometry.pr;
-  const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims[0];
+  const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims()[0];
   std::vector<double> bias = BiasOf(b, node, 2, out_channels);
-  FoldAffine(chain, w.data, bias, out_channels);
+  FoldAffineBias(chain, bias);
   if (EmitPointwise(b, chain, input, w, bias, geometry) || EmitConvWinograd(b, chain, input, w, bias, geometry) ||
       EmitConvGemm(b, chain, input, w, bias, geometry))
     return;
 
-  Dims wdims = w.dims;
+  Dims wdims = w.dims();
   if (group > 1) {  // goihw: the same bytes as oihw
     wdims = {group, out_channels / group};
-    wdims.insert(wdims.end(), w.dims.begin() + 1, w.dims.end());
+    wdims.insert(wdims.end(), w.dims().begin() + 1, w.dims().end());
   }
   using ConvPd = dnnl::convolution_forward::primitive_desc;
   auto conv_desc = [&](const memory::desc& src_md, const memory::desc& dst_md,
@@ -147,7 +147,7 @@ void EmitConv(Builder& b, const Chain& chain) {
     return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, alg, src_md, AnyDesc(wdims),
                                            PlainDesc({out_channels}), dst_md, strides, dil, pl, pr);
   };
-  const bool winograd = WinogradWorthIt(b, chain, x, w.dims, geometry, group);
+  const bool winograd = WinogradWorthIt(b, chain, x, w.dims(), geometry, group);
   // Fused: keep the layout the producer chose (e.g. NHWC) when a fast kernel
   // takes it, so that grouped convolutions do not bounce through their own
   // blocked layout with a reorder on each side; otherwise let the conv choose.
@@ -195,7 +195,7 @@ void EmitConv(Builder& b, const Chain& chain) {
 
   Arg src = b.Use(input, pd.src_desc(), node);
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
-                                    [&] { return b.HostView(PlainDesc(wdims), w.data.data()); });
+                                    [&] { return b.HostView(PlainDesc(wdims), w.data().data()); });
   args.emplace_back(DNNL_ARG_SRC, src);
   if (input != node.inputs[0])
     args.emplace_back(DNNL_ARG_WEIGHTS, EmitScaledWeights(b, node.inputs[0], weights, ChainLabel(b, chain)));

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "backend/lower/chain.h"
@@ -22,6 +23,30 @@ Arg OpInput(Builder& b, const Node& node, std::size_t i);
 /// Applies the chain's folded affine map (BatchNormalization) per output
 /// channel: weights [out_channels, ...] scaled, bias scaled and shifted.
 void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels);
+/// FoldAffine's two halves: the weights scaled per output channel, and the
+/// bias scaled and shifted.
+void FoldAffineWeights(const Chain& chain, std::vector<float>& weights, std::int64_t out_channels);
+void FoldAffineBias(const Chain& chain, std::vector<double>& bias);
+
+/// A convolution's weights (input 1 of the chain's anchor, [O, C/group, kh,
+/// kw], row-major) with the chain's affine map folded in (FoldAffineWeights):
+/// their dims at once, their values decoded only when a lowering packs them.
+/// Replaying a plan file, the packed weights are stored, so loading one never
+/// decodes the model's copy (issue 24's cold start).
+class ConvWeights {
+ public:
+  ConvWeights(Builder& b, const Chain& chain);
+  const Dims& dims() const { return dims_; }
+  /// The folded values, computed on first use. Throws what Builder::Const throws.
+  const std::vector<float>& data();
+
+ private:
+  Builder& b_;
+  const Chain& chain_;
+  Dims dims_;
+  std::optional<std::vector<float>> data_;
+};
+
 /// Input `input` of `node` (a bias) as `n` doubles times `scale`; zeros when absent.
 std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std::int64_t n, double scale = 1.0);
 

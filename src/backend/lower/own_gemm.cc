@@ -198,22 +198,22 @@ bool ConvFitsGemm(const Builder& b, const Node& conv, const Act& x, const Dims& 
   return ChannelBlockOf(x.md, x.dims) == 8;
 }
 
-bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, ConvWeights& w, const std::vector<double>& bias,
                   const ConvGeometry& geometry) {
   const Node& node = b.graph.node(chain.anchor);
   const Act x = b.ActOf(input, node);  // a copy: emitting may move the Builder's acts
   const Dims& out = geometry.out;
   // input is x of a deferred x * s, or the Conv's own input.
-  if (!ConvFitsGemm(b, node, x, w.dims, geometry)) return false;
-  const std::int64_t out_channels = w.dims[0], channels = x.dims[1], pixels = out[2] * out[3];
+  if (!ConvFitsGemm(b, node, x, w.dims(), geometry)) return false;
+  const std::int64_t out_channels = w.dims()[0], channels = x.dims[1], pixels = out[2] * out[3];
   const PostOp* sum = nullptr;
   std::optional<std::vector<PointwiseOp>> epilogue = GemmEpilogueOf(chain, &sum);
   if (!epilogue) return false;
 
   // Weights [O][kh][kw][C] in panels of 16 output channels: oneDNN's Ohwi16o.
-  const memory::desc panels(w.dims, memory::data_type::f32, memory::format_tag::Ohwi16o);
+  const memory::desc panels(w.dims(), memory::data_type::f32, memory::format_tag::Ohwi16o);
   memory packed = b.PackedConstant(chain.anchor, "weights", panels,
-                                   [&] { return b.HostView(PlainDesc(w.dims), w.data.data()); });
+                                   [&] { return b.HostView(PlainDesc(w.dims()), w.data().data()); });
   std::optional<memory> bias_mem = BiasMemory(b, chain.anchor, bias);
   const memory::desc dst_md = ChannelBlockedDesc(out, 8);
   const Arg src = b.UseAsIs(input, node);
@@ -224,11 +224,11 @@ bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w
   const Act dst = ResidualDestination(b, node, sum, src, out, dst_md, addend);
   GemmConvRows conv;
   conv.channels = channels, conv.in_h = x.dims[2], conv.in_w = x.dims[3], conv.out_w = out[3];
-  conv.kernel_h = w.dims[2], conv.kernel_w = w.dims[3];
+  conv.kernel_h = w.dims()[2], conv.kernel_w = w.dims()[3];
   conv.stride_h = geometry.strides[0], conv.stride_w = geometry.strides[1];
   conv.pad_top = geometry.pl[0], conv.pad_left = geometry.pl[1];
   EmitGemmStep(b, "conv", ChainLabel(b, chain), src, dst, packed, bias_mem, addend,
-               {pixels, w.dims[1] * w.dims[2] * w.dims[3], out_channels}, std::move(*epilogue), conv, scale);
+               {pixels, w.dims()[1] * w.dims()[2] * w.dims()[3], out_channels}, std::move(*epilogue), conv, scale);
   b.SetAct(chain.out, dst);
   return true;
 }

@@ -15,16 +15,18 @@
 
 #include "backend/lower/chain.h"
 #include "backend/lower/conv_geometry.h"
+#include "backend/lower/operands.h"
 #include "backend/kernels/pointwise.h"
 
 namespace onnxfuse::backend {
 
 /// A 1x1, stride-1, group-1 Conv on at most 256 channels-last pixels, its
 /// post-ops all Relu, Clip, linear, HardSwish or a residual Add, as
-/// PointwiseConv (backend/kernels/pointwise.h): `w` [out, in, 1, 1] and `bias` with
+/// PointwiseConv (backend/kernels/pointwise.h): `w` [out, in, 1, 1] (read only when
+/// packed) and `bias` with
 /// the chain's BatchNormalization folded in. Returns false, emitting
 /// nothing, for any other Conv (backend/lower/pointwise.cc).
-bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, ConvWeights& w, const std::vector<double>& bias,
                    const ConvGeometry& geometry);
 /// The chain's post-ops as the epilogue of our own kernels (PointwiseOp,
 /// backend/kernels/pointwise.h), `*sum` set to the residual Add's when there is one;
@@ -61,7 +63,7 @@ bool EmitOwnGemm(Builder& b, const Chain& chain, ValueId input, const Dims& out,
 /// its result nChw8c; `w` [O, C, kh, kw] and `bias` with the chain's
 /// BatchNormalization folded in, post-ops as EmitOwnGemm's. Returns false,
 /// emitting nothing, otherwise (backend/lower/own_gemm.cc).
-bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, ConvWeights& w, const std::vector<double>& bias,
                   const ConvGeometry& geometry);
 /// A 3x3, stride-1, pad-1, group-1, undilated Conv of one channel-blocked
 /// (nChw8c) image with at least 64 input channels (a multiple of 8) and 64
@@ -69,7 +71,7 @@ bool EmitConvGemm(Builder& b, const Chain& chain, ValueId input, const Tensor& w
 /// GEMM (backend/kernels/winograd.h) on AVX2 CPUs, its result nChw8c; `w` and `bias`
 /// with the chain's BatchNormalization folded in, post-ops as EmitOwnGemm's.
 /// Returns false, emitting nothing, otherwise (backend/lower/winograd.cc).
-bool EmitConvWinograd(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+bool EmitConvWinograd(Builder& b, const Chain& chain, ValueId input, ConvWeights& w, const std::vector<double>& bias,
                       const ConvGeometry& geometry);
 /// Whether Conv `conv` of `x` (weights dims `w`, `geometry` its ConvGeometryOf)
 /// has the shape and layout EmitConvGemm takes; its post-ops are not checked.

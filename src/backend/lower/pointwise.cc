@@ -76,14 +76,14 @@ Act ResidualDestination(Builder& b, const Node& node, const PostOp* sum, const A
   return b.DeadNow(addend->slot) && addend->slot != src.slot ? Act{addend->slot, dst_md, out} : b.NewAct(out, dst_md);
 }
 
-bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, ConvWeights& w, const std::vector<double>& bias,
                    const ConvGeometry& geometry) {
   const Node& node = b.graph.node(chain.anchor);
   const Dims x = b.ActOf(input, node).dims, &out = geometry.out;
   if (!b.fuse || !HavePointwiseConv() || x.size() != 4 || input != node.inputs[0]) return false;
-  const std::int64_t out_channels = w.dims[0], in_channels = x[1];
+  const std::int64_t out_channels = w.dims()[0], in_channels = x[1];
   auto all = [](const Dims& d, std::int64_t v) { return std::all_of(d.begin(), d.end(), [v](auto e) { return e == v; }); };
-  if (AttrInt(node, "group", 1) != 1 || w.dims[2] != 1 || w.dims[3] != 1 || out_channels % 16 != 0) return false;
+  if (AttrInt(node, "group", 1) != 1 || w.dims()[2] != 1 || w.dims()[3] != 1 || out_channels % 16 != 0) return false;
   if (!all(geometry.strides, 1) || !all(geometry.pl, 0) || !all(geometry.pr, 0)) return false;
   const std::int64_t rows = x[0] * x[2] * x[3];
   if (rows > kMaxRows || !SameBytes(b.ActOf(input, node).md, ChannelsLastDesc(x))) return false;
@@ -92,7 +92,7 @@ bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, const Tensor& 
   if (!epilogue) return false;
 
   memory weights = b.PackedConstant(chain.anchor, "weights", PanelDesc(out_channels, in_channels),
-                                    [&] { return b.HostView(PlainDesc(w.dims), w.data.data()); });
+                                    [&] { return b.HostView(PlainDesc(w.dims()), w.data().data()); });
   memory bias_mem = BiasMemory(b, chain.anchor, bias);
   const memory::desc dst_md = ChannelsLastDesc(out);
   Arg src = b.Use(input, ChannelsLastDesc(x), node);

@@ -32,18 +32,18 @@ bool FitsWinograd(const Builder& b, const Node& conv, ValueId input, const Act& 
 
 }  // namespace
 
-bool EmitConvWinograd(Builder& b, const Chain& chain, ValueId input, const Tensor& w, const std::vector<double>& bias,
+bool EmitConvWinograd(Builder& b, const Chain& chain, ValueId input, ConvWeights& w, const std::vector<double>& bias,
                       const ConvGeometry& geometry) {
   const Node& node = b.graph.node(chain.anchor);
   const Act x = b.ActOf(input, node);  // a copy: emitting may move the Builder's acts
-  if (!FitsWinograd(b, node, input, x, w.dims, geometry)) return false;
+  if (!FitsWinograd(b, node, input, x, w.dims(), geometry)) return false;
   const PostOp* sum = nullptr;
   std::optional<std::vector<PointwiseOp>> epilogue = GemmEpilogueOf(chain, &sum);
   if (!epilogue) return false;
 
   WinogradShape shape;
-  shape.channels = x.dims[1], shape.out_channels = w.dims[0], shape.height = x.dims[2], shape.width = x.dims[3];
-  const std::vector<float> u = PackWinogradWeights(w.data.data(), shape.out_channels, shape.channels);
+  shape.channels = x.dims[1], shape.out_channels = w.dims()[0], shape.height = x.dims[2], shape.width = x.dims[3];
+  const std::vector<float> u = PackWinogradWeights(w.data().data(), shape.out_channels, shape.channels);
   const dnnl::memory u_mem = b.HostMemory(PlainDesc({static_cast<std::int64_t>(u.size())}), u.data());
   const dnnl::memory bias_mem = BiasMemory(b, chain.anchor, bias);
   const Dims& out = geometry.out;
