@@ -15,6 +15,15 @@
 // layout its primitive chose on the building CPU. Size: about the model's size
 // plus its prepacked weights, once whatever the shapes it runs at.
 //
+// Each constant's data starts at a file offset that is a multiple of 64 (the
+// writer pads before it: PackedConstant.alignment). ReadPlanFile maps the file
+// and parses the payload where it lies: the model is parsed from the mapping
+// and each aligned constant becomes a oneDNN memory over it, not a copy
+// (PlanFileInfo::constants_mapped). The mapping lives as long as a plan
+// compiled from it, so a mapped plan file must not be truncated in place
+// (onnx-fuse replaces files by rename, which is safe). A convolution replayed
+// from stored weights never decodes the model's copy of them.
+//
 // Loading recompiles the schedule on this CPU from the model and the groups:
 // oneDNN picks each primitive's layouts again (the choice depends on the
 // instruction set, e.g. nChw16c with AVX-512, nChw8c with AVX2). A stored
