@@ -72,6 +72,12 @@ struct SessionOptions {
   /// Compiled schedules kept (one per input-shape signature), least recently
   /// used evicted first; >= 1.
   int shape_cache_size = 8;
+  /// A model that computes each sample of its leading symbolic dim on its own
+  /// (src/session/batch_passes.h) runs a large batch as passes of a schedule
+  /// compiled for fewer samples, so that each step's tensors stay in the
+  /// cache: at most this many samples per pass; 0 = chosen from the L3 size
+  /// (half of it over the bytes per sample of the largest step); -1 = never.
+  int max_samples_per_pass = 0;
 };
 
 /// A graph input or output: its name, element type and shape. dims[i] is -1
@@ -96,7 +102,10 @@ struct CachedShape {
   /// Wall-clock ms compiling its first instance at these shapes (lowering,
   /// oneDNN primitive creation, weight packing): plan.compile_ms.
   double compile_ms = 0;
-  PlanStats plan;  ///< its compiled schedule's statistics
+  PlanStats plan;  ///< its compiled schedule's statistics (per pass when split)
+  /// Samples per pass when this shape runs as several passes of a schedule
+  /// for fewer samples (SessionOptions::max_samples_per_pass); 0: one pass.
+  std::int64_t samples_per_pass = 0;
 };
 
 /// How the shape cache has been used (cumulative since construction).

@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <list>
 #include <map>
 #include <mutex>
 #include <utility>
+
+#include <spdlog/spdlog.h>
 
 #include "fuse/greedy_fuser.h"
 #include "fuse/pattern_fuser.h"
@@ -19,6 +22,7 @@
 #include "onnxfuse/loader.h"
 #include "onnxfuse/pipeline.h"
 #include "onnxfuse/plan_file.h"
+#include "session/batch_passes.h"
 #include "session/element_convert.h"
 #include "session/input_check.h"
 #include "session/shape_schedule.h"
@@ -47,6 +51,9 @@ struct InferenceSession::Impl {
   bool plan_fused = true;
   std::vector<Pattern> patterns;  // strategy "pattern": the library and pattern_dirs, loaded once
   std::vector<ValueInfo> inputs, outputs;
+  // The leading dim's symbol when the model computes each of its samples on
+  // its own (batch_passes.h): a large batch may then run in passes.
+  std::string batch_symbol;
   session::SharedPackedConstants packed;
 
   mutable std::mutex mutex;  // guards lru, stats
@@ -66,11 +73,16 @@ struct InferenceSession::Impl {
     return FuseByPatterns(graph, patterns, {});
   }
 
-  // Loads the model with every not-fixed input dim pinned to the signature's,
-  // as `run --input-shape` does, and compiles its schedule. A plan file's model
-  // gets the plan's groups instead of being fused again.
-  std::shared_ptr<ShapeSchedule> Build(const ShapeSignature& signature) {
-    const auto start = std::chrono::steady_clock::now();
+  struct Loaded {
+    std::unique_ptr<Graph> graph;
+    FusionPlan fusion;
+    bool fused = true;
+  };
+
+  // The model with every not-fixed input dim pinned to the signature's, as
+  // `run --input-shape` does, and its groups. A plan file's model gets the
+  // plan's groups instead of being fused again.
+  Loaded LoadAt(const ShapeSignature& signature) const {
     if (plan_file) {
       if (!plan_model)  // a version 2 plan; CheckShapes let its open dims through
         throw Error(ErrorKind::kUsage, path + ": this plan (format version 2) runs only at the input shapes it was "
@@ -78,8 +90,7 @@ struct InferenceSession::Impl {
       std::map<std::string, std::vector<std::int64_t>> shapes;
       for (std::size_t i = 0; i < inputs.size(); ++i) shapes[inputs[i].name] = signature[i];
       PlanGraph at = PlanModelAt(*plan_model, plan_groups, shapes);
-      return std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), plan_fused, &packed, nullptr,
-                                             MsSince(start));
+      return {std::move(at.graph), std::move(at.fusion), plan_fused};
     }
     LoadOptions load{options.input_shapes};
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -89,8 +100,65 @@ struct InferenceSession::Impl {
     }
     auto graph = std::make_unique<Graph>(LoadModel(path, load));
     FusionPlan fusion = Fuse(*graph);
-    return std::make_shared<ShapeSchedule>(std::move(graph), std::move(fusion), true, &packed, nullptr,
+    return {std::move(graph), std::move(fusion), true};
+  }
+
+  // The schedule of `signature`: compiled at it, or, for a batch of a
+  // separable model whose largest step at one sample outgrows the pass
+  // budget, at the samples of one pass (batch_passes.h; the model loaded at
+  // one sample first to measure that step).
+  std::shared_ptr<ShapeSchedule> Build(const ShapeSignature& signature) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::int64_t batch = batch_symbol.empty() ? 0 : signature[0][0];
+    if (batch > 1) {
+      Loaded one = LoadAt(WithBatch(signature, 1));
+      const std::int64_t per_pass = session::SamplesPerPass(batch, session::LargestStepBytes(*one.graph),
+                                                            session::PassBudgetBytes(), options.max_samples_per_pass);
+      if (per_pass < batch) {
+        Loaded at = per_pass == 1 ? std::move(one) : LoadAt(WithBatch(signature, per_pass));
+        auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed,
+                                                        nullptr, MsSince(start));
+        schedule->set_samples_per_pass(per_pass);
+        return schedule;
+      }
+    }
+    Loaded at = LoadAt(signature);
+    return std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed, nullptr,
                                            MsSince(start));
+  }
+
+  // `signature` with the batch symbol's dim (every input's dim 0) set to `samples`.
+  static ShapeSignature WithBatch(ShapeSignature signature, std::int64_t samples) {
+    for (auto& dims : signature) dims[0] = samples;
+    return signature;
+  }
+
+  // The inputs of pass `pass` of `samples` samples each: views of the call's
+  // inputs from sample pass * samples on (every input leads with the batch).
+  static NamedInputs PassInputs(const NamedInputs& inputs, std::int64_t samples, std::int64_t pass) {
+    NamedInputs slices;
+    for (const auto& [name, view] : inputs) {
+      TensorView slice = view;
+      slice.shape[0] = samples;
+      const auto bytes = static_cast<std::size_t>(slice.NumElements()) * ElementSize(view.dtype);
+      slice.data = static_cast<const char*>(view.data) + static_cast<std::size_t>(pass) * bytes;
+      slices.emplace(name, std::move(slice));
+    }
+    return slices;
+  }
+
+  // Runs the leased instance on the call's inputs: once, or once per pass of
+  // the schedule's samples_per_pass; `collect(pass, passes)` after each.
+  static void RunPasses(ExecutablePlan& plan, const ShapeSchedule& schedule, const NamedInputs& inputs,
+                        const ShapeSignature& signature,
+                        const std::function<void(std::int64_t, std::int64_t)>& collect) {
+    const std::int64_t per_pass = schedule.samples_per_pass();
+    const std::int64_t passes = per_pass > 0 ? signature[0][0] / per_pass : 1;
+    for (std::int64_t pass = 0; pass < passes; ++pass) {
+      FeedInputs(plan, per_pass > 0 ? PassInputs(inputs, per_pass, pass) : inputs);
+      plan.RunSteps();
+      collect(pass, passes);
+    }
   }
 
   void Insert(const ShapeSignature& signature, std::shared_ptr<ShapeSchedule> schedule) {
@@ -189,6 +257,7 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     s.packed.Add(loaded.packed->by_key);  // the file's weights, for every schedule
     graph = std::move(loaded.graph);
     const Graph& declared = s.plan_model ? *s.plan_model : *graph;  // with its symbolic dims
+    if (s.plan_model && options.max_samples_per_pass >= 0) s.batch_symbol = session::SeparableBatchSymbol(declared);
     for (ValueId v : declared.inputs()) s.inputs.push_back(session::ValueInfoOf(declared, v));
     for (ValueId v : declared.outputs()) s.outputs.push_back(session::ValueInfoOf(declared, v));
     for (const ExecutablePlan::Binding& in : loaded.executable.InputBindings()) signature.push_back(in.dims);
@@ -204,6 +273,11 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     const bool fixed = std::all_of(s.inputs.begin(), s.inputs.end(), [](const ValueInfo& in) {
       return in.has_shape && std::all_of(in.dims.begin(), in.dims.end(), [](auto d) { return d >= 0; });
     });
+    if (!fixed && options.max_samples_per_pass >= 0) {
+      std::string why;
+      s.batch_symbol = session::SeparableBatchSymbol(*graph, &why);
+      if (s.batch_symbol.empty()) spdlog::debug("{}: a batch runs in one pass: {}", path, why);
+    }
     if (fixed) {  // fused and compiled now, as `run` does; other models on their first Run
       FusionPlan fusion = s.Fuse(*graph);
       for (const ValueInfo& in : s.inputs) signature.push_back(in.dims);
@@ -236,10 +310,21 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
   if (output_names.empty())
     for (std::size_t i = 0; i < bindings.size(); ++i) wanted.push_back(i);
 
-  Impl::FeedInputs(plan, inputs);
-  plan.RunSteps();
-  std::vector<Tensor> outputs;
-  for (std::size_t i : wanted) outputs.push_back(plan.OutputTensor(i));
+  std::vector<Tensor> outputs(wanted.size());
+  Impl::RunPasses(plan, *schedule, inputs, signature, [&](std::int64_t pass, std::int64_t passes) {
+    for (std::size_t k = 0; k < wanted.size(); ++k) {
+      Tensor part = plan.OutputTensor(wanted[k]);
+      if (pass == 0) {
+        outputs[k] = std::move(part);
+        outputs[k].data.reserve(outputs[k].data.size() * static_cast<std::size_t>(passes));
+        outputs[k].int_data.reserve(outputs[k].int_data.size() * static_cast<std::size_t>(passes));
+      } else {  // every output leads with the batch: the passes' rows follow one another
+        outputs[k].data.insert(outputs[k].data.end(), part.data.begin(), part.data.end());
+        outputs[k].int_data.insert(outputs[k].int_data.end(), part.int_data.begin(), part.int_data.end());
+      }
+      if (pass == passes - 1 && passes > 1) outputs[k].dims[0] *= passes;
+    }
+  });
   return outputs;
 }
 
@@ -258,7 +343,8 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
   for (const auto& [name, view] : outputs) {
     const std::size_t i = Impl::OutputIndex(bindings, name);
     const ExecutablePlan::Binding& out = bindings[i];
-    const std::vector<std::int64_t>& dims = out.constant ? out.constant->dims : out.dims;
+    std::vector<std::int64_t> dims = out.constant ? out.constant->dims : out.dims;
+    if (schedule->samples_per_pass() > 0) dims[0] = signature[0][0];  // the whole batch, over the passes
     const auto type = static_cast<ElementType>(out.data_type);
     if (view.dtype != type)
       throw Error(ErrorKind::kUsage, "output '" + name + "' is " + ElementTypeName(type) + ", the buffer is " +
@@ -270,16 +356,18 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       throw Error(ErrorKind::kUsage, "output '" + name + "' has no buffer (a null pointer)");
     targets.emplace_back(i, &view);
   }
-  Impl::FeedInputs(plan, inputs);
-  plan.RunSteps();
-  for (const auto& [i, view] : targets) {
-    const ExecutablePlan::Binding& out = bindings[i];
-    const void* src = plan.OutputBuffer(i);
-    if (out.constant)
-      src = out.constant->elem_type == onnx::TensorProto::INT64 ? static_cast<const void*>(out.constant->int_data.data())
-                                                                : static_cast<const void*>(out.constant->data.data());
-    session::NarrowFromStorage(view->dtype, src, view->NumElements(), view->data);
-  }
+  Impl::RunPasses(plan, *schedule, inputs, signature, [&](std::int64_t pass, std::int64_t passes) {
+    for (const auto& [i, view] : targets) {
+      const ExecutablePlan::Binding& out = bindings[i];
+      const void* src = plan.OutputBuffer(i);
+      if (out.constant)
+        src = out.constant->elem_type == onnx::TensorProto::INT64 ? static_cast<const void*>(out.constant->int_data.data())
+                                                                  : static_cast<const void*>(out.constant->data.data());
+      const std::int64_t count = view->NumElements() / passes;  // this pass's rows
+      char* dst = static_cast<char*>(view->data) + static_cast<std::size_t>(pass * count) * ElementSize(view->dtype);
+      session::NarrowFromStorage(view->dtype, src, count, dst);
+    }
+  });
 }
 
 PlanStats InferenceSession::PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {
@@ -299,6 +387,7 @@ SessionStats InferenceSession::stats() const {
     shape.load_ms = schedule->load_ms();
     shape.plan = schedule->stats();
     shape.compile_ms = shape.plan.compile_ms;
+    shape.samples_per_pass = schedule->samples_per_pass();
     stats.shapes.push_back(std::move(shape));
   }
   return stats;

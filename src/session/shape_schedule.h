@@ -78,6 +78,10 @@ class ShapeSchedule {
   /// The constructor's load_ms (its first compile is stats().compile_ms).
   double load_ms() const { return load_ms_; }
   int instances() const;
+  /// Samples of the leading dim each instance computes when the signature it
+  /// serves runs as several passes (batch_passes.h); 0: the whole signature.
+  std::int64_t samples_per_pass() const { return samples_per_pass_; }
+  void set_samples_per_pass(std::int64_t samples) { samples_per_pass_ = samples; }
 
  private:
   std::unique_ptr<Graph> graph_;
@@ -86,6 +90,7 @@ class ShapeSchedule {
   SharedPackedConstants* packed_;
   PlanStats stats_;
   double load_ms_;
+  std::int64_t samples_per_pass_ = 0;
   // The first instance's implementation per step: every instance runs the
   // same kernels, so concurrent Runs give the same numbers as single ones
   // (timing-based choices could otherwise differ by an ulp between compiles).

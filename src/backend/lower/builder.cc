@@ -84,7 +84,7 @@ const Act& Builder::ActOf(ValueId v, const Node& user) const {
 
 Dims Builder::DimsOfValue(ValueId v, const Node& user) {  // any storage type
   if (IsAct(v)) return acts_[v]->dims;
-  return Const(v, user).dims;
+  return ConstDims(v, user);  // a constant's dims need no decoding of its data
 }
 
 Dims Builder::ConstDims(ValueId v, const Node& user) {
