@@ -102,13 +102,14 @@ py::list Run(onnxfuse::InferenceSession& session, const py::dict& feed, const st
 onnxfuse::InferenceSession MakeSession(const std::string& path, int threads, const std::string& strategy,
                                        const std::vector<std::string>& pattern_dirs,
                                        const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
-                                       int shape_cache_size) {
+                                       int shape_cache_size, int max_samples_per_pass) {
   onnxfuse::SessionOptions options;
   options.threads = threads;
   options.strategy = strategy;
   options.pattern_dirs = pattern_dirs;
   options.input_shapes = input_shapes;
   options.shape_cache_size = shape_cache_size;
+  options.max_samples_per_pass = max_samples_per_pass;
   py::gil_scoped_release release;  // loading and compiling take a while
   return onnxfuse::InferenceSession(path, options);
 }
@@ -164,7 +165,8 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<onnxfuse::InferenceSession>(m, "Session")
       .def(py::init(&MakeSession), py::arg("path"), py::arg("threads"), py::arg("strategy"),
-           py::arg("pattern_dirs"), py::arg("input_shapes"), py::arg("shape_cache_size"))
+           py::arg("pattern_dirs"), py::arg("input_shapes"), py::arg("shape_cache_size"),
+           py::arg("max_samples_per_pass"))
       .def("inputs", &onnxfuse::InferenceSession::inputs)
       .def("outputs", &onnxfuse::InferenceSession::outputs)
       .def("run", &Run, py::arg("feed"), py::arg("output_names"))

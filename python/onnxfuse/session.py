@@ -81,6 +81,10 @@ class InferenceSession:
       format version 2: only the shapes it was built at).
       ``shape_cache_size``: compiled schedules kept, one per input-shape
       signature, least recently used dropped first (default 8).
+      ``max_samples_per_pass``: a model that computes each sample of its
+      leading symbolic dim on its own runs a large batch as passes of at most
+      this many samples (0, the default: chosen from the L3 cache size; -1:
+      never), so that each step's tensors stay in the cache.
     ``sess_options``, ``providers`` and ``provider_options`` are accepted as
     ONNX Runtime's are, so that code written for it runs unchanged; onnx-fuse
     runs on the CPU whatever the providers say.
@@ -91,12 +95,14 @@ class InferenceSession:
     """
 
     def __init__(self, path, sess_options=None, providers=None, provider_options=None, *, threads=0,
-                 strategy="postdom", patterns=(), input_shapes=None, shape_cache_size=8):
+                 strategy="postdom", patterns=(), input_shapes=None, shape_cache_size=8,
+                 max_samples_per_pass=0):
         if not threads and sess_options is not None:
             threads = getattr(sess_options, "intra_op_num_threads", 0) or 0
         shapes = {name: [int(d) for d in shape] for name, shape in (input_shapes or {}).items()}
         self._session = _core.Session(os.fspath(path), int(threads), strategy,
-                                      [os.fspath(p) for p in patterns], shapes, int(shape_cache_size))
+                                      [os.fspath(p) for p in patterns], shapes, int(shape_cache_size),
+                                      int(max_samples_per_pass))
         self._inputs = [NodeArg(v) for v in self._session.inputs()]
         self._outputs = [NodeArg(v) for v in self._session.outputs()]
 

@@ -152,12 +152,12 @@ class Analysis {
     const int out_rank = n.outputs.empty() || n.outputs[0] == kNoValue ? -1 : Rank(g_, n.outputs[0]);
     if (out_rank < 1) return false;
     if (kElementwise.count(op)) {
-      if (op == "Dropout" && AttrInt(n, "training_mode", 0) != 0) return false;
       return std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return AlignedOrBroadcast(v, out_rank); });
     }
     if (kPerSample.count(op)) return OnlyFirstBatched(n);
     if (op == "BatchNormalization")  // inference: per-channel statistics given as constants
-      return OnlyFirstBatched(n) && AttrInt(n, "training_mode", 0) == 0 && n.outputs.size() == 1;
+      return OnlyFirstBatched(n) && AttrInt(n, "training_mode", 0) == 0 &&
+             std::count_if(n.outputs.begin(), n.outputs.end(), [](ValueId v) { return v != kNoValue; }) == 1;
     if (op == "LayerNormalization") {
       const auto axis = Normalized(AttrInt(n, "axis", -1), in_rank);
       return OnlyFirstBatched(n) && axis && *axis >= 1;

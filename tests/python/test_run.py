@@ -54,6 +54,17 @@ def test_symbolic_batch_at_several_sizes(symbolic_model):
                                "plan_instances": 2}
 
 
+def test_batch_in_passes_gives_the_one_pass_outputs(symbolic_model):
+    path, reference = symbolic_model
+    split = onnxfuse.InferenceSession(path, threads=1, max_samples_per_pass=2)
+    whole = onnxfuse.InferenceSession(path, threads=1, max_samples_per_pass=-1)
+    x = np.random.default_rng(2).standard_normal((6, 4)).astype(np.float32)
+    y, = split.run(None, {"x": x})
+    assert y.shape == (6, 3)
+    np.testing.assert_allclose(y, whole.run(None, {"x": x})[0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(y, reference(x), rtol=1e-5, atol=1e-6)
+
+
 def test_non_contiguous_input_is_copied_not_misread(symbolic_model):
     path, reference = symbolic_model
     session = onnxfuse.InferenceSession(path, threads=1)
