@@ -9,6 +9,7 @@
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "ir/tensor_values.h"
+#include "onnxfuse/error.h"
 
 namespace onnxfuse::session {
 
@@ -112,7 +113,8 @@ class Analysis {
     if (symbol.empty()) return Fail(why, "the model has no inputs");
     for (const Node& n : g_.nodes()) {
       if (std::none_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return Batched(v); })) continue;
-      if (!KeepsSamplesApart(n)) return Fail(why, NodeLabel(n) + " mixes the samples of a batch or is not known to keep them apart");
+      if (!KeepsSamplesApart(n))
+        return Fail(why, NodeLabel(n) + " mixes the samples of a batch or is not known to keep them apart");
       for (ValueId out : n.outputs)
         if (out != kNoValue) batched_[out] = true;
     }
@@ -248,7 +250,14 @@ class Analysis {
 
 }  // namespace
 
-std::string SeparableBatchSymbol(const Graph& graph, std::string* why) { return Analysis(graph).Run(why); }
+std::string SeparableBatchSymbol(const Graph& graph, std::string* why) {
+  try {
+    return Analysis(graph).Run(why);
+  } catch (const Error& e) {  // a constant it could not decode: the model runs as before, in one pass
+    if (why) *why = e.what();
+    return "";
+  }
+}
 
 std::int64_t LargestStepBytes(const Graph& graph) {
   std::int64_t largest = 0;

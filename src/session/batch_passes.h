@@ -32,7 +32,8 @@ namespace onnxfuse::session {
 /// Slice/Gather along other axes, Flatten, Transpose, Reshape, Squeeze,
 /// Unsqueeze and Pad that keep axis 0); every graph output carries it. Any
 /// other op reading such a value (Shape, control flow, non-default domains,
-/// ...) makes the model not separable: the analysis is conservative.
+/// ...) makes the model not separable: the analysis is conservative. Throws
+/// nothing: a constant it cannot decode also gives "" (with the reason).
 std::string SeparableBatchSymbol(const Graph& graph, std::string* why = nullptr);
 
 /// The largest sum of the bytes of one node's non-constant inputs and outputs
