@@ -27,6 +27,14 @@
 // constructor. A plan file of format version 2 runs at the one shape it was
 // built at: another is Error(kUsage).
 //
+// Batches in passes: when the model computes each sample of its leading
+// symbolic dim on its own (src/session/batch_passes.h proves it from the
+// graph), a batch whose largest step would outgrow half the L3 cache gets a
+// schedule compiled for a divisor of the batch and runs as batch / c passes
+// of it over slices of the inputs, writing slices of the outputs: the same
+// values as one pass, without streaming every step through DRAM
+// (SessionOptions::max_samples_per_pass; CachedShape::samples_per_pass).
+//
 // Threads: Run may be called from several threads at once. Each concurrent
 // call runs on its own instance of the shape's compiled schedule (its own
 // activation arena and scratchpad), taken from a pool that grows to the
@@ -160,7 +168,9 @@ class InferenceSession {
   void Run(const NamedInputs& inputs, const std::map<std::string, MutableTensorView>& outputs);
 
   /// The compiled schedule's statistics at these input shapes (all inputs,
-  /// by name), compiling it when not cached: kernels, arena, weights.
+  /// by name), compiling it when not cached: kernels, arena, weights. When
+  /// the shapes run as several passes (SessionOptions::max_samples_per_pass),
+  /// those of the schedule one pass runs: stats().shapes gives its samples.
   PlanStats PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes);
 
   SessionStats stats() const;
