@@ -35,6 +35,7 @@ class Campaign:
         self.runner = Runner(binary, os.path.join(ROOT, "scripts", "ort"))
         self.work = tempfile.mkdtemp(prefix="difftest-")
         self.tried = self.ort_runs = self.fuse_runs = self.unstable = 0
+        self.session_runs = self.session_batches = 0
         self.refused, self.ops = collections.Counter(), collections.Counter()
         self.typed, self.input_types = collections.Counter(), collections.Counter()
         self.refusal_example = {}
@@ -46,7 +47,7 @@ class Campaign:
 
     def one(self, seed, cfg=None, shrink=True):
         recipe = make_recipe(seed)
-        cfg = cfg or config(seed, self.args.ort_every, self.args.fuse_every)
+        cfg = cfg or config(seed, self.args.ort_every, self.args.fuse_every, self.args.session_every)
         folder = os.path.join(self.work, "g")
         shutil.rmtree(folder, ignore_errors=True)
         res = trial(self.runner, recipe, cfg, folder)
@@ -67,6 +68,8 @@ class Campaign:
         if not (res["refused"] or res["invalid"]):
             self.ort_runs += cfg["ort"]
             self.fuse_runs += cfg["fuse"]
+            self.session_runs += res["session_batches"] > 0
+            self.session_batches += res["session_batches"]
         if res["report"]:
             for p in res["report"].get("patterns", []):
                 m = p.get("matches", 0)
@@ -138,8 +141,10 @@ class Campaign:
     def summary(self, secs):
         def top(counter, n=60):
             return ", ".join("%s %d" % kv for kv in counter.most_common(n)) or "none"
-        print("graphs tried: %d in %.0f s (%.0f/min); ORT checks %d, fuse-path checks %d"
-              % (self.tried, secs, self.tried * 60 / max(secs, 1e-9), self.ort_runs, self.fuse_runs))
+        print("graphs tried: %d in %.0f s (%.0f/min); ORT checks %d, fuse-path checks %d, session checks %d "
+              "(%d batches, each in passes and in one pass)"
+              % (self.tried, secs, self.tried * 60 / max(secs, 1e-9), self.ort_runs, self.fuse_runs,
+                 self.session_runs, self.session_batches))
         print("refusals: %d (%s)" % (sum(self.refused.values()), top(self.refused)))
         left = sorted(set(typed.GATED) - set(self.gated))
         print("typed steps' optional ops drawn: %s%s" % (", ".join(self.gated) or "none",
@@ -186,6 +191,8 @@ def main(argv=None):
     p.add_argument("--shrink-budget", type=float, default=60.0, help="seconds per failure")
     p.add_argument("--ort-every", type=int, default=4, help="1 in N graphs also runs in ORT (0: none)")
     p.add_argument("--fuse-every", type=int, default=3, help="1 in N graphs also goes through -o (0: none)")
+    p.add_argument("--session-every", type=int, default=4,
+                   help="1 in N graphs also runs through InferenceSession at batches 1, 3, 4 (0: none)")
     args = p.parse_args(argv)
     binary = find_binary(args.bin)
     if args.replay:
@@ -196,7 +203,7 @@ def main(argv=None):
             recipe = make_recipe(args.one)
             if args.print:
                 print(renderer.render(recipe, ["seed %d: %s" % (args.one, cases.describe(recipe))])[0])
-            cfg = dict(config(args.one), ort=True, fuse=True)
+            cfg = dict(config(args.one), ort=True, fuse=True, session=True)
             res = c.one(args.one, cfg, shrink=not args.no_shrink)
             print("seed %d (%s): %d ops, %s" % (args.one, cfg["strategy"], len(res["ops"]),
                   "refused (%s)" % "; ".join(m for _, m in res["refused"]) if res["refused"] else

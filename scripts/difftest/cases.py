@@ -3,7 +3,7 @@ failure with its header, deduplicating by signature, and replaying the folder.
 
 A case is ONNX text preceded by `#` lines (the ONNX parser skips them). Lines
 the replay reads: `# strategy: NAME` pins one strategy (default: all three);
-`# via: ort|fuse STRATEGY` also reruns that check; `# signature:` is the dedup key.
+`# via: ort|fuse|session STRATEGY` also reruns that check; `# signature:` is the dedup key.
 """
 import json
 import os
@@ -14,6 +14,7 @@ import onnx
 
 from . import renderer
 from .runner import Runner, key
+from .session_check import run_session
 from .trial import Built, run_checks, run_fuse, run_ort
 
 STRATEGY_NAMES = ["pattern", "postdom", "greedy"]
@@ -220,6 +221,8 @@ def replay(binary, node_dir, target, log=print):
             if via and not ref:
                 if via.group(1) == "ort":
                     f, note = run_ort(runner, b, via.group(2))
+                elif via.group(1) == "session":
+                    f, note, _ = run_session(runner, b, via.group(2))
                 else:
                     f, _, note = run_fuse(runner, b, via.group(2))
                 bad += f

@@ -12,17 +12,21 @@ from onnx import numpy_helper
 
 from . import renderer
 from .runner import compare, exact_outputs, make_inputs, max_rel, mulberry32
+from .session_check import run_session
 
 STRATEGIES = [("pattern", 6), ("postdom", 2), ("greedy", 2)]
 
 
-def config(seed, ort_every=4, fuse_every=3):
-    """What graph SEED goes through: its own RNG, so it reproduces alone."""
+def config(seed, ort_every=4, fuse_every=3, session_every=4):
+    """What graph SEED goes through: its own RNG, so it reproduces alone (the
+    session draw comes last: the earlier draws of a seed are what they were)."""
     r = random.Random(seed * 7919 + 17)
     items, weights = zip(*STRATEGIES)
-    return {"strategy": r.choices(items, weights)[0],
-            "ort": r.randrange(ort_every) == 0 if ort_every else False,
-            "fuse": r.randrange(fuse_every) == 0 if fuse_every else False}
+    cfg = {"strategy": r.choices(items, weights)[0],
+           "ort": r.randrange(ort_every) == 0 if ort_every else False,
+           "fuse": r.randrange(fuse_every) == 0 if fuse_every else False}
+    cfg["session"] = r.randrange(session_every) == 0 if session_every else False
+    return cfg
 
 
 class Built:
@@ -282,7 +286,8 @@ def keep_real(runner, b, fails, res=None):
 
 def trial(runner, recipe, cfg, folder):
     """All checks for one graph. Returns a dict of what happened."""
-    res = {"failures": [], "refused": [], "invalid": None, "note": None, "report": None, "ops": [], "unstable": 0}
+    res = {"failures": [], "refused": [], "invalid": None, "note": None, "report": None, "ops": [], "unstable": 0,
+           "session_batches": 0}
     try:
         b = Built(recipe, folder)
     except Exception as e:  # a renderer bug: reported, never hidden
@@ -304,6 +309,10 @@ def trial(runner, recipe, cfg, folder):
         res["failures"] += f
         res["report"] = report
         res["note"] = res["note"] or note
+    if cfg.get("session"):
+        f, note, res["session_batches"] = run_session(runner, b, cfg["strategy"])
+        res["failures"] += f
+        res["note"] = res["note"] or note
     if res["failures"]:
         res["failures"] = keep_real(runner, b, res["failures"], res)
     return res
@@ -322,6 +331,8 @@ def reproduce(runner, recipe, failure, folder):
         fails, _, _ = run_checks(runner, b, strategy, (threads,))
     elif how == "ort":
         fails, _ = run_ort(runner, b, strategy)
+    elif how == "session":
+        fails, _, _ = run_session(runner, b, strategy)
     else:
         fails, _, _ = run_fuse(runner, b, strategy)
     fails = keep_real(runner, b, [f for f in fails if key(f) == key(failure)])

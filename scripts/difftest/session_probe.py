@@ -1,0 +1,45 @@
+"""Child process of the session check (session_check.py): runs one model
+through two onnxfuse.InferenceSessions, one splitting every batch into passes
+of one sample (max_samples_per_pass=1) and one never splitting (-1), at every
+batch of the inputs file, so that a crash of the library is a result of the
+check rather than the end of the campaign.
+
+    session_probe.py MODEL STRATEGY INPUTS.npz OUTPUTS.npz
+
+INPUTS.npz holds "B|name" arrays per batch B. OUTPUTS.npz gets "B|passes|i" and
+"B|whole|i" (output i in model order); a batch either session refused or
+failed on gets "B|error" (the exception's class name and message) instead.
+Exit status 0 when it ran, 3 when onnxfuse cannot be imported or the model
+not loaded (the error on stderr).
+"""
+import sys
+
+import numpy as np
+
+
+def main():
+    model, strategy, inputs_path, outputs_path = sys.argv[1:5]
+    try:
+        import onnxfuse
+        sessions = {mode: onnxfuse.InferenceSession(model, threads=1, strategy=strategy, max_samples_per_pass=limit)
+                    for mode, limit in (("passes", 1), ("whole", -1))}
+    except Exception as e:  # no module, or a model the session does not load
+        print("%s: %s" % (type(e).__name__, e), file=sys.stderr)
+        return 3
+    data = np.load(inputs_path)
+    batches = sorted({int(k.split("|")[0]) for k in data.files})
+    result = {}
+    for batch in batches:
+        feed = {k.split("|", 1)[1]: data[k] for k in data.files if k.startswith("%d|" % batch)}
+        try:
+            for mode, session in sessions.items():
+                for i, out in enumerate(session.run(None, feed)):
+                    result["%d|%s|%d" % (batch, mode, i)] = out
+        except Exception as e:
+            result["%d|error" % batch] = np.array("%s: %s" % (type(e).__name__, str(e)[:300]))
+    np.savez(outputs_path, **result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
