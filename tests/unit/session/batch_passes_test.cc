@@ -104,8 +104,8 @@ TEST_CASE("batch passes: a session runs a batch in passes with the outputs of on
     std::vector<float> y(static_cast<std::size_t>(n * 5), -1.f);
     in_passes.Run(in.Views(), {{"y", MutableTensorView{ElementType::kFloat, {n, 5}, y.data()}}});
     for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == got[0].data[i]);
-    const CachedShape& shape = in_passes.stats().shapes[0];
-    CHECK(shape.samples_per_pass == (n == 6 ? 2 : n == 5 ? 1 : 0));  // 5 is prime; batch 1 is one pass
+    const SessionStats stats = in_passes.stats();  // a copy: shapes[0] must not outlive it
+    CHECK(stats.shapes[0].samples_per_pass == (n == 6 ? 2 : n == 5 ? 1 : 0));  // 5 is prime; batch 1 is one pass
     CHECK(in_one.stats().shapes[0].samples_per_pass == 0);
   }
   CHECK(in_passes.stats().compiles == 3);  // one schedule per signature, split or not
