@@ -39,19 +39,16 @@ int Rank(const Graph& g, ValueId v) {
   return t.has_shape ? static_cast<int>(t.dims.size()) : -1;
 }
 
-std::optional<std::vector<std::int64_t>> ConstInts(const Graph& g, ValueId v) {
-  if (v == kNoValue || !g.IsConstant(v)) return std::nullopt;
-  const onnx::TensorProto* t = g.ConstantTensor(v);
+// The values of constant `v` as T; nullopt for an omitted input, a run-time
+// value or a released initializer.
+template <typename T>
+std::optional<std::vector<T>> ConstValues(const Graph& g, ValueId v) {
+  const onnx::TensorProto* t = v == kNoValue || !g.IsConstant(v) ? nullptr : g.ConstantTensor(v);
   if (!t) return std::nullopt;
-  return DecodeTensor<std::int64_t>(*t, g.value(v).name);
+  return DecodeTensor<T>(*t, g.value(v).name);
 }
 
-std::optional<std::vector<double>> ConstDoubles(const Graph& g, ValueId v) {
-  if (v == kNoValue || !g.IsConstant(v)) return std::nullopt;
-  const onnx::TensorProto* t = g.ConstantTensor(v);
-  if (!t) return std::nullopt;
-  return DecodeTensor<double>(*t, g.value(v).name);
-}
+std::optional<std::vector<std::int64_t>> ConstInts(const Graph& g, ValueId v) { return ConstValues<std::int64_t>(g, v); }
 
 // The default of an op's `axis` attribute (Operators.md): Softmax, LogSoftmax
 // and Hardmax take 1 before opset 13 and -1 from it on.
@@ -238,7 +235,7 @@ class Analysis {
     if (op == "Resize" || op == "Upsample") {  // a scale of 1 along the batch; sizes would fix its extent
       const std::size_t index = op == "Upsample" || g_.opset() < 11 ? 1 : 2;  // (X, scales) or (X, roi, scales, sizes)
       if (n.inputs.size() > 3 && n.inputs[3] != kNoValue) return false;
-      const auto scales = n.inputs.size() > index ? ConstDoubles(g_, n.inputs[index]) : std::nullopt;
+      const auto scales = n.inputs.size() > index ? ConstValues<double>(g_, n.inputs[index]) : std::nullopt;
       return OnlyFirstBatched(n) && scales && !scales->empty() && (*scales)[0] == 1.0;
     }
     return false;
