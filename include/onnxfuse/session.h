@@ -84,7 +84,8 @@ struct SessionOptions {
   /// (src/session/batch_passes.h) runs a large batch as passes of a schedule
   /// compiled for fewer samples, so that each step's tensors stay in the
   /// cache: at most this many samples per pass; 0 = chosen from the L3 size
-  /// (half of it over the bytes per sample of the largest step); -1 = never.
+  /// (half of it over the bytes per sample of the largest step, and at least
+  /// as many samples as threads); -1 = never.
   int max_samples_per_pass = 0;
 };
 
@@ -134,7 +135,8 @@ class InferenceSession {
   /// Loads `path`: a plan file (by its magic bytes) or an ONNX model. Throws
   /// Error: the loader's and compiler's errors (kIo, kInvalidModel,
   /// kUnsupported naming the node); kUsage for an unknown strategy, a
-  /// shape_cache_size < 1, threads < 0, input_shapes naming no graph input or
+  /// shape_cache_size < 1, threads < 0, max_samples_per_pass < -1,
+  /// input_shapes naming no graph input or
   /// changing a fixed dim (any dim of a version 2 plan file).
   explicit InferenceSession(const std::string& path, const SessionOptions& options = {});
   ~InferenceSession();

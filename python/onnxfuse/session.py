@@ -83,8 +83,9 @@ class InferenceSession:
       signature, least recently used dropped first (default 8).
       ``max_samples_per_pass``: a model that computes each sample of its
       leading symbolic dim on its own runs a large batch as passes of at most
-      this many samples (0, the default: chosen from the L3 cache size; -1:
-      never), so that each step's tensors stay in the cache.
+      this many samples (0, the default: chosen from the L3 cache size and
+      at least as many as threads; -1: never), so that each step's tensors
+      stay in the cache.
     ``sess_options``, ``providers`` and ``provider_options`` are accepted as
     ONNX Runtime's are, so that code written for it runs unchanged; onnx-fuse
     runs on the CPU whatever the providers say.

@@ -272,8 +272,9 @@ std::int64_t LargestStepBytes(const Graph& graph) {
 }
 
 std::int64_t SamplesPerPass(std::int64_t batch, std::int64_t step_bytes_per_sample, std::int64_t budget_bytes,
-                            std::int64_t limit) {
+                            std::int64_t limit, std::int64_t threads) {
   std::int64_t most = step_bytes_per_sample > 0 ? std::max<std::int64_t>(1, budget_bytes / step_bytes_per_sample) : batch;
+  most = std::max(most, threads);
   if (limit > 0) most = std::min(most, limit);
   for (std::int64_t c = std::min(most, batch); c > 1; --c)
     if (batch % c == 0) return c;

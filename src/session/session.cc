@@ -67,6 +67,9 @@ struct InferenceSession::Impl {
     if (options.threads > 0) omp_set_num_threads(options.threads);
   }
 
+  // The OpenMP team of one call: SessionOptions::threads, or OpenMP's default.
+  int TeamSize() const { return options.threads > 0 ? options.threads : omp_get_max_threads(); }
+
   FusionPlan Fuse(const Graph& graph) const {
     if (options.strategy == "postdom") return FuseByPostDominator(graph, {});
     if (options.strategy == "greedy") return FuseGreedy(graph, {});
@@ -113,7 +116,8 @@ struct InferenceSession::Impl {
     if (batch > 1) {
       Loaded one = LoadAt(WithBatch(signature, 1));
       const std::int64_t per_pass = session::SamplesPerPass(batch, session::LargestStepBytes(*one.graph),
-                                                            session::PassBudgetBytes(), options.max_samples_per_pass);
+                                                            session::PassBudgetBytes(), options.max_samples_per_pass,
+                                                            TeamSize());
       if (per_pass < batch) {
         Loaded at = per_pass == 1 ? std::move(one) : LoadAt(WithBatch(signature, per_pass));
         auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed,
@@ -235,6 +239,8 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
   s.path = path;
   s.options = options;
   if (options.threads < 0) throw Error(ErrorKind::kUsage, "SessionOptions::threads must be >= 0");
+  if (options.max_samples_per_pass < -1)
+    throw Error(ErrorKind::kUsage, "SessionOptions::max_samples_per_pass must be >= -1 (-1: never split a batch)");
   if (options.shape_cache_size < 1) throw Error(ErrorKind::kUsage, "SessionOptions::shape_cache_size must be >= 1");
   const auto& strategies = StrategyNames();
   if (std::find(strategies.begin(), strategies.end(), options.strategy) == strategies.end())

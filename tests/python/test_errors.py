@@ -65,6 +65,8 @@ def test_bad_options(symbolic_model):
         onnxfuse.InferenceSession(symbolic_model[0], strategy="nostrategy")
     with pytest.raises(onnxfuse.UsageError, match="shape_cache_size"):
         onnxfuse.InferenceSession(symbolic_model[0], shape_cache_size=0)
+    with pytest.raises(onnxfuse.UsageError, match="max_samples_per_pass"):
+        onnxfuse.InferenceSession(symbolic_model[0], max_samples_per_pass=-2)
     with pytest.raises(onnxfuse.UsageError, match="'q'"):
         onnxfuse.InferenceSession(symbolic_model[0], input_shapes={"q": [1, 4]})
 

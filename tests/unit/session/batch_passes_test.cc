@@ -80,6 +80,9 @@ TEST_CASE("batch passes: samples per pass divide the batch and fit the budget", 
   CHECK(session::SamplesPerPass(12, 1 << 20, 8 << 20) == 6);    // the largest divisor under 8
   CHECK(session::SamplesPerPass(12, 64, 16 << 20) == 12);       // small steps: one pass
   CHECK(session::SamplesPerPass(12, 64, 16 << 20, 4) == 4);     // capped by max_samples_per_pass
+  CHECK(session::SamplesPerPass(32, 20 << 20, 16 << 20, 0, 2) == 2);  // at least one sample per thread
+  CHECK(session::SamplesPerPass(9, 20 << 20, 16 << 20, 0, 2) == 1);   // ... when it divides the batch
+  CHECK(session::SamplesPerPass(32, 20 << 20, 16 << 20, 1, 2) == 1);  // max_samples_per_pass still caps it
   CHECK(session::PassBudgetBytes() >= (4 << 20));
   // kBatchModel's largest step at batch 2: Add reads x and z [2,4] and writes s [2,4] (MatMul's w is a constant).
   CHECK(session::LargestStepBytes(test::GraphFromText(test::kBatchModel, LoadOptions{{{"x", {2, 4}}, {"z", {2, 4}}}})) ==

@@ -178,6 +178,11 @@ TEST_CASE("session: bad options and files", "[session]") {
   options = {};
   options.threads = -1;
   CHECK(test::ErrorOf([&] { InferenceSession s(path, options); }).kind == ErrorKind::kUsage);
+  options = {};
+  options.max_samples_per_pass = -2;
+  auto passes = test::ErrorOf([&] { InferenceSession s(path, options); });
+  CHECK(passes.kind == ErrorKind::kUsage);
+  CHECK_THAT(passes.message, Catch::Contains("max_samples_per_pass"));
   CHECK(test::ErrorOf([&] { InferenceSession s((dir.path / "none.onnx").string()); }).kind == ErrorKind::kIo);
   const std::string junk = dir.Write("junk.onnx", "not a model");
   CHECK(test::ErrorOf([&] { InferenceSession s(junk); }).kind == ErrorKind::kInvalidModel);
