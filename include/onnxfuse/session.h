@@ -34,6 +34,10 @@
 // of it over slices of the inputs, writing slices of the outputs: the same
 // values as one pass, without streaming every step through DRAM
 // (SessionOptions::max_samples_per_pass; CachedShape::samples_per_pass).
+// With SessionOptions::threads = T > 1 and a batch T divides, T passes run at
+// once, each on one thread (helper threads of the call) with an instance of
+// its own and 1/T of the cache budget, instead of every step being split
+// across the team (CachedShape::concurrent_passes).
 //
 // Threads: Run may be called from several threads at once. Each concurrent
 // call runs on its own instance of the shape's compiled schedule (its own
@@ -115,6 +119,10 @@ struct CachedShape {
   /// Samples per pass when this shape runs as several passes of a schedule
   /// for fewer samples (SessionOptions::max_samples_per_pass); 0: one pass.
   std::int64_t samples_per_pass = 0;
+  /// Passes that run at once, each on one thread with an instance of its own
+  /// (a team of SessionOptions::threads > 1 and a batch it divides); 1: one
+  /// after another on the call's team.
+  int concurrent_passes = 1;
 };
 
 /// How the shape cache has been used (cumulative since construction).

@@ -82,6 +82,11 @@ class ShapeSchedule {
   /// serves runs as several passes (batch_passes.h); 0: the whole signature.
   std::int64_t samples_per_pass() const { return samples_per_pass_; }
   void set_samples_per_pass(std::int64_t samples) { samples_per_pass_ = samples; }
+  /// Passes run at once, each on its own instance and one OpenMP thread (1:
+  /// one after another on the call's team). Instances of a schedule with
+  /// more than one are compiled on a team of one thread.
+  int concurrent_passes() const { return concurrent_passes_; }
+  void set_concurrent_passes(int passes) { concurrent_passes_ = passes; }
 
  private:
   std::unique_ptr<Graph> graph_;
@@ -91,6 +96,7 @@ class ShapeSchedule {
   PlanStats stats_;
   double load_ms_;
   std::int64_t samples_per_pass_ = 0;
+  int concurrent_passes_ = 1;
   // The first instance's implementation per step: every instance runs the
   // same kernels, so concurrent Runs give the same numbers as single ones
   // (timing-based choices could otherwise differ by an ulp between compiles).

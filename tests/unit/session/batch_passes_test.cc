@@ -92,12 +92,24 @@ TEST_CASE("batch passes: samples per pass divide the batch and fit the budget", 
 TEST_CASE("batch passes: a session runs a batch in passes with the outputs of one pass", "[session][batch_passes]") {
   test::TempDir dir("batch_passes");
   const std::string cnn = test::WriteModel(dir, test::SmallCnnModel(8));
-  SessionOptions split, whole;
-  split.max_samples_per_pass = 2;
-  whole.max_samples_per_pass = -1;
-  InferenceSession in_passes(cnn, split), in_one(cnn, whole);
-  for (std::int64_t n : {6, 5, 1}) {
-    INFO("batch " << n);
+  // {threads, batch, samples per pass, passes at once}: at 1 thread the
+  // passes follow one another; at 2, a batch 2 divides runs two passes at once
+  // (each on one thread: passes of the largest divisor of batch / 2 under
+  // the cap), and another gets passes of at least 2 samples when it can.
+  struct Case {
+    int threads;
+    std::int64_t batch, per_pass;
+    int concurrent;
+  };
+  for (const Case c : {Case{1, 6, 2, 1}, Case{1, 5, 1, 1}, Case{1, 1, 0, 1}, Case{2, 8, 2, 2}, Case{2, 6, 1, 2},
+                       Case{2, 5, 1, 1}, Case{2, 1, 0, 1}}) {
+    INFO("threads " << c.threads << ", batch " << c.batch);
+    SessionOptions split, whole;
+    split.max_samples_per_pass = 2;
+    whole.max_samples_per_pass = -1;
+    split.threads = whole.threads = c.threads;
+    InferenceSession in_passes(cnn, split), in_one(cnn, whole);
+    const std::int64_t n = c.batch;
     test::CnnInputs in(n, 3);
     const std::vector<Tensor> got = in_passes.Run(in.Views()), want = in_one.Run(in.Views());
     REQUIRE(got[0].dims == std::vector<std::int64_t>{n, 5});
@@ -108,10 +120,13 @@ TEST_CASE("batch passes: a session runs a batch in passes with the outputs of on
     in_passes.Run(in.Views(), {{"y", MutableTensorView{ElementType::kFloat, {n, 5}, y.data()}}});
     for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == got[0].data[i]);
     const SessionStats stats = in_passes.stats();  // a copy: shapes[0] must not outlive it
-    CHECK(stats.shapes[0].samples_per_pass == (n == 6 ? 2 : n == 5 ? 1 : 0));  // 5 is prime; batch 1 is one pass
+    CHECK(stats.compiles == 1);
+    CHECK(stats.shapes[0].samples_per_pass == c.per_pass);
+    CHECK(stats.shapes[0].concurrent_passes == c.concurrent);
+    // An instance per pass running at once, none for later calls.
+    CHECK(stats.plan_instances == c.concurrent);
     CHECK(in_one.stats().shapes[0].samples_per_pass == 0);
   }
-  CHECK(in_passes.stats().compiles == 3);  // one schedule per signature, split or not
 }
 
 }  // namespace

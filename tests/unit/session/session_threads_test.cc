@@ -224,5 +224,41 @@ TEST_CASE("session: concurrent Runs each on an OpenMP team of two equal single-t
   CHECK(ProcessThreads() > threads_before);
 }
 
+// A batch that runs as passes at once (session.h: SessionOptions::threads 2,
+// a batch 2 divides) starts helper threads inside the Run, each on an
+// instance of its own from the same pool the concurrent callers take theirs
+// from: batch 4 as passes of one sample, two at a time; 7 as passes one
+// after another on a team of two; 1 as one pass.
+TEST_CASE("session: concurrent Runs whose batches run as passes at once equal single-threaded ones",
+          "[session][threads]") {
+  test::TempDir dir("session_threads");
+  constexpr int kImage = 16;
+  SessionOptions options;
+  options.threads = 2;
+  options.max_samples_per_pass = 1;
+  InferenceSession session(test::WriteModel(dir, test::SmallCnnModel(kImage)), options);
+  const Feeds<CnnInputs> feeds(kRuns / 2, kImage);
+  CHECK(ConcurrentMismatches(session, feeds.views) == 0);
+  const SessionStats stats = session.stats();
+  REQUIRE(stats.shapes.size() == 3);
+  for (const CachedShape& shape : stats.shapes) {
+    const std::int64_t batch = shape.input_shapes.at("x")[0];
+    INFO("batch " << batch);
+    CHECK(shape.samples_per_pass == (batch == 1 ? 0 : 1));
+    CHECK(shape.concurrent_passes == (batch == 4 ? 2 : 1));
+  }
+  // Each image of batch 4 gives what it gives alone.
+  const CnnInputs& four = feeds.inputs[0][1];
+  REQUIRE(four.n == 4);
+  const std::vector<float> batch = session.Run(four.Views())[0].data;
+  const std::int64_t pixels = 3 * kImage * kImage;
+  for (std::int64_t k = 0; k < 4; ++k) {
+    std::vector<float> image(four.x.begin() + k * pixels, four.x.begin() + (k + 1) * pixels);
+    const std::vector<float> alone =
+        session.Run({{"x", {ElementType::kFloat, {1, 3, kImage, kImage}, image.data()}}})[0].data;
+    for (std::size_t i = 0; i < 5; ++i) CHECK(alone[i] == Approx(batch[std::size_t(k) * 5 + i]).margin(1e-5));
+  }
+}
+
 }  // namespace
 }  // namespace onnxfuse
