@@ -1,7 +1,9 @@
 """Child process of the session check (session_check.py): runs one model
 through two onnxfuse.InferenceSessions, one splitting every batch into passes
-of one sample (max_samples_per_pass=1) and one never splitting (-1), at every
-batch of the inputs file, so that a crash of the library is a result of the
+of one sample (max_samples_per_pass=1) at 2 threads, so that an even batch
+runs two passes at once (each on one thread) and an odd one its passes one
+after another on a team of two, and one never splitting (-1) at 1 thread, at
+every batch of the inputs file, so that a crash of the library is a result of the
 check rather than the end of the campaign.
 
     session_probe.py MODEL STRATEGY INPUTS.npz OUTPUTS.npz
@@ -21,8 +23,9 @@ def main():
     model, strategy, inputs_path, outputs_path = sys.argv[1:5]
     try:
         import onnxfuse
-        sessions = {mode: onnxfuse.InferenceSession(model, threads=1, strategy=strategy, max_samples_per_pass=limit)
-                    for mode, limit in (("passes", 1), ("whole", -1))}
+        sessions = {mode: onnxfuse.InferenceSession(model, threads=threads, strategy=strategy,
+                                                    max_samples_per_pass=limit)
+                    for mode, threads, limit in (("passes", 2, 1), ("whole", 1, -1))}
     except Exception as e:  # no module, or a model the session does not load
         print("%s: %s" % (type(e).__name__, e), file=sys.stderr)
         return 3

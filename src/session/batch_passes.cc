@@ -10,20 +10,24 @@
 #include "ir/node_label.h"
 #include "ir/tensor_values.h"
 #include "onnxfuse/error.h"
+#include "onnxfuse/op_pattern_kind.h"
 
 namespace onnxfuse::session {
 
 namespace {
 
 // Ops that compute each element from the elements at the same index of their
-// inputs (with ONNX multidirectional broadcasting, Operators.md "Broadcasting").
-const std::set<std::string> kElementwise = {
-    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "BitShift", "Cast", "CastLike", "Ceil",
-    "Celu", "Clip", "Cos", "Cosh", "Div", "Dropout", "Elu", "Equal", "Erf", "Exp", "Floor", "Greater",
-    "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual",
-    "Log", "Max", "Mean", "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu",
-    "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Sub", "Sum", "Tan",
-    "Tanh", "ThresholdedRelu", "Where", "Xor"};
+// inputs, with ONNX multidirectional broadcasting (Operators.md
+// "Broadcasting"): the classifier's kElemWise and kBroadcast ops
+// (op_pattern_kind.cc), but for those whose other inputs are not broadcast
+// operands: BatchNormalization (per-channel, below), Expand and Unsqueeze
+// (a shape or axes), and the quantizers (a per-axis scale may run along axis 0).
+bool Elementwise(const std::string& op) {
+  static const std::set<std::string> kNot = {"BatchNormalization", "Expand", "Unsqueeze", "QuantizeLinear",
+                                             "DequantizeLinear"};
+  const OpPatternKind kind = KindOfOpType("", op);
+  return (kind == OpPatternKind::kElemWise || kind == OpPatternKind::kBroadcast) && !kNot.count(op);
+}
 
 // Ops whose first input is [N, C, ...] and that compute each sample alone
 // (the other inputs: weights, scales, biases, ROIs of no batch extent).
@@ -150,7 +154,7 @@ class Analysis {
     const int in_rank = n.inputs.empty() || n.inputs[0] == kNoValue ? -1 : Rank(g_, n.inputs[0]);
     const int out_rank = n.outputs.empty() || n.outputs[0] == kNoValue ? -1 : Rank(g_, n.outputs[0]);
     if (out_rank < 1) return false;
-    if (kElementwise.count(op)) {
+    if (Elementwise(op)) {
       return std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return AlignedOrBroadcast(v, out_rank); });
     }
     if (kPerSample.count(op)) return OnlyFirstBatched(n);
