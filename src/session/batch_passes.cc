@@ -157,6 +157,8 @@ class Analysis {
     if (Elementwise(op)) {
       return std::all_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return AlignedOrBroadcast(v, out_rank); });
     }
+    // MaxPool's Indices are offsets into the whole tensor, the batch included.
+    if (op == "MaxPool" && n.outputs.size() > 1 && n.outputs[1] != kNoValue) return false;
     if (kPerSample.count(op)) return OnlyFirstBatched(n);
     if (op == "BatchNormalization")  // inference: per-channel statistics given as constants
       return OnlyFirstBatched(n) && AttrInt(n, "training_mode", 0) == 0 &&
@@ -165,8 +167,10 @@ class Analysis {
       const auto axis = Normalized(AttrInt(n, "axis", -1), in_rank);
       return OnlyFirstBatched(n) && axis && *axis >= 1;
     }
+    if (op == "Flatten")  // [N, rest] only: at axis k > 1 dim 0 is N x d1 x ... x d(k-1)
+      return OnlyFirstBatched(n) && Normalized(AttrInt(n, "axis", 1), in_rank) == std::optional<std::int64_t>(1);
     if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax" || op == "ArgMax" || op == "ArgMin" ||
-        op == "LpNormalization" || op == "Flatten") {
+        op == "LpNormalization") {
       const auto axis = Normalized(AttrInt(n, "axis", DefaultAxis(op, g_.opset())), in_rank);
       return OnlyFirstBatched(n) && axis && *axis >= 1;
     }

@@ -27,7 +27,8 @@ namespace onnxfuse::session {
 /// every graph input's dim 0 is the same symbol and it appears in no other dim
 /// of an input; every node that reads a value carrying that axis keeps it at
 /// axis 0 and computes along other axes only (elementwise and broadcast ops
-/// with constants of no batch extent, Conv/pooling/normalisation per sample,
+/// with constants of no batch extent, Conv/pooling/normalisation per sample
+/// (not MaxPool's Indices: offsets into the whole batch),
 /// Gemm/MatMul with a constant right operand, Softmax/Concat/Reduce*/Split/
 /// Slice/Gather along other axes, Flatten, Transpose, Reshape, Squeeze,
 /// Unsqueeze and Pad that keep axis 0); every graph output carries it. Any

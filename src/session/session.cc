@@ -14,6 +14,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -80,10 +81,13 @@ struct InferenceSession::Impl {
   std::string batch_symbol;
   session::SharedPackedConstants packed;
 
-  mutable std::mutex mutex;  // guards lru, stats
+  mutable std::mutex mutex;  // guards lru, stats, step_bytes_at_one
   std::list<std::pair<ShapeSignature, std::shared_ptr<ShapeSchedule>>> lru;  // most recent first
   SessionStats stats;
   std::map<ShapeSignature, std::shared_future<std::shared_ptr<ShapeSchedule>>> building;  // compiles under way
+  // Bytes of the largest step at one sample, by the signature at batch 1:
+  // what a batch's passes are sized from (Build), measured once.
+  std::map<ShapeSignature, std::int64_t> step_bytes_at_one;
 
   void SetThreads() const {
     // oneDNN's OpenMP build fixes a primitive's team when it is created, our
@@ -133,7 +137,7 @@ struct InferenceSession::Impl {
   // The schedule of `signature`: compiled at it, or, for a batch of a
   // separable model whose largest step outgrows the pass budget at the whole
   // batch, at the samples of one pass (batch_passes.h; the model loaded at
-  // one sample first to measure that step). With a team of T > 1 threads and
+  // one sample to measure that step, once per shape of the other dims). With a team of T > 1 threads and
   // a batch T divides, T passes run at once, each on one thread with its
   // share of the budget. At 2 threads on Zen 4 (scripts/bench.sh --session
   // --threads 2 --batches "8 32", 3 rounds), batch 8 went from 5.5 ms per
@@ -144,8 +148,21 @@ struct InferenceSession::Impl {
     const auto start = std::chrono::steady_clock::now();
     const std::int64_t batch = batch_symbol.empty() ? 0 : signature[0][0];
     if (batch > 1) {
-      Loaded one = LoadAt(WithBatch(signature, 1));
-      const std::int64_t step = session::LargestStepBytes(*one.graph), budget = session::PassBudgetBytes();
+      const ShapeSignature at_one = WithBatch(signature, 1);
+      std::optional<Loaded> one;
+      std::int64_t step = 0;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto it = step_bytes_at_one.find(at_one);
+        if (it != step_bytes_at_one.end()) step = it->second;
+      }
+      if (step == 0) {  // measured once per shape of the other dims
+        one = LoadAt(at_one);
+        step = std::max<std::int64_t>(1, session::LargestStepBytes(*one->graph));
+        std::lock_guard<std::mutex> lock(mutex);
+        step_bytes_at_one[at_one] = step;
+      }
+      const std::int64_t budget = session::PassBudgetBytes();
       const std::int64_t limit = options.max_samples_per_pass;
       const int team = TeamSize();
       std::int64_t per_pass = session::SamplesPerPass(batch, step, budget, limit);
@@ -159,7 +176,7 @@ struct InferenceSession::Impl {
         }
       }
       if (per_pass < batch) {
-        Loaded at = per_pass == 1 ? std::move(one) : LoadAt(WithBatch(signature, per_pass));
+        Loaded at = per_pass == 1 && one ? std::move(*one) : LoadAt(WithBatch(signature, per_pass));
         OmpTeam compile_team(concurrent > 1 ? 1 : 0);
         auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed,
                                                         nullptr, MsSince(start));

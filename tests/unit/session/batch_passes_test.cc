@@ -61,6 +61,18 @@ TEST_CASE("batch passes: models that mix samples, or that the analysis cannot fo
                  &why)
             .empty());
   CHECK_THAT(why, Catch::Contains("Shape"));
+  // MaxPool's Indices count over the whole tensor, the batch included
+  // (Operators.md: in [0, N x C x D1 x ... x Dn)): sample 1's are not what it
+  // gives alone. Found by the difftest's session check (seed 11130556).
+  CHECK(SymbolOf(Model("float[B,1,4] x", "float[B,1,4] y, int64[B,1,4] i",
+                       "y, i = MaxPool <kernel_shape = [1]> (x)"),
+                 &why)
+            .empty());
+  CHECK_THAT(why, Catch::Contains("MaxPool"));
+  CHECK(SymbolOf(Model("float[B,1,4] x", "float[B,1,4] y", "y = MaxPool <kernel_shape = [1]> (x)")) == "B");
+  // Flatten at axis 2 merges the batch with dim 1 (seed 11132244); at 1 it keeps it.
+  CHECK(SymbolOf(Model("float[B,2,3] x", "float[?,3] y", "y = Flatten <axis = 2> (x)")).empty());
+  CHECK(SymbolOf(Model("float[B,2,3] x", "float[B,6] y", "y = Flatten <axis = 1> (x)")) == "B");
   // A product of two samples' rows: x @ x^T is [B, B].
   CHECK(SymbolOf(Model("float[B,4] x", "float[B,B] y", "t = Transpose <perm = [1, 0]> (x)\ny = MatMul (x, t)")).empty());
   // A constant of batch extent broadcast against the input.
