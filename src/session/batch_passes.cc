@@ -199,6 +199,8 @@ class Analysis {
     }
     if (op == "Gather") {
       const auto axis = Normalized(AttrInt(n, "axis", 0), in_rank);
+      if (axis == std::optional<std::int64_t>(0))  // rows of an unbatched table (embeddings): indices.shape + ...
+        return !Batched(n.inputs[0]) && Batched(n.inputs[1]);
       return OnlyFirstBatched(n) && axis && *axis >= 1;
     }
     if (op == "Transpose") {

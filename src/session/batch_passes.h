@@ -30,7 +30,8 @@ namespace onnxfuse::session {
 /// with constants of no batch extent, Conv/pooling/normalisation per sample
 /// (not MaxPool's Indices: offsets into the whole batch),
 /// Gemm/MatMul with a constant right operand, Softmax/Concat/Reduce*/Split/
-/// Slice/Gather along other axes, Flatten, Transpose, Reshape, Squeeze,
+/// Slice/Gather along other axes, Gather of a constant table's rows by batched
+/// indices (embeddings), Flatten at axis 1, Transpose, Reshape, Squeeze,
 /// Unsqueeze and Pad that keep axis 0); every graph output carries it. Any
 /// other op reading such a value (Shape, control flow, non-default domains,
 /// ...) makes the model not separable: the analysis is conservative. Throws

@@ -38,6 +38,9 @@ TEST_CASE("batch passes: models that keep the samples of their batch apart", "[s
   CHECK(SymbolOf(Model("float[B,2,3] x", "float[B,6] y",
                        "s = Constant <value = int64[2] {0, 6}> ()\n"
                        "y = Reshape (x, s)")) == "B");
+  // An embedding: rows of a constant table picked by batched ids, [B, 5, 2].
+  CHECK(SymbolOf(Model("int64[B,5] ids, float[3,2] t = {1, 2, 3, 4, 5, 6}", "float[B,5,2] y", "y = Gather (t, ids)")) ==
+        "B");
 }
 
 TEST_CASE("batch passes: models that mix samples, or that the analysis cannot follow", "[session][batch_passes]") {
@@ -70,6 +73,9 @@ TEST_CASE("batch passes: models that mix samples, or that the analysis cannot fo
             .empty());
   CHECK_THAT(why, Catch::Contains("MaxPool"));
   CHECK(SymbolOf(Model("float[B,1,4] x", "float[B,1,4] y", "y = MaxPool <kernel_shape = [1]> (x)")) == "B");
+  // Gather along the batch with constant indices picks and reorders samples.
+  CHECK(SymbolOf(Model("float[B,4] x", "float[2,4] y", "i = Constant <value = int64[2] {1, 0}> ()\ny = Gather (x, i)"))
+            .empty());
   // Flatten at axis 2 merges the batch with dim 1 (seed 11132244); at 1 it keeps it.
   CHECK(SymbolOf(Model("float[B,2,3] x", "float[?,3] y", "y = Flatten <axis = 2> (x)")).empty());
   CHECK(SymbolOf(Model("float[B,2,3] x", "float[B,6] y", "y = Flatten <axis = 1> (x)")) == "B");
