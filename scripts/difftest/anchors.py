@@ -39,9 +39,22 @@ def batchnorm(g, st, v, rng):
     return V(y, v.dims, v.mag * 1.5 + 0.5)
 
 
+# The most elements one weight may have (16 MB of float32 in the model, twice
+# that in numpy's float64 while drawn): a MatMul keeping the width of a value
+# that a Flatten made 56320 wide asked for a [56320, 56320] weight, 23.6 GiB
+# (seed 81128555, a MemoryError that ended that graph's trial).
+MAX_WEIGHT_ELEMENTS = 1 << 22
+
+
+def _check_size(shape):
+    if int(np.prod(shape, dtype=np.int64)) > MAX_WEIGHT_ELEMENTS:
+        raise Skip()
+
+
 def _runtime_input(g, shape, scale=None):
     """A new graph input of `shape` (uniform in [-1, 1) at run time), times
     `scale` when given: an operand the backend sees only at run time."""
+    _check_size(shape)
     name = "in%d" % (len(g.inputs) + 1)
     g.inputs.append("float%s %s" % ("[%s]" % ",".join(map(str, shape)) if shape else "", name))
     if scale is None:
@@ -51,6 +64,7 @@ def _runtime_input(g, shape, scale=None):
 
 def _w(st, rng, shape, fan_in):
     # "round_w" (set by the shrinker): every weight 0.5, so a case reads by hand.
+    _check_size(shape)
     return np.full(shape, 0.5) if st.get("round_w") else weights(rng, shape, fan_in)
 
 

@@ -137,13 +137,14 @@ struct InferenceSession::Impl {
   // The schedule of `signature`: compiled at it, or, for a batch of a
   // separable model whose largest step outgrows the pass budget at the whole
   // batch, at the samples of one pass (batch_passes.h; the model loaded at
-  // one sample to measure that step, once per shape of the other dims). With a team of T > 1 threads and
-  // a batch T divides, T passes run at once, each on one thread with its
-  // share of the budget. At 2 threads on Zen 4 (scripts/bench.sh --session
-  // --threads 2 --batches "8 32", 3 rounds), batch 8 went from 5.5 ms per
-  // image to 3.5 on mobilenet_v2 (ORT 4.2) and from 6.1 to 5.1 on
-  // efficientnet_b0 (ORT 6.4), resnet50 from 36.4 to 34.4 (ORT 39.9): a step
-  // of one sample is too small to split across the team without waiting.
+  // one sample to measure that step, once per shape of the other dims). With
+  // a team of T > 1 threads and a batch T divides, T passes run at once, each
+  // on one thread with its share of the budget. At 2 threads on Zen 4
+  // (scripts/bench.sh --session --threads 2 --batches "8 32", 3 rounds),
+  // batch 8 went from 5.5 ms per image to 3.5 on mobilenet_v2 (ORT 4.2) and
+  // from 6.1 to 5.1 on efficientnet_b0 (ORT 6.4), resnet50 from 36.4 to 34.4
+  // (ORT 39.9): a step of one sample is too small to split across the team
+  // without waiting.
   std::shared_ptr<ShapeSchedule> Build(const ShapeSignature& signature) {
     const auto start = std::chrono::steady_clock::now();
     const std::int64_t batch = batch_symbol.empty() ? 0 : signature[0][0];
@@ -425,7 +426,7 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
   std::vector<Tensor> outputs(wanted.size());
   if (schedule->samples_per_pass() > 0)  // filled pass by pass: every output leads with the batch
     for (std::size_t k = 0; k < wanted.size(); ++k) outputs[k] = Impl::BatchOutput(bindings[wanted[k]], signature);
-  Impl::RunPasses(plan, *schedule, inputs, signature, [&](const ExecutablePlan& ran, std::int64_t pass, std::int64_t passes) {
+  auto collect = [&](const ExecutablePlan& ran, std::int64_t pass, std::int64_t passes) {
     for (std::size_t k = 0; k < wanted.size(); ++k) {
       if (passes == 1) {
         outputs[k] = ran.OutputTensor(wanted[k]);
@@ -438,7 +439,8 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
       char* base = wide ? reinterpret_cast<char*>(out.int_data.data()) : reinterpret_cast<char*>(out.data.data());
       std::memcpy(base + static_cast<std::size_t>(pass) * bytes, ran.OutputBuffer(wanted[k]), bytes);
     }
-  });
+  };
+  Impl::RunPasses(plan, *schedule, inputs, signature, collect);
   return outputs;
 }
 
@@ -471,7 +473,7 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       throw Error(ErrorKind::kUsage, "output '" + name + "' has no buffer (a null pointer)");
     targets.emplace_back(i, &view);
   }
-  Impl::RunPasses(plan, *schedule, inputs, signature, [&](const ExecutablePlan& ran, std::int64_t pass, std::int64_t passes) {
+  auto collect = [&](const ExecutablePlan& ran, std::int64_t pass, std::int64_t passes) {
     for (const auto& [i, view] : targets) {
       const ExecutablePlan::Binding& out = bindings[i];
       const void* src = ran.OutputBuffer(i);
@@ -482,7 +484,8 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       char* dst = static_cast<char*>(view->data) + static_cast<std::size_t>(pass * count) * ElementSize(view->dtype);
       session::NarrowFromStorage(view->dtype, src, count, dst);
     }
-  });
+  };
+  Impl::RunPasses(plan, *schedule, inputs, signature, collect);
 }
 
 PlanStats InferenceSession::PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {
