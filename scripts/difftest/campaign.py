@@ -35,7 +35,7 @@ class Campaign:
         self.runner = Runner(binary, os.path.join(ROOT, "scripts", "ort"))
         self.work = tempfile.mkdtemp(prefix="difftest-")
         self.tried = self.ort_runs = self.fuse_runs = self.unstable = 0
-        self.session_runs = self.session_batches = 0
+        self.session_runs = self.session_shapes = 0
         self.refused, self.ops = collections.Counter(), collections.Counter()
         self.typed, self.input_types = collections.Counter(), collections.Counter()
         self.refusal_example = {}
@@ -68,8 +68,8 @@ class Campaign:
         if not (res["refused"] or res["invalid"]):
             self.ort_runs += cfg["ort"]
             self.fuse_runs += cfg["fuse"]
-            self.session_runs += res["session_batches"] > 0
-            self.session_batches += res["session_batches"]
+            self.session_runs += res["session_shapes"] > 0
+            self.session_shapes += res["session_shapes"]
         if res["report"]:
             for p in res["report"].get("patterns", []):
                 m = p.get("matches", 0)
@@ -142,9 +142,9 @@ class Campaign:
         def top(counter, n=60):
             return ", ".join("%s %d" % kv for kv in counter.most_common(n)) or "none"
         print("graphs tried: %d in %.0f s (%.0f/min); ORT checks %d, fuse-path checks %d, session checks %d "
-              "(%d batches, each in passes and in one pass)"
+              "(%d shapes, each in passes and in one pass)"
               % (self.tried, secs, self.tried * 60 / max(secs, 1e-9), self.ort_runs, self.fuse_runs,
-                 self.session_runs, self.session_batches))
+                 self.session_runs, self.session_shapes))
         print("refusals: %d (%s)" % (sum(self.refused.values()), top(self.refused)))
         left = sorted(set(typed.GATED) - set(self.gated))
         print("typed steps' optional ops drawn: %s%s" % (", ".join(self.gated) or "none",

@@ -206,6 +206,8 @@ def replay(binary, node_dir, target, log=print):
                 b.path = os.path.join(b.folder, "model.onnx")
                 onnx.save(b.model, b.path)
                 b.names = [o.name for o in b.model.graph.output]
+                seed = re.search(r"^# seed:\s*(\d+)", text, re.M)
+                b.seed = int(seed.group(1)) if seed else 0  # the session check's shapes
             except Exception as e:
                 log("FAIL %s: cannot parse: %s" % (path, str(e).splitlines()[0]))
                 failed += 1

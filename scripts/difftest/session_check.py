@@ -1,15 +1,24 @@
-"""The session check (issue 24): a graph with its batch made symbolic, through
-one onnxfuse.InferenceSession at several batch sizes, each batch run in
-passes of one sample and in one pass (src/session/batch_passes.h), against
-ONNX Runtime at each batch. The library runs in a child process
-(session_probe.py), so that a crash is a failure record like the others.
+"""The session check (issue 24): a graph with its batch made symbolic, and
+in half the graphs one more dim, through one onnxfuse.InferenceSession at
+several shapes, each run in passes of one sample and in one pass
+(src/session/batch_passes.h), against ONNX Runtime at each shape. The library
+runs in a child process (session_probe.py), so that a crash is a failure
+record like the others.
 
-The batch is the first input's leading dim, and that of every other input
-of its rank and leading dim when it is above 1; a batch ORT cannot run (a Reshape to a fixed batch, ...) is left out; a batch
-the session refuses (UnsupportedError, InvalidModelError) is a note, not a
-failure. Anything else the session raises, a crash, or outputs beyond the
-tester's tolerance (runner.RTOL) are failures.
+The batch N is the first input's leading dim, and that of every other input
+of its rank and leading dim when it is above 1. The shapes are drawn from the
+graph's seed (the recipe's, kept by the shrinker; a saved case's "# seed:"
+line), so that a failure reproduces: batch 1 and two batches from 2 to 8;
+and, when the draw picks one, a later dim D of the first input above 1 (and
+the same dim of the inputs that share the batch and that extent) made
+symbolic too, run at its own extent and at another at the last batch. A
+shape ORT cannot run (a Reshape to a fixed batch, a MatMul whose K changed,
+...) is left out; a shape the session refuses (UnsupportedError,
+InvalidModelError) is a note, not a failure. Anything else the session
+raises, a crash, or outputs beyond the tester's tolerance (runner.RTOL) are
+failures.
 """
+import random
 import os
 import subprocess
 import sys
@@ -19,8 +28,7 @@ import onnx
 
 from .runner import TIMEOUT, compare, draw
 
-BATCHES = (1, 3, 4)
-SYMBOL = "N"
+SYMBOL, DIM_SYMBOL = "N", "D"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "session_probe.py")
 REFUSALS = ("UnsupportedError", "InvalidModelError")
@@ -57,30 +65,58 @@ def forget_shapes(graph):
                 forget_shapes(sub)
 
 
-def symbolic_copy(model):
-    """MODEL with dim 0 of its batched inputs named N and its other shapes
-    forgotten (forget_shapes); None when its first input has no fixed leading
-    dim."""
-    batched = set(batched_inputs(model))
+def draw_shapes(model, seed):
+    """The shapes graph SEED runs at: (axis of D in the first input or None,
+    [(batch, extent of D or None), ...])."""
+    r = random.Random(seed * 104729 + 31)
+    batches = [1] + sorted(r.sample(range(2, 9), 2))
+    first = batched_inputs(model)[0]
+    dims = next(vi for vi in model.graph.input if vi.name == first).type.tensor_type.shape.dim
+    later = [a for a in range(1, len(dims)) if dims[a].HasField("dim_value") and dims[a].dim_value > 1]
+    if not later or r.random() < 0.5:
+        return None, [(b, None) for b in batches]
+    axis = r.choice(later)
+    extent = dims[axis].dim_value
+    other = r.choice([e for e in (extent - 1, extent + 1, 2 * extent) if e >= 1 and e != extent])
+    return axis, [(b, extent) for b in batches] + [(batches[-1], other)]
+
+
+def symbolic_copy(model, axis=None):
+    """MODEL with dim 0 of its batched inputs named N, and dim AXIS of those
+    of the first input's extent there named D, its other shapes forgotten
+    (forget_shapes); None when its first input has no fixed leading dim."""
+    batched = batched_inputs(model)
     if not batched:
         return None
     m = onnx.ModelProto()
     m.CopyFrom(model)
-    for vi in m.graph.input:
-        if vi.name in batched:
-            vi.type.tensor_type.shape.dim[0].dim_param = SYMBOL
+    inputs = {vi.name: vi for vi in m.graph.input}
+    extent = inputs[batched[0]].type.tensor_type.shape.dim[axis].dim_value if axis is not None else None
+    for name in batched:
+        dims = inputs[name].type.tensor_type.shape.dim
+        dims[0].dim_param = SYMBOL
+        if axis is not None and len(dims) > axis and dims[axis].dim_value == extent:
+            dims[axis].dim_param = DIM_SYMBOL
     forget_shapes(m.graph)
     return m
 
 
-def batch_inputs(model, batch):
-    """Inputs at BATCH (the leading dim of those named N), drawn as compare.js
-    draws them (seeded by batch and position)."""
+def label(shape):
+    batch, extent = shape
+    return "%d" % batch if extent is None else "%dxD%d" % (batch, extent)
+
+
+def shape_inputs(model, shape):
+    """Inputs at SHAPE (N and D as given), drawn as compare.js draws them
+    (seeded by the shape and position)."""
+    batch, extent = shape
+    sizes = {SYMBOL: batch, DIM_SYMBOL: extent}
     initializers = {i.name for i in model.graph.initializer}
     feed = {}
     for i, vi in enumerate(v for v in model.graph.input if v.name not in initializers):
-        dims = [batch if d.dim_param == SYMBOL else d.dim_value for d in vi.type.tensor_type.shape.dim]
-        feed[vi.name] = draw(1000 * batch + i + 1, int(np.prod(dims)), vi.type.tensor_type.elem_type).reshape(dims)
+        dims = [sizes[d.dim_param] if d.dim_param else d.dim_value for d in vi.type.tensor_type.shape.dim]
+        seed = 1000 * batch + 37 * (extent or 0) + i + 1
+        feed[vi.name] = draw(seed, int(np.prod(dims)), vi.type.tensor_type.elem_type).reshape(dims)
     return feed
 
 
@@ -91,22 +127,24 @@ def module_dir(binary):
 
 
 def run_session(runner, b, strategy):
-    """The session check of built graph B. Returns (failures, note, batches checked)."""
-    sym = symbolic_copy(b.model)
-    if sym is None:
+    """The session check of built graph B (B.seed: its recipe's seed, drawing
+    its shapes). Returns (failures, note, shapes checked)."""
+    if not batched_inputs(b.model):
         return [], None, 0
+    axis, shapes = draw_shapes(b.model, getattr(b, "seed", 0))
+    sym = symbolic_copy(b.model, axis)
     path = os.path.join(b.folder, "symbolic.onnx")
     onnx.save(sym, path)
     feeds, refs = {}, {}
-    for batch in BATCHES:
-        feed = batch_inputs(sym, batch)
+    for shape in shapes:
+        feed = shape_inputs(sym, shape)
         ref = runner.ort(path, feed)
         if not isinstance(ref, str):
-            feeds[batch], refs[batch] = feed, [ref.get(n) for n in b.names]
+            feeds[label(shape)], refs[label(shape)] = feed, [ref.get(n) for n in b.names]
     if not feeds:
         return [], None, 0
     given, got = os.path.join(b.folder, "session_in.npz"), os.path.join(b.folder, "session_out.npz")
-    np.savez(given, **{"%d|%s" % (batch, k): v for batch, feed in feeds.items() for k, v in feed.items()})
+    np.savez(given, **{"%s|%s" % (at, k): v for at, feed in feeds.items() for k, v in feed.items()})
     env = dict(os.environ, PYTHONPATH=module_dir(runner.bin) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     via = ["session", strategy, 1]
     try:
@@ -122,31 +160,31 @@ def run_session(runner, b, strategy):
                  "message": err[:300] or "exit %d" % p.returncode, "via": via}], None, 0
     out = np.load(got)
     fails, note, checked = [], None, 0
-    for batch in feeds:
-        if "%d|error" % batch in out.files:
-            message = str(out["%d|error" % batch])
+    for at in feeds:
+        if "%s|error" % at in out.files:
+            message = str(out["%s|error" % at])
             if message.startswith(REFUSALS):
-                note = "session check: a batch refused (%s)" % message.split(":")[0]
+                note = "session check: a shape refused (%s)" % message.split(":")[0]
                 continue
-            fails.append({"kind": "session-error", "check": "InferenceSession at batch %d" % batch,
+            fails.append({"kind": "session-error", "check": "InferenceSession at N=%s" % at,
                           "message": message, "via": via})
             continue
-        runs = {mode: [out["%d|%s|%d" % (batch, mode, i)] for i in range(len(b.names))] for mode in ("passes", "whole")}
-        if compare(refs[batch], runs["passes"], b.names, "-", "-"):
+        runs = {mode: [out["%s|%s|%d" % (at, mode, i)] for i in range(len(b.names))] for mode in ("passes", "whole")}
+        if compare(refs[at], runs["passes"], b.names, "-", "-"):
             # As run_ort does: ORT without its graph optimizations agreeing with
             # both of ours means ORT's optimizer changed the result (seed
             # 91129247: Transpose then MatMul by a 1-D constant, wrong in ORT 1.30
             # optimized, right with its kernels alone).
             from .trial import OPTIMIZER_NOTE, ort_optimizer_differs  # trial imports this module
-            plain = runner.ort(path, feeds[batch], optimize=False)
-            if not isinstance(plain, str) and ort_optimizer_differs(b, refs[batch], plain,
+            plain = runner.ort(path, feeds[at], optimize=False)
+            if not isinstance(plain, str) and ort_optimizer_differs(b, refs[at], plain,
                                                                     [runs["passes"], runs["whole"]]):
                 note = OPTIMIZER_NOTE
-                refs[batch] = [plain.get(n) for n in b.names]
+                refs[at] = [plain.get(n) for n in b.names]
         for kind, ref, cand, check in (
-                ("session-vs-ort", refs[batch], runs["passes"], "ORT vs InferenceSession in passes, batch %d" % batch),
+                ("session-vs-ort", refs[at], runs["passes"], "ORT vs InferenceSession in passes, N=%s" % at),
                 ("session-passes-vs-whole", runs["whole"], runs["passes"],
-                 "InferenceSession in one pass vs in passes, batch %d" % batch)):
+                 "InferenceSession in one pass vs in passes, N=%s" % at)):
             shapes = [(r.shape if r is not None else None, c.shape) for r, c in zip(ref, cand)]
             if any(r != c for r, c in shapes):
                 fails.append({"kind": kind, "check": check, "message": "shapes %s" % shapes, "via": via})

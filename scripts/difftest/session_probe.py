@@ -8,9 +8,10 @@ check rather than the end of the campaign.
 
     session_probe.py MODEL STRATEGY INPUTS.npz OUTPUTS.npz
 
-INPUTS.npz holds "B|name" arrays per batch B. OUTPUTS.npz gets "B|passes|i" and
-"B|whole|i" (output i in model order); a batch either session refused or
-failed on gets "B|error" (the exception's class name and message) instead.
+INPUTS.npz holds "S|name" arrays per shape label S ("3", or "3xD5": batch 3
+with the dim D at 5). OUTPUTS.npz gets "S|passes|i" and "S|whole|i" (output i
+in model order); a shape either session refused or failed on gets "S|error"
+(the exception's class name and message) instead.
 Exit status 0 when it ran, 3 when onnxfuse cannot be imported or the model
 not loaded (the error on stderr).
 """
@@ -30,16 +31,16 @@ def main():
         print("%s: %s" % (type(e).__name__, e), file=sys.stderr)
         return 3
     data = np.load(inputs_path)
-    batches = sorted({int(k.split("|")[0]) for k in data.files})
+    shapes = sorted({k.split("|")[0] for k in data.files})
     result = {}
-    for batch in batches:
-        feed = {k.split("|", 1)[1]: data[k] for k in data.files if k.startswith("%d|" % batch)}
+    for at in shapes:
+        feed = {k.split("|", 1)[1]: data[k] for k in data.files if k.startswith(at + "|")}
         try:
             for mode, session in sessions.items():
                 for i, out in enumerate(session.run(None, feed)):
-                    result["%d|%s|%d" % (batch, mode, i)] = out
+                    result["%s|%s|%d" % (at, mode, i)] = out
         except Exception as e:
-            result["%d|error" % batch] = np.array("%s: %s" % (type(e).__name__, str(e)[:300]))
+            result["%s|error" % at] = np.array("%s: %s" % (type(e).__name__, str(e)[:300]))
     np.savez(outputs_path, **result)
     return 0
 

@@ -38,6 +38,7 @@ class Built:
             raise ValueError("no graph outputs")
         os.makedirs(folder, exist_ok=True)
         self.folder = folder
+        self.seed = recipe.get("seed", 0)  # the session check draws its shapes from it
         self.path = os.path.join(folder, "model.onnx")
         onnx.save(self.model, self.path)
         self.names = [o.name for o in self.model.graph.output]
@@ -287,7 +288,7 @@ def keep_real(runner, b, fails, res=None):
 def trial(runner, recipe, cfg, folder):
     """All checks for one graph. Returns a dict of what happened."""
     res = {"failures": [], "refused": [], "invalid": None, "note": None, "report": None, "ops": [], "unstable": 0,
-           "session_batches": 0}
+           "session_shapes": 0}
     try:
         b = Built(recipe, folder)
     except Exception as e:  # a renderer bug: reported, never hidden
@@ -310,7 +311,7 @@ def trial(runner, recipe, cfg, folder):
         res["report"] = report
         res["note"] = res["note"] or note
     if cfg.get("session"):
-        f, note, res["session_batches"] = run_session(runner, b, cfg["strategy"])
+        f, note, res["session_shapes"] = run_session(runner, b, cfg["strategy"])
         res["failures"] += f
         res["note"] = res["note"] or note
     if res["failures"]:
