@@ -141,5 +141,8 @@ class InferenceSession:
 
     def stats(self):
         """The shape cache's counters: compiles, cache_hits, evictions,
-        cached_shapes, plan_instances (session.h, SessionStats)."""
+        cached_shapes, plan_instances; and shapes, one dict per cached
+        schedule, most recently used first: input_shapes, load_ms and
+        compile_ms (milliseconds), samples_per_pass (0: one pass) and
+        concurrent_passes (session.h, SessionStats and CachedShape)."""
         return self._session.stats()

@@ -50,8 +50,9 @@ def test_symbolic_batch_at_several_sizes(symbolic_model):
         assert y.shape == (batch, 3)
         np.testing.assert_allclose(y, reference(x), rtol=1e-5, atol=1e-6)
     # 1, 3 and 8 compiled; 8 evicted 1, the least recently used; the second 3 hit.
-    assert session.stats() == {"compiles": 3, "cache_hits": 1, "evictions": 1, "cached_shapes": 2,
-                               "plan_instances": 2}
+    stats = session.stats()
+    assert [shape["input_shapes"] for shape in stats.pop("shapes")] == [{"x": [3, 4]}, {"x": [8, 4]}]
+    assert stats == {"compiles": 3, "cache_hits": 1, "evictions": 1, "cached_shapes": 2, "plan_instances": 2}
 
 
 def test_batch_in_passes_gives_the_one_pass_outputs(symbolic_model):
@@ -63,6 +64,16 @@ def test_batch_in_passes_gives_the_one_pass_outputs(symbolic_model):
     assert y.shape == (6, 3)
     np.testing.assert_allclose(y, whole.run(None, {"x": x})[0], rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(y, reference(x), rtol=1e-5, atol=1e-6)
+    shape, = split.stats()["shapes"]
+    assert (shape["samples_per_pass"], shape["concurrent_passes"]) == (2, 1)
+    assert whole.stats()["shapes"][0]["samples_per_pass"] == 0
+    # At 2 threads, batch 8 runs two passes of 2 at once, each on one thread.
+    two = onnxfuse.InferenceSession(path, threads=2, max_samples_per_pass=2)
+    x = np.random.default_rng(3).standard_normal((8, 4)).astype(np.float32)
+    np.testing.assert_allclose(two.run(None, {"x": x})[0], reference(x), rtol=1e-5, atol=1e-6)
+    shape, = two.stats()["shapes"]
+    assert (shape["samples_per_pass"], shape["concurrent_passes"]) == (2, 2)
+    assert two.stats()["plan_instances"] == 2
 
 
 def test_non_contiguous_input_is_copied_not_misread(symbolic_model):
