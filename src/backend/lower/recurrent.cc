@@ -8,11 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include <omp.h>
-
 #include "backend/lower/recurrent_spec.h"
 #include "backend/lower/recurrent_weights.h"
 #include "backend/lower/unsupported.h"
+#include "common/omp_team.h"
 
 namespace onnxfuse::backend {
 
@@ -112,19 +111,6 @@ dnnl::rnn_primitive_desc_base MakeRnnPd(const Builder& b, const Node& node, cons
   Unsupported(b, node, "unknown recurrent cell");
 }
 
-// OpenMP's thread count set to 1 for the scope of the object (the calling
-// thread's setting, as --threads sets it), restored at its end.
-class OneThread {
- public:
-  OneThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~OneThread() { omp_set_num_threads(saved_); }
-  OneThread(const OneThread&) = delete;
-  OneThread& operator=(const OneThread&) = delete;
-
- private:
-  int saved_;
-};
-
 // The primitive as a custom step that runs it on one OpenMP thread. At batch
 // 1 every time step is a matrix-vector product per gate, too small to share:
 // with two threads the plan paid an OpenMP barrier per step and cell, and on
@@ -140,7 +126,7 @@ void EmitOnOneThread(Builder& b, const dnnl::rnn_primitive_desc_base& pd, const 
   // (AddressSanitizer: heap-buffer-overflow in the plan's scratchpad).
   dnnl::primitive made;
   {
-    const OneThread one;
+    const OmpTeam one(1);
     made = dnnl::primitive(pd.get());
   }
   CustomKernel kernel = [prim = std::move(made), bound = args, engine = b.engine,
@@ -151,7 +137,7 @@ void EmitOnOneThread(Builder& b, const dnnl::rnn_primitive_desc_base& pd, const 
       memories[bound[i].first] = arg.slot >= 0 ? memory(arg.md, engine, data[i]) : arg.fixed;
     }
     if (scratch.get_size() > 0) memories[DNNL_ARG_SCRATCHPAD] = memory(scratch, engine, data.back());
-    const OneThread one;
+    const OmpTeam one(1);
     prim.execute(stream, memories);
     stream.wait();
   };
@@ -218,8 +204,8 @@ void EmitRecurrent(Builder& b, NodeId id) {
   // Batch 1 runs on one thread (EmitOnOneThread): the primitive is made for
   // one too, since brgemm's RNN splits its work by the thread count it was
   // created with and would open parallel regions of that many threads anyway.
-  std::optional<OneThread> one_thread;
-  if (n == 1) one_thread.emplace();
+  std::optional<OmpTeam> one_thread;
+  if (n == 1) one_thread.emplace(1);
   const auto pd = MakeRnnPd(b, node, s,
                             {x.md, h0 ? h0->md : none, c0 ? c0->md : none, w_any, r_any, peephole_md, bias_md,
                              dst_layer_md, h_out.slot >= 0 ? ldnc : none, c_out.slot >= 0 ? ldnc : none});
