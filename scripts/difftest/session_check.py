@@ -65,12 +65,11 @@ def forget_shapes(graph):
                 forget_shapes(sub)
 
 
-def draw_shapes(model, seed):
-    """The shapes graph SEED runs at: (axis of D in the first input or None,
+def draw_shapes(model, first, seed):
+    """The shapes graph SEED runs at: (axis of D in input FIRST or None,
     [(batch, extent of D or None), ...])."""
     r = random.Random(seed * 104729 + 31)
     batches = [1] + sorted(r.sample(range(2, 9), 2))
-    first = batched_inputs(model)[0]
     dims = next(vi for vi in model.graph.input if vi.name == first).type.tensor_type.shape.dim
     later = [a for a in range(1, len(dims)) if dims[a].HasField("dim_value") and dims[a].dim_value > 1]
     if not later or r.random() < 0.5:
@@ -81,13 +80,10 @@ def draw_shapes(model, seed):
     return axis, [(b, extent) for b in batches] + [(batches[-1], other)]
 
 
-def symbolic_copy(model, axis=None):
-    """MODEL with dim 0 of its batched inputs named N, and dim AXIS of those
-    of the first input's extent there named D, its other shapes forgotten
-    (forget_shapes); None when its first input has no fixed leading dim."""
-    batched = batched_inputs(model)
-    if not batched:
-        return None
+def symbolic_copy(model, batched, axis=None):
+    """MODEL with dim 0 of its BATCHED inputs (batched_inputs) named N, and
+    dim AXIS of those of the first one's extent there named D, its other
+    shapes forgotten (forget_shapes)."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     inputs = {vi.name: vi for vi in m.graph.input}
@@ -129,10 +125,11 @@ def module_dir(binary):
 def run_session(runner, b, strategy):
     """The session check of built graph B (B.seed: its recipe's seed, drawing
     its shapes). Returns (failures, note, shapes checked)."""
-    if not batched_inputs(b.model):
+    batched = batched_inputs(b.model)
+    if not batched:
         return [], None, 0
-    axis, shapes = draw_shapes(b.model, getattr(b, "seed", 0))
-    sym = symbolic_copy(b.model, axis)
+    axis, shapes = draw_shapes(b.model, batched[0], getattr(b, "seed", 0))
+    sym = symbolic_copy(b.model, batched, axis)
     path = os.path.join(b.folder, "symbolic.onnx")
     onnx.save(sym, path)
     feeds, refs = {}, {}

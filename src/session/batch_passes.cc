@@ -291,6 +291,15 @@ std::int64_t SamplesPerPass(std::int64_t batch, std::int64_t step_bytes_per_samp
   return 1;
 }
 
+PassPlan PlanPasses(std::int64_t batch, std::int64_t step_bytes_per_sample, std::int64_t budget_bytes,
+                    std::int64_t limit, int team) {
+  if (SamplesPerPass(batch, step_bytes_per_sample, budget_bytes, limit) == batch) return {};
+  if (team > 1 && batch % team == 0)
+    return {SamplesPerPass(batch / team, step_bytes_per_sample, budget_bytes / team, limit), team};
+  const std::int64_t samples = SamplesPerPass(batch, step_bytes_per_sample, budget_bytes, limit, team);
+  return {samples < batch ? samples : 0, 1};
+}
+
 std::int64_t PassBudgetBytes() {
   // sysfs, not sysconf(_SC_LEVEL3_CACHE_SIZE): glibc 2.36 reports 320 MB for
   // the 32 MB L3 of a Zen 4 VM. Sizes read "32768K".

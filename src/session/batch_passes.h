@@ -54,6 +54,28 @@ std::int64_t LargestStepBytes(const Graph& graph);
 std::int64_t SamplesPerPass(std::int64_t batch, std::int64_t step_bytes_per_sample, std::int64_t budget_bytes,
                             std::int64_t limit = 0, std::int64_t threads = 1);
 
+/// How a batch runs: passes of samples_per_pass samples (0: the whole batch in
+/// one pass), concurrent_passes of them at once, each then on one thread.
+struct PassPlan {
+  std::int64_t samples_per_pass = 0;
+  int concurrent_passes = 1;
+};
+
+/// The passes of a batch of `batch` samples whose largest step takes
+/// `step_bytes_per_sample` bytes per sample, for calls on a team of `team`
+/// threads: one pass when the whole batch fits `budget_bytes` (and `limit`,
+/// SessionOptions::max_samples_per_pass); else, with team > 1 and a batch
+/// the team divides, `team` passes at once, each on one thread with 1/team of
+/// the budget (SamplesPerPass of batch / team); else passes one after another
+/// of up to max(what the budget fits, team) samples (SamplesPerPass). At 2
+/// threads on Zen 4 (scripts/bench.sh --session --threads 2 --batches "8 32",
+/// 3 rounds), passes at once took batch 8 from 5.5 ms per image to 3.5 on
+/// mobilenet_v2 (ORT 4.2), from 6.1 to 5.1 on efficientnet_b0 (ORT 6.4) and
+/// from 36.4 to 34.4 on resnet50 (ORT 39.9): a step of one sample is too small
+/// to split across the team without waiting.
+PassPlan PlanPasses(std::int64_t batch, std::int64_t step_bytes_per_sample, std::int64_t budget_bytes,
+                    std::int64_t limit, int team);
+
 /// The cache budget of one pass, in bytes: half of the L3 cache this process
 /// runs on (sysfs cpu0/cache, the level-3 entry; shared with the other
 /// cores), at least 4 MiB; 16 MiB when the size is not known.

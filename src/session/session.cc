@@ -5,21 +5,19 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <exception>
-#include <functional>
 #include <future>
 #include <list>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
+#include "common/omp_team.h"
 #include "fuse/greedy_fuser.h"
 #include "fuse/pattern_fuser.h"
 #include "fuse/postdom_fuser.h"
@@ -30,6 +28,7 @@
 #include "session/batch_passes.h"
 #include "session/element_convert.h"
 #include "session/input_check.h"
+#include "session/pass_runner.h"
 #include "session/shape_schedule.h"
 
 namespace onnxfuse {
@@ -42,22 +41,6 @@ namespace {
 double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
-
-// This thread's OpenMP team set to `threads` (when > 0) for the guard's
-// lifetime, the one before restored after: the instances of a schedule whose
-// passes run at once are compiled and run on teams of one thread.
-class OmpTeam {
- public:
-  explicit OmpTeam(int threads) : before_(omp_get_max_threads()) {
-    if (threads > 0) omp_set_num_threads(threads);
-  }
-  ~OmpTeam() { omp_set_num_threads(before_); }
-  OmpTeam(const OmpTeam&) = delete;
-  OmpTeam& operator=(const OmpTeam&) = delete;
-
- private:
-  int before_;
-};
 
 // Team size for the instances of `schedule` on this thread: 1 when its
 // passes run at once, else 0 (the session's, already set).
@@ -136,15 +119,9 @@ struct InferenceSession::Impl {
 
   // The schedule of `signature`: compiled at it, or, for a batch of a
   // separable model whose largest step outgrows the pass budget at the whole
-  // batch, at the samples of one pass (batch_passes.h; the model loaded at
-  // one sample to measure that step, once per shape of the other dims). With
-  // a team of T > 1 threads and a batch T divides, T passes run at once, each
-  // on one thread with its share of the budget. At 2 threads on Zen 4
-  // (scripts/bench.sh --session --threads 2 --batches "8 32", 3 rounds),
-  // batch 8 went from 5.5 ms per image to 3.5 on mobilenet_v2 (ORT 4.2) and
-  // from 6.1 to 5.1 on efficientnet_b0 (ORT 6.4), resnet50 from 36.4 to 34.4
-  // (ORT 39.9): a step of one sample is too small to split across the team
-  // without waiting.
+  // batch, at the samples of one pass, those passes perhaps run at once
+  // (batch_passes.h, PlanPasses; the model loaded at one sample to measure
+  // that step, once per shape of the other dims).
   std::shared_ptr<ShapeSchedule> Build(const ShapeSignature& signature) {
     const auto start = std::chrono::steady_clock::now();
     const std::int64_t batch = batch_symbol.empty() ? 0 : signature[0][0];
@@ -163,26 +140,15 @@ struct InferenceSession::Impl {
         std::lock_guard<std::mutex> lock(mutex);
         step_bytes_at_one[at_one] = step;
       }
-      const std::int64_t budget = session::PassBudgetBytes();
-      const std::int64_t limit = options.max_samples_per_pass;
-      const int team = TeamSize();
-      std::int64_t per_pass = session::SamplesPerPass(batch, step, budget, limit);
-      int concurrent = 1;
-      if (per_pass < batch && team > 1) {
-        if (batch % team == 0) {
-          per_pass = session::SamplesPerPass(batch / team, step, budget / team, limit);
-          concurrent = team;
-        } else {
-          per_pass = session::SamplesPerPass(batch, step, budget, limit, team);
-        }
-      }
-      if (per_pass < batch) {
+      const session::PassPlan passes = session::PlanPasses(batch, step, session::PassBudgetBytes(),
+                                                           options.max_samples_per_pass, TeamSize());
+      if (const std::int64_t per_pass = passes.samples_per_pass; per_pass > 0) {
         Loaded at = per_pass == 1 && one ? std::move(*one) : LoadAt(WithBatch(signature, per_pass));
-        OmpTeam compile_team(concurrent > 1 ? 1 : 0);
+        OmpTeam compile_team(passes.concurrent_passes > 1 ? 1 : 0);
         auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed,
                                                         nullptr, MsSince(start));
         schedule->set_samples_per_pass(per_pass);
-        schedule->set_concurrent_passes(concurrent);
+        schedule->set_concurrent_passes(passes.concurrent_passes);
         return schedule;
       }
     }
@@ -195,63 +161,6 @@ struct InferenceSession::Impl {
   static ShapeSignature WithBatch(ShapeSignature signature, std::int64_t samples) {
     for (auto& dims : signature) dims[0] = samples;
     return signature;
-  }
-
-  // The inputs of pass `pass` of `samples` samples each: views of the call's
-  // inputs from sample pass * samples on (every input leads with the batch).
-  static NamedInputs PassInputs(const NamedInputs& inputs, std::int64_t samples, std::int64_t pass) {
-    NamedInputs slices;
-    for (const auto& [name, view] : inputs) {
-      TensorView slice = view;
-      slice.shape[0] = samples;
-      const auto bytes = static_cast<std::size_t>(slice.NumElements()) * ElementSize(view.dtype);
-      slice.data = static_cast<const char*>(view.data) + static_cast<std::size_t>(pass) * bytes;
-      slices.emplace(name, std::move(slice));
-    }
-    return slices;
-  }
-
-  // Runs the call's inputs: once on the leased instance, or once per pass of
-  // the schedule's samples_per_pass, concurrent_passes at a time (the others
-  // on helper threads, each with an instance of its own); `collect(plan,
-  // pass, passes)` after each, from the thread that ran it. Rethrows the
-  // first error of any pass once every thread has stopped.
-  using Collect = std::function<void(const ExecutablePlan&, std::int64_t, std::int64_t)>;
-  static void RunPasses(ExecutablePlan& plan, ShapeSchedule& schedule, const NamedInputs& inputs,
-                        const ShapeSignature& signature, const Collect& collect) {
-    const std::int64_t per_pass = schedule.samples_per_pass();
-    const std::int64_t passes = per_pass > 0 ? signature[0][0] / per_pass : 1;
-    std::atomic<std::int64_t> next{0};
-    auto work = [&](ExecutablePlan& instance) {
-      for (std::int64_t pass = next++; pass < passes; pass = next++) {
-        FeedInputs(instance, per_pass > 0 ? PassInputs(inputs, per_pass, pass) : inputs);
-        instance.RunSteps();
-        collect(instance, pass, passes);
-      }
-    };
-    const auto helpers = static_cast<std::size_t>(std::min<std::int64_t>(schedule.concurrent_passes(), passes) - 1);
-    std::vector<std::exception_ptr> errors(helpers + 1);
-    std::vector<std::thread> threads;
-    for (std::size_t h = 0; h < helpers; ++h)
-      threads.emplace_back([&, h] {
-        try {
-          OmpTeam team(1);
-          ShapeSchedule::Lease lease = schedule.Acquire();
-          work(lease.plan());
-        } catch (...) {
-          errors[h + 1] = std::current_exception();
-          next = passes;
-        }
-      });
-    try {
-      work(plan);
-    } catch (...) {
-      errors[0] = std::current_exception();
-      next = passes;
-    }
-    for (std::thread& thread : threads) thread.join();
-    for (const std::exception_ptr& error : errors)
-      if (error) std::rethrow_exception(error);
   }
 
   void Insert(const ShapeSignature& signature, std::shared_ptr<ShapeSchedule> schedule) {
@@ -297,36 +206,6 @@ struct InferenceSession::Impl {
       promise.set_exception(std::current_exception());
       throw;
     }
-  }
-
-  // The leased instance's input buffers filled from the views (one conversion
-  // into the arena, no other copy), after checking the pinned dims.
-  static void FeedInputs(ExecutablePlan& plan, const NamedInputs& views) {
-    const std::vector<ExecutablePlan::Binding> bindings = plan.InputBindings();
-    for (std::size_t i = 0; i < bindings.size(); ++i) {
-      const TensorView& view = views.at(bindings[i].name);
-      if (view.shape != bindings[i].dims)  // shape inference pinned another shape than the call's
-        throw Error(ErrorKind::kUsage, "input '" + bindings[i].name + "' of shape " + session::ShapeText(view.shape) +
-                                           " runs as " + session::ShapeText(bindings[i].dims));
-      session::WidenToStorage(view.dtype, view.data, view.NumElements(), plan.InputBuffer(i));
-    }
-  }
-
-  // An owned output of the whole batch for a schedule that runs `signature`
-  // in passes, in its storage type, to be filled pass by pass.
-  static Tensor BatchOutput(const ExecutablePlan::Binding& out, const ShapeSignature& signature) {
-    Tensor t;
-    t.name = out.name;
-    t.dims = out.dims;
-    t.dims[0] = signature[0][0];
-    t.data_type = out.data_type;
-    t.elem_type = StorageTypeOf(out.data_type);
-    const auto n = static_cast<std::size_t>(t.NumElements());
-    if (t.elem_type == onnx::TensorProto::INT64)
-      t.int_data.resize(n);
-    else
-      t.data.resize(n);
-    return t;
   }
 
   // Output `name`'s index in the plan's outputs; Error(kUsage) when none.
@@ -425,7 +304,8 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
 
   std::vector<Tensor> outputs(wanted.size());
   if (schedule->samples_per_pass() > 0)  // filled pass by pass: every output leads with the batch
-    for (std::size_t k = 0; k < wanted.size(); ++k) outputs[k] = Impl::BatchOutput(bindings[wanted[k]], signature);
+    for (std::size_t k = 0; k < wanted.size(); ++k)
+      outputs[k] = session::BatchOutput(bindings[wanted[k]], signature[0][0]);
   auto collect = [&](const ExecutablePlan& ran, std::int64_t pass, std::int64_t passes) {
     for (std::size_t k = 0; k < wanted.size(); ++k) {
       if (passes == 1) {
@@ -440,7 +320,7 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
       std::memcpy(base + static_cast<std::size_t>(pass) * bytes, ran.OutputBuffer(wanted[k]), bytes);
     }
   };
-  Impl::RunPasses(plan, *schedule, inputs, signature, collect);
+  session::RunPasses(plan, *schedule, inputs, signature[0][0], collect);
   return outputs;
 }
 
@@ -485,7 +365,7 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       session::NarrowFromStorage(view->dtype, src, count, dst);
     }
   };
-  Impl::RunPasses(plan, *schedule, inputs, signature, collect);
+  session::RunPasses(plan, *schedule, inputs, signature[0][0], collect);
 }
 
 PlanStats InferenceSession::PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <utility>
 
 #include "onnxfuse/session.h"
 #include "session/batch_passes.h"
@@ -101,6 +102,20 @@ TEST_CASE("batch passes: samples per pass divide the batch and fit the budget", 
   CHECK(session::SamplesPerPass(32, 20 << 20, 16 << 20, 0, 2) == 2);  // at least one sample per thread
   CHECK(session::SamplesPerPass(9, 20 << 20, 16 << 20, 0, 2) == 1);   // ... when it divides the batch
   CHECK(session::SamplesPerPass(32, 20 << 20, 16 << 20, 1, 2) == 1);  // max_samples_per_pass still caps it
+  // PlanPasses: one pass when the batch fits; at a team of 2 and an even
+  // batch, two passes at once from half the budget each; a batch the team
+  // does not divide runs its passes one after another, of the largest divisor
+  // up to the team size when the budget alone gives fewer.
+  using session::PlanPasses;
+  auto plan = [](session::PassPlan p) { return std::make_pair(p.samples_per_pass, p.concurrent_passes); };
+  CHECK(plan(PlanPasses(12, 64, 16 << 20, 0, 2)) == std::make_pair<std::int64_t, int>(0, 1));
+  CHECK(plan(PlanPasses(32, 6 << 20, 16 << 20, 0, 1)) == std::make_pair<std::int64_t, int>(2, 1));
+  CHECK(plan(PlanPasses(32, 6 << 20, 16 << 20, 0, 2)) == std::make_pair<std::int64_t, int>(1, 2));
+  CHECK(plan(PlanPasses(32, 2 << 20, 16 << 20, 0, 2)) == std::make_pair<std::int64_t, int>(4, 2));
+  CHECK(plan(PlanPasses(9, 20 << 20, 16 << 20, 0, 2)) == std::make_pair<std::int64_t, int>(1, 1));
+  CHECK(plan(PlanPasses(12, 20 << 20, 16 << 20, 0, 5)) == std::make_pair<std::int64_t, int>(4, 1));
+  CHECK(plan(PlanPasses(3, 20 << 20, 16 << 20, 0, 4)) == std::make_pair<std::int64_t, int>(0, 1));
+  CHECK(plan(PlanPasses(8, 64, 16 << 20, 2, 2)) == std::make_pair<std::int64_t, int>(2, 2));  // capped
   CHECK(session::PassBudgetBytes() >= (4 << 20));
   // kBatchModel's largest step at batch 2: Add reads x and z [2,4] and writes s [2,4] (MatMul's w is a constant).
   CHECK(session::LargestStepBytes(test::GraphFromText(test::kBatchModel, LoadOptions{{{"x", {2, 4}}, {"z", {2, 4}}}})) ==
