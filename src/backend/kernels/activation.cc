@@ -38,6 +38,14 @@ void GeluScalar(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * kSqrtHalf));
 }
 
+void SigmoidScalar(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-x[i]));
+}
+
+void TanhScalar(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+}
+
 // --- AVX-512 ---------------------------------------------------------------
 
 // 2^t = 2^n 2^f, n = round(t), |f| <= 1/2, 2^f = exp(f ln2) by the Taylor
@@ -63,6 +71,23 @@ __attribute__((target("avx512f"))) __m512 Exp16(__m512 v) { return Exp2_16(_mm51
 __attribute__((target("avx512f"))) __m512 Swish16(__m512 x) {
   __m512 e = Exp2_16(_mm512_mul_ps(x, _mm512_set1_ps(-kLog2e)));  // exp(-x)
   return _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.f)));
+}
+
+// x where x is NaN, else y: Exp2_16's clamp (max with -200) turns NaN into a number.
+__attribute__((target("avx512f"))) __m512 KeepNaN16(__m512 x, __m512 y) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+}
+
+__attribute__((target("avx512f"))) __m512 Sigmoid16(__m512 x) {
+  __m512 e = Exp2_16(_mm512_mul_ps(x, _mm512_set1_ps(-kLog2e)));  // exp(-x)
+  return KeepNaN16(x, _mm512_div_ps(_mm512_set1_ps(1.f), _mm512_add_ps(e, _mm512_set1_ps(1.f))));
+}
+
+// 1 - 2 / (1 + exp(2x)): exp(2x) = infinity gives 1, exp(2x) = 0 gives -1.
+__attribute__((target("avx512f"))) __m512 Tanh16(__m512 x) {
+  __m512 e = Exp2_16(_mm512_mul_ps(x, _mm512_set1_ps(2.f * kLog2e)));
+  const __m512 one = _mm512_set1_ps(1.f);
+  return KeepNaN16(x, _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.f), _mm512_add_ps(e, one))));
 }
 
 __attribute__((target("avx512f"))) __m512 Gelu16(__m512 x) {
@@ -111,6 +136,24 @@ __attribute__((target("avx2,fma"))) __m256 Exp8(__m256 v) {
 __attribute__((target("avx2,fma"))) __m256 Swish8(__m256 x) {
   __m256 e = Exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
   return _mm256_div_ps(x, _mm256_add_ps(e, _mm256_set1_ps(1.f)));
+}
+
+// x where x is NaN, else y: Exp8's clamp turns NaN into a number.
+__attribute__((target("avx2,fma"))) __m256 KeepNaN8(__m256 x, __m256 y) {
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+__attribute__((target("avx2,fma"))) __m256 Sigmoid8(__m256 x) {
+  __m256 e = Exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+  return KeepNaN8(x, _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_add_ps(e, _mm256_set1_ps(1.f))));
+}
+
+// Exp8 clamps its exponent to +-126: 2 / (1 + 2^126) is 0 in float, so the
+// ends are still exactly 1 and -1.
+__attribute__((target("avx2,fma"))) __m256 Tanh8(__m256 x) {
+  __m256 e = Exp8(_mm256_add_ps(x, x));
+  const __m256 one = _mm256_set1_ps(1.f);
+  return KeepNaN8(x, _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.f), _mm256_add_ps(e, one))));
 }
 
 __attribute__((target("avx2,fma"))) __m256 Gelu8(__m256 x) {
@@ -254,6 +297,20 @@ void Gelu(const float* src, float* dst, std::int64_t count) {
                                : CpuIsa() == Isa::kAvx2 ? Avx2<Gelu8, GeluScalar>
                                                         : GeluScalar;
   Apply(kernel, src, dst, count);
+}
+
+void Sigmoid(const float* src, float* dst, std::int64_t count) {
+  static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Sigmoid16>
+                               : CpuIsa() == Isa::kAvx2 ? Avx2<Sigmoid8, SigmoidScalar>
+                                                        : SigmoidScalar;
+  kernel(src, dst, count);
+}
+
+void Tanh(const float* src, float* dst, std::int64_t count) {
+  static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Tanh16>
+                               : CpuIsa() == Isa::kAvx2 ? Avx2<Tanh8, TanhScalar>
+                                                        : TanhScalar;
+  kernel(src, dst, count);
 }
 
 }  // namespace onnxfuse::backend

@@ -3,7 +3,8 @@
 //   swish (SiLU) x * sigmoid(x) = x / (1 + exp(-x)): EfficientNet (Tan & Le,
 //     2019), ONNX's `x * Sigmoid(x)`;
 //   Gelu 0.5 x (1 + erf(x / sqrt(2))) (Hendrycks & Gimpel, 2016): ViT,
-//     ConvNeXt, ONNX's `Div, Erf, Add, Mul, Mul` decomposition.
+//     ConvNeXt, ONNX's `Div, Erf, Add, Mul, Mul` decomposition;
+//   sigmoid and tanh, the LSTM's gates (backend/kernels/lstm.h).
 //
 // Why our own: oneDNN 2.6's eltwise_swish and eltwise_gelu_erf, as post-ops or
 // primitives, cost 0.25-0.4 ns per element on the AMD Zen CI machine (0.35 ms
@@ -48,5 +49,13 @@ void ChannelMeans(const float* data, std::int64_t images, std::int64_t blocks, s
 /// AVX paths (A&S's 1.5e-7 in erfc, halved, and float rounding: 2.7e-7 at
 /// most over 2^20 values in [-6, 6]), about 1e-7 |src[i]| with std::erf.
 void Gelu(const float* src, float* dst, std::int64_t count);
+
+/// dst[i] = 1 / (1 + exp(-src[i])) (Sigmoid) and tanh(src[i]) (Tanh) for i <
+/// count, on the calling thread alone (the LSTM's gates, a few hundred
+/// values per time step: backend/kernels/lstm.h); `dst` may be `src`. tanh(x)
+/// = 1 - 2 / (1 + exp(2x)): absolute error below 3e-7; NaN stays NaN;
+/// std::exp and std::tanh without AVX2.
+void Sigmoid(const float* src, float* dst, std::int64_t count);
+void Tanh(const float* src, float* dst, std::int64_t count);
 
 }  // namespace onnxfuse::backend

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/lower/lstm.h"
 #include "backend/lower/recurrent_spec.h"
 #include "backend/lower/recurrent_weights.h"
 #include "backend/lower/unsupported.h"
@@ -169,6 +170,7 @@ bool IsRecurrent(const Node& node) {
 void EmitRecurrent(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   const RecurrentSpec s = ReadRecurrent(b, node);
+  if (EmitOwnLstm(b, id, s)) return;
   const bool lstm = s.cell == CellKind::kLstm;
   const std::int64_t t = s.seq_length, n = s.batch, d = s.sizes.directions, h = s.sizes.hidden, in = s.sizes.input;
   const std::int64_t gates = GateCount(s.cell), bias_gates = BiasGateCount(s.cell);

@@ -1,9 +1,10 @@
 // The activation kernels (src/backend/kernels/activation.h) on raw buffers:
 // SwishInPlace and Gelu against x / (1 + exp(-x)) and 0.5 x (1 + erf(x /
-// sqrt 2)) in double, SwishInPlaceWithMeans and ChannelMeans against the
+// sqrt 2)) in double, Sigmoid and Tanh against 1 / (1 + exp(-x)) and tanh x, SwishInPlaceWithMeans and ChannelMeans against the
 // means over rows in double. Tolerances: swish 2e-6 relative (exp's series to
 // degree 6 is within 2e-7, the division adds an ulp); Gelu 3e-7 (|x| + |y|)
-// absolute (the header's bound, 3e-7 |x|, and the result's rounding); means
+// absolute (the header's bound, 3e-7 |x|, and the result's rounding); Sigmoid
+// and Tanh 3e-7 absolute (the header's bound); means
 // 2e-5 of the mean magnitude (float sums of up to 3136 rows).
 //
 // Swish and Gelu run AVX-512, AVX2+FMA or plain C++ as CpuIsa() says, which
@@ -14,9 +15,11 @@
 // CPU alone, not capped.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -46,13 +49,15 @@ std::vector<float> Inputs(std::int64_t count, float range, std::uint32_t seed) {
 
 class ActivationTester {
  public:
-  enum class Op { kSwish, kGelu };
+  enum class Op { kSwish, kGelu, kSigmoid, kTanh };
   ActivationTester& Operation(Op v) { op_ = v; return *this; }
   ActivationTester& Count(std::int64_t v) { count_ = v; return *this; }
-  ActivationTester& InPlace(bool v) { in_place_ = v; return *this; }  ///< Gelu: dst = src
+  ActivationTester& InPlace(bool v) { in_place_ = v; return *this; }  ///< Gelu, Sigmoid, Tanh: dst = src
 
   void Test() const {
-    INFO((op_ == Op::kSwish ? "swish" : "gelu") << " count " << count_ << " in place " << in_place_);
+    const char* names[] = {"swish", "gelu", "sigmoid", "tanh"};
+    INFO(names[static_cast<int>(op_)] << " count " << count_ << " in place " << in_place_);
+    if (op_ == Op::kSigmoid || op_ == Op::kTanh) return TestGate();
     const std::vector<float> x = Inputs(count_, op_ == Op::kSwish ? 20.f : 6.f, 61);
     std::vector<test::Expected> want;
     for (float v : x) {
@@ -72,6 +77,20 @@ class ActivationTester {
   }
 
  private:
+  // Sigmoid and Tanh: 3e-7 absolute.
+  void TestGate() const {
+    const std::vector<float> x = Inputs(count_, op_ == Op::kSigmoid ? 20.f : 10.f, 64);
+    std::vector<test::Expected> want;
+    for (float v : x) want.push_back({op_ == Op::kSigmoid ? 1 / (1 + std::exp(-double{v})) : std::tanh(double{v}), 1.0});
+    test::Guarded y(x.size());
+    std::copy(x.begin(), x.end(), y.get());
+    const float* src = in_place_ ? y.get() : x.data();
+    if (op_ == Op::kSigmoid) Sigmoid(src, y.get(), count_);
+    else Tanh(src, y.get(), count_);
+    test::CheckAll(y.get(), want, 3e-7);
+    CHECK(y.GuardIntact());
+  }
+
   Op op_ = Op::kSwish;
   std::int64_t count_ = 16;
   bool in_place_ = true;
@@ -136,6 +155,34 @@ TEST_CASE("Gelu: counts around the vectors and chunks, in place and into another
   for (std::int64_t count : {1, 7, 8, 9, 15, 16, 17, 33, 4095, 4096, 4097, 3 * 4096 + 5})
     for (bool in_place : {true, false})
       ActivationTester().Operation(ActivationTester::Op::kGelu).Count(count).InPlace(in_place).Test();
+}
+
+TEST_CASE("Sigmoid and Tanh: counts around the vectors, in place and into another buffer, special values",
+          "[kernels][activation]") {
+  for (std::int64_t count : {1, 7, 8, 9, 15, 16, 17, 33, 128, 131})
+    for (bool in_place : {true, false}) {
+      ActivationTester().Operation(ActivationTester::Op::kSigmoid).Count(count).InPlace(in_place).Test();
+      ActivationTester().Operation(ActivationTester::Op::kTanh).Count(count).InPlace(in_place).Test();
+    }
+  // The ends: 1, -1 and 1 exactly, 0 within the smallest normal float (AVX2's
+  // exp saturates at 2^126); NaN stays NaN.
+  std::vector<float> x(16, 0.f);
+  const float ends[] = {-1e4f, -100.f, 100.f, 1e4f, kNaN};
+  std::copy(std::begin(ends), std::end(ends), x.begin());
+  std::vector<float> s(16), t(16);
+  Sigmoid(x.data(), s.data(), 16);
+  Tanh(x.data(), t.data(), 16);
+  CHECK(s[0] >= 0.f);
+  CHECK(s[0] <= std::numeric_limits<float>::min());
+  CHECK(s[3] == 1.f);
+  CHECK(t[0] == -1.f);
+  CHECK(t[1] == -1.f);
+  CHECK(t[2] == 1.f);
+  CHECK(t[3] == 1.f);
+  CHECK(std::isnan(s[4]));
+  CHECK(std::isnan(t[4]));
+  CHECK(s[5] == 0.5f);
+  CHECK(t[5] == 0.f);
 }
 
 TEST_CASE("SwishInPlace: NaN stays NaN, large inputs give x and -0", "[kernels][activation]") {

@@ -1,5 +1,8 @@
 // LSTM, GRU and RNN on oneDNN's RNN primitives (src/backend/lower/recurrent.cc)
-// against the ONNX equations in double precision (support/recurrent_reference.h).
+// and a fused LSTM on our own recurrence (src/backend/lower/lstm.cc), against
+// the ONNX equations in double precision (support/recurrent_reference.h).
+// Every case checks the fused plan and the unfused one, which keeps oneDNN's
+// primitive for every cell.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -265,7 +268,8 @@ TEST_CASE("RNN with Relu and Sigmoid activations", "[recurrent]") {
 }
 
 TEST_CASE("batch-1 recurrent layers run their primitive on one thread, with the same results", "[recurrent]") {
-  // recurrent.cc's EmitOnOneThread: the primitive inside a custom step.
+  // recurrent.cc's EmitOnOneThread: the primitive inside a custom step (a
+  // fused LSTM with constant weights at layout 0 runs our recurrence instead).
   // At batch 1, Y's [T, D, 1, H] and the states' [1, D, H] (layout 1) are
   // the primitive's own bytes: no reorder around it.
   for (const std::string op : {"LSTM", "GRU", "RNN"})
@@ -284,4 +288,36 @@ TEST_CASE("batch-1 recurrent layers run their primitive on one thread, with the 
         CHECK(test::StepsContaining(o.fused, "onnxfuse:custom") == 0);  // named by oneDNN's implementation
         if (!weights_as_inputs) CHECK(test::StepsStartingWith(o.fused, "reorder ") == 0);
       }
+}
+
+TEST_CASE("a fused LSTM with constant weights runs one projection matmul and our recurrence", "[recurrent]") {
+  // lstm.cc: hidden 32 gives 128 gates, a whole block of the AVX-512 gate
+  // product (and two of AVX2's); batch 3 runs the rows one after another.
+  for (const std::string direction : {"forward", "reverse", "bidirectional"})
+    for (const bool peepholes : {false, true}) {
+      INFO(direction << (peepholes ? " with" : " without") << " peepholes");
+      RecurrentProblem p = Problem("LSTM", direction);
+      p.hidden = 32, p.batch = 3, p.seq_length = 6;
+      Variant v;
+      v.peepholes = peepholes;
+      const Outcome o = Run(p, v);
+      Check(o, p, 0);
+      CHECK(test::StepsContaining(o.fused, "onnxfuse:lstm") == 1);
+      CHECK(test::StepsStartingWith(o.fused, "matmul ") == 1);  // the input projection
+      CHECK(test::StepsStartingWith(o.fused, "reorder ") == 0);
+      CHECK(test::StepsContaining(o.unfused, "onnxfuse:lstm") == 0);
+    }
+  SECTION("layout 1 and run-time weights keep oneDNN's primitive") {
+    RecurrentProblem p = Problem("LSTM", "bidirectional");
+    Variant batch_first;
+    batch_first.layout = 1;
+    const Outcome a = Run(p, batch_first);
+    Check(a, p, 1);
+    CHECK(test::StepsContaining(a.fused, "onnxfuse:lstm") == 0);
+    Variant run_time;
+    run_time.weights_as_inputs = true;
+    const Outcome b = Run(p, run_time);
+    Check(b, p, 0);
+    CHECK(test::StepsContaining(b.fused, "onnxfuse:lstm") == 0);
+  }
 }

@@ -1,0 +1,129 @@
+#include "backend/lower/lstm.h"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/kernels/lstm.h"
+#include "backend/lower/unsupported.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using dnnl::memory;
+
+// A [D, N, H] initial state: its slot when computed, a copy when a constant; nullopt when omitted.
+std::optional<Arg> StateArg(Builder& b, const Node& node, ValueId v, const Dims& dims) {
+  if (v == kNoValue) return std::nullopt;
+  if (b.IsAct(v)) return b.UsePlain(v, node);
+  const memory::desc md = PlainDesc(dims);
+  return Arg{-1, md, b.HostMemory(md, b.Const(v, node).data.data())};
+}
+
+bool Constant(const Builder& b, ValueId v) { return v == kNoValue || !b.IsAct(v); }
+
+}  // namespace
+
+bool EmitOwnLstm(Builder& b, NodeId id, const RecurrentSpec& s) {
+  if (!b.fuse || s.cell != CellKind::kLstm || s.batch_first) return false;
+  if (!Constant(b, s.w) || !Constant(b, s.r) || !Constant(b, s.b) || !Constant(b, s.p)) return false;
+  const Node& node = b.graph.node(id);
+  const std::int64_t t = s.seq_length, n = s.batch, d = s.sizes.directions, h = s.sizes.hidden, in = s.sizes.input;
+  const std::int64_t gates = 4 * h, cols = d * gates;
+
+  // The input projection: [T*N, I] x [I, D*4H] + (Wb + Rb), one matmul.
+  if (!b.IsAct(s.x)) b.ConstAsAct(s.x, node);
+  const Arg x{b.UsePlain(s.x, node).slot, PlainDesc({t * n, in}), {}};
+  std::vector<float> bias(static_cast<std::size_t>(cols), 0.f);
+  if (s.b != kNoValue) {  // ONNX B [D, 8H]: Wb then Rb
+    const std::vector<float>& onnx = b.Const(s.b, node).data;
+    for (std::int64_t j = 0; j < d; ++j)
+      for (std::int64_t k = 0; k < gates; ++k)
+        bias[static_cast<std::size_t>(j * gates + k)] = onnx[static_cast<std::size_t>(j * 2 * gates + k)] +
+                                                        onnx[static_cast<std::size_t>(j * 2 * gates + gates + k)];
+  }
+  const memory::desc bias_md = PlainDesc({1, cols}), projection_md = PlainDesc({t * n, cols});
+  using MatMulPd = dnnl::matmul::primitive_desc;
+  const auto pd = MakePd<MatMulPd>(
+      b, node, dnnl::matmul::desc(x.md, memory::desc({in, cols}, DataType::f32, Tag::any), bias_md, projection_md),
+      b.Attr());
+  std::vector<float> transposed(static_cast<std::size_t>(in * cols));  // filled only when not replayed
+  const memory weights = b.PackedConstant(id, "weights_projection", pd.weights_desc(), [&] {
+    // ONNX W [D, 4H, I] to W^T [I, D*4H]: column j*4H + k is row k of direction j.
+    const std::vector<float>& w = b.Const(s.w, node).data;
+    for (std::int64_t c = 0; c < cols; ++c)
+      for (std::int64_t i = 0; i < in; ++i)
+        transposed[static_cast<std::size_t>(i * cols + c)] = w[static_cast<std::size_t>(c * in + i)];
+    return b.HostView(PlainDesc({in, cols}), transposed.data());
+  });
+  const Act projection = b.NewAct({t * n, cols}, projection_md);
+  b.Emit(pd, "matmul", node.name + " (input projection)",
+         {{DNNL_ARG_SRC, x},
+          {DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights}},
+          {DNNL_ARG_BIAS, Arg{-1, bias_md, b.HostMemory(bias_md, bias.data())}},
+          {DNNL_ARG_DST, Arg{projection.slot, projection_md, {}}}},
+         projection_md);
+
+  // The recurrence. Arguments: projection, R, then what is present, in the order of `has`.
+  auto constant = [&](ValueId v, const std::string& argument, const Dims& dims) {
+    const memory::desc md = PlainDesc(dims);
+    const memory m = b.PackedConstant(id, argument, md, [&] { return b.HostView(md, b.Const(v, node).data.data()); });
+    return Arg{-1, md, m};
+  };
+  std::vector<float> r_transposed(static_cast<std::size_t>(d * h * gates));  // filled only when not replayed
+  const memory::desc rt_md = PlainDesc({d, h, gates});
+  const memory rt = b.PackedConstant(id, "weights_iter_transposed", rt_md, [&] {
+    const std::vector<float>& r = b.Const(s.r, node).data;  // [D, 4H, H]
+    for (std::int64_t j = 0; j < d; ++j)
+      for (std::int64_t c = 0; c < gates; ++c)
+        for (std::int64_t k = 0; k < h; ++k)
+          r_transposed[static_cast<std::size_t>((j * h + k) * gates + c)] =
+              r[static_cast<std::size_t>((j * gates + c) * h + k)];
+    return b.HostView(rt_md, r_transposed.data());
+  });
+  std::vector<std::pair<int, Arg>> args = {{0, Arg{projection.slot, projection_md, {}}}, {1, Arg{-1, rt_md, rt}}};
+  const Dims y_dims = {t, d, n, h}, state_dims = {d, n, h};
+  const std::optional<Arg> h0 = StateArg(b, node, s.initial_h, state_dims),
+                           c0 = StateArg(b, node, s.initial_c, state_dims);
+  const Act y = s.y != kNoValue ? b.NewAct(y_dims, PlainDesc(y_dims)) : Act{};
+  const Act y_h = s.y_h != kNoValue ? b.NewAct(state_dims, PlainDesc(state_dims)) : Act{};
+  const Act y_c = s.y_c != kNoValue ? b.NewAct(state_dims, PlainDesc(state_dims)) : Act{};
+  // Position in `args` of: peephole, h0, c0, y, y_h, y_c (-1: absent).
+  std::array<int, 6> at{};
+  auto add = [&](int position, std::optional<Arg> arg) {
+    at[static_cast<std::size_t>(position)] = arg ? static_cast<int>(args.size()) : -1;
+    if (arg) args.emplace_back(static_cast<int>(args.size()), *arg);
+  };
+  add(0, s.p != kNoValue ? std::optional<Arg>(constant(s.p, "weights_peephole_plain", {d, 3 * h})) : std::nullopt);
+  add(1, h0);
+  add(2, c0);
+  auto out = [](const Act& a) { return a.slot >= 0 ? std::optional<Arg>(Arg{a.slot, a.md, {}}) : std::nullopt; };
+  add(3, out(y));
+  add(4, out(y_h));
+  add(5, out(y_c));
+  LstmShape shape;
+  shape.steps = t;
+  shape.batch = n;
+  shape.directions = d;
+  shape.hidden = h;
+  shape.reverse = s.direction == dnnl::rnn_direction::unidirectional_right2left;
+  CustomKernel kernel = [shape, at](const std::vector<void*>& data) {
+    auto ptr = [&](std::size_t k) {
+      return at[k] >= 0 ? static_cast<float*>(data[static_cast<std::size_t>(at[k])]) : nullptr;
+    };
+    LstmRecurrence(shape, static_cast<const float*>(data[0]), static_cast<const float*>(data[1]), ptr(0), ptr(1),
+                   ptr(2), ptr(3), ptr(4), ptr(5), static_cast<float*>(data.back()));
+  };
+  const memory::desc dst_md = y.slot >= 0 ? y.md : PlainDesc(state_dims);
+  b.EmitCustom("lstm", node.name, std::move(args), std::move(kernel), dst_md, "onnxfuse:lstm",
+               LstmScratchFloats(shape) * static_cast<std::int64_t>(sizeof(float)));
+  if (y.slot >= 0) b.SetAct(s.y, y);
+  if (y_h.slot >= 0) b.SetAct(s.y_h, y_h);
+  if (y_c.slot >= 0) b.SetAct(s.y_c, y_c);
+  return true;
+}
+
+}  // namespace onnxfuse::backend
