@@ -28,7 +28,7 @@ def op_step(r, rank, depth=0, same_dims=False):
     if k == "rnn":
         cell = W(r, [("LSTM", 3), ("GRU", 3), ("RNN", 2)])
         return step(r, k, cell=cell, dir=W(r, [("forward", 2), ("reverse", 1), ("bidirectional", 2)]),
-                    hidden=r.choice([1, 3, 8, 16]), init=int(r.random() < 0.5), bias=int(r.random() < 0.6),
+                    hidden=r.choice([1, 3, 8, 16, 32]), init=int(r.random() < 0.5), bias=int(r.random() < 0.6),
                     seqlens=int(r.random() < 0.2), layout=int(r.random() < 0.1), lbr=int(r.random() < 0.5),
                     act=W(r, [("Tanh", 3), ("Relu", 1), ("Sigmoid", 1)]),
                     pick=W(r, [("Y", 3), ("Yflat", 2), ("Yh", 2), ("Yc", 1)]), tout=int(r.random() < 0.3))

@@ -50,10 +50,11 @@ bool EmitOwnLstm(Builder& b, NodeId id, const RecurrentSpec& s) {
   const auto pd = MakePd<MatMulPd>(
       b, node, dnnl::matmul::desc(x.md, memory::desc({in, cols}, DataType::f32, Tag::any), bias_md, projection_md),
       b.Attr());
-  std::vector<float> transposed(static_cast<std::size_t>(in * cols));  // filled only when not replayed
+  std::vector<float> transposed;  // the plain source PackedConstant reads, made only when not replayed
   const memory weights = b.PackedConstant(id, "weights_projection", pd.weights_desc(), [&] {
     // ONNX W [D, 4H, I] to W^T [I, D*4H]: column j*4H + k is row k of direction j.
     const std::vector<float>& w = b.Const(s.w, node).data;
+    transposed.resize(static_cast<std::size_t>(in * cols));
     for (std::int64_t c = 0; c < cols; ++c)
       for (std::int64_t i = 0; i < in; ++i)
         transposed[static_cast<std::size_t>(i * cols + c)] = w[static_cast<std::size_t>(c * in + i)];
@@ -67,16 +68,18 @@ bool EmitOwnLstm(Builder& b, NodeId id, const RecurrentSpec& s) {
           {DNNL_ARG_DST, Arg{projection.slot, projection_md, {}}}},
          projection_md);
 
-  // The recurrence. Arguments: projection, R, then what is present, in the order of `has`.
+  // The recurrence. Arguments: the projection, R^T, then those present of
+  // peephole, h0, c0, Y, Y_h, Y_c (their positions in `at`), the scratchpad last.
   auto constant = [&](ValueId v, const std::string& argument, const Dims& dims) {
     const memory::desc md = PlainDesc(dims);
     const memory m = b.PackedConstant(id, argument, md, [&] { return b.HostView(md, b.Const(v, node).data.data()); });
     return Arg{-1, md, m};
   };
-  std::vector<float> r_transposed(static_cast<std::size_t>(d * h * gates));  // filled only when not replayed
+  std::vector<float> r_transposed;  // as `transposed`
   const memory::desc rt_md = PlainDesc({d, h, gates});
   const memory rt = b.PackedConstant(id, "weights_iter_transposed", rt_md, [&] {
     const std::vector<float>& r = b.Const(s.r, node).data;  // [D, 4H, H]
+    r_transposed.resize(static_cast<std::size_t>(d * h * gates));
     for (std::int64_t j = 0; j < d; ++j)
       for (std::int64_t c = 0; c < gates; ++c)
         for (std::int64_t k = 0; k < h; ++k)

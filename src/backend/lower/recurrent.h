@@ -6,7 +6,8 @@
 namespace onnxfuse::backend {
 
 /// Lowers an LSTM, GRU or RNN node (Operators.md LSTM-7/14, GRU-7/14,
-/// RNN-7/14) to one lstm_forward, gru_forward (linear_before_reset = 0),
+/// RNN-7/14). A fused LSTM with constant weights at layout 0 goes to
+/// EmitOwnLstm (lstm.h); everything else to one lstm_forward, gru_forward (linear_before_reset = 0),
 /// lbr_gru_forward (linear_before_reset = 1) or vanilla_rnn_forward step,
 /// forward_inference, direction forward (left2right), reverse (right2left) or
 /// bidirectional (bidirectional_concat).

@@ -43,6 +43,12 @@ class LstmTester {
     peepholes_ = v;
     return *this;
   }
+  /// Inputs of 1e-3 and no bias or initial states: outputs near 1e-4, which
+  /// the gates must get right relative to their size (difftest seed 61130523).
+  LstmTester& Tiny(bool v) {
+    tiny_ = v;
+    return *this;
+  }
   LstmTester& InitialStates(bool v) {
     initial_ = v;
     return *this;
@@ -53,7 +59,7 @@ class LstmTester {
   }
 
   void Test() const {
-    INFO(direction_ << " T " << steps_ << " N " << batch_ << " I " << input_ << " H " << hidden_ << " peepholes "
+    INFO(direction_ << (tiny_ ? " tiny" : "") << " T " << steps_ << " N " << batch_ << " I " << input_ << " H " << hidden_ << " peepholes "
                     << peepholes_ << " initial states " << initial_ << " outputs " << want_y_ << want_h_ << want_c_);
     test::RecurrentProblem p;
     p.op = "LSTM";
@@ -65,7 +71,11 @@ class LstmTester {
     p.w = Scaled(test::RandomFloats(Z(d * g * input_), 72), input_);
     p.r = Scaled(test::RandomFloats(Z(d * g * h), 73), h);
     p.b = test::RandomFloats(Z(d * 2 * g), 74, -0.5f, 0.5f);
-    if (initial_)
+    if (tiny_) {
+      for (float& v : p.x) v *= 1e-3f;
+      std::fill(p.b.begin(), p.b.end(), 0.f);
+    }
+    if (initial_ && !tiny_)
       p.initial_h = test::RandomFloats(Z(d * n * h), 75), p.initial_c = test::RandomFloats(Z(d * n * h), 76);
     if (peepholes_) p.p = test::RandomFloats(Z(d * 3 * h), 77, -0.5f, 0.5f);
     const test::RecurrentResult want = test::ReferenceRecurrent(p);
@@ -87,7 +97,7 @@ class LstmTester {
     shape.steps = t, shape.batch = n, shape.directions = d, shape.hidden = h, shape.reverse = direction_ == "reverse";
     test::Guarded y(Z(t * d * n * h)), y_h(Z(d * n * h)), y_c(Z(d * n * h)), scratch(Z(LstmScratchFloats(shape)));
     LstmRecurrence(shape, projection.data(), rt.data(), peepholes_ ? p.p.data() : nullptr,
-                   initial_ ? p.initial_h.data() : nullptr, initial_ ? p.initial_c.data() : nullptr,
+                   p.initial_h.empty() ? nullptr : p.initial_h.data(), p.initial_c.empty() ? nullptr : p.initial_c.data(),
                    want_y_ ? y.get() : nullptr, want_h_ ? y_h.get() : nullptr, want_c_ ? y_c.get() : nullptr,
                    scratch.get());
     if (want_y_) Check(y.get(), want.y);
@@ -117,7 +127,7 @@ class LstmTester {
 
   std::string direction_ = "forward";
   std::int64_t steps_ = 7, batch_ = 1, input_ = 5, hidden_ = 32;
-  bool peepholes_ = false, initial_ = true, want_y_ = true, want_h_ = true, want_c_ = true;
+  bool peepholes_ = false, tiny_ = false, initial_ = true, want_y_ = true, want_h_ = true, want_c_ = true;
 };
 
 }  // namespace
@@ -139,6 +149,7 @@ TEST_CASE("LstmRecurrence: batches, peepholes, zero initial states and omitted o
     LstmTester().Direction(direction).Sizes(6, 2, 4, 32).Outputs(true, false, false).Test();
   }
   LstmTester().Direction("reverse").Sizes(5, 2, 3, 33).Peepholes(true).InitialStates(false).Test();
+  for (std::int64_t hidden : {1, 32}) LstmTester().Direction("bidirectional").Sizes(5, 2, 5, hidden).Tiny(true).Test();
 }
 
 TEST_CASE("LstmRecurrence: two directions on one thread and on two give the same bits", "[kernels][lstm]") {
