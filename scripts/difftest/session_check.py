@@ -51,6 +51,11 @@ def batched_inputs(model):
                                    and vi.type.tensor_type.shape.dim[0].dim_value == lead)]
 
 
+def subgraphs(attr):
+    """The graphs node attribute ATTR holds (If branches, Loop and Scan bodies)."""
+    return list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
+
+
 def forget_shapes(graph):
     """Every dim of GRAPH's outputs unknown and its value_info dropped, in its
     subgraphs (If, Loop, Scan bodies) too: shapes inferred at the exported
@@ -61,7 +66,7 @@ def forget_shapes(graph):
     del graph.value_info[:]
     for node in graph.node:
         for attr in node.attribute:
-            for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else []):
+            for sub in subgraphs(attr):
                 forget_shapes(sub)
 
 
@@ -81,7 +86,7 @@ def resizes_by_length(graph):
             if node.op_type == "Resize" and attr.name == "coordinate_transformation_mode" and \
                     attr.s in LENGTH_RESIZED_MODES:
                 return True
-            if any(resizes_by_length(sub) for sub in list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])):
+            if any(resizes_by_length(sub) for sub in subgraphs(attr)):
                 return True
     return False
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/kernels/lstm.h"
+#include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"
 
 namespace onnxfuse::backend {
@@ -23,71 +24,58 @@ std::optional<Arg> StateArg(Builder& b, const Node& node, ValueId v, const Dims&
   return Arg{-1, md, b.HostMemory(md, b.Const(v, node).data.data())};
 }
 
-bool Constant(const Builder& b, ValueId v) { return v == kNoValue || !b.IsAct(v); }
-
 }  // namespace
 
 bool EmitOwnLstm(Builder& b, NodeId id, const RecurrentSpec& s) {
   if (!b.fuse || s.cell != CellKind::kLstm || s.batch_first) return false;
-  if (!Constant(b, s.w) || !Constant(b, s.r) || !Constant(b, s.b) || !Constant(b, s.p)) return false;
   const Node& node = b.graph.node(id);
+  for (std::size_t input : {1, 2, 3, 7})  // W, R, B, P
+    if (IsRuntimeInput(b, node, input)) return false;
   const std::int64_t t = s.seq_length, n = s.batch, d = s.sizes.directions, h = s.sizes.hidden, in = s.sizes.input;
   const std::int64_t gates = 4 * h, cols = d * gates;
 
   // The input projection: [T*N, I] x [I, D*4H] + (Wb + Rb), one matmul.
   if (!b.IsAct(s.x)) b.ConstAsAct(s.x, node);
   const Arg x{b.UsePlain(s.x, node).slot, PlainDesc({t * n, in}), {}};
-  std::vector<float> bias(static_cast<std::size_t>(cols), 0.f);
+  std::vector<double> bias(static_cast<std::size_t>(cols), 0.0);
   if (s.b != kNoValue) {  // ONNX B [D, 8H]: Wb then Rb
     const std::vector<float>& onnx = b.Const(s.b, node).data;
     for (std::int64_t j = 0; j < d; ++j)
       for (std::int64_t k = 0; k < gates; ++k)
-        bias[static_cast<std::size_t>(j * gates + k)] = onnx[static_cast<std::size_t>(j * 2 * gates + k)] +
+        bias[static_cast<std::size_t>(j * gates + k)] = double{onnx[static_cast<std::size_t>(j * 2 * gates + k)]} +
                                                         onnx[static_cast<std::size_t>(j * 2 * gates + gates + k)];
   }
-  const memory::desc bias_md = PlainDesc({1, cols}), projection_md = PlainDesc({t * n, cols});
+  // Constant `v` prepacked into `want` from its ONNX bytes seen as `view`
+  // (swapped strides: a transposed operand, as matmul.cc reads transB).
+  auto packed = [&](ValueId v, const std::string& argument, const memory::desc& view, const memory::desc& want) {
+    const memory m =
+        b.PackedConstant(id, argument, want, [&] { return b.HostView(view, b.Const(v, node).data.data()); });
+    return Arg{-1, m.get_desc(), m};
+  };
+  const memory::desc projection_md = PlainDesc({t * n, cols});
   using MatMulPd = dnnl::matmul::primitive_desc;
   const auto pd = MakePd<MatMulPd>(
-      b, node, dnnl::matmul::desc(x.md, memory::desc({in, cols}, DataType::f32, Tag::any), bias_md, projection_md),
+      b, node,
+      dnnl::matmul::desc(x.md, memory::desc({in, cols}, DataType::f32, Tag::any), PlainDesc({1, cols}), projection_md),
       b.Attr());
-  std::vector<float> transposed;  // the plain source PackedConstant reads, made only when not replayed
-  const memory weights = b.PackedConstant(id, "weights_projection", pd.weights_desc(), [&] {
-    // ONNX W [D, 4H, I] to W^T [I, D*4H]: column j*4H + k is row k of direction j.
-    const std::vector<float>& w = b.Const(s.w, node).data;
-    transposed.resize(static_cast<std::size_t>(in * cols));
-    for (std::int64_t c = 0; c < cols; ++c)
-      for (std::int64_t i = 0; i < in; ++i)
-        transposed[static_cast<std::size_t>(i * cols + c)] = w[static_cast<std::size_t>(c * in + i)];
-    return b.HostView(PlainDesc({in, cols}), transposed.data());
-  });
+  const memory bias_mem = BiasMemory(b, id, bias, /*as_row=*/true);
   const Act projection = b.NewAct({t * n, cols}, projection_md);
+  // W [D*4H, I] read as W^T [I, D*4H]: column j*4H + k is row k of direction j.
   b.Emit(pd, "matmul", node.name + " (input projection)",
          {{DNNL_ARG_SRC, x},
-          {DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights}},
-          {DNNL_ARG_BIAS, Arg{-1, bias_md, b.HostMemory(bias_md, bias.data())}},
+          {DNNL_ARG_WEIGHTS,
+           packed(s.w, "weights_projection", memory::desc({in, cols}, DataType::f32, Dims{1, in}), pd.weights_desc())},
+          {DNNL_ARG_BIAS, Arg{-1, bias_mem.get_desc(), bias_mem}},
           {DNNL_ARG_DST, Arg{projection.slot, projection_md, {}}}},
          projection_md);
 
   // The recurrence. Arguments: the projection, R^T, then those present of
   // peephole, h0, c0, Y, Y_h, Y_c (their positions in `at`), the scratchpad last.
-  auto constant = [&](ValueId v, const std::string& argument, const Dims& dims) {
-    const memory::desc md = PlainDesc(dims);
-    const memory m = b.PackedConstant(id, argument, md, [&] { return b.HostView(md, b.Const(v, node).data.data()); });
-    return Arg{-1, md, m};
-  };
-  std::vector<float> r_transposed;  // as `transposed`
-  const memory::desc rt_md = PlainDesc({d, h, gates});
-  const memory rt = b.PackedConstant(id, "weights_iter_transposed", rt_md, [&] {
-    const std::vector<float>& r = b.Const(s.r, node).data;  // [D, 4H, H]
-    r_transposed.resize(static_cast<std::size_t>(d * h * gates));
-    for (std::int64_t j = 0; j < d; ++j)
-      for (std::int64_t c = 0; c < gates; ++c)
-        for (std::int64_t k = 0; k < h; ++k)
-          r_transposed[static_cast<std::size_t>((j * h + k) * gates + c)] =
-              r[static_cast<std::size_t>((j * gates + c) * h + k)];
-    return b.HostView(rt_md, r_transposed.data());
-  });
-  std::vector<std::pair<int, Arg>> args = {{0, Arg{projection.slot, projection_md, {}}}, {1, Arg{-1, rt_md, rt}}};
+  // R [D, 4H, H] read as R^T [D, H, 4H] and packed plain.
+  const memory::desc rt_view({d, h, gates}, DataType::f32, Dims{gates * h, 1, h});
+  std::vector<std::pair<int, Arg>> args = {
+      {0, Arg{projection.slot, projection_md, {}}},
+      {1, packed(s.r, "weights_iter_transposed", rt_view, PlainDesc({d, h, gates}))}};
   const Dims y_dims = {t, d, n, h}, state_dims = {d, n, h};
   const std::optional<Arg> h0 = StateArg(b, node, s.initial_h, state_dims),
                            c0 = StateArg(b, node, s.initial_c, state_dims);
@@ -100,7 +88,8 @@ bool EmitOwnLstm(Builder& b, NodeId id, const RecurrentSpec& s) {
     at[static_cast<std::size_t>(position)] = arg ? static_cast<int>(args.size()) : -1;
     if (arg) args.emplace_back(static_cast<int>(args.size()), *arg);
   };
-  add(0, s.p != kNoValue ? std::optional<Arg>(constant(s.p, "weights_peephole_plain", {d, 3 * h})) : std::nullopt);
+  const memory::desc p_md = PlainDesc({d, 3 * h});
+  add(0, s.p != kNoValue ? std::optional<Arg>(packed(s.p, "weights_peephole_plain", p_md, p_md)) : std::nullopt);
   add(1, h0);
   add(2, c0);
   auto out = [](const Act& a) { return a.slot >= 0 ? std::optional<Arg>(Arg{a.slot, a.md, {}}) : std::nullopt; };
