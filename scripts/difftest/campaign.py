@@ -11,11 +11,9 @@ import time
 
 from . import cases, renderer, typed
 from .generator import make_recipe
-from .runner import Runner, key
+from .runner import ROOT, Runner, ToolMissing, key, require_tools
 from .shrinker import Shrinker
 from .trial import config, trial
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def find_binary(arg):
@@ -34,7 +32,8 @@ class Campaign:
         self.args, self.bin = args, binary
         self.runner = Runner(binary, os.path.join(ROOT, "scripts", "ort"))
         self.work = tempfile.mkdtemp(prefix="difftest-")
-        self.tried = self.ort_runs = self.fuse_runs = self.unstable = 0
+        self.tried = self.ort_runs = self.fuse_runs = 0
+        self.explained = collections.Counter()  # mismatches explained, by rule (trial.keep_real)
         self.session_runs = self.session_shapes = 0
         self.refused, self.ops = collections.Counter(), collections.Counter()
         self.typed, self.input_types = collections.Counter(), collections.Counter()
@@ -52,7 +51,7 @@ class Campaign:
         shutil.rmtree(folder, ignore_errors=True)
         res = trial(self.runner, recipe, cfg, folder)
         self.tried += 1
-        self.unstable += res.get("unstable", 0)
+        self.explained.update(res.get("explained", {}))
         self.ops.update(res["ops"])
         self.typed.update(cases.describe_typed(recipe))
         if "built" in res:
@@ -134,6 +133,9 @@ class Campaign:
                 i += 1
         except (KeyboardInterrupt, SystemExit):
             print("stopped from outside after %d graphs" % self.tried)
+        except ToolMissing as e:     # a failure of the campaign, with the seed it stopped at
+            self.failures.append({"seed": seed + i, "failure": {"kind": "tool-missing"}, "path": None})
+            print("FAIL seed %d: %s" % (seed + i, e), flush=True)
         finally:
             self.summary(time.time() - start)
             sys.stdout.flush()
@@ -152,8 +154,8 @@ class Campaign:
                                                         if left else ""))
         for op, example in sorted(self.refusal_example.items()):
             print("  %s refused, e.g. %s" % (op, example))
-        if self.unstable:
-            print("small mismatches on ill-conditioned graphs, not counted: %d" % self.unstable)
+        for rule, n in self.explained.most_common():
+            print("mismatches explained by the graph's conditioning (%s): %d" % (rule, n))
         if self.invalid:
             print("invalid models (generator bugs): %d (seeds %s)" % (len(self.invalid), self.invalid[:10]))
         for note, n in self.notes.items():
@@ -195,6 +197,11 @@ def main(argv=None):
                    help="1 in N graphs also runs through InferenceSession at batches 1, 3, 4 (0: none)")
     args = p.parse_args(argv)
     binary = find_binary(args.bin)
+    try:
+        require_tools(binary, os.path.join(ROOT, "scripts", "ort"))
+    except ToolMissing as e:
+        print("difftest: FAILED: %s" % e, flush=True)
+        return 1
     if args.replay:
         return 1 if cases.replay(binary, os.path.join(ROOT, "scripts", "ort"), args.replay) else 0
     c = Campaign(args, binary)

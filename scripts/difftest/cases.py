@@ -185,10 +185,15 @@ def save(folder, recipe, failure, seed, graph, secs):
 
 def replay(binary, node_dir, target, log=print):
     """Runs every case of a folder (or one file): fused vs unfused at 1 and 2
-    threads, each strategy (or the pinned one). Returns the number of failures."""
+    threads, each strategy (or the pinned one), and the check of its `# via:`
+    line. Returns the number of failures: a case that fails, that is refused
+    now, or no case at all (an empty folder) counts as one."""
     files = [target] if os.path.isfile(target) else (
         sorted(os.path.join(target, f) for f in os.listdir(target) if f.endswith(".onnxtxt"))
         if os.path.isdir(target) else [])
+    if not files:
+        log("FAIL replay: no cases (*.onnxtxt) at %s" % target)
+        return 1
     runner = Runner(binary, node_dir)
     failed = refused = 0
     work = tempfile.mkdtemp(prefix="difftest-replay-")
@@ -235,12 +240,12 @@ def replay(binary, node_dir, target, log=print):
                 what = ("output %s max_rel %.3e" % (f["output"], f["max_rel"])) if "max_rel" in f else f.get("message", "")
                 log("FAIL %s: %s (%s): %s%s" % (name, f["kind"], f["check"], what,
                                               " (+%d more)" % (len(bad) - 1) if len(bad) > 1 else ""))
-            elif ref:
+            elif ref:     # a case exists to be checked: one no longer run checks nothing
                 refused += 1
-                log("refused %s: unsupported %s" % (name, ", ".join(sorted(set(ref)))))
+                log("FAIL %s: refused now: unsupported %s" % (name, ", ".join(sorted(set(ref)))))
             else:
                 log("ok   %s%s" % (name, " (%s)" % note if note else ""))
     finally:
         runner.close()
     log("replay: %d case(s) ran, %d failed, %d refused" % (len(files), failed, refused))
-    return failed
+    return failed + refused

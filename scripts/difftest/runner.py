@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -21,6 +22,40 @@ from onnx import numpy_helper
 
 RTOL = 1e-4
 TIMEOUT = 60
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class ToolMissing(Exception):
+    """A tool a check needs is not there or died: node with onnxruntime-node
+    (scripts/ort), or the onnxfuse Python module beside the binary. The run
+    fails: a check that cannot run is never a pass."""
+
+
+def module_dir(binary):
+    """The onnxfuse Python module beside the binary's build tree, else build/python."""
+    beside = os.path.join(os.path.dirname(os.path.abspath(binary)), "python")
+    return beside if os.path.isdir(os.path.join(beside, "onnxfuse")) else os.path.join(ROOT, "build", "python")
+
+
+def require_tools(binary, node_dir):
+    """Raises ToolMissing unless ONNX Runtime loads in node and the onnxfuse
+    module imports (the ORT, fuse-path and session checks need them)."""
+    try:
+        p = subprocess.run(["node", "-e", "require('onnxruntime-node')"], cwd=node_dir, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ToolMissing("node cannot run: %s (scripts/setup.sh installs it)" % e)
+    if p.returncode != 0:
+        raise ToolMissing("ONNX Runtime does not load in node from %s: %s (scripts/setup.sh installs it)" %
+                          (node_dir, (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:200]))
+    env = dict(os.environ, PYTHONPATH=module_dir(binary) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.run([sys.executable, "-c", "import onnxfuse"], capture_output=True, text=True, env=env,
+                       timeout=TIMEOUT)
+    if p.returncode != 0:
+        raise ToolMissing("the onnxfuse Python module does not import from %s: %s (build the target onnxfuse_python)"
+                          % (module_dir(binary), (p.stderr.strip().splitlines() or ["?"])[-1][:200]))
 
 
 class Outcome:
@@ -107,7 +142,7 @@ def refused_op(stderr):
 
 class Runner:
     def __init__(self, binary, node_dir):
-        self.bin, self.node_dir, self.ort_proc, self.ort_dead = binary, node_dir, None, 0
+        self.bin, self.node_dir, self.ort_proc = binary, node_dir, None
 
     def _exec(self, args):
         # The binary is rebuilt by others while campaigns run: while it is
@@ -209,11 +244,10 @@ class Runner:
         o = self._classify(rc, err, "run --outputs (%s, %d threads)" % (mode, threads), fail_kind="run")
         if o.status != "ok":
             return o, None
-        files = sorted(f for f in os.listdir(out_dir) if f.startswith("output_"))
-        arrays = []
-        for i in range(len(files)):
+        arrays = []   # output_0.pb, output_1.pb, ... up to the first one missing (compare fails the rest)
+        while os.path.exists(os.path.join(out_dir, "output_%d.pb" % len(arrays))):
             t = onnx.TensorProto()
-            with open(os.path.join(out_dir, "output_%d.pb" % i), "rb") as fh:
+            with open(os.path.join(out_dir, "output_%d.pb" % len(arrays)), "rb") as fh:
                 t.ParseFromString(fh.read())
             arrays.append(numpy_helper.to_array(t))
         return o, arrays
@@ -227,18 +261,17 @@ class Runner:
 
     # --- ONNX Runtime ---------------------------------------------------------
     def ort(self, model, inputs, optimize=True):
-        """Runs MODEL in ORT on {name: array}; returns {name: array} or an error string.
-        optimize=False runs it with ORT's graph optimizations disabled (its kernels alone)."""
-        if self.ort_dead >= 2:     # no node, or no scripts/ort/node_modules: stop trying
-            return "ORT unavailable (node or scripts/ort/node_modules missing?)"
+        """Runs MODEL in ORT on {name: array}; returns {name: array}, or ORT's
+        error string when it refuses the model. optimize=False runs it with
+        ORT's graph optimizations disabled (its kernels alone). Raises
+        ToolMissing when the worker cannot start or dies."""
         if self.ort_proc is None or self.ort_proc.poll() is not None:
             js = os.path.join(self.node_dir, "serve.js")
             try:
                 self.ort_proc = subprocess.Popen(["node", js], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                  stderr=subprocess.DEVNULL, text=True)
             except OSError as e:
-                self.ort_dead = 2
-                return "ORT unavailable: %s" % e
+                raise ToolMissing("the ORT worker (node %s) cannot start: %s" % (js, e))
         req = {"model": os.path.abspath(model), "threads": 1, "optimize": optimize,
                "inputs": {k: {"dims": list(v.shape), "type": ORT_TYPES[v.dtype],
                               "data": base64.b64encode(np.ascontiguousarray(v).tobytes()).decode()}
@@ -248,9 +281,8 @@ class Runner:
             self.ort_proc.stdin.flush()
             reply = json.loads(self.ort_proc.stdout.readline())
         except (BrokenPipeError, ValueError) as e:
-            self.ort_dead += 1
             self.close()
-            return "ORT worker died: %s" % e
+            raise ToolMissing("the ORT worker died on %s: %s" % (model, e))
         if "error" in reply:
             return reply["error"]
         by_name = {t: d for d, t in ORT_TYPES.items()}
@@ -288,9 +320,13 @@ def exact_outputs(model):
 
 def compare(ref, cand, names, kind, check):
     """The worst output beyond RTOL between two lists of arrays, as a failure
-    record; integer and bool outputs must be equal and of the same type."""
+    record; integer and bool outputs must be equal and of the same type. Each
+    list holds one array per name: a list that is short (an output not
+    written) fails that output."""
     worst = None
-    for name, a, b in zip(names, ref, cand):
+    for i, name in enumerate(names):
+        a = ref[i] if i < len(ref) else None
+        b = cand[i] if i < len(cand) else None
         note = None
         if a is None or b is None:
             mabs, rel, bad, note = float("inf"), float("inf"), True, "output missing"

@@ -26,10 +26,9 @@ import sys
 import numpy as np
 import onnx
 
-from .runner import TIMEOUT, compare, draw
+from .runner import TIMEOUT, ToolMissing, compare, draw, module_dir
 
 SYMBOL, DIM_SYMBOL = "N", "D"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "session_probe.py")
 REFUSALS = ("UnsupportedError", "InvalidModelError")
 
@@ -143,12 +142,6 @@ def shape_inputs(model, shape):
     return feed
 
 
-def module_dir(binary):
-    """The onnxfuse Python module beside the binary's build tree, else build/python."""
-    beside = os.path.join(os.path.dirname(os.path.abspath(binary)), "python")
-    return beside if os.path.isdir(os.path.join(beside, "onnxfuse")) else os.path.join(ROOT, "build", "python")
-
-
 def run_session(runner, b, strategy):
     """The session check of built graph B (B.seed: its recipe's seed, drawing
     its shapes). Returns (failures, note, shapes checked)."""
@@ -177,7 +170,9 @@ def run_session(runner, b, strategy):
     except subprocess.TimeoutExpired:
         return [{"kind": "session-error", "check": "InferenceSession", "message": "timed out", "via": via}], None, 0
     err = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
-    if p.returncode == 3 and (err.startswith(REFUSALS) or err.startswith("ModuleNotFoundError")):
+    if p.returncode == 3 and err.startswith(("ModuleNotFoundError", "ImportError")):
+        raise ToolMissing("the session check cannot import onnxfuse: " + err[:200])
+    if p.returncode == 3 and err.startswith(REFUSALS):
         return [], "session check: " + err.split(":")[0], 0
     if p.returncode != 0:
         return [{"kind": "session-crash" if p.returncode < 0 else "session-error", "check": "InferenceSession",

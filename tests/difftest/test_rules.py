@@ -1,0 +1,140 @@
+"""The differential tester's own rules (scripts/difftest): when a mismatch is
+explained by the graph's conditioning, when a check that cannot run fails, and
+that every output is compared. Run by ctest as difftest.rules:
+    /usr/bin/python3 -m pytest tests/difftest/test_rules.py
+ONNXFUSE_BIN names the onnx-fuse binary for the replay of a refused case."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+from difftest import cases, runner, trial  # noqa: E402
+
+
+def two_output_model():
+    """x [4] -> a = Relu(x), b = Neg(x): two outputs to mismatch one at a time."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])
+    outs = [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [4]) for n in ("a", "b")]
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["x"], ["b"])],
+                          "g", [x], outs)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+class Built:
+    def __init__(self, folder):
+        self.model, self.folder = two_output_model(), folder
+        self.path = os.path.join(folder, "model.onnx")
+        onnx.save(self.model, self.path)
+        self.names = ["a", "b"]
+
+
+class FakeRunner:
+    """The unfused plan's outputs: BASE, or BASE + MOVE[name] once the inputs are
+    perturbed (a model under a cond_b* folder); ORT's answer is ORT."""
+
+    def __init__(self, base, move=None, ort=None):
+        self.base, self.move, self.ort_answer = base, move or {}, ort
+
+    def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
+        perturbed = "cond_b" in model
+        arrays = [self.base[n] + (self.move.get(n, 0.0) if perturbed else 0.0) for n in ("a", "b")]
+        return runner.Outcome("ok"), [a.astype(np.float32) for a in arrays]
+
+    def ort(self, model, inputs, optimize=True):
+        return self.ort_answer
+
+
+def ort_failure(output, max_abs, max_rel):
+    return {"kind": "ort-vs-fused", "check": "ORT vs run", "output": output, "max_abs": max_abs,
+            "max_rel": max_rel, "via": ["ort", "pattern", 1]}
+
+
+BASE = {"a": np.array([1.0, 0.5, 0.25, 2.0]), "b": np.array([-1.0, -0.5, -0.25, -2.0])}
+
+
+def test_a_shared_error_is_not_explained_by_its_size_or_by_ort():
+    # Both of our plans 5e-3 off ORT, and nothing moves when the inputs move:
+    # a lowering bug, whatever its size and however far ORT is from us.
+    with tempfile.TemporaryDirectory() as d:
+        b = Built(d)
+        ort = {"a": BASE["a"] * 1.005, "b": BASE["b"]}
+        res = {"explained": {}}
+        f = ort_failure("a", 1e-2, 5e-3)
+        assert trial.keep_real(FakeRunner(BASE, ort=ort), b, [f], res) == [f]
+        assert res["explained"] == {}
+
+
+def test_tiny_outputs_are_checked():
+    # An output whose values are all under 1e-3, off by half of them.
+    with tempfile.TemporaryDirectory() as d:
+        b = Built(d)
+        tiny = {"a": BASE["a"] * 1e-4, "b": BASE["b"]}
+        f = ort_failure("a", 1e-4, 0.5)
+        assert trial.keep_real(FakeRunner(tiny, ort={"a": tiny["a"] * 1.5, "b": tiny["b"]}), b, [f]) == [f]
+
+
+def test_conditioning_is_judged_per_output():
+    # Output a flips under 1e-6 of input noise; that excuses no mismatch of b.
+    with tempfile.TemporaryDirectory() as d:
+        b = Built(d)
+        f = ort_failure("b", 2e-2, 1e-2)
+        kept = trial.keep_real(FakeRunner(BASE, move={"a": 1.0}), b, [f])
+        assert kept == [f]
+
+
+def test_a_mismatch_its_output_moves_by_is_explained_and_counted():
+    with tempfile.TemporaryDirectory() as d:
+        b = Built(d)
+        res = {"explained": {}}
+        f = ort_failure("b", 2e-2, 1e-2)
+        assert trial.keep_real(FakeRunner(BASE, move={"b": 0.01}), b, [f], res) == []
+        assert res["explained"] == {trial.RULE_PERTURBED: 1}
+
+
+def test_compare_fails_an_output_not_written():
+    ref = [np.zeros(2, np.float32), np.ones(2, np.float32)]
+    f = runner.compare(ref, ref[:1], ["a", "b"], "ort-vs-fused", "-")
+    assert f is not None and f["output"] == "b" and f["message"] == "output missing"
+    assert runner.compare(ref, ref, ["a", "b"], "-", "-") is None
+
+
+def test_ort_missing_is_a_failure():
+    with tempfile.TemporaryDirectory() as d:   # no node_modules here
+        with pytest.raises(runner.ToolMissing):
+            runner.require_tools(sys.executable, d)
+        r = runner.Runner("unused", d)
+        with pytest.raises(runner.ToolMissing):   # serve.js is not there: the worker dies
+            r.ort(os.path.join(d, "m.onnx"), {})
+        r.close()
+
+
+def test_an_empty_case_folder_fails():
+    with tempfile.TemporaryDirectory() as d:
+        assert cases.replay("unused", d, d, log=lambda *_: None) == 1
+
+
+NONZERO_CASE = """# a case whose op the backend refuses
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[4] x) => (int64[1, 4] y) {
+  y = NonZero (x)
+}
+"""
+
+
+def test_a_refused_case_fails():
+    binary = os.environ.get("ONNXFUSE_BIN")
+    assert binary, "set ONNXFUSE_BIN to the onnx-fuse binary"
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "nonzero.onnxtxt")
+        with open(path, "w") as fh:
+            fh.write(NONZERO_CASE)
+        lines = []
+        assert cases.replay(binary, os.path.join(ROOT, "scripts", "ort"), path, log=lines.append) == 1
+        assert any(line.startswith("FAIL nonzero.onnxtxt: refused now") for line in lines), lines
