@@ -1,6 +1,6 @@
 // The errors onnx-fuse reports to its user, and the process exit code of each.
 //
-// Three tiers (see README "Errors"): an `Error` is thrown at I/O and API
+// Three tiers (see docs/api.md "Errors"): an `Error` is thrown at I/O and API
 // boundaries for bad input and is caught in main() only; a fusion that does not
 // happen is not an error but a recorded reason in the FusionPlan; a broken
 // internal invariant is an `InternalError` (a bug, exit code 70).

@@ -4,7 +4,7 @@ Every failure of the C++ library (an ``onnxfuse::Error``) is raised as a
 subclass of :class:`Error`, chosen by the error's kind, with the library's
 one-line message (naming the file, the node, the input or output at fault).
 ``kind`` and ``exit_code`` are those ``onnx-fuse`` reports on the command line
-(README "Exit codes").
+(docs/cli.md "Exit codes").
 
 - ``UsageError`` (also a ValueError; exit code 2): a bad call: an unknown or
   missing input or output name, a wrong dtype, rank or dim, an unknown

@@ -11,7 +11,7 @@ def fuse(input, output, strategy="pattern", report=None, *, patterns=(), input_s
     ``onnx-fuse INPUT -o OUTPUT --strategy STRATEGY [--report REPORT]`` does:
     fused groups as ai.onnxfuse ops defined by model-local functions (checked
     with onnx.checker), or an executable plan file when ``output`` ends in
-    ``.plan``. Returns the fusion report (README "Fusion report") as a dict;
+    ``.plan``. Returns the fusion report (docs/cli.md "Fusion report") as a dict;
     ``report``: a path to write it to as JSON too.
 
     ``strategy``: 'pattern' (the default, as the CLI's), 'postdom' or

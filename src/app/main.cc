@@ -1,5 +1,5 @@
 // onnx-fuse: fuse an ONNX model's operators and write the fused model and a report.
-// Exit codes (README "Exit codes"): 0 ok, 2 usage, 3 invalid model, 4 unsupported
+// Exit codes (docs/cli.md "Exit codes"): 0 ok, 2 usage, 3 invalid model, 4 unsupported
 // construct, 5 I/O failure, 70 internal error.
 #include <iostream>
 #include <map>

@@ -1,4 +1,4 @@
-// The fusion report (JSON). Schema documented in README.md "Fusion report".
+// The fusion report (JSON). Schema documented in docs/cli.md "Fusion report".
 #pragma once
 
 #include <nlohmann/json.hpp>

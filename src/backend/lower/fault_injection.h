@@ -1,6 +1,6 @@
 // A test hook for the self-checks (onnxfuse/verify.h): a fused plan made wrong
 // on purpose, so that the verification of `-o model.plan` and the localization
-// of `run --check` are tested end to end (README, "Testing").
+// of `run --check` are tested end to end (docs/testing.md "Fault injection").
 #pragma once
 
 #include <vector>

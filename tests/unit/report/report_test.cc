@@ -1,6 +1,6 @@
 // The JSON fusion report (report/report.h): model summary, groups with the
 // intermediates they eliminate, not-fused entries, totals, stage times and
-// the opset conversion, as README "Fusion report" documents them.
+// the opset conversion, as docs/cli.md "Fusion report" documents them.
 #include <catch2/catch.hpp>
 
 #include "report/report.h"

@@ -8,7 +8,7 @@
 // convolution is right. src/backend/lower/onednn_limits.h (PostOpsRight)
 // therefore never gives one primitive two such post-ops, and backend/lower/chain.cc
 // merges consecutive linear steps. When these probes start failing, the
-// installed oneDNN no longer has the bug (README, "oneDNN versions").
+// installed oneDNN no longer has the bug (docs/correctness.md "oneDNN's limits").
 #include <catch2/catch.hpp>
 
 #include <dnnl.hpp>
