@@ -22,6 +22,10 @@ one fixed input shape. torch 1.13 cannot export every model at every opset
 unless the table says otherwise) and keeps the first that exports and runs
 in ONNX Runtime; when none does, the reasons are printed and written to
 export.json, and the other models go on. scripts/zoo_check.sh runs the zoo.
+
+Exit status: 0 when every requested model is exported (or was already, without
+--force); 1 when any is not, after trying all of them, with each failed model
+and its reasons listed on stderr; 2: bad usage (an unknown model name).
 """
 
 import argparse
@@ -341,6 +345,8 @@ def read_outputs(data_dir, count):
 
 
 def export(name, out_dir, force):
+    """Exports one model. Returns None when it is exported (or its files
+    exist), else why not: one line per failed opset or the exception."""
     build, shapes, input_names, output_names, opsets, seed_name = MODELS[name]
     model_dir = os.path.join(out_dir, name)
     data_dir = os.path.join(model_dir, "test_data_set_0")
@@ -349,7 +355,7 @@ def export(name, out_dir, force):
     done = [model_path] + [os.path.join(data_dir, f"output_{n}.pb") for n in range(len(output_names))]
     if not force and all(os.path.exists(p) for p in done):
         print(f"{name:38s} exists, skipped (--force to redo)")
-        return True
+        return None
 
     start = time.time()
     torch.manual_seed(model_seed(seed_name or name))
@@ -392,7 +398,7 @@ def export(name, out_dir, force):
             json.dump(manifest, f, indent=1)
         tried = ", ".join(str(o) for o in opsets)
         print(f"{name:38s} NOT EXPORTED: no opset of {tried} works with torch {torch.__version__}; see {manifest_path}", flush=True)
-        return False
+        return "; ".join(f"opset {f['opset']}: {f['error']}" for f in failures) or f"no opset of {tried} tried"
 
     ort_outputs = read_outputs(data_dir, len(output_names))
     # torch against ORT, by the conformance run's measure: a sanity check of
@@ -425,7 +431,7 @@ def export(name, out_dir, force):
         f"{seconds:6.1f} s  torch-vs-ORT {worst:.1e}{note}",
         flush=True,
     )
-    return True
+    return None
 
 
 def main():
@@ -438,11 +444,23 @@ def main():
     unknown = [n for n in args.names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s): {' '.join(unknown)}")
-    not_exported = [name for name in args.names or MODELS if not export(name, args.out, args.force)]
+    # Every requested model is tried, whatever happens to the others; a
+    # failure outside the per-opset attempts (building the model, running it
+    # in torch, writing files) is recorded for that model too.
+    not_exported = []
+    for name in args.names or MODELS:
+        try:
+            why = export(name, args.out, args.force)
+        except Exception as exc:  # noqa: BLE001  (reported below, then exit 1)
+            why = first_line(exc)
+            print(f"{name:38s} FAILED: {why}", flush=True)
+        if why is not None:
+            not_exported.append((name, why))
     if not_exported:
-        print(f"not exported: {' '.join(not_exported)}", file=sys.stderr)
-    # A model torch cannot export is a limit of torch 1.13, not an error of
-    # this script: the others are exported, and the conformance run lists it.
+        print(f"export_zoo: {len(not_exported)} of {len(args.names or MODELS)} models not exported:", file=sys.stderr)
+        for name, why in not_exported:
+            print(f"  {name}: {why}", file=sys.stderr)
+        return 1
     return 0
 
 
