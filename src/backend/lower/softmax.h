@@ -5,8 +5,9 @@
 
 namespace onnxfuse::backend {
 
-/// Softmax and LogSoftmax (softmax_forward, logsoftmax_forward) over a plain
-/// buffer; before opset 13 over the input coerced to 2-D at `axis`.
+/// Softmax (softmax_forward) over a plain buffer and LogSoftmax on our own
+/// kernel (backend/kernels/log_softmax.h); before opset 13 over the input
+/// coerced to 2-D at `axis`.
 void EmitSoftmax(Builder& b, NodeId node);
 
 }  // namespace onnxfuse::backend
