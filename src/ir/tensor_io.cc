@@ -189,9 +189,15 @@ TensorDiff CompareTensors(const Tensor& reference, const Tensor& candidate) {
     return diff;
   }
   double max_ref = 0;
+  // Non-finite values must match exactly (NaN with NaN, +inf with +inf) and
+  // stay out of the scale: an infinity in max |reference| would make every
+  // finite difference of the tensor compare as 0.
   auto visit = [&](double a, double b) {
-    if (std::isnan(a) != std::isnan(b)) diff.max_abs = INFINITY;
-    if (std::isnan(a) || std::isnan(b)) return;
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      bool same = std::isnan(a) ? std::isnan(b) : a == b;
+      if (!same) diff.max_abs = INFINITY;
+      return;
+    }
     diff.max_abs = std::max(diff.max_abs, std::fabs(a - b));
     max_ref = std::max(max_ref, std::fabs(a));
   };

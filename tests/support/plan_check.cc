@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <iomanip>
 
 #include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"
@@ -17,13 +19,45 @@ PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs
   return {plan.Run(inputs), plan.stats(), plan.Schedule(), plan.Describe()};
 }
 
-void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol) {
+void CheckClose(const Tensor& actual, const std::vector<double>& expected, double rtol, double atol) {
   REQUIRE(actual.data.size() == expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    INFO("element " << i);
-    CHECK(actual.data[i] == Approx(expected[i]).margin(tol).epsilon(tol));
+    INFO("element " << i << ": " << std::setprecision(9) << actual.data[i] << ", expected " << expected[i]
+                    << ", off by " << std::fabs(actual.data[i] - expected[i]));
+    CHECK(actual.data[i] == Approx(expected[i]).margin(atol).epsilon(rtol));
   }
 }
+
+void CheckClose(const Tensor& actual, const std::vector<double>& expected, double rtol) {
+  CheckClose(actual, expected, rtol, rtol / 100);
+}
+
+namespace {
+
+// Every output of `fused` against the same output of `unfused`, each element
+// within `tol` relative, or within tol / 10 of the output's largest magnitude:
+// the two plans sum in other orders, and the rounding of a sum follows the
+// size of its terms (the tensor's scale), not of its result.
+void CheckEveryOutput(const PlanRun& unfused, const PlanRun& fused, double tol) {
+  REQUIRE(fused.outputs.size() == unfused.outputs.size());
+  INFO("fused:\n" << StepList(fused));
+  for (std::size_t k = 0; k < unfused.outputs.size(); ++k) {
+    INFO("output " << k << " '" << unfused.outputs[k].name << "'");
+    CHECK(fused.outputs[k].dims == unfused.outputs[k].dims);
+    CHECK(fused.outputs[k].elem_type == unfused.outputs[k].elem_type);
+    if (unfused.outputs[k].elem_type != onnx::TensorProto::FLOAT) {
+      CHECK(fused.outputs[k].int_data == unfused.outputs[k].int_data);
+      continue;
+    }
+    double scale = 0;
+    for (float v : unfused.outputs[k].data)
+      if (std::isfinite(v)) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    CheckClose(fused.outputs[k], {unfused.outputs[k].data.begin(), unfused.outputs[k].data.end()}, tol,
+               tol / 10 * scale);
+  }
+}
+
+}  // namespace
 
 std::string StepList(const PlanRun& run) {
   std::string list;
@@ -43,24 +77,28 @@ int StepsContaining(const PlanRun& run, const std::string& text) {
 
 PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol) {
   PlanRun unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs);
-  std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
-  INFO("fused:\n" << StepList(fused));
-  CheckClose(fused.outputs.at(0), expected, tol);
+  CheckEveryOutput(unfused, fused, tol);
   return fused;
 }
 
 PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
                   double tol) {
+  return CheckBoth(text, inputs, expected, tol, tol / 100);
+}
+
+PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
+                  double tol, double atol) {
   Graph graph = GraphFromText(text);
   PlanRun unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs);
   {
     INFO("unfused");
-    CheckClose(unfused.outputs.at(0), expected, tol);
+    CheckClose(unfused.outputs.at(0), expected, tol, atol);
   }
   {
     INFO("fused:\n" << StepList(fused));
-    CheckClose(fused.outputs.at(0), expected, tol);
+    CheckClose(fused.outputs.at(0), expected, tol, atol);
   }
+  CheckEveryOutput(unfused, fused, tol);
   return fused;
 }
 

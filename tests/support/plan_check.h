@@ -29,18 +29,29 @@ int StepsContaining(const PlanRun& run, const std::string& text);
 /// Compiles `graph` (post-dominator fusion when `fuse`) and runs it once.
 PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs);
 
-/// Every element of `actual` within `tol` (absolute or relative) of `expected`.
-void CheckClose(const Tensor& actual, const std::vector<double>& expected, double tol = 1e-5);
+/// Every element of `actual` within `atol + rtol * |expected|` of `expected`
+/// (Catch2's Approx: margin `atol`, epsilon `rtol`). The absolute part is for
+/// values near 0 only, so it is much smaller than the relative one: by
+/// default `rtol / 100`.
+void CheckClose(const Tensor& actual, const std::vector<double>& expected, double rtol, double atol);
+void CheckClose(const Tensor& actual, const std::vector<double>& expected, double rtol = 1e-5);
 
-/// Runs `graph` unfused and fused and checks the fused plan's first output
+/// Runs `graph` unfused and fused and checks every output of the fused plan
 /// against the unfused one's (the reference: one primitive per node, plain
-/// layouts); returns the fused run.
+/// layouts): CheckClose at relative `tol`, absolute tol / 10 of the output's
+/// largest magnitude (the plans' rounding follows the tensor's scale); returns
+/// the fused run.
 PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol = 1e-5);
 
 /// Runs the model `text` unfused and fused, checks the first output of both
-/// against `expected`; returns the fused run.
+/// against `expected` (CheckClose at `tol`) and every output of the fused plan
+/// against the unfused one's (as CheckFusedAgainstUnfused); returns the fused run.
 PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
                   double tol = 1e-5);
+/// As above, against `expected` within `atol + tol * |expected|` per element:
+/// for a kernel whose documented error is absolute.
+PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, const std::vector<double>& expected,
+                  double tol, double atol);
 
 /// Whether our AVX2 GEMM (and the Winograd convolution on it) runs on this
 /// CPU: AVX2 without AVX-512 (src/backend/kernels/gemm.h); elsewhere those

@@ -188,7 +188,7 @@ TEST_CASE("inputs are refused on count, element type and shape: symbolic dims ta
   CHECK(random[1].int_data == std::vector<std::int64_t>{2, 1});
 }
 
-TEST_CASE("CompareTensors: max absolute and relative difference, NaN and shape mismatches", "[tensor_io]") {
+TEST_CASE("CompareTensors: max absolute and relative difference, NaN, infinities and shape mismatches", "[tensor_io]") {
   auto a = test::TensorOf("a", {3}, {1.0f, -4.0f, 2.0f});
   auto b = test::TensorOf("b", {3}, {1.5f, -4.0f, 1.0f});
   auto diff = CompareTensors(a, b);
@@ -203,6 +203,15 @@ TEST_CASE("CompareTensors: max absolute and relative difference, NaN and shape m
   const float nan = std::numeric_limits<float>::quiet_NaN();
   CHECK(CompareTensors(test::TensorOf("n", {1}, {nan}), test::TensorOf("n", {1}, {nan})).max_abs == 0.0);
   CHECK(std::isinf(CompareTensors(test::TensorOf("n", {1}, {nan}), test::TensorOf("m", {1}, {1.0f})).max_abs));
+
+  // An infinity is no part of the scale: the finite elements still compare.
+  const float inf = std::numeric_limits<float>::infinity();
+  auto with_inf = CompareTensors(test::TensorOf("i", {2}, {inf, 2.0f}), test::TensorOf("j", {2}, {inf, 1.0f}));
+  CHECK(with_inf.max_abs == 1.0);
+  CHECK(with_inf.max_rel == 0.5);
+  CHECK(std::isinf(CompareTensors(test::TensorOf("i", {1}, {inf}), test::TensorOf("j", {1}, {-inf})).max_abs));
+  CHECK(std::isinf(CompareTensors(test::TensorOf("i", {1}, {inf}), test::TensorOf("j", {1}, {3e38f})).max_rel));
+  CHECK(std::isinf(CompareTensors(test::TensorOf("i", {1}, {1.0f}), test::TensorOf("j", {1}, {nan})).max_abs));
 
   auto reshaped = test::TensorOf("r", {1, 3}, {1.0f, -4.0f, 2.0f});
   CHECK(CompareTensors(a, reshaped).shape_mismatch);

@@ -82,7 +82,8 @@ TEST_CASE("the Gelu decomposition of a graph input is one gelu step, exact to th
 )" + test::GeluText("x", "y") + "}";
   std::vector<double> expected;
   for (float v : x.data) expected.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
-  const test::PlanRun fused = test::CheckBoth(text, {x}, expected, 1e-5);
+  // Our Gelu kernel's error is absolute: below 3e-7 |x| (activation.h), |x| <= 6 here.
+  const test::PlanRun fused = test::CheckBoth(text, {x}, expected, 1e-5, 3e-7 * 6);
   INFO(test::StepList(fused));
   CHECK(test::StepsStartingWith(fused, "gelu Div_1+Gelu onnxfuse:custom") == 1);
   CHECK(fused.stats.kernels == 1);

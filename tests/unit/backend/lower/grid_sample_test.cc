@@ -46,7 +46,9 @@ TEST_CASE("GridSample, bilinear and nearest with every padding, is one grid_samp
         for (bool fuse : {true, false}) {
           PlanRun run = test::RunPlan(g, fuse, {x, grid});
           INFO(test::StepList(run));
-          test::CheckClose(run.outputs[0], expected, 1e-5);
+          // The kernel weighs pixels by coordinates in float (grid_sample.h), the
+          // evaluator in double: rounding of the pixels' scale (|x| <= 1).
+          test::CheckClose(run.outputs[0], expected, 1e-5, 1e-6);
           CHECK(test::StepsContaining(run, "onnxfuse:grid_sample") == 1);
           CHECK(test::StepsStartingWith(run, "host ") == 0);
         }

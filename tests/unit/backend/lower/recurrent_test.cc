@@ -155,7 +155,9 @@ void Check(const Outcome& o, const RecurrentProblem& p, int layout, double tol =
       } else if (layout == 1) {
         want = Swap01(want, d, n, h);
       }
-      test::CheckClose(run->outputs.at(k++), want, tol);
+      // States and outputs live on the scale of 1 (tanh, sigmoid): the
+      // recurrence carries its rounding forward as an absolute error there.
+      test::CheckClose(run->outputs.at(k++), want, tol, tol / 10);
     }
   }
 }
