@@ -1,10 +1,11 @@
 // ONNX backend conformance of the oneDNN backend, on the node tests of Debian's
 // libonnx-testdata (onnx/backend/test/data/node):
-//   onnxfuse_conformance NODE_DIR [--expected FILE] [--filter SUBSTR] [--jobs N] [--timeout SEC]
-//                      [--show-unsupported]
+//   onnxfuse_conformance NODE_DIR [--expected FILE] [--claimed PINS | --write-claimed PINS]
+//                      [--filter SUBSTR] [--jobs N] [--timeout SEC] [--show-unsupported]
 // For every test folder (sorted), in a forked child (run_case.cc): load
-// model.onnx; compile it fused and unfused. A test whose model or inputs fail
-// to load, or that both modes reject with Error(kUnsupported), is not claimed.
+// model.onnx; compile it fused and unfused. A test is not claimed only when
+// loading it or its inputs, or compiling it in both modes, raises
+// Error(kUnsupported); any other exception is a failure of a claimed test.
 // A claimed test runs every test_data_set_N in both modes and compares each
 // output with output_K.pb at the backend-test tolerance (numpy assert_allclose,
 // rtol 1e-3, atol 1e-7: |a - e| <= atol + rtol * |e| per element, NaN where NaN
@@ -13,7 +14,11 @@
 // Prints one line per claimed test, a per-op table (a test counts for every
 // distinct op type of its graph), the known failures with their reasons, totals.
 // Exit 1 when a claimed test fails that FILE does not list, when a listed test
-// passes or is no longer claimed, or when NODE_DIR is missing.
+// passes or is no longer claimed, or when NODE_DIR is missing. With --claimed
+// PINS (tests/conformance/claimed_node.txt, one test per line), also when the set
+// of claimed tests differs from PINS in either direction: a test that stops
+// being claimed (a regression that now throws Unsupported) fails the run
+// unless PINS changes with it. --write-claimed PINS writes the set instead.
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -187,15 +192,46 @@ std::map<std::string, std::string> ReadExpected(const std::string& path, bool& o
   return listed;
 }
 
+// The pins (--claimed): one node test name per line; '#' lines and blank lines ignored.
+std::set<std::string> ReadClaimed(const std::string& path, bool& ok) {
+  std::set<std::string> names;
+  std::ifstream in(path);
+  if (!in) return std::cout << "cannot read " << path << "\n", ok = false, names;
+  for (std::string line; std::getline(in, line);) {
+    line = line.substr(0, line.find('#'));
+    line.erase(std::remove_if(line.begin(), line.end(), [](unsigned char ch) { return std::isspace(ch); }), line.end());
+    if (!line.empty()) names.insert(line);
+  }
+  return names;
+}
+
+// The claimed tests against the pinned set, both ways.
+bool CheckClaimed(const std::vector<Result>& results, const std::set<std::string>& pinned, bool whole_corpus) {
+  bool ok = true;
+  std::set<std::string> seen;
+  for (const Result& r : results) {
+    seen.insert(r.name);
+    if (r.claimed && !pinned.count(r.name))
+      ok = false, std::cout << "NEWLY CLAIMED " << r.name << ": add it to the pins (--claimed)\n";
+    else if (!r.claimed && pinned.count(r.name))
+      ok = false, std::cout << "NO LONGER CLAIMED " << r.name << ": " << r.unsupported
+                            << " (fix it, or remove it from the pins)\n";
+  }
+  for (const auto& name : pinned)
+    if (whole_corpus && !seen.count(name)) ok = false, std::cout << "STALE PIN " << name << ": not in the corpus\n";
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: onnxfuse_conformance NODE_DIR [--expected FILE] [--filter SUBSTR] [--jobs N] [--timeout S] [--show-unsupported]\n";
+    std::cerr << "usage: onnxfuse_conformance NODE_DIR [--expected FILE] [--claimed PINS | --write-claimed PINS] "
+                 "[--filter SUBSTR] [--jobs N] [--timeout S] [--show-unsupported]\n";
     return 2;
   }
   fs::path root = argv[1];
-  std::string expected_path, filter;
+  std::string expected_path, filter, claimed_path, write_claimed;
   int jobs = 1, timeout = 60;
   bool show_unsupported = false;
   for (int i = 2; i < argc; ++i) {
@@ -206,6 +242,8 @@ int main(int argc, char** argv) {
     }
     if (i + 1 >= argc) return std::cerr << "missing value for " << arg << "\n", 2;
     if (arg == "--expected") expected_path = argv[++i];
+    else if (arg == "--claimed") claimed_path = argv[++i];
+    else if (arg == "--write-claimed") write_claimed = argv[++i];
     else if (arg == "--filter") filter = argv[++i];
     else if (arg == "--jobs") jobs = std::max(1, std::stoi(argv[++i]));
     else if (arg == "--timeout") timeout = std::max(1, std::stoi(argv[++i]));
@@ -280,6 +318,19 @@ int main(int argc, char** argv) {
   for (const auto& [name, reason] : listed)
     if (!seen.count(name) && filter.empty())
       ok = false, std::cout << "STALE ENTRY " << name << ": listed but not in the corpus\n";
+  if (!claimed_path.empty()) {
+    std::set<std::string> pinned = ReadClaimed(claimed_path, ok);
+    ok = CheckClaimed(results, pinned, filter.empty()) && ok;
+  }
+  if (!write_claimed.empty()) {
+    std::ofstream out(write_claimed);
+    out << "# The tests of this folder that tests/conformance claims (ctest conformance.*, --claimed):\n"
+           "# a test leaving or joining this set fails the run unless this file changes with it.\n"
+           "# Written by: onnxfuse_conformance NODE_DIR --write-claimed FILE\n";
+    for (const Result& r : results)
+      if (r.claimed) out << r.name << "\n";
+    if (!out) ok = false, std::cout << "cannot write " << write_claimed << "\n";
+  }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "claimed " << claimed << " of " << results.size() << " node tests, passed " << passed << " ("
             << known << " known failures), " << Num(seconds) << " s\n";

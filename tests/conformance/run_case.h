@@ -10,8 +10,9 @@ inline constexpr double kRtol = 1e-3, kAtol = 1e-7;
 
 /// Runs the node test in `dir` (model.onnx, test_data_set_N/) and reports on
 /// stdout, one "@@" line each:
-///   @@UNSUPPORTED <reason>   not claimed: the model does not load, its inputs do
-///                            not read, or both modes reject it as unsupported
+///   @@UNSUPPORTED <reason>   not claimed: loading the model or its inputs, or
+///                            compiling it in both modes, raised Error(kUnsupported)
+///                            (any other exception is a @@FAIL of a claimed test)
 ///   @@BOUND <name>           an input bound as a constant (see run_case.cc)
 ///   @@CHECK <abs> <rel>      one output compared: max abs / max rel error
 ///   @@FAIL <detail>          one failure of a claimed test (any number)
