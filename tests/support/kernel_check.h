@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -68,6 +69,16 @@ inline bool CpuRunsAvx2() {
 inline bool CpuRunsAvx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f");
+}
+
+/// For a kernel with a single ISA path: true, after printing "SKIPPED: why"
+/// on stdout, when this CPU does not run it (`runs` false). The test case then
+/// returns; ctest reports it as skipped, not passed (tests/CMakeLists.txt:
+/// SKIP_REGULAR_EXPRESSION). Such test cases carry the tag [needs_avx2] or
+/// [needs_avx512], which the whole-binary runs under an ISA cap leave out.
+inline bool SkippedWithout(bool runs, const char* why) {
+  if (!runs) std::cout << "SKIPPED: " << why << std::endl;
+  return !runs;
 }
 
 /// A value computed in double and a bound on the float kernel's rounding

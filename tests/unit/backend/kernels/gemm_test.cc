@@ -51,10 +51,7 @@ class GemmTester {
   }
 
   void Test() const {
-    if (!test::CpuRunsAvx2()) {
-      WARN("no AVX2 with FMA on this CPU: Gemm not tested");
-      return;
-    }
+    if (test::SkippedWithout(test::CpuRunsAvx2(), "no AVX2 with FMA on this CPU: Gemm not tested")) return;
     INFO("rows " << rows_ << " depth " << depth_ << " cols " << cols_ << " bias " << bias_ << " epilogue "
                  << test::Describe(epilogue_) << " in place " << in_place_ << " blocked c " << blocked_c_ << " conv "
                  << use_conv_);
@@ -126,22 +123,22 @@ class GemmTester {
 
 }  // namespace
 
-TEST_CASE("Gemm: rows around the 6-row micro-kernel and the 120-row block", "[kernels][gemm]") {
+TEST_CASE("Gemm: rows around the 6-row micro-kernel and the 120-row block", "[kernels][gemm][needs_avx2]") {
   for (std::int64_t rows : {1, 2, 5, 6, 7, 11, 12, 13, 49, 119, 120, 121, 241})
     for (std::int64_t cols : {16, 48}) GemmTester().Rows(rows).Depth(37).Cols(cols).Test();
 }
 
-TEST_CASE("Gemm: depths of one, not a multiple of 8, one block of 512 and several", "[kernels][gemm]") {
+TEST_CASE("Gemm: depths of one, not a multiple of 8, one block of 512 and several", "[kernels][gemm][needs_avx2]") {
   for (std::int64_t depth : {1, 3, 8, 17, 511, 512, 513, 768, 1100, 2100})
     GemmTester().Rows(13).Depth(depth).Cols(32).Epilogue({{PointwiseOp::Kind::kAdd}}).Test();
 }
 
-TEST_CASE("Gemm: one column panel, several, and enough work to split them over threads", "[kernels][gemm]") {
+TEST_CASE("Gemm: one column panel, several, and enough work to split them over threads", "[kernels][gemm][needs_avx2]") {
   for (std::int64_t cols : {16, 32, 80, 256}) GemmTester().Rows(97).Depth(130).Cols(cols).Test();
   GemmTester().Rows(97).Depth(130).Cols(256).Epilogue({{PointwiseOp::Kind::kAdd}}).AddendInPlace(true).Test();
 }
 
-TEST_CASE("Gemm: every epilogue, with and without bias, the residual read from c itself", "[kernels][gemm]") {
+TEST_CASE("Gemm: every epilogue, with and without bias, the residual read from c itself", "[kernels][gemm][needs_avx2]") {
   for (const auto& epilogue : test::EpiloguesToTest(/*add_first=*/true))
     for (bool bias : {true, false})
       for (bool in_place : {false, true}) {
@@ -150,14 +147,14 @@ TEST_CASE("Gemm: every epilogue, with and without bias, the residual read from c
       }
 }
 
-TEST_CASE("Gemm: c and the residual channel-blocked nChw8c", "[kernels][gemm]") {
+TEST_CASE("Gemm: c and the residual channel-blocked nChw8c", "[kernels][gemm][needs_avx2]") {
   for (std::int64_t rows : {1, 7, 49, 130})
     GemmTester().Rows(rows).Depth(24).Cols(48).BlockedC(true).Epilogue({{PointwiseOp::Kind::kAdd}, {}}).Test();
   GemmTester().Rows(49).Depth(24).Cols(32).BlockedC(true).AddendInPlace(true).Epilogue(
       {{PointwiseOp::Kind::kAdd}, {PointwiseOp::Kind::kClamp, 0, 6}}).Test();
 }
 
-TEST_CASE("Gemm: a convolution's im2col rows, whole 8-channel blocks (vector packing) or not", "[kernels][gemm]") {
+TEST_CASE("Gemm: a convolution's im2col rows, whole 8-channel blocks (vector packing) or not", "[kernels][gemm][needs_avx2]") {
   for (std::int64_t channels : {8, 16, 3, 12, 20})
     for (std::int64_t kernel : {1, 3})
       for (std::int64_t stride : {1, 2}) {

@@ -26,10 +26,7 @@ class NchwToNhwc3Tester {
   NchwToNhwc3Tester& Pixels(std::int64_t v) { pixels_ = v; return *this; }
 
   void Test() const {
-    if (!test::CpuRunsAvx512()) {
-      WARN("no AVX-512 on this CPU: NchwToNhwc3 not tested");
-      return;
-    }
+    if (test::SkippedWithout(test::CpuRunsAvx512(), "no AVX-512 on this CPU: NchwToNhwc3 not tested")) return;
     INFO("images " << images_ << " pixels " << pixels_);
     const auto z = [](std::int64_t v) { return static_cast<std::size_t>(v); };
     const std::vector<float> src = test::RandomFloats(z(images_ * 3 * pixels_), 51);
@@ -50,11 +47,11 @@ class NchwToNhwc3Tester {
 
 }  // namespace
 
-TEST_CASE("NchwToNhwc3: pixel counts around the 16-pixel vectors, one pixel, a scalar tail", "[kernels][layout]") {
+TEST_CASE("NchwToNhwc3: pixel counts around the 16-pixel vectors, one pixel, a scalar tail", "[kernels][layout][needs_avx512]") {
   for (std::int64_t pixels : {1, 2, 15, 16, 17, 31, 32, 33, 49}) NchwToNhwc3Tester().Pixels(pixels).Test();
 }
 
-TEST_CASE("NchwToNhwc3: several 4096-pixel blocks and images over threads, a 224x224 image", "[kernels][layout]") {
+TEST_CASE("NchwToNhwc3: several 4096-pixel blocks and images over threads, a 224x224 image", "[kernels][layout][needs_avx512]") {
   for (std::int64_t pixels : {4095, 4096, 4097, 4900, 8192 + 5})
     for (std::int64_t images : {1, 3}) NchwToNhwc3Tester().Images(images).Pixels(pixels).Test();
   NchwToNhwc3Tester().Pixels(224 * 224).Test();

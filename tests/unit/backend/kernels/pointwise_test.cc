@@ -47,10 +47,7 @@ class PointwiseTester {
   PointwiseTester& PrefetchNext(bool v) { next_ = v; return *this; }
 
   void Test() const {
-    if (!test::CpuRunsAvx512()) {
-      WARN("no AVX-512 on this CPU: PointwiseConv not tested");
-      return;
-    }
+    if (test::SkippedWithout(test::CpuRunsAvx512(), "no AVX-512 on this CPU: PointwiseConv not tested")) return;
     INFO("rows " << rows_ << " in " << in_ << " out " << out_ << " epilogue " << test::Describe(epilogue_)
                  << " in place " << in_place_ << " prefetch next " << next_);
     const std::vector<float> x = test::RandomFloats(Z(rows_ * in_), 31), w = test::RandomFloats(Z(out_ * in_), 32);
@@ -84,27 +81,27 @@ class PointwiseTester {
 }  // namespace
 
 TEST_CASE("PointwiseConv: rows around the 12-, 8- and 6-row register blocks and the threads' 12-row shares",
-          "[kernels][pointwise]") {
+          "[kernels][pointwise][needs_avx512]") {
   for (std::int64_t rows : {1, 2, 5, 6, 7, 8, 11, 12, 13, 25, 49, 196, 256})
     for (std::int64_t out : {16, 48, 64}) PointwiseTester().Rows(rows).OutChannels(out).Test();
 }
 
-TEST_CASE("PointwiseConv: panels of 1 to 4 vectors, several panels, the last one partial", "[kernels][pointwise]") {
+TEST_CASE("PointwiseConv: panels of 1 to 4 vectors, several panels, the last one partial", "[kernels][pointwise][needs_avx512]") {
   for (std::int64_t out : {16, 32, 48, 64, 80, 112, 128, 144, 320}) PointwiseTester().Rows(14).OutChannels(out).Test();
 }
 
-TEST_CASE("PointwiseConv: depths of one, odd, and large", "[kernels][pointwise]") {
+TEST_CASE("PointwiseConv: depths of one, odd, and large", "[kernels][pointwise][needs_avx512]") {
   for (std::int64_t in : {1, 3, 17, 96, 320, 1280}) PointwiseTester().Rows(13).InChannels(in).OutChannels(80).Test();
 }
 
-TEST_CASE("PointwiseConv: every epilogue in order, the residual read from y itself", "[kernels][pointwise]") {
+TEST_CASE("PointwiseConv: every epilogue in order, the residual read from y itself", "[kernels][pointwise][needs_avx512]") {
   for (const auto& epilogue : test::EpiloguesToTest(/*add_first=*/false))
     for (bool in_place : {false, true})
       PointwiseTester().Rows(19).OutChannels(112).Epilogue(epilogue).AddendInPlace(in_place).Test();
 }
 
 TEST_CASE("PointwiseConv: prefetching the next convolution's first panel leaves the result as it is",
-          "[kernels][pointwise]") {
+          "[kernels][pointwise][needs_avx512]") {
   for (std::int64_t out : {64, 80}) PointwiseTester().Rows(49).OutChannels(out).PrefetchNext(true).Test();
 }
 

@@ -41,10 +41,7 @@ class WinogradTester {
   WinogradTester& ScratchThreads(int v) { scratch_threads_ = v; return *this; }
 
   void Test() const {
-    if (!test::CpuRunsAvx2()) {
-      WARN("no AVX2 with FMA on this CPU: WinogradConv3x3 not tested");
-      return;
-    }
+    if (test::SkippedWithout(test::CpuRunsAvx2(), "no AVX2 with FMA on this CPU: WinogradConv3x3 not tested")) return;
     INFO("C " << c_ << " K " << k_ << " " << h_ << "x" << w_ << " bias " << bias_ << " epilogue "
               << test::Describe(epilogue_) << " in place " << in_place_ << " scratch threads " << scratch_threads_);
     const std::int64_t plane = h_ * w_;
@@ -115,12 +112,12 @@ TEST_CASE("PackWinogradWeights: U = G g G^T as 16 matrices [C, K] in Gemm's 16-c
   test::CheckAll(u.data(), want, 1e-7);
 }
 
-TEST_CASE("WinogradConv3x3: maps of odd and even sizes, one pixel, tiles cut at the edges", "[kernels][winograd]") {
+TEST_CASE("WinogradConv3x3: maps of odd and even sizes, one pixel, tiles cut at the edges", "[kernels][winograd][needs_avx2]") {
   for (std::int64_t h : {1, 2, 3, 4, 7})
     for (std::int64_t w : {1, 2, 5, 8}) WinogradTester().Height(h).Width(w).Test();
 }
 
-TEST_CASE("WinogradConv3x3: channel counts, one block of tiles and several, over threads", "[kernels][winograd]") {
+TEST_CASE("WinogradConv3x3: channel counts, one block of tiles and several, over threads", "[kernels][winograd][needs_avx2]") {
   for (std::int64_t c : {8, 16, 64})
     for (std::int64_t k : {16, 32, 64}) WinogradTester().Channels(c).OutChannels(k).Height(9).Width(11).Test();
   // C 8, K 16 on 40x40: 400 tiles, blocks of 341 (winograd.cc, TileBlock): two blocks.
@@ -130,7 +127,7 @@ TEST_CASE("WinogradConv3x3: channel counts, one block of tiles and several, over
 }
 
 TEST_CASE("WinogradConv3x3: every epilogue with the residual first, with and without bias, in place",
-          "[kernels][winograd]") {
+          "[kernels][winograd][needs_avx2]") {
   for (const auto& epilogue : test::EpiloguesToTest(/*add_first=*/true))
     for (bool bias : {true, false})
       for (bool in_place : {false, true}) {
