@@ -2,7 +2,7 @@
 computed at run time, Range and ConstantOfShape. Their shape operands are
 constants or come from Shape of the value (folded at build time, as exported
 models write them): plans have static shapes, and a shape that follows run-time
-values is refused by design (README, "Types and ops at run time").
+values is refused by design (docs/opsets-and-ops.md "Types and ops at run time").
 """
 import numpy as np
 
