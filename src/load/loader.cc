@@ -56,7 +56,16 @@ void CheckVersions(const onnx::ModelProto& model, const std::string& source) {
            "default-domain opset " + std::to_string(opset.version()) + " is outside the supported range " +
                std::to_string(kMinOpset) + "-" + std::to_string(kMaxOpset));
   }
-  if (!has_default) Fail(ErrorKind::kInvalidModel, source, "the model imports no default-domain opset");
+  // Valid ONNX (a model needs one opset import, of any domain), but outside
+  // what onnx-fuse runs: every op it computes is a default-domain one.
+  if (!has_default) {
+    std::string domains;
+    for (const auto& opset : model.opset_import())
+      domains += (domains.empty() ? "" : ", ") + opset.domain() + " " + std::to_string(opset.version());
+    Fail(ErrorKind::kUnsupported, source,
+         "the model imports no default-domain opset (only " + (domains.empty() ? "none" : domains) +
+             "): onnx-fuse computes default-domain ops");
+  }
 }
 
 // Parses an external-data integer key ("offset", "length"): decimal digits only.
