@@ -120,10 +120,11 @@ def test_an_empty_case_folder_fails():
         assert cases.replay("unused", d, d, log=lambda *_: None) == 1
 
 
-NONZERO_CASE = """# a case whose op the backend refuses
-<ir_version: 8, opset_import: ["" : 17]>
-g (float[4] x) => (int64[1, 4] y) {
-  y = NonZero (x)
+# A case whose op no backend of ours will ever run: an op of a domain of its own.
+REFUSED_CASE = """# a case whose op the backend refuses
+<ir_version: 8, opset_import: ["" : 17, "com.example" : 1]>
+g (float[4] x) => (float[4] y) {
+  y = com.example.Unknown (x)
 }
 """
 
@@ -132,9 +133,9 @@ def test_a_refused_case_fails():
     binary = os.environ.get("ONNXFUSE_BIN")
     assert binary, "set ONNXFUSE_BIN to the onnx-fuse binary"
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "nonzero.onnxtxt")
+        path = os.path.join(d, "refused.onnxtxt")
         with open(path, "w") as fh:
-            fh.write(NONZERO_CASE)
+            fh.write(REFUSED_CASE)
         lines = []
         assert cases.replay(binary, os.path.join(ROOT, "scripts", "ort"), path, log=lines.append) == 1
-        assert any(line.startswith("FAIL nonzero.onnxtxt: refused now") for line in lines), lines
+        assert any(line.startswith("FAIL refused.onnxtxt: refused now") for line in lines), lines
