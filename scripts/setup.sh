@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libonnx-dev libprotobuf-dev protobuf-compiler zlib1g-dev  # zlib: plan-file CRC-32
   libcli11-dev libspdlog-dev libdnnl-dev catch2 nlohmann-json3-dev
   ocl-icd-opencl-dev  # dnnl-config.cmake requires OpenCL (a Recommends of libdnnl-dev)
