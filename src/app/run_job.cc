@@ -341,7 +341,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
     if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms);
     if (prepared.plan_file) {
       const PlanFileInfo& info = *prepared.plan_file;
-      j["plan_file"] = {{"producer", info.producer},           {"source", info.source},
+      j["plan_file_use"] = {{"producer", info.producer},           {"source", info.source},
                         {"built_isa", info.built_isa},         {"running_isa", info.running_isa},
                         {"constants", info.constants},         {"constants_reused", info.constants_reused},
                         {"constants_relaid", info.constants_relaid}, {"constants_repacked", info.constants_repacked},

@@ -9,7 +9,7 @@
 
 namespace onnxfuse {
 
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;
 
 /// Wall time of each pipeline stage, in milliseconds.
 struct StageTimes {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The command line's contract: exit codes, messages naming the file, nothing
-# written on failure, the input never overwritten.   cli_test.sh ONNX_FUSE WORK_DIR
+# written on failure, the input never overwritten.
+#   cli_test.sh ONNX_FUSE WORK_DIR CLI_WITH_FAULTS
+# CLI_WITH_FAULTS: the test build of the CLI, with the fault hook installed.
 set -uo pipefail
-onnx_fuse=$1 work=$2
+onnx_fuse=$1 work=$2 with_faults=$3
 rm -rf "$work" && mkdir -p "$work"
 source "$(dirname "$0")/expect.sh"
 
@@ -24,7 +26,7 @@ head -c 100 "$work/model.onnx" >"$work/cut.onnx"
 expect version 0 "onnx-fuse" -- --version
 expect ok 0 "2 nodes -> 1 kernels" -- "$work/model.onnx" -o "$work/fused.onnx"
 [[ -s "$work/fused.onnx" ]] || { echo "FAIL ok: no fused.onnx"; failures=$((failures + 1)); }
-expect report_stdout 0 '"schema_version": 1' -- "$work/model.onnx" --report - -q
+expect report_stdout 0 '"schema_version": 2' -- "$work/model.onnx" --report - -q
 expect missing_file 5 "nowhere.onnx" -- "$work/nowhere.onnx" -o "$work/a.onnx"
 expect not_a_model 3 "text.onnx" -- "$work/text.onnx" -o "$work/b.onnx"
 expect truncated 3 "cut.onnx" -- "$work/cut.onnx" -o "$work/c.onnx"
@@ -51,15 +53,20 @@ expect run_json 0 '"median_ms"' -- run "$work/model.onnx" --json --iterations 2 
 expect run_no_fuse 0 '"fused":false' -- run "$work/model.onnx" --no-fuse --json --iterations 1 --warmup 0
 expect run_missing 5 "nowhere.onnx" -- run "$work/nowhere.onnx"
 
-# The self-checks (issue 20), on a fused plan made wrong on purpose (ONNXFUSE_FAULT_NODE, src/backend/lower/fault_injection.h):
-# writing a plan verifies it and writes nothing when it is wrong; run --check names the first differing group and node.
+# The self-checks, on a fused plan made wrong on purpose (the test build's fault hook,
+# tests/support/fault_injection.h): writing a plan verifies it and writes nothing when it
+# is wrong; run --check names the first differing group and node. The shipped CLI
+# never reads ONNXFUSE_FAULT_NODE.
 expect plan_verified 0 "executable plan" -- "$work/model.onnx" -o "$work/model.plan"
 export ONNXFUSE_FAULT_NODE=Relu_1
+expect shipped_ignores_faults 0 "executable plan" -- "$work/model.onnx" -o "$work/shipped.plan"
+onnx_fuse=$with_faults
 expect plan_refused 6 "first differing group 0 (Conv_Relu: Conv_0,Relu_1) at node 'Relu_1'" -- "$work/model.onnx" -o "$work/d.plan"
 expect plan_no_verify 0 "executable plan" -- "$work/model.onnx" -o "$work/unverified.plan" --no-verify
 expect run_check_localized 1 "first differing group 0 (Conv_Relu: Conv_0,Relu_1) at node 'Relu_1'" -- run "$work/model.onnx" --check --iterations 1 --warmup 0
 expect run_check_json 1 '"first_difference":{"function":"Conv_Relu","group":0' -- run "$work/model.onnx" --check --json --iterations 1 --warmup 0
 unset ONNXFUSE_FAULT_NODE
+onnx_fuse=$1
 
 for f in a.onnx b.onnx c.onnx d.plan; do
   [[ -e "$work/$f" ]] && { echo "FAIL: $f written although the run failed"; failures=$((failures + 1)); }

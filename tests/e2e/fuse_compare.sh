@@ -27,7 +27,7 @@ node -e '
   console.log(`${report.strategy}: ${t.nodes_before} nodes -> ${t.kernels_after} kernels, ` +
               `${t.fused_groups} groups, ${(t.intermediate_bytes_eliminated / 1e6).toFixed(1)} MB eliminated`);
   const fail = (m) => { console.error("report check failed: " + m); process.exit(1); };
-  if (report.schema_version !== 1) fail("schema_version");
+  if (report.schema_version !== 2) fail("schema_version");
   if (!(t.kernels_after < t.nodes_before / 2)) fail("fewer than half the nodes fused away");
   if (!(t.intermediate_bytes_eliminated > 0)) fail("no intermediate bytes eliminated");
   const members = report.groups.reduce((n, g) => n + g.nodes.length, 0);

@@ -23,16 +23,16 @@ expect write 0 "executable plan of" -- "$model_dir/model.onnx" -o "$plan" --repo
 
 # Same CPU: constants used as stored, the schedule as compiled when written.
 "$onnx_fuse" run "$plan" --iterations 1 --warmup 0 --json >"$work/run.json" 2>"$work/err" || { fail "run plan"; cat "$work/err"; }
-[[ $(json_field "$work/run.json" 'j["fused"], j["plan_file"]["same_schedule"], j["plan_file"]["constants_reused"] == j["plan_file"]["constants"] > 0') == "True True True" ]] ||
+[[ $(json_field "$work/run.json" 'j["fused"], j["plan_file_use"]["same_schedule"], j["plan_file_use"]["constants_reused"] == j["plan_file_use"]["constants"] > 0') == "True True True" ]] ||
   { fail "same CPU: expected fused, same schedule, every constant as stored"; cat "$work/run.json"; }
 "$run_reference" "$model_dir" --plan "$plan" || fail "plan outputs differ from the reference"
 
 # Another CPU: oneDNN limited to AVX2 chooses other layouts (8-wide blocks).
 ONEDNN_MAX_CPU_ISA=AVX2 "$onnx_fuse" run "$plan" --iterations 1 --warmup 0 --json >"$work/avx2.json" 2>"$work/err" ||
   { fail "run plan on AVX2"; cat "$work/err"; }
-[[ $(json_field "$work/avx2.json" 'j["plan_file"]["running_isa"]') == avx2 ]] || fail "AVX2: running_isa"
-if [[ $(json_field "$work/avx2.json" 'j["plan_file"]["built_isa"]') == avx512* ]]; then
-  [[ $(json_field "$work/avx2.json" 'j["plan_file"]["constants_relaid"] > 0 and not j["plan_file"]["same_schedule"]') == True ]] ||
+[[ $(json_field "$work/avx2.json" 'j["plan_file_use"]["running_isa"]') == avx2 ]] || fail "AVX2: running_isa"
+if [[ $(json_field "$work/avx2.json" 'j["plan_file_use"]["built_isa"]') == avx512* ]]; then
+  [[ $(json_field "$work/avx2.json" 'j["plan_file_use"]["constants_relaid"] > 0 and not j["plan_file_use"]["same_schedule"]') == True ]] ||
     { fail "AVX2: an AVX-512 plan should re-derive layouts"; cat "$work/avx2.json"; }
 fi
 ONEDNN_MAX_CPU_ISA=AVX2 "$run_reference" "$model_dir" --plan "$plan" || fail "AVX2: plan outputs differ from the reference"

@@ -48,7 +48,7 @@ TEST_CASE("a job writes the fused model and its report, and returns the report",
   const json report = RunFuseJob(job);
   CHECK(report["strategy"] == "postdom");
   CHECK(report["emit"] == "functions");
-  CHECK(report["model"]["nodes"] == 8);
+  CHECK(report["model"]["node_count"] == 8);
   CHECK(report["totals"]["fused_groups"].get<int>() >= 1);
   CHECK_FALSE(report.contains("bn_folding"));
   CHECK(json::parse(FileContents(job.report_path)) == report);

@@ -24,7 +24,7 @@ TEST_CASE("the model summary counts ops, kinds and initializers", "[report]") {
   CHECK(model["path"] == "inline.onnx");
   CHECK(model["ir_version"] == 8);
   CHECK(model["opset"] == 13);
-  CHECK(model["nodes"] == 8);
+  CHECK(model["node_count"] == 8);
   CHECK(model["initializers"] == 6);
   CHECK(model["inputs"] == json::parse(R"([{"name": "x", "shape": "[1,2,8,8]"}])"));
   CHECK(model["outputs"] == json::parse(R"([{"name": "y", "shape": "[1,2,8,8]"}])"));
@@ -41,7 +41,7 @@ TEST_CASE("a fused group lists its members and the intermediates it keeps out of
   CHECK(g["function"] == "Conv_BatchNormalization_Relu");
   CHECK(g["nodes"] == json::parse(R"(["Conv_1", "BatchNormalization_2", "Relu_3"])"));
   CHECK(g["pattern_kinds"] == json::parse(R"(["kOutEWiseFusable", "kElemWise", "kElemWise"])"));
-  CHECK(g["pattern"] == "kOutEWiseFusable");
+  CHECK(g["pattern_kind"] == "kOutEWiseFusable");
   CHECK(g["anchor"] == "Conv_1");
   CHECK(g["rule"] == "test");
   CHECK(g["inputs"] == json::parse(R"(["r0", "w1", "s", "b", "m", "v"])"));
@@ -55,7 +55,7 @@ TEST_CASE("rejections, then singletons nobody explained, are not_fused entries",
   BasicBlockReport r;
   const json not_fused = r.Build()["not_fused"];
   REQUIRE(not_fused.size() == 5);  // Relu_0's rejection; Conv_4, BatchNormalization_5, Add_6, Relu_7 alone
-  CHECK(not_fused[0] == json{{"node", "Relu_0"}, {"op_type", "Relu"}, {"kind", "kElemWise"}, {"group", 0},
+  CHECK(not_fused[0] == json{{"node", "Relu_0"}, {"op_type", "Relu"}, {"pattern_kind", "kElemWise"}, {"group", 0},
                              {"target", "Conv_1"}, {"reason", "fork"}, {"detail", "r0 is read twice"}});
   CHECK(not_fused[1]["node"] == "Conv_4");
   CHECK(not_fused[1]["reason"] == "no_candidate");

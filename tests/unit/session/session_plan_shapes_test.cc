@@ -103,8 +103,8 @@ TEST_CASE("plan shapes: run model.plan --input-shape gives the model's outputs a
     CHECK(from_plan.json["compile_ms"].get<double>() > 0);
     CHECK(from_plan.json["load_ms"].get<double>() > 0);
     CHECK(from_plan.json["kernels"] == from_model.json["kernels"]);
-    CHECK(from_plan.json["plan_file"]["same_schedule"] == (n == 1));  // replayed at the built batch only
-    CHECK(from_plan.json["plan_file"]["constants_reused"].get<int>() > 0);
+    CHECK(from_plan.json["plan_file_use"]["same_schedule"] == (n == 1));  // replayed at the built batch only
+    CHECK(from_plan.json["plan_file_use"]["constants_reused"].get<int>() > 0);
   }
   const Tensor expected = ReadTensorFile(kResnet18 + "/test_data_set_0/output_0.pb");
   CHECK(CompareTensors(expected, RunCli(plan, 1, dir, "again-").output).max_rel < 1e-4);
