@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <iomanip>
 
+#include "backend/lower/fault_injection.h"
+#include "fault_injection.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"
 #include "fuse/postdom_fuser.h"
@@ -116,8 +118,14 @@ std::string CompileError(const std::string& text) {
 
 bool HaveGemmKernel() { return CpuIsaName().rfind("avx2", 0) == 0; }
 
-FaultAt::FaultAt(const std::string& node) { setenv("ONNXFUSE_FAULT_NODE", node.c_str(), 1); }
+FaultAt::FaultAt(const std::string& node) {
+  setenv("ONNXFUSE_FAULT_NODE", node.c_str(), 1);
+  backend::SetFaultHook(&AddOneAtFaultNode);
+}
 
-FaultAt::~FaultAt() { unsetenv("ONNXFUSE_FAULT_NODE"); }
+FaultAt::~FaultAt() {
+  backend::SetFaultHook(nullptr);
+  unsetenv("ONNXFUSE_FAULT_NODE");
+}
 
 }  // namespace onnxfuse::test

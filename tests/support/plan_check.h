@@ -58,9 +58,9 @@ PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, co
 /// products and convolutions stay on oneDNN.
 bool HaveGemmKernel();
 
-/// ONNXFUSE_FAULT_NODE=`node` in the environment for the scope of this object
-/// (src/backend/lower/fault_injection.h: fused plans compiled meanwhile add 1
-/// to that node's first output); unset again at scope exit.
+/// For the scope of this object, fused plans compiled meanwhile add 1 to
+/// `node`'s first output (the fault hook of src/backend/lower/fault_injection.h
+/// set to fault_injection.h's, ONNXFUSE_FAULT_NODE=`node`); both unset at exit.
 struct FaultAt {
   explicit FaultAt(const std::string& node);
   ~FaultAt();

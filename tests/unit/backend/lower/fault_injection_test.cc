@@ -1,11 +1,13 @@
-// The self-checks' test hook (src/backend/lower/fault_injection.cc,
-// InjectFault): with ONNXFUSE_FAULT_NODE=NAME, a fused plan adds 1 to node
-// NAME's first output where it is materialized; unfused plans, other nodes
-// and values inside a chain are left alone. runtime/verify_test.cc uses it to
-// test the localization of a difference.
+// The self-checks' test hook (src/backend/lower/fault_injection.h, with the
+// fault of tests/support/fault_injection.h installed by test::FaultAt): with
+// ONNXFUSE_FAULT_NODE=NAME, a fused plan adds 1 to node NAME's first output
+// where it is materialized; unfused plans, other nodes and values inside a
+// chain are left alone; without the hook the variable does nothing.
+// runtime/verify_test.cc uses it to test the localization of a difference.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "plan_check.h"
@@ -63,4 +65,15 @@ TEST_CASE("ONNXFUSE_FAULT_NODE changes nothing unfused, inside a chain or for an
     CHECK(chained.outputs[0].data == fused.outputs[0].data);
     CHECK(chained.outputs[1].data == fused.outputs[1].data);
   }
+}
+
+TEST_CASE("without the test hook, the library ignores ONNXFUSE_FAULT_NODE", "[fault_injection]") {
+  const Graph graph = test::GraphFromText(kModel);
+  const std::vector<Tensor> inputs = {test::TensorFrom({1, 2, 4, 4}, test::Wave)};
+  const test::PlanRun right = test::RunPlan(graph, true, inputs);
+  setenv("ONNXFUSE_FAULT_NODE", "Relu_1", 1);
+  const test::PlanRun shipped = test::RunPlan(graph, true, inputs);
+  unsetenv("ONNXFUSE_FAULT_NODE");
+  CHECK(test::StepsStartingWith(shipped, "fault ") == 0);
+  CHECK(shipped.outputs[0].data == right.outputs[0].data);
 }
