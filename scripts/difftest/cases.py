@@ -15,7 +15,7 @@ import onnx
 from . import renderer
 from .runner import Runner, key
 from .session_check import run_session
-from .trial import Built, run_checks, run_fuse, run_ort
+from .trial import Built, guarded, run_checks, run_fuse, run_ort
 
 STRATEGY_NAMES = ["pattern", "postdom", "greedy"]
 
@@ -226,12 +226,11 @@ def replay(binary, node_dir, target, log=print):
                     bad.append({"kind": "invalid-model", "check": "run --check --strategy %s" % s, "message": inv})
             note = None
             if via and not ref:
-                if via.group(1) == "ort":
-                    f, note = run_ort(runner, b, via.group(2))
-                elif via.group(1) == "session":
-                    f, note, _ = run_session(runner, b, via.group(2))
-                else:
-                    f, _, note = run_fuse(runner, b, via.group(2))
+                how, strategy = via.group(1), via.group(2)
+                check = {"ort": lambda: run_ort(runner, b, strategy),
+                         "session": lambda: run_session(runner, b, strategy)[:2]}.get(
+                             how, lambda: run_fuse(runner, b, strategy)[::2])
+                f, note = guarded(check, [how, strategy, 1], (None,))
                 bad += f
             name = os.path.basename(path)
             if bad:

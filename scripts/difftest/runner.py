@@ -33,6 +33,17 @@ class ToolMissing(Exception):
     fails: a check that cannot run is never a pass."""
 
 
+class OrtCrashed(Exception):
+    """The ORT worker died on one model (ONNX Runtime crashed on it): a failure
+    record of that graph, kind "ort-crash", never a pass. Three deaths in a row
+    are a missing tool instead (ToolMissing)."""
+
+
+def ort_crash(error, via):
+    """The failure record of an OrtCrashed."""
+    return {"kind": "ort-crash", "check": "ONNX Runtime", "message": str(error)[:300], "via": via}
+
+
 def module_dir(binary):
     """The onnxfuse Python module beside the binary's build tree, else build/python."""
     beside = os.path.join(os.path.dirname(os.path.abspath(binary)), "python")
@@ -142,7 +153,7 @@ def refused_op(stderr):
 
 class Runner:
     def __init__(self, binary, node_dir):
-        self.bin, self.node_dir, self.ort_proc = binary, node_dir, None
+        self.bin, self.node_dir, self.ort_proc, self.ort_deaths = binary, node_dir, None, 0
 
     def _exec(self, args):
         # The binary is rebuilt by others while campaigns run: while it is
@@ -264,7 +275,8 @@ class Runner:
         """Runs MODEL in ORT on {name: array}; returns {name: array}, or ORT's
         error string when it refuses the model. optimize=False runs it with
         ORT's graph optimizations disabled (its kernels alone). Raises
-        ToolMissing when the worker cannot start or dies."""
+        OrtCrashed when the worker dies on the model (it restarts on the next
+        call), ToolMissing when it cannot start or dies three times in a row."""
         if self.ort_proc is None or self.ort_proc.poll() is not None:
             js = os.path.join(self.node_dir, "serve.js")
             try:
@@ -282,7 +294,11 @@ class Runner:
             reply = json.loads(self.ort_proc.stdout.readline())
         except (BrokenPipeError, ValueError) as e:
             self.close()
-            raise ToolMissing("the ORT worker died on %s: %s" % (model, e))
+            self.ort_deaths += 1
+            if self.ort_deaths >= 3:
+                raise ToolMissing("the ORT worker died %d times in a row, last on %s: %s" % (self.ort_deaths, model, e))
+            raise OrtCrashed("ONNX Runtime died on %s: %s" % (model, e))
+        self.ort_deaths = 0
         if "error" in reply:
             return reply["error"]
         by_name = {t: d for d, t in ORT_TYPES.items()}

@@ -11,7 +11,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import renderer
-from .runner import compare, exact_outputs, make_inputs, max_rel, mulberry32
+from .runner import OrtCrashed, compare, exact_outputs, make_inputs, max_rel, mulberry32, ort_crash
 from .session_check import run_session
 
 STRATEGIES = [("pattern", 6), ("postdom", 2), ("greedy", 2)]
@@ -287,6 +287,15 @@ def keep_real(runner, b, fails, res=None):
     return [f for f in fails if not any(f is g for g in gone)]
 
 
+def guarded(check, via, rest):
+    """check()'s result (a tuple, failures first), or ONNX Runtime's crash on
+    the model as the failure followed by REST."""
+    try:
+        return check()
+    except OrtCrashed as e:
+        return ([ort_crash(e, via)],) + rest
+
+
 def trial(runner, recipe, cfg, folder):
     """All checks for one graph. Returns a dict of what happened."""
     res = {"failures": [], "refused": [], "invalid": None, "note": None, "report": None, "ops": [], "explained": {},
@@ -304,16 +313,17 @@ def trial(runner, recipe, cfg, folder):
     if refused or invalid:
         return res
     if cfg["ort"]:
-        f, note = run_ort(runner, b, cfg["strategy"])
+        f, note = guarded(lambda: run_ort(runner, b, cfg["strategy"]), ["ort", cfg["strategy"], 1], (None,))
         res["failures"] += f
         res["note"] = note
     if cfg["fuse"]:
-        f, report, note = run_fuse(runner, b, "pattern")
+        f, report, note = guarded(lambda: run_fuse(runner, b, "pattern"), ["fuse", "pattern", 1], (None, None))
         res["failures"] += f
         res["report"] = report
         res["note"] = res["note"] or note
     if cfg.get("session"):
-        f, note, res["session_shapes"] = run_session(runner, b, cfg["strategy"])
+        f, note, res["session_shapes"] = guarded(lambda: run_session(runner, b, cfg["strategy"]),
+                                                 ["session", cfg["strategy"], 1], (None, 0))
         res["failures"] += f
         res["note"] = res["note"] or note
     if res["failures"]:
@@ -330,13 +340,14 @@ def reproduce(runner, recipe, failure, folder):
     except Exception:
         return None
     how, strategy, threads = failure["via"]
+    via = [how, strategy, 1]
     if how == "check":
         fails, _, _ = run_checks(runner, b, strategy, (threads,))
     elif how == "ort":
-        fails, _ = run_ort(runner, b, strategy)
+        fails = guarded(lambda: run_ort(runner, b, strategy), via, (None,))[0]
     elif how == "session":
-        fails, _, _ = run_session(runner, b, strategy)
+        fails = guarded(lambda: run_session(runner, b, strategy), via, (None, 0))[0]
     else:
-        fails, _, _ = run_fuse(runner, b, strategy)
+        fails = guarded(lambda: run_fuse(runner, b, strategy), via, (None, None))[0]
     fails = keep_real(runner, b, [f for f in fails if key(f) == key(failure)])
     return fails[0] if fails else None

@@ -110,9 +110,22 @@ def test_ort_missing_is_a_failure():
         with pytest.raises(runner.ToolMissing):
             runner.require_tools(sys.executable, d)
         r = runner.Runner("unused", d)
-        with pytest.raises(runner.ToolMissing):   # serve.js is not there: the worker dies
+        # serve.js is not there, so the worker dies at once: as a crash on the
+        # model twice (a failure of that graph), then as the missing tool.
+        for _ in range(2):
+            with pytest.raises(runner.OrtCrashed):
+                r.ort(os.path.join(d, "m.onnx"), {})
+        with pytest.raises(runner.ToolMissing):
             r.ort(os.path.join(d, "m.onnx"), {})
         r.close()
+
+
+def test_an_ort_crash_is_a_failure_of_the_graph():
+    def crashing():
+        raise runner.OrtCrashed("ONNX Runtime died on m.onnx")
+    fails, note = trial.guarded(crashing, ["ort", "pattern", 1], (None,))
+    assert fails == [{"kind": "ort-crash", "check": "ONNX Runtime", "message": "ONNX Runtime died on m.onnx",
+                      "via": ["ort", "pattern", 1]}] and note is None
 
 
 def test_an_empty_case_folder_fails():
