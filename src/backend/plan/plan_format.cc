@@ -124,22 +124,3 @@ dnnl::memory::desc LoadDesc(const planfile::MemoryDesc& in, std::size_t data_byt
 }
 
 }  // namespace onnxfuse::planformat
-
-namespace onnxfuse {
-
-std::string CpuIsaName() {
-  using isa = dnnl::cpu_isa;
-  switch (dnnl::get_effective_cpu_isa()) {
-    case isa::sse41: return "sse41";
-    case isa::avx: return "avx";
-    case isa::avx2: return "avx2";
-    case isa::avx2_vnni: return "avx2_vnni";
-    case isa::avx512_core: return "avx512_core";
-    case isa::avx512_core_vnni: return "avx512_core_vnni";
-    case isa::avx512_core_bf16: return "avx512_core_bf16";
-    case isa::avx512_core_amx: return "avx512_core_amx";
-    default: return "other (dnnl::cpu_isa " + std::to_string(static_cast<int>(dnnl::get_effective_cpu_isa())) + ")";
-  }
-}
-
-}  // namespace onnxfuse

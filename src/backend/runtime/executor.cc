@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/runtime/arena.h"
+#include "backend/runtime/cpu_requirement.h"
 #include "backend/lower/builder.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/fault_injection.h"
@@ -131,6 +132,7 @@ ExecutablePlan ExecutablePlan::CompileReleasingWeights(Graph& graph, const Fusio
 
 ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable, const FusionPlan& plan,
                                            const CompileOptions& options) {
+  RequireAvx2(graph.source_path());
   const auto start = std::chrono::steady_clock::now();
   auto impl = std::make_unique<Impl>();
   if (options.packed) impl->constant_storage = options.packed->storage;
