@@ -11,7 +11,7 @@ include(CMakePackageConfigHelpers)
 set(ONNXFUSE_INSTALLED_LIBS
     onnxfuse_session onnxfuse_app onnxfuse_plan onnxfuse_plan_proto onnxfuse_runtime onnxfuse_lower
     onnxfuse_pipeline onnxfuse_report onnxfuse_write onnxfuse_fuse onnxfuse_patterns onnxfuse_classify
-    onnxfuse_rewrite onnxfuse_load onnxfuse_kernels onnxfuse_ir onnxfuse_common)
+    onnxfuse_rewrite onnxfuse_load onnxfuse_eval onnxfuse_kernels onnxfuse_ir onnxfuse_common)
 install(TARGETS onnxfuse onnxfuse_onnx ${ONNXFUSE_INSTALLED_LIBS}
         EXPORT onnxfuseTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})

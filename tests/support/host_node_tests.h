@@ -1,7 +1,7 @@
 // ONNX's node tests (/usr/share/libonnx-testdata/data/node/test_<op>*) run on
 // the host evaluator alone: each model loaded by onnxfuse's loader, its nodes
-// evaluated in order by backend::EvalOnHost, each result narrowed to its
-// declared type (backend::NarrowTo, as a host step does), every output compared with test_data_set_0's at rtol 1e-3 / atol 1e-7.
+// evaluated in order by eval::EvalOnHost, each result narrowed to its
+// declared type (eval::NarrowTo, as a host step does), every output compared with test_data_set_0's at rtol 1e-3 / atol 1e-7.
 // Header-only: the host_eval*_test.cc files share it.
 #pragma once
 
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
 #include "onnxfuse/tensor_io.h"
@@ -85,10 +85,10 @@ inline std::string RunNodeTestOnHost(const std::string& dir) {
       std::vector<const Tensor*> in;
       for (std::size_t i = 0; i < node.num_explicit_inputs; ++i)
         in.push_back(node.inputs[i] == kNoValue ? nullptr : &known.at(node.inputs[i]));
-      auto results = backend::EvalOnHost(node, in, graph.opset());
+      auto results = eval::EvalOnHost(node, in, graph.opset());
       for (std::size_t i = 0; i < node.outputs.size() && i < results.size(); ++i) {
         if (node.outputs[i] == kNoValue) continue;
-        backend::NarrowTo(results[i], graph.value(node.outputs[i]).type.elem_type);
+        eval::NarrowTo(results[i], graph.value(node.outputs[i]).type.elem_type);
         known[node.outputs[i]] = std::move(results[i]);
       }
     }
@@ -149,7 +149,7 @@ inline Graph OneNodeGraph(const std::string& inputs, const std::string& outputs,
 
 /// Every element of `t`, whatever its storage, within `margin` of `expected`.
 inline void CheckValues(const Tensor& t, const std::vector<double>& expected, double margin) {
-  const auto v = backend::HostValues(t);
+  const auto v = eval::HostValues(t);
   REQUIRE(v.size() == expected.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     INFO("element " << i);

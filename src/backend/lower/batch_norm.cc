@@ -11,8 +11,8 @@
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"
 #include "ir/attributes.h"
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 
 namespace onnxfuse::backend {
 
@@ -30,9 +30,9 @@ std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
   const double epsilon = AttrFloat(bn, "epsilon", 1e-5f);
   ChannelAffine affine;
   for (std::int64_t c = 0; c < channels; ++c) {
-    double k = ElementAt(gamma, c) / std::sqrt(ElementAt(var, c) + epsilon);
+    double k = eval::ElementAt(gamma, c) / std::sqrt(eval::ElementAt(var, c) + epsilon);
     affine.scale.push_back(k);
-    affine.shift.push_back(ElementAt(beta, c) - ElementAt(mean, c) * k);
+    affine.shift.push_back(eval::ElementAt(beta, c) - eval::ElementAt(mean, c) * k);
   }
   return affine;
 }

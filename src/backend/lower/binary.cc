@@ -10,7 +10,7 @@
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"

@@ -8,7 +8,7 @@
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "backend/kernels/layout.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_tensor.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -63,7 +63,7 @@ dnnl::memory::desc StorageDesc(const Dims& dims, std::int32_t elem_type) {
   if (elem_type == onnx::TensorProto::FLOAT) return PlainDesc(dims);
   Dims pairs = dims;
   pairs.push_back(2);  // an int64 as two s32 words: oneDNN 2.6 has no s64
-  return dnnl::memory::desc(pairs, dnnl::memory::data_type::s32, DenseStrides(pairs));
+  return dnnl::memory::desc(pairs, dnnl::memory::data_type::s32, eval::DenseStrides(pairs));
 }
 
 const Act& Builder::AnyActOf(ValueId v, const Node& user) const {

@@ -13,7 +13,7 @@
 #include "backend/kernels/activation.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "backend/lower/host_step.h"
 #include "backend/lower/batch_norm.h"
 #include "backend/lower/binary.h"
@@ -424,7 +424,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (IsBinaryOp(op) && LowerBroadcastBinary(b, id)) {}  // both operands broadcast (broadcast_binary.h)
       else if (op == "GridSample" && LowerGridSample(b, id)) {}  // bilinear, nearest: a kernel of our own
       else if (IsRecurrent(node)) EmitRecurrent(b, id);
-      else if (HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
+      else if (eval::HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
       else
         throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) +
                                                  ": operator not supported by the oneDNN backend");

@@ -4,7 +4,7 @@
 #include "backend/lower/conv.h"
 
 #include "ir/attributes.h"
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/channel_scale.h"
 #include "backend/lower/concat.h"

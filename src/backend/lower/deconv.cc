@@ -21,8 +21,8 @@
 
 #include <cmath>
 
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"
@@ -117,7 +117,7 @@ void EmitDeconv(Builder& b, const Chain& chain) {
   if (!runtime_b && node.inputs.size() > 2 && node.inputs[2] != kNoValue) {
     const Tensor& t = b.Const(node.inputs[2], node);
     if (t.NumElements() != out_channels) Unsupported(b, node, "B must have one value per output channel");
-    for (std::size_t o = 0; o < bias.size(); ++o) bias[o] = ElementAt(t, static_cast<std::int64_t>(o));
+    for (std::size_t o = 0; o < bias.size(); ++o) bias[o] = eval::ElementAt(t, static_cast<std::int64_t>(o));
   }
   if (!chain.scale.empty()) {
     if (runtime_w || runtime_b)

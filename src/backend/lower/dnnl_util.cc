@@ -7,18 +7,6 @@
 
 namespace onnxfuse::backend {
 
-std::int64_t Product(const Dims& dims) {
-  return std::accumulate(dims.begin(), dims.end(), std::int64_t{1}, std::multiplies<>());
-}
-
-std::string DimsString(const Dims& dims) {
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < dims.size(); ++i) out << (i ? "," : "") << dims[i];
-  out << ']';
-  return out.str();
-}
-
 namespace {
 
 Dims NonEmpty(const Dims& dims) { return dims.empty() ? Dims{1} : dims; }
@@ -254,23 +242,6 @@ std::string LayoutString(const dnnl::memory::desc& md) {
   }
   for (int b = 0; b < blk.inner_nblks; ++b)
     out += std::to_string(blk.inner_blks[b]) + static_cast<char>('a' + blk.inner_idxs[b]);
-  return out;
-}
-
-Dims ExpandRank(const Dims& dims, std::size_t rank) {
-  Dims out(rank > dims.size() ? rank - dims.size() : 0, 1);
-  out.insert(out.end(), dims.begin(), dims.end());
-  return out;
-}
-
-Dims BroadcastDims(const Dims& a, const Dims& b) {
-  std::size_t rank = std::max(a.size(), b.size());
-  Dims x = ExpandRank(a, rank), y = ExpandRank(b, rank), out(rank);
-  for (std::size_t i = 0; i < rank; ++i) {
-    if (x[i] != y[i] && x[i] != 1 && y[i] != 1)
-      throw std::invalid_argument("shapes " + DimsString(a) + " and " + DimsString(b) + " do not broadcast");
-    out[i] = x[i] == 1 ? y[i] : x[i];
-  }
   return out;
 }
 

@@ -9,14 +9,19 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "eval/dims.h"
+
 namespace onnxfuse::backend {
 
-using Dims = std::vector<std::int64_t>;
+// The dims arithmetic lives with the host evaluator (eval/dims.h), which
+// builds without oneDNN.
+using eval::BroadcastDims;
+using eval::Dims;
+using eval::DimsString;
+using eval::ExpandRank;
+using eval::Product;
 using Tag = dnnl::memory::format_tag;
 using DataType = dnnl::memory::data_type;
-
-std::int64_t Product(const Dims& dims);
-std::string DimsString(const Dims& dims);
 
 /// Row-major ("plain") f32 descriptor: a, ab, abc, abcd (nchw), ... Rank 0 is treated as [1].
 dnnl::memory::desc PlainDesc(const Dims& dims);
@@ -92,10 +97,5 @@ std::optional<Dims> ReshapeStrides(const Dims& dims, const Dims& strides, const 
 
 /// oneDNN-style layout string: "abcd" (plain), "acdb" (nhwc), "aBcd16b" (nChw16c).
 std::string LayoutString(const dnnl::memory::desc& md);
-
-/// Numpy-style broadcast of two shapes; throws std::invalid_argument when incompatible.
-Dims BroadcastDims(const Dims& a, const Dims& b);
-/// `dims` left-padded with 1s to `rank`.
-Dims ExpandRank(const Dims& dims, std::size_t rank);
 
 }  // namespace onnxfuse::backend

@@ -10,8 +10,8 @@
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"
 #include "ir/attributes.h"
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 
 namespace onnxfuse::backend {
 
@@ -23,7 +23,7 @@ float ConstScalar(Builder& b, const Node& node, std::size_t i, float fallback) {
   if (node.inputs.size() <= i || node.inputs[i] == kNoValue) return fallback;
   if (!b.IsConst(node.inputs[i])) return NAN;
   const Tensor& t = b.Const(node.inputs[i], node);
-  return t.NumElements() == 1 ? static_cast<float>(ElementAt(t, 0)) : NAN;
+  return t.NumElements() == 1 ? static_cast<float>(eval::ElementAt(t, 0)) : NAN;
 }
 
 PostOp Eltwise(algorithm alg, float alpha = 0, float beta = 0) {

@@ -7,9 +7,9 @@
 #include <optional>
 #include <set>
 
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_eval_sample.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_eval_sample.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/unsupported.h"
 #include "backend/lower/views.h"
 #include "onnxfuse/error.h"
@@ -64,7 +64,7 @@ void WriteOutput(const Node& node, Tensor t, const HostOutput& out, const std::v
     throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": output of shape " + DimsString(t.dims) +
                                              " at run time, built for " + DimsString(out.dims) +
                                              ": shapes that depend on run-time values are not supported");
-  NarrowTo(t, out.data_type);
+  eval::NarrowTo(t, out.data_type);
   void* dst = data[static_cast<std::size_t>(out.arg)];
   if (t.elem_type == onnx::TensorProto::INT64) {
     if (!t.int_data.empty()) std::memcpy(dst, t.int_data.data(), t.int_data.size() * sizeof(std::int64_t));
@@ -113,7 +113,7 @@ std::optional<std::vector<Dims>> DimsFromZeros(Builder& b, const Node& node, con
   }
   try {
     std::vector<Dims> dims;
-    for (const Tensor& t : EvalOnHost(node, pointers, b.graph.opset())) dims.push_back(t.dims);
+    for (const Tensor& t : eval::EvalOnHost(node, pointers, b.graph.opset())) dims.push_back(t.dims);
     return dims;
   } catch (const Error&) {
     return std::nullopt;
@@ -153,7 +153,7 @@ Dims OutputDims(Builder& b, const Node& node, std::size_t k, const std::vector<H
   if (known) return type.dims;
   if (const Dims* dims = zeros.Output(k)) return *dims;
   const std::string output = b.graph.value(node.outputs[k]).name;
-  for (std::size_t i : SampleShapeInputs(node, b.graph.opset()))  // name the input the shape comes from
+  for (std::size_t i : eval::SampleShapeInputs(node, b.graph.opset()))  // name the input the shape comes from
     if (i < node.num_explicit_inputs && node.inputs[i] != kNoValue && b.IsAct(node.inputs[i]))
       Unsupported(b, node, "input '" + b.graph.value(node.inputs[i]).name +
                                "' must be a constant known at build time: the shape of output '" + output +
@@ -177,7 +177,7 @@ bool NeedsHostStep(const Builder& b, const Node& node) {
 
 void EmitHostStep(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
-  if (!HostEvaluable(node)) Unsupported(b, node, "operator not supported by the oneDNN backend");
+  if (!eval::HostEvaluable(node)) Unsupported(b, node, "operator not supported by the oneDNN backend");
   if (node.op_type == "Dropout") RefuseNonIdentityDropout(b, node);
   std::vector<std::pair<int, Arg>> args;
   std::vector<HostInput> inputs(node.num_explicit_inputs);
@@ -227,7 +227,7 @@ void EmitHostStep(Builder& b, NodeId id) {
       if (inputs[i].constant) pointers[i] = inputs[i].constant.get();
       else if (inputs[i].arg >= 0) read[i] = ReadInput(inputs[i], data), pointers[i] = &read[i];
     }
-    std::vector<Tensor> results = EvalOnHost(node, pointers, opset);
+    std::vector<Tensor> results = eval::EvalOnHost(node, pointers, opset);
     for (std::size_t k = 0; k < outputs.size(); ++k)
       if (outputs[k].arg >= 0) {
         if (k >= results.size())

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "backend/lower/graph_queries.h"
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "backend/lower/std_math.h"
 
 namespace onnxfuse::backend {
@@ -30,7 +30,7 @@ bool LowersOp(const std::string& domain, const std::string& op_type) {
   node.op_type = op_type;
   node.outputs = {0};
   return kOps.count(op_type) > 0 || IsPooling(op_type) || op_type.rfind("Reduce", 0) == 0 || IsStdUnary(node) ||
-         HostEvaluable(node);
+         eval::HostEvaluable(node);
 }
 
 }  // namespace onnxfuse::backend

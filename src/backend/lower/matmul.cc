@@ -6,8 +6,8 @@
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/channel_scale.h"
 #include "backend/lower/operands.h"
@@ -166,7 +166,7 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
     Tensor added;
     added.dims = {a[0], n};
     for (std::int64_t i = 0; i < a[0] * n; ++i) {
-      double v = beta * ElementAt(*c, BroadcastIndex(i, added.dims, c->dims));
+      double v = beta * eval::ElementAt(*c, eval::BroadcastIndex(i, added.dims, c->dims));
       if (!chain.scale.empty()) v *= chain.scale[static_cast<std::size_t>(i % n)];
       added.data.push_back(static_cast<float>(v));
     }

@@ -18,7 +18,7 @@
 // Both compute the biased variance, as ONNX does.
 #include "backend/lower/normalization.h"
 
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "backend/lower/layer_norm.h"
 #include "backend/lower/unsupported.h"
 

@@ -2,8 +2,8 @@
 
 #include "backend/lower/chain.h"
 #include "backend/lower/unsupported.h"
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
@@ -56,7 +56,7 @@ std::vector<double> BiasOf(Builder& b, const Node& node, std::size_t input, std:
   if (node.inputs.size() <= input || node.inputs[input] == kNoValue) return bias;
   const Tensor& t = b.Const(node.inputs[input], node);
   if (t.NumElements() != 1 && t.NumElements() != n) Unsupported(b, node, "bias must have one value per output");
-  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = scale * ElementAt(t, t.NumElements() == 1 ? 0 : static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = scale * eval::ElementAt(t, t.NumElements() == 1 ? 0 : static_cast<std::int64_t>(i));
   return bias;
 }
 

@@ -8,8 +8,8 @@
 
 #include "backend/lower/unsupported.h"
 #include "ir/attributes.h"
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/pool.h"
 
 namespace onnxfuse::backend {
@@ -45,7 +45,7 @@ void EmitReduce(Builder& b, NodeId id) {
   Dims in = b.ActOf(node.inputs.at(0), node).dims;
   std::vector<std::int64_t> axes = AttrInts(node, "axes");
   if ((op == "ReduceSum" && b.graph.opset() >= 13) || b.graph.opset() >= 18) {
-    if (node.num_explicit_inputs > 1 && node.inputs[1] != kNoValue) axes = AsInts(b.Const(node.inputs[1], node));
+    if (node.num_explicit_inputs > 1 && node.inputs[1] != kNoValue) axes = eval::AsInts(b.Const(node.inputs[1], node));
     if (axes.empty() && AttrInt(node, "noop_with_empty_axes", 0)) {  // the input itself (ONNX ReduceSum-13)
       Arg x = b.UseAsIs(node.inputs[0], node);
       b.SetAct(node.outputs[0], Act{x.slot, x.md, in});

@@ -29,8 +29,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/operands.h"
 #include "backend/lower/unsupported.h"
 #include "backend/kernels/resize.h"
@@ -155,7 +155,7 @@ void EmitResize(Builder& b, NodeId id) {
   std::vector<AxisResize> resize(rank);
   for (std::size_t d = 0; d < rank; ++d) resize[d] = {in[d], in[d], 1.0, static_cast<double>(in[d]), 0, 1};
   std::vector<std::int64_t> sizes;
-  if (sizes_v != kNoValue) sizes = AsInts(b.Const(sizes_v, node));
+  if (sizes_v != kNoValue) sizes = eval::AsInts(b.Const(sizes_v, node));
   if (!sizes.empty()) {
     if (sizes.size() != axes.size()) Unsupported(b, node, "sizes must have one entry per resized axis");
     for (std::size_t k = 0; k < axes.size(); ++k) {
@@ -170,7 +170,7 @@ void EmitResize(Builder& b, NodeId id) {
     if (static_cast<std::size_t>(s.NumElements()) != axes.size()) Unsupported(b, node, "scales must have one entry per resized axis");
     for (std::size_t k = 0; k < axes.size(); ++k) {
       AxisResize& r = resize[static_cast<std::size_t>(axes[k])];
-      auto f = static_cast<float>(ElementAt(s, static_cast<std::int64_t>(k)));
+      auto f = static_cast<float>(eval::ElementAt(s, static_cast<std::int64_t>(k)));
       if (!(f > 0)) Unsupported(b, node, "scales must be positive");
       r.scale = f;
       r.out = static_cast<std::int64_t>(std::floor(static_cast<float>(r.in) * f));
@@ -184,8 +184,8 @@ void EmitResize(Builder& b, NodeId id) {
       Unsupported(b, node, "roi must have two entries per resized axis");
     for (std::size_t k = 0; k < axes.size(); ++k) {
       AxisResize& r = resize[static_cast<std::size_t>(axes[k])];
-      r.roi_start = ElementAt(roi, static_cast<std::int64_t>(k));
-      r.roi_end = ElementAt(roi, static_cast<std::int64_t>(k + axes.size()));
+      r.roi_start = eval::ElementAt(roi, static_cast<std::int64_t>(k));
+      r.roi_end = eval::ElementAt(roi, static_cast<std::int64_t>(k + axes.size()));
     }
   }
   Dims out = in;

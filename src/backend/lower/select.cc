@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "backend/kernels/select.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/kernel_operand.h"
 
 namespace onnxfuse::backend {

@@ -25,8 +25,8 @@
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
 
@@ -36,7 +36,7 @@ namespace {
 
 std::vector<std::int64_t> ConstInts(Builder& b, const Node& node, std::size_t i) {
   if (node.num_explicit_inputs <= i || node.inputs[i] == kNoValue) return {};
-  return AsInts(b.Const(node.inputs[i], node));
+  return eval::AsInts(b.Const(node.inputs[i], node));
 }
 
 std::int64_t NormAxis(const Builder& b, const Node& node, std::int64_t axis, std::size_t rank) {
@@ -89,7 +89,7 @@ bool PadIsCopy(Builder& b, const Node& node) {
     return std::none_of(pads.begin(), pads.end(), [](auto p) { return p < 0; });
   }
   if (node.num_explicit_inputs < 2 || !b.IsConst(node.inputs[1])) return false;
-  const auto pads = AsInts(b.Const(node.inputs[1], node));
+  const auto pads = eval::AsInts(b.Const(node.inputs[1], node));
   return std::none_of(pads.begin(), pads.end(), [](auto p) { return p < 0; });
 }
 
@@ -97,7 +97,7 @@ void LowerPad(Builder& b, const Node& node, const Dims& in) {
   std::vector<std::int64_t> pads = b.graph.opset() >= 11 ? ConstInts(b, node, 1) : AttrInts(node, "pads");
   float value = 0;
   if (b.graph.opset() >= 11 && node.num_explicit_inputs > 2 && node.inputs[2] != kNoValue)
-    value = static_cast<float>(ElementAt(b.Const(node.inputs[2], node), 0));
+    value = static_cast<float>(eval::ElementAt(b.Const(node.inputs[2], node), 0));
   else if (b.graph.opset() < 11) value = AttrFloat(node, "value", 0.f);
   if (node.num_explicit_inputs > 3) Unsupported(b, node, "the axes input is not supported");
   if (pads.size() != 2 * in.size()) Unsupported(b, node, "pads must list every axis twice");
@@ -246,7 +246,7 @@ void LowerGather(Builder& b, const Node& node, const Dims& in) {
   const Tensor& indices = b.Const(node.inputs[1], node);
   auto axis = static_cast<std::size_t>(NormAxis(b, node, AttrInt(node, "axis", 0), in.size()));
   const std::int64_t n = in[axis];
-  auto idx = AsInts(indices);
+  auto idx = eval::AsInts(indices);
   for (auto& k : idx) {
     if (k < -n || k >= n)
       throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": index " +

@@ -16,8 +16,8 @@
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/unsupported.h"
 
 namespace onnxfuse::backend {
@@ -175,7 +175,7 @@ void EmitPow(Builder& b, NodeId id) {
   // Y broadcast to X's shape now (ONNX multidirectional broadcasting): one exponent per element.
   std::vector<float> exponent(static_cast<std::size_t>(Product(dims)));
   for (std::size_t i = 0; i < exponent.size(); ++i)
-    exponent[i] = static_cast<float>(ElementAt(y, BroadcastIndex(static_cast<std::int64_t>(i), dims, y.dims)));
+    exponent[i] = static_cast<float>(eval::ElementAt(y, eval::BroadcastIndex(static_cast<std::int64_t>(i), dims, y.dims)));
   EmitLoop(b, node, "pow", [exponent = std::move(exponent)](float x, std::int64_t i) {
     return std::pow(x, exponent[static_cast<std::size_t>(i)]);
   });

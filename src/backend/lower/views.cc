@@ -9,8 +9,8 @@
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/unsupported.h"
 #include "onnxfuse/error.h"
 
@@ -43,7 +43,7 @@ std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
   }
   auto axes = [&]() {
     if (b.graph.opset() >= 13 && node.num_explicit_inputs > 1 && node.inputs[1] != kNoValue)
-      return AsInts(b.Const(node.inputs[1], node));
+      return eval::AsInts(b.Const(node.inputs[1], node));
     return AttrInts(node, "axes");
   };
   if (op == "Reshape") {
@@ -51,7 +51,7 @@ std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
     Tensor probe;
     probe.dims = in;
     probe.data.assign(static_cast<std::size_t>(Product(in)), 0.f);
-    return EvalOnHost(node, {&probe, &b.Const(node.inputs.at(1), node)}, b.graph.opset())[0].dims;
+    return eval::EvalOnHost(node, {&probe, &b.Const(node.inputs.at(1), node)}, b.graph.opset())[0].dims;
   }
   if (op == "Unsqueeze") {
     Dims out = in;
@@ -84,7 +84,7 @@ void RefuseNonIdentityDropout(Builder& b, const Node& node) {
   if (!b.IsConst(mode))
     Unsupported(b, node, "training_mode must be a constant: random dropping (training) is not supported");
   const Tensor* known_ratio = ratio != kNoValue && b.IsConst(ratio) ? &b.Const(ratio, node) : nullptr;
-  if (DropoutDrops(known_ratio, &b.Const(mode, node)))
+  if (eval::DropoutDrops(known_ratio, &b.Const(mode, node)))
     Unsupported(b, node, "training_mode is true and ratio above 0: random dropping (training) is not supported");
 }
 
@@ -119,7 +119,7 @@ bool TryFold(Builder& b, NodeId id) {
     b.SetConst(node.outputs[0], std::move(t));
     return true;
   }
-  if (!HostEvaluable(node)) return false;
+  if (!eval::HostEvaluable(node)) return false;
   std::vector<const Tensor*> inputs;
   for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
     ValueId v = node.inputs[i];
@@ -130,13 +130,13 @@ bool TryFold(Builder& b, NodeId id) {
     if (!b.IsConst(v)) return false;
     inputs.push_back(&b.Const(v, node));
   }
-  auto outputs = EvalOnHost(node, inputs, b.graph.opset());
+  auto outputs = eval::EvalOnHost(node, inputs, b.graph.opset());
   for (std::size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i) {
     if (node.outputs[i] == kNoValue) continue;
     // Narrowed to the declared type as a host step narrows it: an int8 Add
     // wraps to 8 bits, a float16 result rounds to half.
     const std::int32_t type = b.graph.value(node.outputs[i]).type.elem_type;
-    if (StorageTypeOf(type) != onnx::TensorProto::UNDEFINED) NarrowTo(outputs[i], type);
+    if (StorageTypeOf(type) != onnx::TensorProto::UNDEFINED) eval::NarrowTo(outputs[i], type);
     b.SetConst(node.outputs[i], std::move(outputs[i]));
   }
   return true;
@@ -145,7 +145,7 @@ bool TryFold(Builder& b, NodeId id) {
 void PrefoldConstants(Builder& b) {
   // TryFold evaluates a host-evaluable node only when all its inputs are known.
   for (NodeId id = 0; id < b.graph.num_nodes(); ++id)
-    if (HostEvaluable(b.graph.node(id))) TryFold(b, id);
+    if (eval::HostEvaluable(b.graph.node(id))) TryFold(b, id);
 }
 
 namespace {

@@ -16,7 +16,7 @@
 #include "backend/lower/builder.h"
 #include "backend/lower/chain.h"
 #include "backend/lower/fault_injection.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_tensor.h"
 #include "backend/lower/own_kernels.h"
 #include "backend/lower/pattern_lowerings.h"
 #include "backend/lower/views.h"
@@ -178,7 +178,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     pseudo.name = value.name, pseudo.op_type = "graph output";
     if (!b.IsAct(v)) {
       Tensor known = b.Const(v, pseudo);
-      if (StorageTypeOf(value.type.elem_type) != onnx::TensorProto::UNDEFINED) NarrowTo(known, value.type.elem_type);
+      if (StorageTypeOf(value.type.elem_type) != onnx::TensorProto::UNDEFINED) eval::NarrowTo(known, value.type.elem_type);
       impl->outputs.push_back({value.name, -1, {}, known.DataType(), std::move(known)});
       continue;
     }

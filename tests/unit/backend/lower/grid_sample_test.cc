@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "onnxfuse/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
@@ -41,7 +41,7 @@ TEST_CASE("GridSample, bilinear and nearest with every padding, is one grid_samp
       for (int align_corners : {0, 1}) {
         INFO(mode << " " << padding << " align_corners " << align_corners);
         const Graph g = test::GraphFromText(GridSampleModel(mode, padding, align_corners));
-        const Tensor want = backend::EvalOnHost(g.node(0), {&x, &grid}, g.opset()).at(0);
+        const Tensor want = eval::EvalOnHost(g.node(0), {&x, &grid}, g.opset()).at(0);
         std::vector<double> expected(want.data.begin(), want.data.end());
         for (bool fuse : {true, false}) {
           PlanRun run = test::RunPlan(g, fuse, {x, grid});
@@ -59,7 +59,7 @@ TEST_CASE("bicubic GridSample stays a host step", "[grid_sample]") {
   const Tensor x = test::TensorFrom({2, 3, 5, 4}, test::Wave, "x");
   const Tensor grid = test::TensorFrom({2, 3, 6, 2}, [](std::int64_t i) { return static_cast<float>(i % 7) * 0.2f - 0.6f; }, "grid");
   const Graph g = test::GraphFromText(GridSampleModel("bicubic", "zeros", 0));
-  const Tensor want = backend::EvalOnHost(g.node(0), {&x, &grid}, g.opset()).at(0);
+  const Tensor want = eval::EvalOnHost(g.node(0), {&x, &grid}, g.opset()).at(0);
   PlanRun run = test::RunPlan(g, true, {x, grid});
   test::CheckClose(run.outputs[0], std::vector<double>(want.data.begin(), want.data.end()), 1e-5);
   CHECK(test::StepsContaining(run, "onnxfuse:grid_sample") == 0);

@@ -11,14 +11,14 @@
 #include <map>
 #include <string>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_eval_ops.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_eval_ops.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -162,4 +162,4 @@ HostOutputs EvalEinsum(const Node& node, const HostInputs& in, std::int64_t) {
   return std::vector<Tensor>{Einsum(node, in)};
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

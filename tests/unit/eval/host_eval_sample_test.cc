@@ -1,4 +1,4 @@
-// The sample family on the host (src/backend/lower/host_eval_sample.cc and
+// The sample family on the host (src/eval/host_eval_sample.cc and
 // host_eval_window.cc): EvalOnHost over every ONNX node test of Resize,
 // Upsample, GridSample, MaxPool with Indices or uint8 data, MaxUnpool,
 // RoiAlign and LRN (Debian's libonnx-testdata, expected outputs at the
@@ -11,15 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "onnxfuse/error.h"
 #include "host_node_tests.h"
-#include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
-using backend::EvalOnHost;
+using eval::EvalOnHost;
 
 namespace {
 
@@ -52,7 +51,7 @@ TEST_CASE("Resize nearest_mode: ties at .5 go down or up, Resize-10 floors upsam
     Graph g = test::OneNodeGraph("float[2] x, float[1] s", "float[4] y",
                       "y = Resize <mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"" +
                           mode + "\"> (x, , s)");
-    return backend::HostValues(Eval(g, {&x, nullptr, &scales}));
+    return eval::HostValues(Eval(g, {&x, nullptr, &scales}));
   };
   CHECK(nearest("round_prefer_floor") == std::vector<double>{10, 10, 20, 20});
   CHECK(nearest("round_prefer_ceil") == std::vector<double>{10, 20, 20, 20});
@@ -63,11 +62,11 @@ TEST_CASE("Resize nearest_mode: ties at .5 go down or up, Resize-10 floors upsam
   const Tensor five = test::TensorOf("x", {5}, {1, 2, 3, 4, 5});
   const Tensor down = test::TensorOf("s", {1}, {0.6f});
   Graph g10 = test::OneNodeGraph("float[5] x, float[1] s", "float[3] y", "y = Resize <mode = \"nearest\"> (x, s)", 10);
-  CHECK(backend::HostValues(Eval(g10, {&five, &down})) == std::vector<double>{1, 3, 5});
+  CHECK(eval::HostValues(Eval(g10, {&five, &down})) == std::vector<double>{1, 3, 5});
   // Upsampling (scale 2.5 of 2): x = y / 2.5 = 0, 0.4, 0.8, 1.2, 1.6, floor.
   const Tensor up = test::TensorOf("s", {1}, {2.5f});
   Graph up10 = test::OneNodeGraph("float[2] x, float[1] s", "float[5] y", "y = Resize <mode = \"nearest\"> (x, s)", 10);
-  CHECK(backend::HostValues(Eval(up10, {&x, &up})) == std::vector<double>{10, 10, 10, 20, 20});
+  CHECK(eval::HostValues(Eval(up10, {&x, &up})) == std::vector<double>{10, 10, 10, 20, 20});
 }
 
 TEST_CASE("Resize coordinate transformations at an output length of 1, and N-linear over every axis",
@@ -78,7 +77,7 @@ TEST_CASE("Resize coordinate transformations at an output length of 1, and N-lin
     Graph g = test::OneNodeGraph("float[4] x, int64[1] n", "float[1] y",
                       "y = Resize <mode = \"linear\", coordinate_transformation_mode = \"" + transform +
                           "\"> (x, , , n)");
-    return backend::HostValues(Eval(g, {&x, nullptr, nullptr, &one}))[0];
+    return eval::HostValues(Eval(g, {&x, nullptr, nullptr, &one}))[0];
   };
   CHECK(linear("half_pixel") == Approx(3.0));        // x = 0.5 * 4 - 0.5 = 1.5: between 2 and 4
   CHECK(linear("pytorch_half_pixel") == Approx(1));  // length 1: x = 0
@@ -105,13 +104,13 @@ TEST_CASE("Resize cubic with exclude_outside renormalizes the weights left insid
   const Tensor scales = test::TensorOf("s", {1}, {2});
   Graph g = test::OneNodeGraph("float[4] x, float[1] s", "float[8] y",
                     "y = Resize <mode = \"cubic\", cubic_coeff_a = -0.5, exclude_outside = 1> (x, , s)");
-  const auto y = backend::HostValues(Eval(g, {&x, nullptr, &scales}));
+  const auto y = eval::HostValues(Eval(g, {&x, nullptr, &scales}));
   CHECK(y[0] == Approx((0.8671875 * 1 - 0.0703125 * 2) / 0.796875));
   // Without exclude_outside the outside taps read the edge (weights sum to 1).
   Graph edge = test::OneNodeGraph("float[4] x, float[1] s", "float[8] y",
                        "y = Resize <mode = \"cubic\", cubic_coeff_a = -0.5> (x, , s)");
   const double w175 = ((-0.5 * 1.75 + 2.5) * 1.75 - 4) * 1.75 + 2, w075 = (1.5 * 0.75 - 2.5) * 0.75 * 0.75 + 1;
-  CHECK(backend::HostValues(Eval(edge, {&x, nullptr, &scales}))[0] == Approx((w175 + w075 + 0.8671875) * 1 - 0.0703125 * 2));
+  CHECK(eval::HostValues(Eval(edge, {&x, nullptr, &scales}))[0] == Approx((w175 + w075 + 0.8671875) * 1 - 0.0703125 * 2));
 
   // roi [0.5, 1.5] of 3 samples, 3 outputs: x = 1 + y = 1, 2, 3; 3 is past the last sample.
   const Tensor three = test::TensorOf("x", {3}, {10, 20, 30});
@@ -120,7 +119,7 @@ TEST_CASE("Resize cubic with exclude_outside renormalizes the weights left insid
   Graph crop = test::OneNodeGraph("float[3] x, float[2] r, int64[1] n", "float[3] y",
                        "y = Resize <mode = \"linear\", coordinate_transformation_mode = \"tf_crop_and_resize\", "
                        "extrapolation_value = -7.0> (x, r, , n)");
-  CHECK(backend::HostValues(Eval(crop, {&three, &roi, nullptr, &sizes})) == std::vector<double>{20, 30, -7});
+  CHECK(eval::HostValues(Eval(crop, {&three, &roi, nullptr, &sizes})) == std::vector<double>{20, 30, -7});
 }
 
 TEST_CASE("Resize output dims come from floor(in * scale) in float, bad scales and sizes are refused",
@@ -147,7 +146,7 @@ TEST_CASE("Upsample-7 (scales attribute) and Upsample-9 (scales input): asymmetr
           "[host_eval_sample]") {
   const Tensor x = test::TensorOf("x", {1, 2}, {1, 3});
   Graph g7 = test::OneNodeGraph("float[1,2] x", "float[1,6] y", "y = Upsample <scales = [1.0, 3.0]> (x)", 8);
-  CHECK(backend::HostValues(Eval(g7, {&x})) == std::vector<double>{1, 1, 1, 3, 3, 3});
+  CHECK(eval::HostValues(Eval(g7, {&x})) == std::vector<double>{1, 1, 1, 3, 3, 3});
   // linear: x = y / 2 = 0, 0.5, 1, 1.5, the last clamped to the edge.
   const Tensor scales = test::TensorOf("s", {2}, {1, 2});
   Graph g9 = test::OneNodeGraph("float[1,2] x, float[2] s", "float[1,4] y", "y = Upsample <mode = \"linear\"> (x, s)", 9);
@@ -164,7 +163,7 @@ TEST_CASE("GridSample: padding modes, reflection far outside, nearest rounds hal
     const Tensor t = test::TensorOf("g", {1, 1, n, 2}, grid);
     Graph g = test::OneNodeGraph("float[1,1,1,4] x, float[1,1," + std::to_string(n) + ",2] g",
                       "float[1,1,1," + std::to_string(n) + "] y", "y = GridSample <" + attrs + "> (x, g)", 16);
-    return backend::HostValues(Eval(g, {&x, &t}));
+    return eval::HostValues(Eval(g, {&x, &t}));
   };
   // zeros: g = -1 is x = -0.5, half the first pixel and half 0; g = -0.5 is x = 0.5.
   const auto zeros = sample("mode = \"bilinear\"", {-1.0f, -0.5f});

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_eval_ops.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_eval_ops.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -65,4 +65,4 @@ HostOutputs EvalReduceOp(const Node& node, const HostInputs& in, std::int64_t) {
   return std::vector<Tensor>{Reduce(node, in)};
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

@@ -2,11 +2,11 @@
 // ONNX operator spec, opsets 7-17): the builder's constant folding, and the
 // runtime's host steps. This unit holds the dispatcher and the basic ops; the
 // op families are in host_eval_*.cc (host_eval_ops.h).
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_eval_ops.h"
-#include "backend/lower/host_tensor.h"
-#include "backend/lower/host_eval_layout.h"
-#include "backend/lower/host_eval_sample.h"
+#include "eval/host_eval.h"
+#include "eval/host_eval_ops.h"
+#include "eval/host_tensor.h"
+#include "eval/host_eval_layout.h"
+#include "eval/host_eval_sample.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,10 +17,10 @@
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
-#include "backend/lower/dnnl_util.h"
+#include "eval/dims.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 std::int64_t NormAxis(std::int64_t axis, std::size_t rank, const Node& node) {
   std::int64_t r = static_cast<std::int64_t>(rank);
@@ -397,4 +397,4 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
   }
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

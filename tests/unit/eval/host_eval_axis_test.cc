@@ -1,9 +1,9 @@
 // ArgMax, ArgMin, TopK, Hardmax, CumSum and Trilu on the host evaluator
-// (src/backend/lower/host_eval_axis.cc): ONNX's node tests, then edge cases
+// (src/eval/host_eval_axis.cc): ONNX's node tests, then edge cases
 // the spec settles (ties, negative axes, k out of range).
 #include <catch2/catch.hpp>
 
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "host_node_tests.h"
 #include "test_models.h"
 
@@ -25,31 +25,31 @@ TEST_CASE("ArgMax, ArgMin, TopK, Hardmax, CumSum and Trilu reproduce ONNX's node
 TEST_CASE("TopK keeps the lower index first among equal values, largest and smallest", "[host_eval]") {
   const Tensor x = test::TensorOf("", {1, 5}, {3, 1, 3, 1, 2});
   const Tensor k = test::IntTensorOf("", {1}, {3});
-  auto out = backend::EvalOnHost(NodeOf("TopK"), {&x, &k}, 13);
+  auto out = eval::EvalOnHost(NodeOf("TopK"), {&x, &k}, 13);
   CHECK(out.at(0).data == std::vector<float>{3, 3, 2});
   CHECK(out.at(1).int_data == std::vector<std::int64_t>{0, 2, 4});
-  out = backend::EvalOnHost(NodeOf("TopK", {IntAttr("largest", 0), IntAttr("axis", -1)}), {&x, &k}, 13);
+  out = eval::EvalOnHost(NodeOf("TopK", {IntAttr("largest", 0), IntAttr("axis", -1)}), {&x, &k}, 13);
   CHECK(out.at(0).data == std::vector<float>{1, 1, 2});
   CHECK(out.at(1).int_data == std::vector<std::int64_t>{1, 3, 4});
   // Opset 1-9: k is an attribute.
-  out = backend::EvalOnHost(NodeOf("TopK", {IntAttr("k", 2)}), {&x}, 9);
+  out = eval::EvalOnHost(NodeOf("TopK", {IntAttr("k", 2)}), {&x}, 9);
   CHECK(out.at(1).int_data == std::vector<std::int64_t>{0, 2});
   const Tensor too_many = test::IntTensorOf("", {1}, {6});
-  CHECK(test::ErrorOf([&] { backend::EvalOnHost(NodeOf("TopK"), {&x, &too_many}, 13); }).kind ==
+  CHECK(test::ErrorOf([&] { eval::EvalOnHost(NodeOf("TopK"), {&x, &too_many}, 13); }).kind ==
         ErrorKind::kInvalidModel);
 }
 
 TEST_CASE("ArgMax's select_last_index and a negative axis, and an axis out of range refused", "[host_eval]") {
   const Tensor x = test::TensorOf("", {2, 3}, {5, 1, 5, 0, 0, -1});
-  auto out = backend::EvalOnHost(NodeOf("ArgMax", {IntAttr("axis", -1), IntAttr("keepdims", 0)}), {&x}, 13);
+  auto out = eval::EvalOnHost(NodeOf("ArgMax", {IntAttr("axis", -1), IntAttr("keepdims", 0)}), {&x}, 13);
   CHECK(out.at(0).dims == std::vector<std::int64_t>{2});
   CHECK(out.at(0).int_data == std::vector<std::int64_t>{0, 0});
-  out = backend::EvalOnHost(NodeOf("ArgMax", {IntAttr("axis", -1), IntAttr("select_last_index", 1)}), {&x}, 13);
+  out = eval::EvalOnHost(NodeOf("ArgMax", {IntAttr("axis", -1), IntAttr("select_last_index", 1)}), {&x}, 13);
   CHECK(out.at(0).dims == std::vector<std::int64_t>{2, 1});
   CHECK(out.at(0).int_data == std::vector<std::int64_t>{2, 1});
-  out = backend::EvalOnHost(NodeOf("ArgMin", {IntAttr("axis", 1)}), {&x}, 13);
+  out = eval::EvalOnHost(NodeOf("ArgMin", {IntAttr("axis", 1)}), {&x}, 13);
   CHECK(out.at(0).int_data == std::vector<std::int64_t>{1, 2});
-  const auto e = test::ErrorOf([&] { backend::EvalOnHost(NodeOf("ArgMax", {IntAttr("axis", 2)}), {&x}, 13); });
+  const auto e = test::ErrorOf([&] { eval::EvalOnHost(NodeOf("ArgMax", {IntAttr("axis", 2)}), {&x}, 13); });
   CHECK(e.kind == ErrorKind::kInvalidModel);
   CHECK_THAT(e.message, Catch::Contains("node 'n' (ArgMax)"));
 }
@@ -57,12 +57,12 @@ TEST_CASE("ArgMax's select_last_index and a negative axis, and an axis out of ra
 TEST_CASE("CumSum of integers is exact beyond 2^53, and Hardmax before 13 flattens from the axis", "[host_eval]") {
   const Tensor x = test::IntTensorOf("", {3}, {(std::int64_t{1} << 60) + 1, 1, 1});
   const Tensor axis = test::IntTensorOf("", {}, {0});
-  auto out = backend::EvalOnHost(NodeOf("CumSum", {IntAttr("exclusive", 1), IntAttr("reverse", 1)}), {&x, &axis}, 14);
+  auto out = eval::EvalOnHost(NodeOf("CumSum", {IntAttr("exclusive", 1), IntAttr("reverse", 1)}), {&x, &axis}, 14);
   CHECK(out.at(0).int_data == std::vector<std::int64_t>{2, 1, 0});
-  out = backend::EvalOnHost(NodeOf("CumSum"), {&x, &axis}, 14);
+  out = eval::EvalOnHost(NodeOf("CumSum"), {&x, &axis}, 14);
   CHECK(out.at(0).int_data.back() == (std::int64_t{1} << 60) + 3);
   // [1, 2, 2] with axis 1 before opset 13: one row of 4, the first maximum wins.
   const Tensor h = test::TensorOf("", {1, 2, 2}, {1, 4, 4, 2});
-  CHECK(backend::EvalOnHost(NodeOf("Hardmax"), {&h}, 11).at(0).data == std::vector<float>{0, 1, 0, 0});
-  CHECK(backend::EvalOnHost(NodeOf("Hardmax"), {&h}, 13).at(0).data == std::vector<float>{0, 1, 1, 0});
+  CHECK(eval::EvalOnHost(NodeOf("Hardmax"), {&h}, 11).at(0).data == std::vector<float>{0, 1, 0, 0});
+  CHECK(eval::EvalOnHost(NodeOf("Hardmax"), {&h}, 13).at(0).data == std::vector<float>{0, 1, 1, 0});
 }

@@ -1,7 +1,7 @@
 // Evaluation of nodes on host tensors: at build time, of nodes whose inputs
 // are all known (constant folding of shape subgraphs: Shape -> Gather ->
 // Unsqueeze -> Concat -> Reshape, Clip bounds from Constant nodes, weight
-// transposes, ...), and at run time as host steps (host_step.h: integer
+// transposes, ...), and at run time as host steps (backend/lower/host_step.h: integer
 // tensors, ops no oneDNN lowering handles). Plain reference code in double
 // precision: small tensors, speed matters little.
 #pragma once
@@ -13,7 +13,7 @@
 #include "onnxfuse/graph.h"
 #include "onnxfuse/tensor_io.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 /// True for the op types EvalOnHost knows (default domain).
 bool HostEvaluable(const Node& node);
@@ -62,4 +62,4 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
 /// all the runtime does: random dropping is Error(kUnsupported).
 bool DropoutDrops(const Tensor* ratio, const Tensor* training_mode);
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

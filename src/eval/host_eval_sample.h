@@ -13,7 +13,7 @@
 #include "onnxfuse/graph.h"
 #include "onnxfuse/tensor_io.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 /// True for the op types EvalSampleOp knows: Resize, Upsample, GridSample,
 /// MaxPool, MaxUnpool, RoiAlign, LRN.
@@ -39,4 +39,4 @@ std::optional<std::vector<Tensor>> EvalSampleOp(const Node& node, const std::vec
 /// build time.
 std::vector<std::size_t> SampleShapeInputs(const Node& node, std::int64_t opset);
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

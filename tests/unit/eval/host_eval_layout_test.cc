@@ -1,4 +1,4 @@
-// Split and Pad on the host (src/backend/lower/host_eval_layout.cc), called
+// Split and Pad on the host (src/eval/host_eval_layout.cc), called
 // directly on nodes of small models; expected values worked out by hand from
 // ONNX Operators.md (Split-13, Pad-13).
 #include <catch2/catch.hpp>
@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "onnxfuse/error.h"
 #include "host_node_tests.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
-using backend::EvalOnHost;
+using eval::EvalOnHost;
 
 
 TEST_CASE("Split into given sizes and into equal parts, along any axis", "[host_eval_layout]") {

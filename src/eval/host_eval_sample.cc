@@ -1,18 +1,18 @@
 // Resize, Upsample and GridSample on host tensors (host_eval_sample.h).
-#include "backend/lower/host_eval_sample.h"
-#include "backend/lower/host_eval_ops.h"
+#include "eval/host_eval_sample.h"
+#include "eval/host_eval_ops.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_eval_window.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_eval_window.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -355,4 +355,4 @@ std::vector<std::size_t> SampleShapeInputs(const Node& node, std::int64_t opset)
   return {};
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

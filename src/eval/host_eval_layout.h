@@ -10,7 +10,7 @@
 #include "onnxfuse/graph.h"
 #include "onnxfuse/tensor_io.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 /// True for the op types EvalLayoutOp knows.
 bool IsHostLayoutOp(const std::string& op_type);
@@ -23,4 +23,4 @@ bool IsHostLayoutOp(const std::string& op_type);
 std::optional<std::vector<Tensor>> EvalLayoutOp(const Node& node, const std::vector<const Tensor*>& inputs,
                                                 std::int64_t opset);
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

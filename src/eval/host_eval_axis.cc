@@ -6,14 +6,14 @@
 #include <numeric>
 #include <string>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_eval_ops.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_eval_ops.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -177,4 +177,4 @@ HostOutputs EvalAxisOp(const Node& node, const HostInputs& in, std::int64_t opse
   return std::nullopt;
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

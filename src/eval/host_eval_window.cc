@@ -1,19 +1,19 @@
 // MaxPool (with Indices), MaxUnpool, RoiAlign and LRN on host tensors
 // (host_eval_window.h).
-#include "backend/lower/host_eval_window.h"
-#include "backend/lower/host_eval_ops.h"
+#include "eval/host_eval_window.h"
+#include "eval/host_eval_ops.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -44,7 +44,7 @@ struct PoolGeometry {
 //   SAME_UPPER/SAME_LOWER: ceil(in / s); pads total (out - 1) * s + (k - 1) * d + 1 - in,
 //                  the odd one at the end (UPPER) or the beginning (LOWER)
 // With ceil_mode, a last window that would start in the end padding is
-// dropped (as PyTorch, oneDNN and the oneDNN lowering, pool.cc).
+// dropped (as PyTorch, oneDNN and the oneDNN lowering, backend/lower/pool.cc).
 PoolGeometry PoolGeometryOf(const Node& node, const Dims& x) {
   const std::size_t spatial = x.size() - 2;
   PoolGeometry g;
@@ -284,4 +284,4 @@ std::optional<std::vector<Tensor>> EvalWindowOp(const Node& node, const std::vec
   return std::nullopt;
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

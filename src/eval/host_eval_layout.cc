@@ -1,15 +1,15 @@
-#include "backend/lower/host_eval_layout.h"
-#include "backend/lower/host_eval_ops.h"
+#include "eval/host_eval_layout.h"
+#include "eval/host_eval_ops.h"
 
 #include <algorithm>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -111,4 +111,4 @@ std::optional<std::vector<Tensor>> EvalLayoutOp(const Node& node, const std::vec
   return std::nullopt;
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

@@ -1,11 +1,11 @@
-// Reduce* on the host evaluator (src/backend/lower/host_eval_reduce.cc):
+// Reduce* on the host evaluator (src/eval/host_eval_reduce.cc):
 // ONNX's node tests of every Reduce* (axes as attribute and, for ReduceSum-13,
 // as input; keepdims; noop_with_empty_axes), then ReduceLogSum by hand.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "host_node_tests.h"
 #include "test_models.h"
 
@@ -21,7 +21,22 @@ TEST_CASE("every Reduce* reproduces ONNX's node tests", "[host_eval]") {
 
 TEST_CASE("ReduceLogSum is the log of the sum over the axes", "[host_eval]") {
   const Tensor x = test::TensorOf("", {2, 2}, {1, 2, 3, 4});
-  const auto out = backend::EvalOnHost(test::NodeOf("ReduceLogSum", {test::IntAttr("keepdims", 0)}), {&x}, 13).at(0);
+  const auto out = eval::EvalOnHost(test::NodeOf("ReduceLogSum", {test::IntAttr("keepdims", 0)}), {&x}, 13).at(0);
   CHECK(out.dims.empty());
   CHECK(out.data.at(0) == Approx(std::log(10.0)));
+}
+
+TEST_CASE("ReduceSum-13 takes its axes as an input, keepdims 0 drops them", "[host_eval]") {
+  Node node;
+  node.op_type = "ReduceSum";
+  onnx::AttributeProto keepdims;
+  keepdims.set_name("keepdims");
+  keepdims.set_type(onnx::AttributeProto::INT);
+  keepdims.set_i(0);
+  *node.proto.add_attribute() = keepdims;
+  const Tensor data = test::IntTensorOf("", {2, 2}, {1, 2, 3, 4});
+  const Tensor axes = test::IntTensorOf("", {1}, {0});
+  const auto out = eval::EvalOnHost(node, {&data, &axes}, 13);
+  CHECK(out.at(0).dims == std::vector<std::int64_t>{2});
+  CHECK(out.at(0).int_data == std::vector<std::int64_t>{4, 6});
 }

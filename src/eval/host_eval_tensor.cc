@@ -4,14 +4,14 @@
 #include <cmath>
 #include <string>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_eval_ops.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_eval_ops.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -148,4 +148,4 @@ HostOutputs EvalTensorOp(const Node& node, const HostInputs& in, std::int64_t) {
   return std::vector<Tensor>{std::move(r)};
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

@@ -1,11 +1,11 @@
-#include "backend/lower/host_tensor.h"
+#include "eval/host_tensor.h"
 
 #include <catch2/catch.hpp>
 
 #include <limits>
 #include <vector>
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 namespace {
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
@@ -47,4 +47,4 @@ TEST_CASE("dense strides and broadcast indices (ONNX Broadcasting.md)", "[host_t
 }
 
 }  // namespace
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

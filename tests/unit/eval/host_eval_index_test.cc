@@ -1,10 +1,10 @@
 // GatherElements, GatherND, Scatter(Elements), ScatterND, OneHot, Compress,
 // ReverseSequence and NonZero on the host evaluator
-// (src/backend/lower/host_eval_index.cc): ONNX's node tests, then indices
+// (src/eval/host_eval_index.cc): ONNX's node tests, then indices
 // that are negative or out of range.
 #include <catch2/catch.hpp>
 
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "host_node_tests.h"
 #include "test_models.h"
 
@@ -28,19 +28,19 @@ TEST_CASE("an index out of range is kInvalidModel naming the node, a negative on
           "[host_eval]") {
   const Tensor data = test::TensorOf("", {2, 3}, {1, 2, 3, 4, 5, 6});
   const Tensor negative = test::IntTensorOf("", {2, 1}, {-1, 0});
-  auto out = backend::EvalOnHost(NodeOf("GatherElements", {IntAttr("axis", -1)}), {&data, &negative}, 13);
+  auto out = eval::EvalOnHost(NodeOf("GatherElements", {IntAttr("axis", -1)}), {&data, &negative}, 13);
   CHECK(out.at(0).data == std::vector<float>{3, 4});
   const Tensor beyond = test::IntTensorOf("", {2, 1}, {3, 0});
   for (const char* op : {"GatherElements", "ScatterElements"}) {
     const Tensor updates = test::TensorOf("", {2, 1}, {9, 9});
     const auto e = test::ErrorOf([&] {
-      backend::EvalOnHost(NodeOf(op, {IntAttr("axis", 1)}), {&data, &beyond, &updates}, 16);
+      eval::EvalOnHost(NodeOf(op, {IntAttr("axis", 1)}), {&data, &beyond, &updates}, 16);
     });
     CHECK(e.kind == ErrorKind::kInvalidModel);
     CHECK_THAT(e.message, Catch::Contains("(" + std::string(op) + "): index 3 is outside [-3, 2]"));
   }
   const Tensor tuple = test::IntTensorOf("", {1, 2}, {1, -4});
-  CHECK(test::ErrorOf([&] { backend::EvalOnHost(NodeOf("GatherND"), {&data, &tuple}, 13); }).kind ==
+  CHECK(test::ErrorOf([&] { eval::EvalOnHost(NodeOf("GatherND"), {&data, &tuple}, 13); }).kind ==
         ErrorKind::kInvalidModel);
 }
 
@@ -48,17 +48,17 @@ TEST_CASE("ScatterElements and ScatterND combine duplicates in order by reductio
   const Tensor data = test::TensorOf("", {4}, {1, 1, 1, 1});
   const Tensor idx = test::IntTensorOf("", {3}, {1, 1, -1});
   const Tensor upd = test::TensorOf("", {3}, {2, 3, 5});
-  CHECK(backend::EvalOnHost(NodeOf("ScatterElements", {StringAttr("reduction", "mul")}), {&data, &idx, &upd}, 16)
+  CHECK(eval::EvalOnHost(NodeOf("ScatterElements", {StringAttr("reduction", "mul")}), {&data, &idx, &upd}, 16)
             .at(0)
             .data == std::vector<float>{1, 6, 1, 5});
-  CHECK(backend::EvalOnHost(NodeOf("ScatterElements"), {&data, &idx, &upd}, 13).at(0).data ==
+  CHECK(eval::EvalOnHost(NodeOf("ScatterElements"), {&data, &idx, &upd}, 13).at(0).data ==
         std::vector<float>{1, 3, 1, 5});
   const Tensor nd_idx = test::IntTensorOf("", {3, 1}, {1, 1, -1});
-  CHECK(backend::EvalOnHost(NodeOf("ScatterND", {StringAttr("reduction", "add")}), {&data, &nd_idx, &upd}, 16)
+  CHECK(eval::EvalOnHost(NodeOf("ScatterND", {StringAttr("reduction", "add")}), {&data, &nd_idx, &upd}, 16)
             .at(0)
             .data == std::vector<float>{1, 6, 1, 6});
   const auto e = test::ErrorOf([&] {
-    backend::EvalOnHost(NodeOf("ScatterND", {StringAttr("reduction", "max")}), {&data, &nd_idx, &upd}, 18);
+    eval::EvalOnHost(NodeOf("ScatterND", {StringAttr("reduction", "max")}), {&data, &nd_idx, &upd}, 18);
   });
   CHECK(e.kind == ErrorKind::kUnsupported);
 }
@@ -68,11 +68,11 @@ TEST_CASE("OneHot gives off_value rows for indices outside -depth to depth - 1, 
   const Tensor idx = test::IntTensorOf("", {3}, {-1, 5, 0});
   const Tensor depth = test::IntTensorOf("", {}, {3});
   const Tensor values = test::TensorOf("", {2}, {0, 7});
-  auto out = backend::EvalOnHost(NodeOf("OneHot", {IntAttr("axis", 0)}), {&idx, &depth, &values}, 11);
+  auto out = eval::EvalOnHost(NodeOf("OneHot", {IntAttr("axis", 0)}), {&idx, &depth, &values}, 11);
   CHECK(out.at(0).dims == std::vector<std::int64_t>{3, 3});
   CHECK(out.at(0).data == std::vector<float>{0, 0, 7, 0, 0, 0, 7, 0, 0});
   const Tensor x = test::IntTensorOf("", {2, 2}, {0, 3, 1, 0});
-  out = backend::EvalOnHost(NodeOf("NonZero"), {&x}, 13);
+  out = eval::EvalOnHost(NodeOf("NonZero"), {&x}, 13);
   CHECK(out.at(0).dims == std::vector<std::int64_t>{2, 2});
   CHECK(out.at(0).int_data == std::vector<std::int64_t>{0, 1, 1, 0});
 }

@@ -11,7 +11,7 @@
 #include "onnxfuse/graph.h"
 #include "onnxfuse/tensor_io.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 /// True for MaxPool, MaxUnpool, RoiAlign and LRN.
 bool IsHostWindowOp(const std::string& op_type);
@@ -34,4 +34,4 @@ bool IsHostWindowOp(const std::string& op_type);
 std::optional<std::vector<Tensor>> EvalWindowOp(const Node& node, const std::vector<const Tensor*>& inputs,
                                                 std::int64_t opset);
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

@@ -10,14 +10,14 @@
 #include <map>
 #include <string>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_eval_ops.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_eval_ops.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -250,4 +250,4 @@ HostOutputs EvalMathOp(const Node& node, const HostInputs& in, std::int64_t opse
   return std::nullopt;
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

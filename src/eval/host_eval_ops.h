@@ -1,5 +1,5 @@
 // The op families of the host evaluator (host_eval.h), one unit each, and
-// the helpers they share. Private to backend/lower: EvalOnHost is the entry.
+// the helpers they share. Private to eval/: EvalOnHost is the entry.
 //
 // Every family function takes the node, its inputs (nullptr for an omitted
 // optional input) and the model's opset, and returns std::nullopt for an op
@@ -15,7 +15,7 @@
 #include "onnxfuse/graph.h"
 #include "onnxfuse/tensor_io.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 using HostInputs = std::vector<const Tensor*>;
 using HostOutputs = std::optional<std::vector<Tensor>>;
@@ -53,4 +53,4 @@ HostOutputs EvalTensorOp(const Node& node, const HostInputs& in, std::int64_t op
 /// Einsum in its general form (host_eval_einsum.cc).
 HostOutputs EvalEinsum(const Node& node, const HostInputs& in, std::int64_t opset);
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

@@ -1,9 +1,9 @@
-// Einsum on the host evaluator (src/backend/lower/host_eval_einsum.cc): ONNX's
+// Einsum on the host evaluator (src/eval/host_eval_einsum.cc): ONNX's
 // node tests, then the forms they miss (implicit output, a diagonal, "..."
 // broadcasting) against loops, and the refusals.
 #include <catch2/catch.hpp>
 
-#include "backend/lower/host_eval.h"
+#include "eval/host_eval.h"
 #include "host_node_tests.h"
 #include "test_models.h"
 
@@ -14,7 +14,7 @@ using test::StringAttr;
 namespace {
 
 std::vector<Tensor> Einsum(const std::string& equation, std::vector<const Tensor*> in) {
-  return backend::EvalOnHost(NodeOf("Einsum", {StringAttr("equation", equation)}), in, 12);
+  return eval::EvalOnHost(NodeOf("Einsum", {StringAttr("equation", equation)}), in, 12);
 }
 
 }  // namespace

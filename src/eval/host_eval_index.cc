@@ -7,14 +7,14 @@
 #include <algorithm>
 #include <string>
 
-#include "backend/lower/dnnl_util.h"
-#include "backend/lower/host_eval_ops.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/dims.h"
+#include "eval/host_eval_ops.h"
+#include "eval/host_tensor.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 namespace {
 
@@ -262,4 +262,4 @@ HostOutputs EvalIndexOp(const Node& node, const HostInputs& in, std::int64_t) {
   return std::vector<Tensor>{std::move(r)};
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

@@ -1,5 +1,5 @@
 // MaxPool with Indices and on integers, MaxUnpool, RoiAlign and LRN on the
-// host (src/backend/lower/host_eval_window.cc), called directly on nodes of
+// host (src/eval/host_eval_window.cc), called directly on nodes of
 // small models; expected values worked out by hand from ONNX Operators.md
 // (MaxPool-12, MaxUnpool-11, RoiAlign-16, LRN-13). The ONNX node tests of
 // these ops run in host_eval_sample_test.cc.
@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "backend/lower/host_eval.h"
-#include "backend/lower/host_tensor.h"
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "onnxfuse/error.h"
 #include "host_node_tests.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
-using backend::EvalOnHost;
+using eval::EvalOnHost;
 
 TEST_CASE("MaxPool Indices: flat over batch and channels, row- or column-major spatially, first maximum wins",
           "[host_eval_window]") {
@@ -30,7 +30,7 @@ TEST_CASE("MaxPool Indices: flat over batch and channels, row- or column-major s
   };
   const auto row = pool(0);
   REQUIRE(row.size() == 2);
-  CHECK(backend::HostValues(row[0]) == std::vector<double>{9, 9, 5, 5});
+  CHECK(eval::HostValues(row[0]) == std::vector<double>{9, 9, 5, 5});
   // Image 0: the 9 at (0, 1) comes first in both windows (not the 9 at (1, 2)); image 1 (offset
   // 6): each window's first element.
   CHECK(row[1].int_data == std::vector<std::int64_t>{1, 1, 6, 7});
@@ -54,7 +54,7 @@ TEST_CASE("MaxPool on int8 ignores padding, takes dilations and ceil_mode, and d
   const Tensor line = test::TensorOf("x", {1, 1, 6}, {1, 7, 3, 2, 8, 0});
   Graph dilated = test::OneNodeGraph("float[1,1,6] x", "float[1,1,3] y",
                           "y = MaxPool <kernel_shape = [2], dilations = [2], strides = [2], ceil_mode = 1> (x)");
-  CHECK(backend::HostValues(EvalOnHost(dilated.node(0), {&line}, 13).at(0)) == std::vector<double>{3, 8, 8});
+  CHECK(eval::HostValues(EvalOnHost(dilated.node(0), {&line}, 13).at(0)) == std::vector<double>{3, 8, 8});
   // ceil_mode with pads [0, 1], kernel 2, stride 2 on 4: ceil(3 / 2) + 1 = 3 windows, but the third
   // would start at 4, in the end padding: 2 windows.
   const Tensor four = test::TensorOf("x", {1, 1, 4}, {1, 2, 3, 4});
@@ -64,7 +64,7 @@ TEST_CASE("MaxPool on int8 ignores padding, takes dilations and ceil_mode, and d
   // SAME_LOWER: the odd pad at the beginning, so the first window is [pad, 1].
   Graph same = test::OneNodeGraph("float[1,1,4] x", "float[1,1,4] y", "y = MaxPool <kernel_shape = [2], auto_pad = \"SAME_LOWER\"> (x)");
   const Tensor falling = test::TensorOf("x", {1, 1, 4}, {4, 3, 2, 1});
-  CHECK(backend::HostValues(EvalOnHost(same.node(0), {&falling}, 13).at(0)) == std::vector<double>{4, 4, 3, 2});
+  CHECK(eval::HostValues(EvalOnHost(same.node(0), {&falling}, 13).at(0)) == std::vector<double>{4, 4, 3, 2});
 }
 
 TEST_CASE("MaxUnpool scatters X to MaxPool's indices, output_shape extends the result with zeros",
@@ -75,13 +75,13 @@ TEST_CASE("MaxUnpool scatters X to MaxPool's indices, output_shape extends the r
   Graph g = test::OneNodeGraph("float[1,1,1,2] x, int64[1,1,1,2] i", "float[1,1,2,3] y", "y = MaxUnpool <kernel_shape = [2, 2]> (x, i)");
   const Tensor y = EvalOnHost(g.node(0), {&x, &i}, 13).at(0);
   CHECK(y.dims == std::vector<std::int64_t>{1, 1, 2, 3});
-  CHECK(backend::HostValues(y) == std::vector<double>{0, 9, 0, 0, 0, 8});
+  CHECK(eval::HostValues(y) == std::vector<double>{0, 9, 0, 0, 0, 8});
 
   // output_shape [1, 1, 3, 4]: the 2 x 3 result at the origin, zeros after.
   const Tensor shape = test::IntTensorOf("s", {4}, {1, 1, 3, 4});
   Graph sized = test::OneNodeGraph("float[1,1,1,2] x, int64[1,1,1,2] i, int64[4] s", "float[1,1,3,4] y",
                         "y = MaxUnpool <kernel_shape = [2, 2]> (x, i, s)");
-  CHECK(backend::HostValues(EvalOnHost(sized.node(0), {&x, &i, &shape}, 13).at(0)) ==
+  CHECK(eval::HostValues(EvalOnHost(sized.node(0), {&x, &i, &shape}, 13).at(0)) ==
         std::vector<double>{0, 9, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0});
 
   const Tensor outside = test::IntTensorOf("i", {1, 1, 1, 2}, {1, 6});
@@ -107,7 +107,7 @@ TEST_CASE("RoiAlign: half_pixel shifts the roi by half a pixel, output_half_pixe
   auto align = [&](const std::string& attrs, int opset = 16) {
     Graph g = test::OneNodeGraph("float[1,1,4,4] x, float[1,4] r, int64[1] b", "float[1,1,1,1] y",
                       "y = RoiAlign <sampling_ratio = 2" + attrs + "> (x, r, b)", opset);
-    return backend::HostValues(EvalOnHost(g.node(0), {&x, &rois, &batch}, opset).at(0))[0];
+    return eval::HostValues(EvalOnHost(g.node(0), {&x, &rois, &batch}, opset).at(0))[0];
   };
   // half_pixel: the roi is [-0.5, 1.5]^2, samples at 0 and 1: the mean of 0, 1, 4, 5.
   CHECK(align("") == Approx(2.5));
@@ -133,5 +133,5 @@ TEST_CASE("LRN sums squares over the channels around c, floor((size - 1) / 2) be
   test::CheckValues(EvalOnHost(g.node(0), {&x}, 13).at(0), {1 / 3.5, 2 / 7.5, 3 / 5.5}, 1e-9);
   // Defaults alpha 1e-4, beta 0.75, bias 1, size 3: channel 1 sums all three squares.
   Graph defaults = test::OneNodeGraph("float[1,3,1,1] x", "float[1,3,1,1] y", "y = LRN <size = 3> (x)");
-  CHECK(backend::HostValues(EvalOnHost(defaults.node(0), {&x}, 13).at(0))[1] == Approx(2 / std::pow(1 + 1e-4 / 3 * 14, 0.75)));
+  CHECK(eval::HostValues(EvalOnHost(defaults.node(0), {&x}, 13).at(0))[1] == Approx(2 / std::pow(1 + 1e-4 / 3 * 14, 0.75)));
 }

@@ -1,13 +1,13 @@
-#include "backend/lower/host_tensor.h"
+#include "eval/host_tensor.h"
 
 #include <cmath>
 #include <limits>
 
-#include "backend/lower/dnnl_util.h"
+#include "eval/dims.h"
 #include "ir/tensor_values.h"
 #include "onnxfuse/error.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 bool IsInt64(const Tensor& t) { return t.elem_type == onnx::TensorProto::INT64; }
 
@@ -100,4 +100,4 @@ Tensor CastToElemType(const Tensor& t, std::int32_t to, const std::string& where
   return out;
 }
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval

@@ -10,7 +10,7 @@
 
 #include "onnxfuse/tensor_io.h"
 
-namespace onnxfuse::backend {
+namespace onnxfuse::eval {
 
 /// True for an INT64 tensor (its values in int_data).
 bool IsInt64(const Tensor& t);
@@ -53,4 +53,4 @@ void NarrowTo(Tensor& t, std::int32_t data_type);
 /// cannot hold (StorageTypeOf gives UNDEFINED: STRING, BFLOAT16, ...).
 Tensor CastToElemType(const Tensor& t, std::int32_t to, const std::string& where);
 
-}  // namespace onnxfuse::backend
+}  // namespace onnxfuse::eval
