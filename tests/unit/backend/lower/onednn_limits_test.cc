@@ -231,7 +231,7 @@ namespace {
 using onnxfuse::backend::Chain;
 using onnxfuse::backend::PostOp;
 
-PostOp Linear(float alpha, float beta) {
+PostOp LinearPostOp(float alpha, float beta) {
   PostOp op;
   op.alg = algorithm::eltwise_linear, op.alpha = alpha, op.beta = beta;
   return op;
@@ -244,8 +244,8 @@ TEST_CASE("the lowering keeps out of each limit: the predicates refuse what oneD
   using namespace onnxfuse::backend;
   // Limit 1: two linear post-ops of other parameters in one primitive; one merged step is fine.
   Chain two, one;
-  two.post_ops = {Linear(2.3f, 0.f), Linear(1.f, 0.5f)};
-  one.post_ops = {Linear(2.3f, 0.5f)};
+  two.post_ops = {LinearPostOp(2.3f, 0.f), LinearPostOp(1.f, 0.5f)};
+  one.post_ops = {LinearPostOp(2.3f, 0.5f)};
   CHECK_FALSE(PostOpsRight(two, 0, 2, "conv", {1, 16, 10, 10}));
   CHECK(PostOpsRight(one, 0, 1, "conv", {1, 16, 10, 10}));
   // Limit 3: a binary on [N>1, C, 1] with a per-channel binary post-op.
