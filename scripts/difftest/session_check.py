@@ -55,18 +55,20 @@ def subgraphs(attr):
     return list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
 
 
-def forget_shapes(graph):
+def forget_shapes(graph, subgraph=False):
     """Every dim of GRAPH's outputs unknown and its value_info dropped, in its
-    subgraphs (If, Loop, Scan bodies) too: shapes inferred at the exported
-    batch would contradict another."""
-    for vo in graph.output:
+    subgraphs (If, Loop, Scan bodies) too, and there the inputs' dims as well:
+    shapes inferred at the exported batch would contradict another (seed 1649:
+    a Loop body declaring its carried input [2, 7, 1], the batch of 2 it was
+    generated at, contradicts a batch of 1)."""
+    for vo in list(graph.output) + (list(graph.input) if subgraph else []):
         for d in vo.type.tensor_type.shape.dim:
             d.Clear()
     del graph.value_info[:]
     for node in graph.node:
         for attr in node.attribute:
             for sub in subgraphs(attr):
-                forget_shapes(sub)
+                forget_shapes(sub, True)
 
 
 # Resize's coordinate maps that divide by length_resized: ONNX's reference
