@@ -45,6 +45,13 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 // passes run at once, else 0 (the session's, already set).
 int TeamFor(const ShapeSchedule& schedule) { return schedule.concurrent_passes() > 1 ? 1 : 0; }
 
+// The samples of a call: its first input's leading dim. 0 for a model without
+// inputs or whose first input is a scalar, which never runs in passes (they
+// need a leading symbolic dim, batch_passes.h).
+std::int64_t Samples(const ShapeSignature& signature) {
+  return signature.empty() || signature[0].empty() ? 0 : signature[0][0];
+}
+
 }  // namespace
 
 struct InferenceSession::Impl {
@@ -318,7 +325,7 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
       std::memcpy(base + static_cast<std::size_t>(pass) * bytes, ran.OutputBuffer(wanted[k]), bytes);
     }
   };
-  session::RunPasses(plan, *schedule, inputs, signature[0][0], collect);
+  session::RunPasses(plan, *schedule, inputs, Samples(signature), collect);
   return outputs;
 }
 
@@ -363,7 +370,7 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       session::NarrowFromStorage(view->dtype, src, count, dst);
     }
   };
-  session::RunPasses(plan, *schedule, inputs, signature[0][0], collect);
+  session::RunPasses(plan, *schedule, inputs, Samples(signature), collect);
 }
 
 PlanStats InferenceSession::PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {

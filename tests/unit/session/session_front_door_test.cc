@@ -88,5 +88,26 @@ TEST_CASE("session: a function op the backend does not lower runs as its body, a
   for (std::size_t n = 0; n < 3; ++n) CHECK(out[n] == -x.data[n * 5 + static_cast<std::size_t>(target[n])]);
 }
 
+TEST_CASE("session: a model without inputs and one with a scalar input run, as run runs them",
+          "[session][front_door]") {
+  test::TempDir dir("session_front_door");
+  InferenceSession constant(test::WriteModel(dir, R"(<ir_version: 8, opset_import: ["" : 13]>
+    g () => (float[2] y) {
+      y = Constant <value = float[2] {1.5, -2.0}> ()
+    })", "constant.onnx"));
+  std::vector<Tensor> out = constant.Run({});
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].data == std::vector<float>{1.5f, -2.0f});
+
+  InferenceSession scalar(test::WriteModel(dir, R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float x) => (float y) {
+      y = Relu (x)
+    })", "scalar.onnx"));
+  const float x = -3.0f;
+  out = scalar.Run({{"x", {ElementType::kFloat, {}, &x}}});
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].data == std::vector<float>{0.0f});
+}
+
 }  // namespace
 }  // namespace onnxfuse
