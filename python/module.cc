@@ -24,6 +24,7 @@
 #include "onnxfuse/pipeline.h"
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse/session.h"
+#include "onnxfuse/strategy.h"
 
 namespace py = pybind11;
 using onnxfuse::ElementType;
@@ -105,7 +106,7 @@ onnxfuse::InferenceSession MakeSession(const std::string& path, int threads, con
                                        int shape_cache_size, int max_samples_per_pass) {
   onnxfuse::SessionOptions options;
   options.threads = threads;
-  options.strategy = strategy;
+  options.strategy = onnxfuse::ParseStrategy(strategy);
   options.pattern_dirs = pattern_dirs;
   options.input_shapes = input_shapes;
   options.shape_cache_size = shape_cache_size;
@@ -123,7 +124,7 @@ std::string Fuse(const std::string& input, const std::string& output, const std:
   job.input_path = input;
   job.output_path = output;
   job.report_path = report;
-  job.strategy = strategy;
+  job.strategy = onnxfuse::ParseStrategy(strategy);
   job.pattern_dirs = pattern_dirs;
   job.load.input_shapes = input_shapes;
   py::gil_scoped_release release;

@@ -12,6 +12,7 @@
 #include "onnxfuse/fusion_plan.h"
 #include "onnxfuse/loader.h"
 #include "onnxfuse/pattern.h"
+#include "onnxfuse/strategy.h"
 
 namespace onnxfuse {
 
@@ -19,7 +20,7 @@ struct FuseJob {
   std::string input_path;
   std::string output_path;       ///< "" = do not write a model
   std::string report_path;       ///< "" = no report; "-" = stdout
-  std::string strategy = "pattern";  ///< "postdom" | "greedy" | "pattern"
+  Strategy strategy = kDefaultStrategy;
   LoadOptions load;
   FuserOptions fuser;
   bool check = true;             ///< run onnx::checker (full) on the written model
@@ -41,14 +42,6 @@ struct FuseJob {
 /// LoadPatternDir throws; a name defined twice is an error naming both files.
 std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs);
 
-/// Strategy names accepted by FuseJob::strategy, in the order `--help` lists them.
-const std::vector<std::string>& StrategyNames();
-
-/// `graph` fused as the job asks: job.strategy with job.fuser (and, for
-/// "pattern", the library and job.pattern_dirs). Throws Error(kUsage) for an
-/// unknown strategy, what LoadPatterns throws.
-FusionPlan FuseForJob(const FuseJob& job, const Graph& graph);
-
 /// True when the job writes an executable plan file rather than an ONNX model:
 /// emit "plan", or an output path ending in ".plan". Throws Error(kUsage) for
 /// emit "plain" with a ".plan" path.
@@ -64,15 +57,17 @@ using PlanFileWriter = std::function<nlohmann::json(const FuseJob& job, const Gr
 /// (backend/lower: LowersOp).
 using OpLowered = std::function<bool(const std::string& domain, const std::string& op_type)>;
 
-/// Runs the job and returns its report. A job that emits a plan file
-/// (EmitsPlanFile) needs `write_plan`: Error(kUsage) without one. Given
-/// `plan_lowers`, such a job first replaces the function ops the backend does
-/// not lower by their ONNX function bodies (rewrite/expand_functions.h; the
-/// report's "expanded_functions" lists them): the plan and the report describe
-/// the expanded graph. A job writing an ONNX model never expands. Throws Error: kUsage when output_path
-/// names the input file (the input is never overwritten) or the strategy is
-/// unknown; the loader's errors; kIo when a file cannot be written. Outputs are
-/// written atomically, so a failure leaves no partial file.
+/// Runs the job and returns its report. The model is prepared by the front
+/// door (src/pipeline/prepare_model.h): for an executable target when the job
+/// writes a plan file (EmitsPlanFile with an output path), which needs
+/// `write_plan` (Error(kUsage) without one); given `plan_lowers`, such a job
+/// replaces the function ops the backend does not lower by their ONNX function
+/// bodies (the report's "expanded_functions" lists them): the plan and the
+/// report describe the expanded graph. A job writing an ONNX model never
+/// expands. Throws Error: kUsage when output_path names the input file (the
+/// input is never overwritten); what PrepareModel throws; kIo when a file
+/// cannot be written. Outputs are written atomically, so a failure leaves no
+/// partial file.
 nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan = {}, const OpLowered& plan_lowers = {});
 
 }  // namespace onnxfuse

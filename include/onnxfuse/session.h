@@ -8,8 +8,10 @@
 //   auto outputs = session.Run({{"input", {onnxfuse::ElementType::kFloat, {1, 3, 224, 224}, image.data()}}});
 //   // outputs[0].dims == {1, 1000}, outputs[0].data: the logits
 //
-// Loading: a .onnx model is loaded, fused with options.strategy and compiled
-// exactly as `onnx-fuse run --strategy S [--input-shape ...]` does; a .plan file
+// Loading: a .onnx model is prepared (loaded, control flow decided at build
+// time inlined, function ops the backend does not lower expanded, fused with
+// options.strategy) and compiled exactly as `onnx-fuse run --strategy S
+// [--input-shape ...]` does, through the same function; a .plan file
 // (`onnx-fuse model.onnx -o model.plan`) is replayed with its stored groups and
 // prepacked weights.
 //
@@ -64,6 +66,7 @@
 #include <vector>
 
 #include "onnxfuse/executor.h"
+#include "onnxfuse/strategy.h"
 #include "onnxfuse/tensor_io.h"
 #include "onnxfuse/tensor_view.h"
 
@@ -72,9 +75,9 @@ namespace onnxfuse {
 struct SessionOptions {
   /// OpenMP threads per Run; 0 = the OpenMP default (all cores or OMP_NUM_THREADS).
   int threads = 0;
-  /// Fuser for .onnx models: "postdom" (run's default), "greedy" or "pattern".
-  /// Ignored for plan files (they hold their groups).
-  std::string strategy = "postdom";
+  /// Fuser for .onnx models (strategy.h; ParseStrategy reads a name). Ignored
+  /// for plan files (they hold their groups).
+  Strategy strategy = kDefaultStrategy;
   /// Extra pattern directories for strategy "pattern", after the built-in library.
   std::vector<std::string> pattern_dirs;
   /// Input name -> full shape, pinned at load (as `run --input-shape`); a
@@ -142,7 +145,7 @@ class InferenceSession {
  public:
   /// Loads `path`: a plan file (by its magic bytes) or an ONNX model. Throws
   /// Error: the loader's and compiler's errors (kIo, kInvalidModel,
-  /// kUnsupported naming the node); kUsage for an unknown strategy, a
+  /// kUnsupported naming the node); kUsage for a
   /// shape_cache_size < 1, threads < 0, max_samples_per_pass < -1,
   /// input_shapes naming no graph input or
   /// changing a fixed dim (any dim of a version 2 plan file).

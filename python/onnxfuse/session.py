@@ -69,13 +69,13 @@ def _as_input(value):
 class InferenceSession:
     """Loads a model and runs it; several Python threads may call run() at once.
 
-    ``path``: an ONNX model (fused at load with ``strategy``, as ``onnx-fuse run``
-    does) or a plan file written by ``onnx-fuse MODEL -o model.plan``.
+    ``path``: an ONNX model (prepared and fused at load with ``strategy``, as
+    ``onnx-fuse run`` does) or a plan file written by ``onnx-fuse MODEL -o model.plan``.
 
     Keyword options (include/onnxfuse/session.h, SessionOptions):
       ``threads``: OpenMP threads per run (0: all cores or OMP_NUM_THREADS);
       when 0 and ``sess_options`` has ``intra_op_num_threads``, that number.
-      ``strategy``: 'postdom' (default), 'greedy' or 'pattern'.
+      ``strategy``: 'pattern' (the default, as the CLI's), 'postdom' or 'greedy'.
       ``patterns``: extra pattern directories for strategy 'pattern'.
       ``input_shapes``: {input name: shape} pinned at load (a plan file of
       format version 2: only the shapes it was built at).
@@ -96,7 +96,7 @@ class InferenceSession:
     """
 
     def __init__(self, path, sess_options=None, providers=None, provider_options=None, *, threads=0,
-                 strategy="postdom", patterns=(), input_shapes=None, shape_cache_size=8,
+                 strategy="pattern", patterns=(), input_shapes=None, shape_cache_size=8,
                  max_samples_per_pass=0):
         if not threads and sess_options is not None:
             threads = getattr(sess_options, "intra_op_num_threads", 0) or 0

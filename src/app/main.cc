@@ -15,6 +15,7 @@
 #include "fuse/pattern_fuser.h"
 #include "onnxfuse/pipeline.h"
 #include "onnxfuse/plan_file.h"
+#include "onnxfuse/strategy.h"
 
 namespace {
 
@@ -64,15 +65,16 @@ void ListPatterns(const std::vector<std::string>& dirs) {
 int main(int argc, char** argv) {
   CLI::App app{"onnx-fuse: fuse the operators of an ONNX model for faster CPU inference", "onnx-fuse"};
   onnxfuse::FuseJob job;
+  // Strategy names are parsed by onnxfuse::ParseStrategy (one place, one message), after parsing.
+  std::string strategy = onnxfuse::StrategyName(onnxfuse::kDefaultStrategy);
   std::vector<std::string> input_shapes;
   bool verbose = false, quiet = false, no_check = false, no_verify = false;
   app.add_option("input", job.input_path, "ONNX model to fuse");
   app.add_option("-o,--output", job.output_path, "write the fused model here (never the input path)");
   app.add_option("--report", job.report_path, "write the fusion report (JSON) here; '-' for stdout");
-  app.add_option("--strategy", job.strategy,
-                 "fuser: postdom (TVM post-dominator), greedy (residual-aware chains), "
-                 "pattern (patterns/ by priority, then postdom)")
-      ->check(CLI::IsMember(onnxfuse::StrategyNames()))
+  app.add_option("--strategy", strategy,
+                 "fuser: pattern (patterns/ by priority, then postdom), postdom (TVM post-dominator), "
+                 "greedy (residual-aware chains)")
       ->capture_default_str();
   app.add_option("--input-shape", input_shapes, "pin a graph input's shape, e.g. input=1x3x224x224 (repeatable)");
   app.add_option("--max-group-size", job.fuser.max_group_size, "most ops in one fused group")
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
 
   auto* run_command = app.add_subcommand("run", "run a model on CPU with oneDNN, fused or not, and time it");
   onnxfuse::RunOptions run;
+  std::string run_strategy = onnxfuse::StrategyName(onnxfuse::kDefaultStrategy);
   std::vector<std::string> run_shapes;
   run_command->add_option("model", run.model_path, "ONNX model or executable plan (.plan) to run")->required();
   run_command->add_option("--inputs", run.inputs_dir, "read input_N.pb (TensorProto) from this folder");
@@ -108,8 +111,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_command->add_option("--warmup", run.warmup, "untimed runs first")->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  run_command->add_option("--strategy", run.strategy, "fuser for the fused plan")
-      ->check(CLI::IsMember(onnxfuse::StrategyNames()))
+  run_command->add_option("--strategy", run_strategy, "fuser for the fused plan: pattern, postdom or greedy")
       ->capture_default_str();
   bool run_no_fuse = false;
   run_command->add_flag("--no-fuse", run_no_fuse, "one primitive per ONNX op in plain layouts (the baseline)");
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   try {
     if (run_command->parsed()) {
       run.fuse = !run_no_fuse;
+      run.strategy = onnxfuse::ParseStrategy(run_strategy);
       run.input_shapes = ParseInputShapes(run_shapes);
       return onnxfuse::RunJob(run, std::cout);
     }
@@ -144,6 +147,7 @@ int main(int argc, char** argv) {
     }
     if (job.input_path.empty())
       throw onnxfuse::Error(onnxfuse::ErrorKind::kUsage, "no input model given (see --help)");
+    job.strategy = onnxfuse::ParseStrategy(strategy);
     job.check = !no_check;
     job.verify = !no_verify;
     job.load.input_shapes = ParseInputShapes(input_shapes);

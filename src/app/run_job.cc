@@ -24,15 +24,9 @@
 #include "backend/lower/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
-#include "fuse/greedy_fuser.h"
-#include "onnxfuse/loader.h"
-#include "fuse/pattern_fuser.h"
-#include "onnxfuse/pipeline.h"
 #include "onnxfuse/plan_file.h"
-#include "fuse/postdom_fuser.h"
-#include "rewrite/expand_functions.h"
 #include "backend/runtime/verify.h"
-#include "rewrite/inline_control_flow.h"
+#include "pipeline/prepare_model.h"
 
 namespace onnxfuse {
 
@@ -42,13 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-FusionPlan FuseForRun(const Graph& graph, const std::string& strategy) {
-  if (strategy == "postdom") return FuseByPostDominator(graph, {});
-  if (strategy == "greedy") return FuseGreedy(graph, {});
-  if (strategy == "pattern") return FuseByPatterns(graph, LoadPatterns({}), {});
-  throw Error(ErrorKind::kUsage, "unknown strategy '" + strategy + "'");
 }
 
 // "input=1x3x224x224, mask=1x7"; "no inputs" for none.
@@ -133,13 +120,17 @@ Prepared Prepare(const RunOptions& options) {
     p.plan_file = loaded.info;
     return p;
   }
-  p.graph = std::make_unique<Graph>(LoadModel(options.model_path, LoadOptions{options.input_shapes}));
-  RequireNoControlFlow(*p.graph, InlineControlFlow(*p.graph, ControlFlowOptions{/*select_run_time_if=*/true}));
-  // Function ops the backend has no lowering for run as their ONNX bodies.
-  ExpandFunctionOps(*p.graph, backend::LowersOp);
-  p.fusion = options.fuse || options.check ? FuseForRun(*p.graph, options.strategy) : FusionPlan{};
+  PrepareOptions prepare;
+  prepare.target = Target::kExecutable;
+  prepare.load.input_shapes = options.input_shapes;
+  prepare.fuse = options.fuse || options.check;  // --check runs the fused plan too
+  prepare.fusion.strategy = options.strategy;
+  prepare.lowers = backend::LowersOp;
+  PreparedModel prepared = PrepareModel(options.model_path, prepare);
+  p.graph = std::move(prepared.graph);
+  p.fusion = std::move(prepared.fusion);
   p.fused = options.fuse;
-  p.strategy = options.strategy;
+  p.strategy = StrategyName(options.strategy);
   p.load_ms = MsSince(start);
   CompileOptions compile;
   compile.fuse = options.fuse;

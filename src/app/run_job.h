@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "onnxfuse/executor.h"
+#include "onnxfuse/strategy.h"
 
 namespace onnxfuse {
 
@@ -27,7 +28,7 @@ struct RunOptions {
   bool check = false;        ///< also run the other mode and compare outputs
   bool json = false;         ///< one JSON line instead of the table
   bool profile = false;      ///< also time each step over `iterations` more runs: the slowest steps and the time per kind
-  std::string strategy = "postdom";  ///< fuser: "postdom" | "greedy" | "pattern"
+  Strategy strategy = kDefaultStrategy;  ///< fuser of the fused plan
   double check_rtol = 1e-4;  ///< --check fails beyond this max relative difference
 };
 

@@ -9,14 +9,9 @@
 #include "common/atomic_file.h"
 #include "report/dot_writer.h"
 #include "onnxfuse/error.h"
-#include "rewrite/expand_functions.h"
-#include "rewrite/fold_batchnorm.h"
-#include "rewrite/inline_control_flow.h"
+#include "pipeline/prepare_model.h"
 #include "report/explain.h"
-#include "fuse/greedy_fuser.h"
 #include "write/onnx_writer.h"
-#include "fuse/pattern_fuser.h"
-#include "fuse/postdom_fuser.h"
 #include "report/report.h"
 
 namespace onnxfuse {
@@ -85,11 +80,6 @@ bool EmitsPlanFile(const FuseJob& job) {
   return job.emit == "plan" || plan_name;
 }
 
-const std::vector<std::string>& StrategyNames() {
-  static const std::vector<std::string> names = {"postdom", "greedy", "pattern"};
-  return names;
-}
-
 std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs) {
   std::vector<Pattern> patterns = LoadPatternDir(BuiltinPatternDir());
   for (const auto& dir : extra_dirs) {
@@ -104,11 +94,12 @@ std::vector<Pattern> LoadPatterns(const std::vector<std::string>& extra_dirs) {
   return patterns;
 }
 
-FusionPlan FuseForJob(const FuseJob& job, const Graph& graph) {
-  if (job.strategy == "pattern") return FuseByPatterns(graph, LoadPatterns(job.pattern_dirs), job.fuser);
-  if (job.strategy == "postdom") return FuseByPostDominator(graph, job.fuser);
-  if (job.strategy == "greedy") return FuseGreedy(graph, job.fuser);
-  throw Error(ErrorKind::kUsage, "unknown strategy '" + job.strategy + "'");
+FuseSettings FuseSettingsOf(const FuseJob& job) {
+  FuseSettings settings;
+  settings.strategy = job.strategy;
+  settings.fuser = job.fuser;
+  settings.pattern_dirs = job.pattern_dirs;
+  return settings;
 }
 
 nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan, const OpLowered& plan_lowers) {
@@ -121,28 +112,29 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan, 
   StageTimes times;
   Stopwatch watch;
   const bool emit_plan = EmitsPlanFile(job);
-  Graph graph = LoadModel(job.input_path, job.load);
-  // A plan executes the graph: an If decided at run time runs both branches and selects.
-  const ControlFlowResult control_flow =
-      InlineControlFlow(graph, ControlFlowOptions{emit_plan && !job.output_path.empty()});
+  PrepareOptions options;
+  // Only a plan file that is written is executed; --emit plan without -o reports the ONNX target's fusion.
+  options.target = emit_plan && !job.output_path.empty() ? Target::kExecutable : Target::kOnnx;
+  options.load = job.load;
+  options.fold_bn = job.fold_bn || job.emit == "plain";
+  options.fusion = FuseSettingsOf(job);
+  options.lowers = plan_lowers;
+  PreparedModel prepared = PrepareModel(job.input_path, options);
+  const Graph& graph = *prepared.graph;
+  const FusionPlan& plan = prepared.fusion;
+  const ControlFlowResult& control_flow = prepared.control_flow;
   nlohmann::json bn_folding;
-  if (job.fold_bn || job.emit == "plain") bn_folding = DescribeFolding(FoldBatchNormIntoConv(graph));
+  if (prepared.bn_folding) bn_folding = DescribeFolding(*prepared.bn_folding);
   nlohmann::json expanded_functions;
-  if (emit_plan && !job.output_path.empty() && plan_lowers) {  // the plan executes the expanded graph
-    FunctionExpansion expansion = ExpandFunctionOps(graph, plan_lowers);
-    if (!expansion.expanded.empty()) expanded_functions = DescribeExpansion(expansion);
-  }
-  times.load_ms = watch.LapMs();
+  if (!prepared.functions.expanded.empty()) expanded_functions = DescribeExpansion(prepared.functions);
+  times.load_ms = prepared.load_ms;
+  times.fuse_ms = prepared.fuse_ms;
   spdlog::debug("loaded {}: {} nodes, opset {}", job.input_path, graph.num_nodes(), graph.opset());
+  watch.LapMs();
 
   auto kinds = ClassifyAll(graph);
   times.classify_ms = watch.LapMs();
 
-  FusionPlan plan = FuseForJob(job, graph);
-  ValidateFusionPlan(graph, plan);
-  times.fuse_ms = watch.LapMs();
-
-  if (emit_plan && !job.output_path.empty()) RequireNoControlFlow(graph, control_flow);  // the plan executes the graph
   FusedModel fused = BuildFusedModel(graph, plan);
   if (job.emit == "plain") fused.model = graph.model();  // the plan is reported, the model stays standard ONNX
   times.build_ms = watch.LapMs();

@@ -18,13 +18,12 @@
 #include <spdlog/spdlog.h>
 
 #include "common/omp_team.h"
-#include "fuse/greedy_fuser.h"
-#include "fuse/pattern_fuser.h"
-#include "fuse/postdom_fuser.h"
+#include "backend/lower/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
 #include "onnxfuse/pipeline.h"
 #include "onnxfuse/plan_file.h"
+#include "pipeline/prepare_model.h"
 #include "session/batch_passes.h"
 #include "session/element_convert.h"
 #include "session/input_check.h"
@@ -46,6 +45,13 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 // passes run at once, else 0 (the session's, already set).
 int TeamFor(const ShapeSchedule& schedule) { return schedule.concurrent_passes() > 1 ? 1 : 0; }
 
+// The samples of a call: its first input's leading dim. 0 for a model without
+// inputs or whose first input is a scalar, which never runs in passes (they
+// need a leading symbolic dim, batch_passes.h).
+std::int64_t Samples(const ShapeSignature& signature) {
+  return signature.empty() || signature[0].empty() ? 0 : signature[0][0];
+}
+
 }  // namespace
 
 struct InferenceSession::Impl {
@@ -57,7 +63,9 @@ struct InferenceSession::Impl {
   std::shared_ptr<const Graph> plan_model;
   FusionPlan plan_groups;
   bool plan_fused = true;
-  std::vector<Pattern> patterns;  // strategy "pattern": the library and pattern_dirs, loaded once
+  // How a .onnx model is prepared, at each signature's pinned shapes (the
+  // pattern library loaded once, in the constructor).
+  PrepareOptions prepare;
   std::vector<ValueInfo> inputs, outputs;
   // The leading dim's symbol when the model computes each of its samples on
   // its own (batch_passes.h): a large batch may then run in passes.
@@ -81,12 +89,6 @@ struct InferenceSession::Impl {
   // The OpenMP team of one call: SessionOptions::threads, or OpenMP's default.
   int TeamSize() const { return options.threads > 0 ? options.threads : omp_get_max_threads(); }
 
-  FusionPlan Fuse(const Graph& graph) const {
-    if (options.strategy == "postdom") return FuseByPostDominator(graph, {});
-    if (options.strategy == "greedy") return FuseGreedy(graph, {});
-    return FuseByPatterns(graph, patterns, {});
-  }
-
   struct Loaded {
     std::unique_ptr<Graph> graph;
     FusionPlan fusion;
@@ -106,15 +108,14 @@ struct InferenceSession::Impl {
       PlanGraph at = PlanModelAt(*plan_model, plan_groups, shapes);
       return {std::move(at.graph), std::move(at.fusion), plan_fused};
     }
-    LoadOptions load{options.input_shapes};
+    PrepareOptions at = prepare;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ValueInfo& in = inputs[i];
       const bool fixed = in.has_shape && std::all_of(in.dims.begin(), in.dims.end(), [](auto d) { return d >= 0; });
-      if (!fixed) load.input_shapes[in.name] = signature[i];
+      if (!fixed) at.load.input_shapes[in.name] = signature[i];
     }
-    auto graph = std::make_unique<Graph>(LoadModel(path, load));
-    FusionPlan fusion = Fuse(*graph);
-    return {std::move(graph), std::move(fusion), true};
+    PreparedModel prepared = PrepareModel(path, at);
+    return {std::move(prepared.graph), std::move(prepared.fusion), true};
   }
 
   // The schedule of `signature`: compiled at it, or, for a batch of a
@@ -227,9 +228,6 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
   if (options.max_samples_per_pass < -1)
     throw Error(ErrorKind::kUsage, "SessionOptions::max_samples_per_pass must be >= -1 (-1: never split a batch)");
   if (options.shape_cache_size < 1) throw Error(ErrorKind::kUsage, "SessionOptions::shape_cache_size must be >= 1");
-  const auto& strategies = StrategyNames();
-  if (std::find(strategies.begin(), strategies.end(), options.strategy) == strategies.end())
-    throw Error(ErrorKind::kUsage, "unknown strategy '" + options.strategy + "'");
   s.SetThreads();
 
   std::shared_ptr<ShapeSchedule> schedule;
@@ -257,8 +255,15 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
                                                loaded.info.load_ms);
   } else {
     const auto start = std::chrono::steady_clock::now();
-    if (options.strategy == "pattern") s.patterns = LoadPatterns(options.pattern_dirs);
-    graph = std::make_unique<Graph>(LoadModel(path, LoadOptions{options.input_shapes}));
+    // Prepared as `run` prepares it (pipeline/prepare_model.h), at every signature.
+    s.prepare.target = Target::kExecutable;
+    s.prepare.load.input_shapes = options.input_shapes;
+    s.prepare.fusion.strategy = options.strategy;
+    if (options.strategy == Strategy::kPattern)
+      s.prepare.fusion.patterns = std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs));
+    s.prepare.lowers = backend::LowersOp;
+    // The model as declared: its inputs and outputs, and whether they are fixed.
+    graph = std::make_unique<Graph>(LoadModel(path, s.prepare.load));
     for (ValueId v : graph->inputs()) s.inputs.push_back(session::ValueInfoOf(*graph, v));
     for (ValueId v : graph->outputs()) s.outputs.push_back(session::ValueInfoOf(*graph, v));
     const bool fixed = std::all_of(s.inputs.begin(), s.inputs.end(), [](const ValueInfo& in) {
@@ -269,11 +274,11 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
       s.batch_symbol = session::SeparableBatchSymbol(*graph, &why);
       if (s.batch_symbol.empty()) spdlog::debug("{}: a batch runs in one pass: {}", path, why);
     }
-    if (fixed) {  // fused and compiled now, as `run` does; other models on their first Run
-      FusionPlan fusion = s.Fuse(*graph);
+    if (fixed) {  // prepared and compiled now, as `run` does; other models on their first Run
+      PreparedModel prepared = PrepareGraph(std::move(*graph), s.prepare);
       for (const ValueInfo& in : s.inputs) signature.push_back(in.dims);
-      schedule = std::make_shared<ShapeSchedule>(std::move(graph), std::move(fusion), true, &s.packed, nullptr,
-                                                 MsSince(start));
+      schedule = std::make_shared<ShapeSchedule>(std::move(prepared.graph), std::move(prepared.fusion), true,
+                                                 &s.packed, nullptr, MsSince(start));
     }
   }
   if (schedule) s.Insert(signature, std::move(schedule));
@@ -320,7 +325,7 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
       std::memcpy(base + static_cast<std::size_t>(pass) * bytes, ran.OutputBuffer(wanted[k]), bytes);
     }
   };
-  session::RunPasses(plan, *schedule, inputs, signature[0][0], collect);
+  session::RunPasses(plan, *schedule, inputs, Samples(signature), collect);
   return outputs;
 }
 
@@ -365,7 +370,7 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       session::NarrowFromStorage(view->dtype, src, count, dst);
     }
   };
-  session::RunPasses(plan, *schedule, inputs, signature[0][0], collect);
+  session::RunPasses(plan, *schedule, inputs, Samples(signature), collect);
 }
 
 PlanStats InferenceSession::PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {

@@ -1,7 +1,7 @@
 // ONNX backend conformance of the oneDNN backend, on the node tests of Debian's
 // libonnx-testdata (onnx/backend/test/data/node):
 //   onnxfuse_conformance NODE_DIR [--expected FILE] [--claimed PINS | --write-claimed PINS]
-//                      [--filter SUBSTR] [--jobs N] [--timeout SEC] [--show-unsupported]
+//                      [--filter SUBSTR] [--jobs N] [--timeout SEC] [--show-unsupported] [--session]
 // For every test folder (sorted), in a forked child (run_case.cc): load
 // model.onnx; compile it fused and unfused. A test is not claimed only when
 // loading it or its inputs, or compiling it in both modes, raises
@@ -9,7 +9,9 @@
 // A claimed test runs every test_data_set_N in both modes and compares each
 // output with output_K.pb at the backend-test tolerance (numpy assert_allclose,
 // rtol 1e-3, atol 1e-7: |a - e| <= atol + rtol * |e| per element, NaN where NaN
-// is expected, element types and shapes equal). A crash or a hang (--timeout)
+// is expected, element types and shapes equal). With --session, the data sets
+// run through InferenceSession (its defaults) instead of the two plans: the
+// same tests are claimed, and the session must pass each of them. A crash or a hang (--timeout)
 // of the child fails that test only.
 // Prints one line per claimed test, a per-op table (a test counts for every
 // distinct op type of its graph), the known failures with their reasons, totals.
@@ -108,7 +110,8 @@ struct Child {
 
 // Runs RunCase for every test in a forked child, `jobs` at a time; prints each
 // claimed test's line as soon as all tests before it are done.
-void RunAll(const fs::path& root, std::vector<Result>& results, int jobs, int timeout, bool show_unsupported) {
+void RunAll(const fs::path& root, std::vector<Result>& results, int jobs, int timeout, bool show_unsupported,
+            onnxfuse::conformance::Via via) {
   std::vector<Child> running;
   std::size_t next = 0, reported = 0;
   std::vector<bool> finished(results.size(), false);
@@ -123,7 +126,7 @@ void RunAll(const fs::path& root, std::vector<Result>& results, int jobs, int ti
         close(fds[0]);
         dup2(fds[1], STDOUT_FILENO), dup2(fds[1], STDERR_FILENO), close(fds[1]);
         spdlog::set_level(spdlog::level::err);
-        onnxfuse::conformance::RunCase((root / results[next].name).string());
+        onnxfuse::conformance::RunCase((root / results[next].name).string(), via);
         std::cout.flush();
         std::_Exit(0);
       }
@@ -227,17 +230,22 @@ bool CheckClaimed(const std::vector<Result>& results, const std::set<std::string
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "usage: onnxfuse_conformance NODE_DIR [--expected FILE] [--claimed PINS | --write-claimed PINS] "
-                 "[--filter SUBSTR] [--jobs N] [--timeout S] [--show-unsupported]\n";
+                 "[--filter SUBSTR] [--jobs N] [--timeout S] [--show-unsupported] [--session]\n";
     return 2;
   }
   fs::path root = argv[1];
   std::string expected_path, filter, claimed_path, write_claimed;
   int jobs = 1, timeout = 60;
   bool show_unsupported = false;
+  auto via = onnxfuse::conformance::Via::kPlans;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--show-unsupported") {
       show_unsupported = true;
+      continue;
+    }
+    if (arg == "--session") {
+      via = onnxfuse::conformance::Via::kSession;
       continue;
     }
     if (i + 1 >= argc) return std::cerr << "missing value for " << arg << "\n", 2;
@@ -276,7 +284,7 @@ int main(int argc, char** argv) {
       results.push_back(std::move(r));
     }
   std::sort(results.begin(), results.end(), [](const Result& a, const Result& b) { return a.name < b.name; });
-  RunAll(root, results, jobs, timeout, show_unsupported);
+  RunAll(root, results, jobs, timeout, show_unsupported, via);
 
   // Per op: tests containing it in the corpus, claimed, passed.
   std::map<std::string, std::array<int, 3>> per_op;

@@ -30,9 +30,8 @@
 #include "onnxfuse/executor.h"
 #include "onnxfuse/loader.h"
 #include "backend/lower/lowered_ops.h"
-#include "fuse/postdom_fuser.h"
-#include "rewrite/inline_control_flow.h"
-#include "rewrite/expand_functions.h"
+#include "pipeline/prepare_model.h"
+#include "session_run.h"
 
 namespace onnxfuse::conformance {
 
@@ -125,20 +124,26 @@ onnx::TensorProto WithElementType(const onnx::TensorProto& init, const Tensor& t
   return typed;
 }
 
-// The model with `bound` inputs as initializers and unknown input dims pinned to the data's.
-Graph Build(const Case& c, const std::vector<Tensor>& inputs, const std::set<std::string>& bound) {
+// The model with `bound` inputs as initializers, in the types the graph declares.
+onnx::ModelProto BoundModel(const Case& c, const std::vector<Tensor>& inputs, const std::set<std::string>& bound) {
   onnx::ModelProto proto = c.proto;
+  for (const Tensor& t : inputs) {
+    if (!bound.count(t.name)) continue;
+    onnx::TensorProto init = TensorToProto(t);
+    init.set_name(t.name);
+    for (const auto& vi : proto.graph().input())  // Tensor holds BOOL, INT32, ... as INT64: the declared type back
+      if (vi.name() == t.name) init = WithElementType(init, t, vi.type().tensor_type().elem_type());
+    *proto.mutable_graph()->add_initializer() = init;
+  }
+  return proto;
+}
+
+// BoundModel loaded with unknown input dims pinned to the data's.
+Graph Build(const Case& c, const std::vector<Tensor>& inputs, const std::set<std::string>& bound) {
   LoadOptions options;
   for (const Tensor& t : inputs) {
-    if (bound.count(t.name)) {
-      onnx::TensorProto init = TensorToProto(t);
-      init.set_name(t.name);
-      for (const auto& vi : proto.graph().input())  // Tensor holds BOOL, INT32, ... as INT64: the declared type back
-        if (vi.name() == t.name) init = WithElementType(init, t, vi.type().tensor_type().elem_type());
-      *proto.mutable_graph()->add_initializer() = init;
-      continue;
-    }
-    for (const auto& vi : proto.graph().input()) {
+    if (bound.count(t.name)) continue;
+    for (const auto& vi : c.proto.graph().input()) {
       if (vi.name() != t.name || !vi.type().has_tensor_type()) continue;
       const auto& type = vi.type().tensor_type();
       bool known = type.has_shape() && std::all_of(type.shape().dim().begin(), type.shape().dim().end(),
@@ -146,13 +151,13 @@ Graph Build(const Case& c, const std::vector<Tensor>& inputs, const std::set<std
       if (!known) options.input_shapes[t.name] = t.dims;
     }
   }
-  return LoadModelProto(std::move(proto), c.path, options, fs::path(c.path).parent_path().string());
+  return LoadModelProto(BoundModel(c, inputs, bound), c.path, options, fs::path(c.path).parent_path().string());
 }
 
 // The graph input an Error(kUnsupported) asks to be a constant, or "": a float
 // input named as needed at build time, or an integer input (not float32) when
 // a float input that is not `bound` remains.
-std::string WantedConstant(const Case& c, const Graph& graph, const std::string& message,
+std::string WantedConstant(const Case& c, const std::optional<Graph>& graph, const std::string& message,
                            const std::set<std::string>& bound) {
   static const std::regex named("input '([^']+)' must be a constant"), gemm("node '([^']+)' \\(Gemm\\): B must be"),
       not_float("input '([^']+)' is not float32");
@@ -163,9 +168,9 @@ std::string WantedConstant(const Case& c, const Graph& graph, const std::string&
     name = m[1];
     for (const auto& vi : c.proto.graph().input())  // a trip count or condition: an integer or bool input
       if (vi.name() == name) integer = vi.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT;
-  } else if (std::regex_search(message, m, gemm)) {
-    for (const Node& node : graph.nodes())
-      if (node.name == m[1].str() && node.inputs.size() > 1) name = graph.value(node.inputs[1]).name;
+  } else if (graph && std::regex_search(message, m, gemm)) {
+    for (const Node& node : graph->nodes())
+      if (node.name == m[1].str() && node.inputs.size() > 1) name = graph->value(node.inputs[1]).name;
   } else if (std::regex_search(message, m, not_float)) {
     name = m[1], integer = true;
   }
@@ -209,21 +214,25 @@ const char* const kMode[2] = {"fused", "unfused"};
 
 Plans CompileBoth(const Case& c, const std::vector<Tensor>& inputs, const std::set<std::string>& bound) {
   Plans p;
-  p.graph.emplace(Build(c, inputs, bound));
-  // As `run` does: If/Loop/Scan decided at build time expanded, an If decided at run time
-  // as both branches and a Where; what stays is unsupported in both modes.
-  ControlFlowResult control_flow = InlineControlFlow(*p.graph, ControlFlowOptions{true});
-  if (!control_flow.refused.empty()) {
-    try {
-      RequireNoControlFlow(*p.graph, control_flow);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kUnsupported) throw;
-      p.unsupported[0] = p.unsupported[1] = e.what();
-    }
+  // Prepared as `run` prepares a model (the front door, pipeline/prepare_model.h),
+  // with the post-dominator fuser: If/Loop/Scan decided at build time
+  // expanded, an If decided at run time as both branches and a Where (what
+  // stays is unsupported in both modes), function ops the backend does not
+  // lower expanded.
+  PrepareOptions prepare;
+  prepare.target = Target::kExecutable;
+  prepare.fusion.strategy = Strategy::kPostdom;
+  prepare.lowers = backend::LowersOp;
+  FusionPlan fusion;
+  try {
+    PreparedModel prepared = PrepareGraph(Build(c, inputs, bound), prepare);
+    p.graph.emplace(std::move(*prepared.graph));
+    fusion = std::move(prepared.fusion);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnsupported) throw;
+    p.unsupported[0] = p.unsupported[1] = e.what();
     return p;
   }
-  ExpandFunctionOps(*p.graph, backend::LowersOp);  // as `run` does
-  FusionPlan fusion = FuseByPostDominator(*p.graph, {});
   for (int m = 0; m < 2; ++m) {
     try {
       p.plan[m] = ExecutablePlan::Compile(*p.graph, fusion, CompileOptions{m == 0});
@@ -237,9 +246,21 @@ Plans CompileBoth(const Case& c, const std::vector<Tensor>& inputs, const std::s
   return p;
 }
 
+// One data set's outputs against the expected ones.
+void CheckOutputs(const std::string& where, const std::vector<Tensor>& outputs, const fs::path& set) {
+  std::vector<Tensor> expected = ReadTensorDir(set.string(), "output");
+  if (outputs.size() != expected.size())
+    Fail(where + ": " + std::to_string(outputs.size()) + " outputs, expected " + std::to_string(expected.size()));
+  for (std::size_t k = 0; k < std::min(outputs.size(), expected.size()); ++k) {
+    Diff d = Compare(expected[k], outputs[k]);
+    std::cout << "@@CHECK " << d.max_abs << " " << d.max_rel << std::endl;
+    if (!d.failure.empty()) Fail(where + " output '" + outputs[k].name + "': " + d.failure);
+  }
+}
+
 }  // namespace
 
-void RunCase(const std::string& dir) {
+void RunCase(const std::string& dir, Via via) {
   Case c;
   c.path = (fs::path(dir) / "model.onnx").string();
   std::vector<fs::path> sets;
@@ -283,7 +304,7 @@ void RunCase(const std::string& dir) {
     }
     std::string want;
     for (int m = 0; m < 2 && want.empty(); ++m)
-      if (!p.unsupported[m].empty()) want = WantedConstant(c, *p.graph, p.unsupported[m], bound);
+      if (!p.unsupported[m].empty()) want = WantedConstant(c, p.graph, p.unsupported[m], bound);
     if (want.empty() || bound.count(want)) break;
     bound.insert(want);
   }
@@ -299,7 +320,7 @@ void RunCase(const std::string& dir) {
     try {
       if (s > 0) {  // bound constants differ per data set: compile that set's model
         inputs = ReadInputs(c, sets[s]);
-        if (!bound.empty()) {
+        if (!bound.empty() && via == Via::kPlans) {  // the session compiles its own
           p = CompileBoth(c, inputs, bound);
           for (const auto& error : p.errors) Fail(set_name + " " + error);
         }
@@ -311,19 +332,20 @@ void RunCase(const std::string& dir) {
     std::vector<Tensor> fed;
     for (const Tensor& t : inputs)
       if (!bound.count(t.name)) fed.push_back(t);
+    if (via == Via::kSession) {  // what the plans ran, through InferenceSession
+      const std::string where = "session " + set_name;
+      try {
+        CheckOutputs(where, RunInSession(BoundModel(c, inputs, bound), c.path, fed), sets[s]);
+      } catch (const std::exception& e) {
+        Fail(where + ": " + e.what());
+      }
+      continue;
+    }
     for (int m = 0; m < 2; ++m) {
       if (!p.plan[m]) continue;
       std::string where = std::string(kMode[m]) + " " + set_name;
       try {
-        std::vector<Tensor> outputs = p.plan[m]->Run(MatchInputs(*p.graph, fed));
-        std::vector<Tensor> expected = ReadTensorDir(sets[s].string(), "output");
-        if (outputs.size() != expected.size())
-          Fail(where + ": " + std::to_string(outputs.size()) + " outputs, expected " + std::to_string(expected.size()));
-        for (std::size_t k = 0; k < std::min(outputs.size(), expected.size()); ++k) {
-          Diff d = Compare(expected[k], outputs[k]);
-          std::cout << "@@CHECK " << d.max_abs << " " << d.max_rel << std::endl;
-          if (!d.failure.empty()) Fail(where + " output '" + outputs[k].name + "': " + d.failure);
-        }
+        CheckOutputs(where, p.plan[m]->Run(MatchInputs(*p.graph, fed)), sets[s]);
       } catch (const std::exception& e) {
         Fail(where + ": " + e.what());
       }

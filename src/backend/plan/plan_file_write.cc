@@ -19,6 +19,7 @@
 #include "backend/lower/packed_constants.h"
 #include "backend/plan/plan_format.h"
 #include "backend/plan/plan_shapes.h"
+#include "pipeline/prepare_model.h"
 
 namespace onnxfuse {
 
@@ -243,7 +244,7 @@ nlohmann::json WritePlanFileForJob(const FuseJob& job, const Graph& graph, const
   FusionPlan groups;
   if (planshapes::HasOpenDims(graph)) {
     const Graph pinned = LoadModelProto(graph.model(), graph.source_path(), LoadOptions{planshapes::BuiltShapes(graph)});
-    groups = FuseForJob(job, pinned);
+    groups = FuseGraph(pinned, FuseSettingsOf(job));
     spdlog::info("{}: open input dims: fused again at the built shapes, {} groups (the open model: {})",
                  job.output_path, groups.groups.size(), fusion.groups.size());
   }

@@ -43,7 +43,7 @@ std::string WritePlan(const std::string& model, const test::TempDir& dir) {
   FuseJob job;
   job.input_path = model;
   job.output_path = (dir.path / "model.plan").string();
-  job.strategy = "postdom";
+  job.strategy = Strategy::kPostdom;
   const nlohmann::json report = RunFuseJob(job, WritePlanFileForJob, backend::LowersOp);
   CHECK(report["plan_file"]["input_shapes"] == nlohmann::json({{"input", {1, 3, 224, 224}}}));
   CHECK(report["plan_file"]["compile_ms"].get<double>() > 0);
