@@ -15,7 +15,7 @@
 
 using namespace onnxfuse;
 
-TEST_CASE("a plan needs AVX2: refused below it, naming the ISA; compiled at or above it", "[cpu_requirement]") {
+TEST_CASE("a plan needs AVX2: refused below it, naming the ISA, and compiled at or above it", "[cpu_requirement]") {
   const Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,4] x) => (float[1,4] y) {
       y = Relu (x)
