@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speed and memory benchmark (issue 3): ONNX Runtime (npm onnxruntime-node, graph
+# Speed and memory benchmark: ONNX Runtime (npm onnxruntime-node, graph
 # optimizations "all"), `onnx-fuse run --no-fuse` and `onnx-fuse run` (fused, run's
 # default strategy), at each thread count, interleaved in one run: every round
 # runs every model x thread count x variant once, the variants in a rotated order,
@@ -12,7 +12,7 @@
 # MODEL: names under models/ (default: every models/*/model.onnx except the
 # *-opsetN copies and twins); --zoo: every models/zoo/*/model.onnx instead (made by
 # scripts/export_zoo.py), named zoo/NAME; --rnn: every models/rnn/*/model.onnx
-# (the LSTM and GRU of issue 23: export_zoo.py --out models/rnn lstm_bidir2
+# (the LSTM and GRU: export_zoo.py --out models/rnn lstm_bidir2
 # gru_bidir2), named rnn/NAME. Steps of a fused plan on a slow
 # implementation (run --json's slow_steps) are listed and fail a target.
 # --baseline BIN adds a fourth variant, BIN's fused `run` (an onnx-fuse built from an
@@ -24,8 +24,8 @@
 #
 #   scripts/bench.sh --session [--cold] [--rounds 5] [--iterations 20] [--threads "1 2"] [--batches "1 8 32"] [--out FILE] [MODEL...]
 #
-# times the Python API (`import onnxfuse`) against ORT at several batch sizes
-# (issue 24), or with --cold the time from process start to a first output
+# times the Python API (`import onnxfuse`) against ORT at several batch sizes,
+# or with --cold the time from process start to a first output
 # (ORT from .onnx, run from a .plan): scripts/bench_session.py runs both; its
 # header says how.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Throughput of the Python API against ONNX Runtime (issue 24's benchmark).
+"""Throughput of the Python API against ONNX Runtime.
 
     scripts/bench.sh --session [--rounds 5] [--iterations 20] [--threads "1 2"]
                      [--batches "1 8 32"] [--out FILE] [MODEL...]
@@ -26,7 +26,7 @@ per call includes Node's binding, ours Python's.
 
     scripts/bench.sh --session --cold [--rounds 5] [MODEL...]
 
-times a cold start instead (issue 24): whole processes, from their start to
+times a cold start instead: whole processes, from their start to
 the first output written, one inference at 1 thread on the model's
 test_data_set_0 input: ONNX Runtime from model.onnx (`scripts/ort/infer.js`,
 Node.js start-up included), `onnx-fuse run model.plan` (a plan written by

@@ -15,9 +15,9 @@ import statistics
 import sys
 from collections import defaultdict
 
-GFLOP_RESNET50 = 8.2      # per inference, per issue 3
+GFLOP_RESNET50 = 8.2      # per inference
 # fp32 per core, measured on the benchmarking machine by build/onnxfuse_peak_gflops
-# (scripts/bench.sh passes it); issue 3's AVX-512 machine measured 234.
+# (scripts/bench.sh passes it); the AVX-512 machine measured 234.
 PEAK_GFLOPS_CORE = float(os.environ.get("PEAK_GFLOPS_CORE") or 234.0)
 PEAK_ISA = os.environ.get("PEAK_ISA", "avx512")
 MEMORY_BOUND = ("mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0")
@@ -138,11 +138,11 @@ def main():
         out.append("")
         out += before_after(order, runs, errors)
     out.append("")
-    out.append("### Targets (issue 3)")
+    out.append("### Targets")
     out.append("")
     out += targets(rows)
     out.append("")
-    out.append("### Targets (issue 25)")
+    out.append("### Targets of the zoo")
     out.append("")
     out += zoo_targets(rows)
     if errors:
@@ -260,7 +260,7 @@ def targets(rows):
 
 
 def zoo_targets(rows):
-    """Issue 25: fused <= 1.0x ORT on every zoo model (models/zoo/...), <= 0.8x on
+    """fused <= 1.0x ORT on every zoo model (models/zoo/...), <= 0.8x on
     the eleven, and no step of any fused plan on a slow implementation
     (`run --json`'s slow_steps: oneDNN's reference kernels, gemm convolutions)."""
     lines = []

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Random-graph differential tester for onnx-fuse (issue 20).
+# Random-graph differential tester for onnx-fuse.
 #   scripts/difftest.sh SECONDS [SEED]     campaign: graphs SEED, SEED+1, ... for SECONDS
 #   scripts/difftest.sh --one SEED [--print]   one graph, every check (and its ONNX text)
 #   scripts/difftest.sh --replay [DIR|FILE]    saved cases (default tests/difftest/cases)

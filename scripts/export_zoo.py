@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Export the model zoo (issue 25): architectures beyond the eleven tuning
+"""Export the model zoo: architectures beyond the eleven tuning
 models of export_models.py, each with a reference input/output pair whose
 outputs come from ONNX Runtime, as a standing conformance test of onnx-fuse.
 
@@ -99,7 +99,7 @@ class LastFlow(torch.nn.Module):
 
 
 class SmallDetector(torch.nn.Module):
-    """A detector-style model (issue 23): a small conv backbone, per-anchor
+    """A detector-style model: a small conv backbone, per-anchor
     class scores and boxes, then the post-processing exporters emit around
     them: ReduceMax/ArgMax over classes, TopK of the best scores, Gather of the
     boxes and labels they index, and a Greater/Where threshold on the scores.
@@ -242,7 +242,7 @@ def small_detector():
 class Recurrent(torch.nn.Module):
     """A torch.nn.LSTM or GRU with its initial states as inputs and every
     result as an output: y, h_n (and c_n): ONNX LSTM / GRU nodes, one per
-    layer, with the layers joined by Transpose / Reshape (issue 23)."""
+    layer, with the layers joined by Transpose / Reshape."""
 
     def __init__(self, layer):
         super().__init__()
@@ -258,7 +258,7 @@ def recurrent(kind):
     return Recurrent(layer).eval()
 
 
-# The recurrent models (issue 23): 2 layers, bidirectional, 50 time steps of
+# The recurrent models: 2 layers, bidirectional, 50 time steps of
 # batch 1, input 64, hidden 128, with initial states. scripts/test.sh exports
 # them into models/rnn (export_zoo.py --out models/rnn lstm_bidir2 gru_bidir2)
 # for ctest e2e.rnn; scripts/bench.sh --rnn times them.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The zoo conformance run (issue 25): every model of scripts/export_zoo.py
+"""The zoo conformance run: every model of scripts/export_zoo.py
 through onnx-fuse's two paths, checked against ONNX Runtime.
 
     scripts/zoo_check.sh [--bin build/onnx-fuse] [--zoo models/zoo] [--work DIR]

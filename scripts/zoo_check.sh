@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The zoo conformance run (issue 25): every model of scripts/export_zoo.py
+# The zoo conformance run: every model of scripts/export_zoo.py
 # through `onnx-fuse run` and the fuse path, checked against ONNX Runtime;
 # prints a markdown table. Export the zoo first:
 #   /usr/bin/python3 scripts/export_zoo.py

@@ -1,4 +1,4 @@
-"""Rendering of arithmetic steps (issue 23): CumSum, Trilu, Mod on floats,
+"""Rendering of arithmetic steps: CumSum, Trilu, Mod on floats,
 Pow with an exponent known only at run time, and Einsum contractions other
 than a batched MatMul (anchors.einsum draws those).
 

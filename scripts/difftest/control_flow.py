@@ -1,4 +1,4 @@
-"""Rendering of control-flow steps (issue 23): If with a constant condition
+"""Rendering of control-flow steps: If with a constant condition
 (inlined at build time), If decided at run time (a bool graph input, or the
 maximum of the value against a threshold), Loop with a constant trip count
 and Scan. A step's "branches" hold its sub-step lists (If: then, else; Loop

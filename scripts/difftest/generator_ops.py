@@ -1,4 +1,4 @@
-"""Draws of the op steps issue 23 added to `run` (recurrent.py, sampling.py,
+"""Draws of the op steps of `run` (recurrent.py, sampling.py,
 indexing.py, normalize.py, arith.py, shaping.py, control_flow.py).
 
 add_ops inserts 1-3 of them into 60% of the recipes, from an RNG of its own

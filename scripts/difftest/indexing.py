@@ -1,4 +1,4 @@
-"""Rendering of index steps (issue 23): ScatterND, ScatterElements, OneHot,
+"""Rendering of index steps: ScatterND, ScatterElements, OneHot,
 GatherElements, GatherND, TopK as a sort (values and indices), ArgMax and
 ArgMin along any axis. Each gives back a float value of the incoming dims.
 

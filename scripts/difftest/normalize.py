@@ -1,4 +1,4 @@
-"""Rendering of normalization steps (issue 23): LRN, LpNormalization,
+"""Rendering of normalization steps: LRN, LpNormalization,
 MeanVarianceNormalization and Hardmax, each keeping the incoming dims.
 
 LpNormalization divides by a norm that is 0 on an all-zero line (Relu can

@@ -1,4 +1,4 @@
-"""Rendering of recurrent steps (issue 23): LSTM, GRU and RNN over the current
+"""Rendering of recurrent steps: LSTM, GRU and RNN over the current
 value read as a sequence, forward, reverse or bidirectional, layout 0 or 1,
 with or without bias, initial states and a constant sequence_lens equal to
 the sequence length (the form onnx-fuse lowers); the weights are initializers

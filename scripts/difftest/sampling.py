@@ -1,4 +1,4 @@
-"""Rendering of resampling steps (issue 23): Resize, GridSample and MaxPool
+"""Rendering of resampling steps: Resize, GridSample and MaxPool
 with its Indices output.
 
 Resize: nearest with power-of-two scales only, where every coordinate

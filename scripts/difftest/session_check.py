@@ -1,4 +1,4 @@
-"""The session check (issue 24): a graph with its batch made symbolic, and
+"""The session check: a graph with its batch made symbolic, and
 in half the graphs one more dim, through one onnxfuse.InferenceSession at
 several shapes, each run in passes of one sample and in one pass
 (src/session/batch_passes.h), against ONNX Runtime at each shape. The library

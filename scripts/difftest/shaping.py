@@ -1,4 +1,4 @@
-"""Rendering of shape-making steps (issue 23): Tile, Expand of a value
+"""Rendering of shape-making steps: Tile, Expand of a value
 computed at run time, Range and ConstantOfShape. Their shape operands are
 constants or come from Shape of the value (folded at build time, as exported
 models write them): plans have static shapes, and a shape that follows run-time

@@ -1,4 +1,4 @@
-"""Rendering of typed steps (issue 23): integer, bool, float16 and float64
+"""Rendering of typed steps: integer, bool, float16 and float64
 values in the middle of float graphs, and graph inputs of those types.
 
 Each typed step takes the current float value and gives a float value of the

@@ -321,7 +321,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
       }
     }
     // Steps on a slow implementation (IsSlowImpl: oneDNN's reference kernels,
-    // gemm-based convolutions), so that benchmarks can count them (issue 25).
+    // gemm-based convolutions), so that benchmarks can count them.
     nlohmann::json slow = nlohmann::json::array();
     for (const ScheduleStep& step : exec.Schedule())
       if (backend::IsSlowImpl(step.kind, step.impl))

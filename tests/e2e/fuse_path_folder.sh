@@ -1,5 +1,5 @@
 #!/bin/bash
-# The fuse path on a folder of ONNX backend tests (issue 22: Debian's
+# The fuse path on a folder of ONNX backend tests (Debian's
 # libonnx-testdata pytorch-converted/ and pytorch-operator/, opsets 6-9):
 # every model is written by `onnx-fuse MODEL -o fused.onnx` (converted at load)
 # and the written model runs in ONNX Runtime on test_data_set_0, compared with

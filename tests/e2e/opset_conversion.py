@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Opset conversion (src/load/, issue 22): small models at opsets 6 and 18-21,
+"""Opset conversion (src/load/): small models at opsets 6 and 18-21,
 built as protos (libonnx 1.12's text parser knows no op past opset 17), run
 through `onnx-fuse run` and the fuse path (`-o`, the written model in ONNX
 Runtime), each compared with ONNX Runtime on the original at 1e-4; and the
@@ -206,7 +206,7 @@ body = [h.make_node("Constant", [], ["axes"], value=ints("", [-1])),
 fn = h.make_function("local", "Center", ["X"], ["Y"], body, [h.make_opsetid("", 18)])
 positive("function_body_18", model([h.make_node("Center", ["x"], ["y"], name="center", domain="local")],
                                    [x4], [vi("y", [2, 6, 5, 7])], 18, functions=[fn]),
-         run=False)  # `run` does not run model-local functions (issue 23): the fuse path does
+         run=False)  # `run` does not run model-local functions: the fuse path does
 
 # Ops first defined after 17, and types opset 17 lacks.
 refused("col2im_18", model([h.make_node("Col2Im", ["x", "a", "b"], ["y"], name="c2i")], [x4], [vi("y", None)], 18,

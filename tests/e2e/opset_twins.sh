@@ -1,5 +1,5 @@
 #!/bin/bash
-# Whole models at a new opset (issue 22): the opset-18..21 twin of an exported
+# Whole models at a new opset: the opset-18..21 twin of an exported
 # opset-13 model (scripts/opset_twin.py: Reduce* axes as an input, Split
 # num_outputs, IR 9-10) must load, fuse to the same kernels as the original,
 # run within 1e-4 of the original's reference outputs, and run in ONNX Runtime

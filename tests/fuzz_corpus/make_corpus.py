@@ -174,7 +174,7 @@ def typed_fields():
 
 
 def opset_conversion_seeds():
-    """Models past both ends of the working range (issue 22): opset 6 (ONNX's
+    """Models past both ends of the working range: opset 6 (ONNX's
     version converter), 18 and 21 (our down adapters). Built as protos:
     libonnx 1.12's parser and checker know no op past opset 17."""
     def ints(name, v):

@@ -20,7 +20,7 @@ constexpr int kGraphOutputUses = 1 << 28;  // graph outputs are never dead
 bool IsSlowImpl(const std::string& kind, const std::string& impl) {
   // oneDNN 2.6 names its RNN driver "ref" when it runs the cell's products on
   // its jit sgemm rather than on brgemm (GRU, lbr_gru): not a reference loop.
-  // The 2-layer bidirectional GRU of issue 23 (hidden 128, 50 steps) runs
+  // The 2-layer bidirectional GRU (hidden 128, 50 steps) runs
   // so at 0.72x ONNX Runtime's time on one thread.
   if (kind == "lstm" || kind == "gru" || kind == "lbr_gru" || kind == "rnn") return false;
   // "ref:any", and the reference kernels named after their primitive

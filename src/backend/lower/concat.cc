@@ -365,7 +365,7 @@ Act EmitConcatOf(Builder& b, const std::vector<Arg>& srcs, const Dims& out, std:
           const auto count = static_cast<std::int64_t>(runs.size());
           // A few KB are copied before a second thread would start: torch's
           // Concat of an LSTM's final states took 1.7 ms at 2 threads on a
-          // loaded machine, waiting for the other core (issue 23).
+          // loaded machine, waiting for the other core.
 #pragma omp parallel for schedule(static) if (count > 1 && floats > (1 << 16))
           for (std::int64_t r = 0; r < count; ++r) {
             const CopyRun& run = runs[static_cast<std::size_t>(r)];

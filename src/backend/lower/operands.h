@@ -32,7 +32,7 @@ void FoldAffineBias(const Chain& chain, std::vector<double>& bias);
 /// kw], row-major) with the chain's affine map folded in (FoldAffineWeights):
 /// their dims at once, their values decoded only when a lowering packs them.
 /// Replaying a plan file, the packed weights are stored, so loading one never
-/// decodes the model's copy (issue 24's cold start).
+/// decodes the model's copy (the cold start).
 class ConvWeights {
  public:
   ConvWeights(Builder& b, const Chain& chain);

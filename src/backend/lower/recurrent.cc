@@ -116,7 +116,7 @@ dnnl::rnn_primitive_desc_base MakeRnnPd(const Builder& b, const Node& node, cons
 // 1 every time step is a matrix-vector product per gate, too small to share:
 // with two threads the plan paid an OpenMP barrier per step and cell, and on
 // a loaded machine (other processes on the second core) each barrier waited
-// for a time slice: the 2-layer bidirectional LSTM of issue 23 took a median
+// for a time slice: the 2-layer bidirectional LSTM took a median
 // 12-18 ms against 1.1 ms on one thread (scripts/bench.sh --rnn, load 5-10).
 void EmitOnOneThread(Builder& b, const dnnl::rnn_primitive_desc_base& pd, const std::string& kind,
                      const std::string& label, std::vector<std::pair<int, Arg>> args, const memory::desc& dst_md) {

@@ -1,7 +1,7 @@
 // The plan payload parsed in place: its two large fields (the model, each
 // constant's data) are located in the caller's bytes instead of copied into
 // the parsed message, so that a mapped plan file is read with no copy of its
-// weights (issue 24's cold start). Any payload of format 2 or 3 reads this way:
+// weights (the cold start). Any payload of format 2 or 3 reads this way:
 // it is the same wire format (include/onnxfuse/plan_file.h).
 #pragma once
 

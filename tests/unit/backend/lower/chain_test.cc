@@ -4,7 +4,7 @@
 // the first one's alpha and beta; ../shared/probes/onednn_same_alg_postops.cc).
 // Consecutive linear steps are merged into one; other repeats end the
 // primitive's post-ops there. Each graph is the minimal form of a wrong output
-// found on real models (issue 20); every one failed before the fix.
+// found on real models; every one failed before the fix.
 #include <catch2/catch.hpp>
 
 #include <string>

@@ -15,7 +15,7 @@ TEST_CASE("a LayerNorm whose gamma and beta come from Identity nodes is one prim
   // as an Identity of one initializer. TryLayerNorm looks ahead into the
   // affine Mul and Add, which may be lowered in a group after the Identity's:
   // unless the Identity is folded first (PrefoldConstants), the affine ran as a
-  // binary on oneDNN's reference kernel (BERT-style encoder, issue 25).
+  // binary on oneDNN's reference kernel (BERT-style encoder).
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[1,4,8] x, float[8] g0 = {1, 2, 3, 4, 5, 6, 7, 8}, float[8] b0 = {0.5, 0, 0, 0, 0, 0, 0, -0.5}) => (float[1,4,8] y) {
   gamma = Identity (g0)

@@ -37,7 +37,7 @@ TEST_CASE("InstanceNormalization normalizes each (n, c) over its spatial dims", 
   }
   const test::PlanRun fused = CheckBoth(text, {x}, y, 1e-4);
   // On a fast kernel: the 3-D view [1, N*C, H*W] ran oneDNN's bnorm_ref:any,
-  // two thirds of raft_small's time (issue 25).
+  // two thirds of raft_small's time.
   for (const ScheduleStep& step : fused.schedule)
     if (step.kind == "batch_norm") CHECK_FALSE(backend::IsSlowImpl(step.kind, step.impl));
   CHECK(test::StepsStartingWith(fused, "batch_norm ") == 1);
