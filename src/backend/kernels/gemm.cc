@@ -248,7 +248,9 @@ void Columns(const float* a, const float* w, const float* bias, const float* add
       if (blocked_rows) PackConvRowsBlocked(a, *layout.conv, part, packed);
       else if (layout.conv) PackConvRows(a, *layout.conv, part, packed);
       else PackRows(a, s.depth, part, packed);
+      if (threads > 1) {
 #pragma omp barrier
+      }
       for (std::int64_t n0 = n_begin; n0 < n_end; n0 += kGemmPanel) {
         const float* panel = w + n0 * s.depth + k0 * kGemmPanel;
         // The next slice: the next panel's, or the next depth block's first.
@@ -269,7 +271,9 @@ void Columns(const float* a, const float* w, const float* bias, const float* add
                     prefetch);
         }
       }
+      if (threads > 1) {
 #pragma omp barrier  // every thread is done with `packed` before the next block is packed into it
+      }
     }
   }
 }
@@ -286,7 +290,15 @@ void Gemm(const float* a, const float* w, const float* bias, const float* addend
   packed.resize(static_cast<std::size_t>((kBlockRows + kMicroRows - 1) / kMicroRows * kMicroRows *
                                          DepthBlock(shape.depth)));
   float* shared = packed.data();
-#pragma omp parallel if (panels > 1 && shape.rows * shape.depth * shape.cols > (1 << 18))
+  // On the calling thread alone for a small product, or inside another
+  // kernel's parallel region (a nested region would run on one thread anyway,
+  // and libomp loses the team it allocates for one when the root is a
+  // std::thread).
+  if (panels < 2 || shape.rows * shape.depth * shape.cols <= (1 << 18) || omp_get_level() > 0) {
+    Columns(a, w, bias, addend, c, shape, epilogue, layout, 0, panels * kGemmPanel, shared, 1, 0);
+    return;
+  }
+#pragma omp parallel
   {
     // Each thread a contiguous range of column panels: its share of the
     // weights, read once.

@@ -84,12 +84,27 @@ __attribute__((target("avx2,fma"))) void TransformInputRows(const float* x, floa
 // its function's target attribute, and then rejects __m256 values in it.
 constexpr std::int64_t kRowsPerCall = 8;
 
+// body(i, j) for every i < n and j < m: over the threads, or on the calling
+// thread alone inside a parallel region (WinogradConv3x3's loop over blocks).
+// A nested region would run on one thread anyway, and libomp loses the team
+// it allocates for one when the root is a std::thread.
+template <class Body>
+void ForEachPair(std::int64_t n, std::int64_t m, const Body& body) {
+  if (omp_get_level() > 0) {
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < m; ++j) body(i, j);
+    return;
+  }
+#pragma omp parallel for schedule(static) collapse(2)
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < m; ++j) body(i, j);
+}
+
 void TransformInput(const float* x, float* v, const WinogradShape& s, std::int64_t first, std::int64_t tiles) {
   const std::int64_t blocks = s.channels / 8, chunks = (tiles + kRowsPerCall - 1) / kRowsPerCall;
-#pragma omp parallel for schedule(static) collapse(2)
-  for (std::int64_t cb = 0; cb < blocks; ++cb)
-    for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
-      TransformInputRows(x, v, s, first, tiles, cb, chunk * kRowsPerCall, std::min(tiles, (chunk + 1) * kRowsPerCall));
+  ForEachPair(blocks, chunks, [&](std::int64_t cb, std::int64_t chunk) {
+    TransformInputRows(x, v, s, first, tiles, cb, chunk * kRowsPerCall, std::min(tiles, (chunk + 1) * kRowsPerCall));
+  });
 }
 
 // y = epilogue(bias + A^T m A) for tiles [first, first + tiles), m as
@@ -133,11 +148,10 @@ __attribute__((target("avx2,fma"))) void TransformOutputRows(const float* m, con
 void TransformOutput(const float* m, const float* bias, const float* addend, float* y, const WinogradShape& s,
                      const std::vector<PointwiseOp>& epilogue, std::int64_t first, std::int64_t tiles) {
   const std::int64_t blocks = s.out_channels / 8, chunks = (tiles + kRowsPerCall - 1) / kRowsPerCall;
-#pragma omp parallel for schedule(static) collapse(2)
-  for (std::int64_t kb = 0; kb < blocks; ++kb)
-    for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
-      TransformOutputRows(m, bias, addend, y, s, epilogue, first, tiles, kb, chunk * kRowsPerCall,
-                          std::min(tiles, (chunk + 1) * kRowsPerCall));
+  ForEachPair(blocks, chunks, [&](std::int64_t kb, std::int64_t chunk) {
+    TransformOutputRows(m, bias, addend, y, s, epilogue, first, tiles, kb, chunk * kRowsPerCall,
+                        std::min(tiles, (chunk + 1) * kRowsPerCall));
+  });
 }
 
 // Floats of scratch for one block of `block` tiles: its 16 x block x C
@@ -189,8 +203,7 @@ void WinogradConv3x3(const float* x, const float* u, const float* bias, const fl
   // scratch holds blocks; else the blocks one after another, each spread over
   // the threads.
   const int threads = static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), scratch_bytes / block_bytes));
-#pragma omp parallel for schedule(static) num_threads(threads) if (blocks >= omp_get_max_threads() && threads > 1)
-  for (std::int64_t b = 0; b < blocks; ++b) {
+  const auto one_block = [&](std::int64_t b) {
     const std::int64_t first = tiles * b / blocks, count = tiles * (b + 1) / blocks - first;
     float* v = scratch + omp_get_thread_num() * block_floats;  // this thread's block
     float* m = v + 16 * block * s.channels;
@@ -199,7 +212,13 @@ void WinogradConv3x3(const float* x, const float* u, const float* bias, const fl
       Gemm(v + e * count * s.channels, u + e * s.channels * s.out_channels, nullptr, nullptr,
            m + e * count * s.out_channels, {count, s.channels, s.out_channels}, {});
     TransformOutput(m, bias, addend, y, s, epilogue, first, count);
+  };
+  if (blocks < omp_get_max_threads() || threads < 2) {
+    for (std::int64_t b = 0; b < blocks; ++b) one_block(b);
+    return;
   }
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t b = 0; b < blocks; ++b) one_block(b);
 }
 
 }  // namespace onnxfuse::backend
