@@ -20,8 +20,17 @@
 
 namespace onnxfuse::backend {
 
+/// What an output does whose probability exp(y) is below the smallest
+/// normal float (y < log(2^-126)).
+enum class LogProbability {
+  kExact,           ///< LogSoftmax: the exact log-probability, finite
+  kOfFloatSoftmax,  ///< Log(Softmax(x)): the log of that probability rounded to
+                    ///< float, as the two ops give: -inf where it rounds to 0
+};
+
 /// y = LogSoftmax(x) over the middle axis of [outer, n, inner], rows split
 /// across OpenMP threads. `y` may be `x`. n >= 1.
-void LogSoftmax(const float* x, float* y, std::int64_t outer, std::int64_t n, std::int64_t inner);
+void LogSoftmax(const float* x, float* y, std::int64_t outer, std::int64_t n, std::int64_t inner,
+                LogProbability kind = LogProbability::kExact);
 
 }  // namespace onnxfuse::backend

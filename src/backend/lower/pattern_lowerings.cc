@@ -6,6 +6,7 @@
 #include "backend/lower/chain.h"
 #include "backend/lower/gelu.h"
 #include "backend/lower/layer_norm.h"
+#include "backend/lower/softmax.h"
 #include "backend/lower/squeeze_excite.h"
 
 namespace onnxfuse::backend {
@@ -80,6 +81,14 @@ bool LowerSqueezeExcite(Builder& b, const Members& m) {
   return true;
 }
 
+bool LowerSoftmaxLog(Builder& b, const Members& m) {
+  // Softmax -> Log (patterns/softmax_log.onnxtxt).
+  if (!b.IsAct(m[0]->inputs[0])) return false;
+  Absorb(b, m);
+  EmitSoftmaxLog(b, *m[0], m[1]->outputs[0]);
+  return true;
+}
+
 const std::map<std::string, PatternLowering>& Table() {
   static const std::map<std::string, PatternLowering> table = {
       {"Gelu", {{"Div", "Erf", "Add", "Mul", "Mul"}, 0, LowerGelu, true}},
@@ -88,6 +97,7 @@ const std::map<std::string, PatternLowering>& Table() {
       {"MatMulAddGelu", {{"MatMul", "Add", "Div", "Erf", "Add", "Mul", "Mul"}, 2, LowerGelu, true}},
       {"LayerNormalization",
        {{"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}, 0, LowerLayerNorm}},
+      {"SoftmaxLog", {{"Softmax", "Log"}, 0, LowerSoftmaxLog}},
       {"SEReluSigmoid", {{"GlobalAveragePool", "Conv", "Relu", "Conv", "Sigmoid", "Mul"}, 1, LowerSqueezeExcite}},
       {"SEReluHardSigmoid",
        {{"GlobalAveragePool", "Conv", "Relu", "Conv", "HardSigmoid", "Mul"}, 1, LowerSqueezeExcite}},

@@ -124,3 +124,22 @@ TEST_CASE("MatMulAdd and MatMulAddAdd: Linear layers", "[pattern_library]") {
           "intermediate_used_outside at Add_1: intermediate 'h' of 'Add_1' is a graph output");
   }
 }
+
+TEST_CASE("SoftmaxLog: log-probabilities of a classifier head", "[pattern_library]") {
+  const Strings inits = {Init("w", {8, 10}), Init("b", {10})};
+  const std::string head = "  mm = MatMul (x, w)\n  z = Add (mm, b)\n";
+  SECTION("Softmax over the last axis, then Log") {
+    auto f = FuseText(Model("(float[2,8] x) => (float[2,10] y)", inits, head + "  p = Softmax <axis = 1> (z)\n  y = Log (p)\n"));
+    CHECK(PatternGroups(f) == Strings{"MatMulAdd: MatMul_0, Add_1", "SoftmaxLog: Softmax_2, Log_3"});
+    CheckPositive("SoftmaxLog", f);
+  }
+  SECTION("the axis left at its default") {
+    auto f = FuseText(Model("(float[2,8] x) => (float[2,10] y)", inits, head + "  p = Softmax (z)\n  y = Log (p)\n"));
+    CHECK(PatternGroups(f) == Strings{"MatMulAdd: MatMul_0, Add_1", "SoftmaxLog: Softmax_2, Log_3"});
+  }
+  SECTION("near-miss: the probabilities are an output too") {
+    auto f = FuseText(Model("(float[2,8] x) => (float[2,10] y, float[2,10] p)", inits,
+                            head + "  p = Softmax <axis = 1> (z)\n  y = Log (p)\n"));
+    CHECK(PatternGroups(f) == Strings{"MatMulAdd: MatMul_0, Add_1"});
+  }
+}

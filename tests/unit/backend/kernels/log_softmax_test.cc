@@ -117,3 +117,22 @@ TEST_CASE("LogSoftmax keeps NaN: a row with NaN is NaN", "[kernels][log_softmax]
     for (float v : y) CHECK(std::isnan(v));
   }
 }
+
+TEST_CASE("Log of float Softmax: exact above FLT_MIN, -inf where the float probability is 0", "[kernels][log_softmax]") {
+  using onnxfuse::backend::LogProbability;
+  const std::vector<float> x = {0, -3, -80, -90, -100, -103, -104, -110, -1000};
+  std::vector<float> exact(x.size()), of_float(x.size());
+  LogSoftmax(x.data(), exact.data(), 1, static_cast<std::int64_t>(x.size()), 1, LogProbability::kExact);
+  LogSoftmax(x.data(), of_float.data(), 1, static_cast<std::int64_t>(x.size()), 1, LogProbability::kOfFloatSoftmax);
+  const std::vector<long double> reference = Reference(x);
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    INFO("element " << j << ": x " << x[j] << ", exact " << exact[j] << ", of float " << of_float[j]);
+    CHECK(Ulps(exact[j], reference[j]) <= 2.0);  // finite, however small the probability
+    // The log of exp(reference) rounded to float: exactly the same above
+    // log(FLT_MIN), the log of a subnormal below it, and -inf under 2^-150.
+    const float p = static_cast<float>(std::exp(reference[j]));
+    if (p == 0) CHECK(of_float[j] == -std::numeric_limits<float>::infinity());
+    else if (x[j] > -87) CHECK(of_float[j] == exact[j]);
+    else CHECK(of_float[j] == static_cast<float>(std::log(static_cast<double>(p))));
+  }
+}
