@@ -19,7 +19,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "backend/lower/lowered_ops.h"
+#include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/pipeline.h"
 #include "onnxfuse/plan_file.h"

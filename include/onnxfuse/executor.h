@@ -2,7 +2,7 @@
 // oneDNN (2.6) CPU primitives, and the `onnx-fuse run` job that times it.
 //
 // Compile walks the fusion groups in dependency order and lowers each one to
-// as few primitives as it can (src/backend/lower/chain.h): a Conv, Gemm or MatMul
+// as few primitives as it can (src/backend/lower/core/chain.h): a Conv, Gemm or MatMul
 // with inference BatchNormalization folded into its weights and bias and the
 // group's elementwise tail as post-ops (eltwise; `sum` for a same-shape
 // residual Add, written in place over the addend's buffer when nothing reads it
@@ -34,7 +34,7 @@
 // float32 (float16 results are rounded to half precision where a host step
 // computes them); int64, int32, int16, int8, uint64, uint32, uint16, uint8 and
 // bool values as int64 (bool 0/1), computed by host steps
-// (src/backend/lower/host_step.h): integer and bool tensors computed at run
+// (src/backend/lower/core/host_step.h): integer and bool tensors computed at run
 // time (shape arithmetic, indices, masks), and float ops no primitive covers.
 // Inputs and outputs are Tensors in that storage (tensor_io.h), typed with the
 // graph's element types.
@@ -46,7 +46,7 @@
 // created with them), its chain is split: the anchor keeps the longest prefix
 // of post-ops that leaves every step fast (trying a channels-last destination
 // too), and the rest run after it as binary / eltwise primitives in place on
-// its output (src/backend/lower/chain.h, "Splitting"). What stays slow (nothing
+// its output (src/backend/lower/core/chain.h, "Splitting"). What stays slow (nothing
 // faster exists) is logged as a warning; spdlog at debug level lists every
 // step with its implementation, and each split.
 //
@@ -75,7 +75,7 @@ struct CompileOptions {
   CompileOptions(bool fuse_mode = true) : fuse(fuse_mode) {}  // NOLINT: implicit, so CompileOptions{false} reads well
   bool fuse = true;  ///< false: one primitive per ONNX node, plain layouts, the FusionPlan is ignored
   /// Prepacked constants to record (plan-file writer) or reuse (plan-file
-  /// reader); see src/backend/lower/packed_constants.h. nullptr: neither.
+  /// reader); see src/backend/lower/core/packed_constants.h. nullptr: neither.
   std::shared_ptr<backend::PackedConstants> packed;
 };
 

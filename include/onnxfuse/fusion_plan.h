@@ -41,7 +41,7 @@ struct FusedGroup {
   std::optional<PatternCall> call;  ///< set when a pattern defines the group's function
   /// The library pattern that fused the group (its function's name, e.g.
   /// "Gelu"), "" when none did. The backend lowers such a group by this name
-  /// (backend/lower/pattern_lowerings.h) and labels its steps with it; unlike
+  /// (backend/lower/fused/pattern_lowerings.h) and labels its steps with it; unlike
   /// `call`, a plan file keeps it.
   std::string pattern_name;
 };

@@ -10,7 +10,7 @@
 
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
-#include "backend/lower/lowered_ops.h"
+#include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/loader.h"
 #include "fuse/pattern_fuser.h"
 #include "onnxfuse/pipeline.h"

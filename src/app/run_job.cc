@@ -20,8 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "backend/lower/builder.h"
-#include "backend/lower/lowered_ops.h"
+#include "backend/lower/core/builder.h"
+#include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
 #include "onnxfuse/plan_file.h"

@@ -1,6 +1,6 @@
 // Tensor dims as plain numbers: the extent arithmetic the host evaluator and
 // the oneDNN lowerings share (the backend re-exports these from
-// backend/lower/dnnl_util.h), kept free of oneDNN so that the evaluator builds
+// backend/lower/core/dnnl_util.h), kept free of oneDNN so that the evaluator builds
 // without it.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Evaluation of nodes on host tensors: at build time, of nodes whose inputs
 // are all known (constant folding of shape subgraphs: Shape -> Gather ->
 // Unsqueeze -> Concat -> Reshape, Clip bounds from Constant nodes, weight
-// transposes, ...), and at run time as host steps (backend/lower/host_step.h: integer
+// transposes, ...), and at run time as host steps (backend/lower/core/host_step.h: integer
 // tensors, ops no oneDNN lowering handles). Plain reference code in double
 // precision: small tensors, speed matters little.
 #pragma once

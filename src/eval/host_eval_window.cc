@@ -44,7 +44,7 @@ struct PoolGeometry {
 //   SAME_UPPER/SAME_LOWER: ceil(in / s); pads total (out - 1) * s + (k - 1) * d + 1 - in,
 //                  the odd one at the end (UPPER) or the beginning (LOWER)
 // With ceil_mode, a last window that would start in the end padding is
-// dropped (as PyTorch, oneDNN and the oneDNN lowering, backend/lower/pool.cc).
+// dropped (as PyTorch, oneDNN and the oneDNN lowering, backend/lower/ops/pool.cc).
 PoolGeometry PoolGeometryOf(const Node& node, const Dims& x) {
   const std::size_t spatial = x.size() - 2;
   PoolGeometry g;

@@ -60,7 +60,7 @@ struct PrepareOptions {
   bool fold_bn = false;  ///< fold inference BatchNormalization into the preceding Conv/ConvTranspose
   bool fuse = true;      ///< false: no fusion plan (an unfused baseline: `run --no-fuse`)
   FuseSettings fusion;
-  /// Executable target: the backend's LowersOp (backend/lower/lowered_ops.h),
+  /// Executable target: the backend's LowersOp (backend/lower/core/lowered_ops.h),
   /// the function ops it keeps. Empty: nothing is expanded (a build without
   /// the backend has nothing to execute the graph with).
   LoweredOp lowers;

@@ -28,7 +28,7 @@
 namespace onnxfuse {
 
 /// True when the backend executes (domain, op_type) as it is: the nodes the
-/// expansion keeps. The backend provides it (backend/lower/lowered_ops.h).
+/// expansion keeps. The backend provides it (backend/lower/core/lowered_ops.h).
 using LoweredOp = std::function<bool(const std::string& domain, const std::string& op_type)>;
 
 struct FunctionExpansion {

@@ -18,7 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/omp_team.h"
-#include "backend/lower/lowered_ops.h"
+#include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"
 #include "onnxfuse/pipeline.h"

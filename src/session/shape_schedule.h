@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/lower/packed_constants.h"
+#include "backend/lower/core/packed_constants.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/fusion_plan.h"
 #include "onnxfuse/graph.h"
@@ -33,7 +33,7 @@ class SharedPackedConstants {
   /// ExecutablePlan::Compile(graph, fusion, {fuse, replaying the shared map}),
   /// keeping the oneDNN implementation `implementations` names for a step
   /// ("<kind>:<anchor node>" -> impl, as a plan file stores them) instead of
-  /// timing the candidates again (src/backend/lower/impl_choice.cc).
+  /// timing the candidates again (src/backend/lower/core/impl_choice.cc).
   /// Throws what Compile throws.
   ExecutablePlan Compile(const Graph& graph, const FusionPlan& fusion, bool fuse,
                          const std::map<std::string, std::string>& implementations = {});

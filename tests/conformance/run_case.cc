@@ -29,7 +29,7 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/loader.h"
-#include "backend/lower/lowered_ops.h"
+#include "backend/lower/core/lowered_ops.h"
 #include "pipeline/prepare_model.h"
 #include "session_run.h"
 

@@ -25,7 +25,7 @@ import sys
 
 PREFIX = "pattern:"
 # The step kind of the patterns the backend lowers by name with a kernel of
-# their own (src/backend/lower/pattern_lowerings.h). MatMulAddGelu's MatMul and
+# their own (src/backend/lower/fused/pattern_lowerings.h). MatMulAddGelu's MatMul and
 # Add run as a matmul step (or a split of it), its Gelu, named, as our kernel.
 OWN_KERNEL = {"Gelu": "gelu", "LayerNormalization": "layer_norm", "SEReluSigmoid": "squeeze_excite",
               "SEReluHardSigmoid": "squeeze_excite", "SESiLUSigmoid": "squeeze_excite",

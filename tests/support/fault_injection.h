@@ -1,4 +1,4 @@
-// The fault the self-checks' tests inject (src/backend/lower/fault_injection.h):
+// The fault the self-checks' tests inject (src/backend/lower/core/fault_injection.h):
 // with ONNXFUSE_FAULT_NODE=NAME in the environment, a fused plan adds 1 to
 // every element of node NAME's first output, as a step right after the group
 // computing it. Nothing unfused, for other nodes, or where that output is not
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "backend/lower/builder.h"
+#include "backend/lower/core/builder.h"
 
 namespace onnxfuse::test {
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <iomanip>
 
-#include "backend/lower/fault_injection.h"
+#include "backend/lower/core/fault_injection.h"
 #include "fault_injection.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/plan_file.h"

@@ -59,7 +59,7 @@ PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, co
 bool HaveGemmKernel();
 
 /// For the scope of this object, fused plans compiled meanwhile add 1 to
-/// `node`'s first output (the fault hook of src/backend/lower/fault_injection.h
+/// `node`'s first output (the fault hook of src/backend/lower/core/fault_injection.h
 /// set to fault_injection.h's, ONNXFUSE_FAULT_NODE=`node`); both unset at exit.
 struct FaultAt {
   explicit FaultAt(const std::string& node);

@@ -50,7 +50,7 @@ struct GemmConvRows {
   std::int64_t channels = 0, in_h = 0, in_w = 0, out_w = 0;
   std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
   /// [channels]: x's channel c is read times channel_scale[c] (the gate of a
-  /// squeeze-and-excitation block, conv(x * s, W); backend/lower/channel_scale.cc), as
+  /// squeeze-and-excitation block, conv(x * s, W); backend/lower/fused/channel_scale.cc), as
   /// the rows are packed; nullptr: x as it is.
   const float* channel_scale = nullptr;
 };

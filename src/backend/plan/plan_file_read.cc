@@ -17,7 +17,7 @@
 
 #include "onnxfuse/loader.h"
 #include "onnxfuse/plan_file.h"
-#include "backend/lower/packed_constants.h"
+#include "backend/lower/core/packed_constants.h"
 #include "backend/plan/plan_format.h"
 #include "backend/plan/plan_payload.h"
 #include "backend/plan/plan_shapes.h"

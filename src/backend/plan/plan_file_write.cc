@@ -16,7 +16,7 @@
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse/tensor_io.h"
 #include "backend/runtime/verify.h"
-#include "backend/lower/packed_constants.h"
+#include "backend/lower/core/packed_constants.h"
 #include "backend/plan/plan_format.h"
 #include "backend/plan/plan_shapes.h"
 #include "pipeline/prepare_model.h"

@@ -14,7 +14,7 @@
 #include "app/run_job.h"
 #include "onnxfuse/plan_file.h"
 #include "onnxfuse/pipeline.h"
-#include "backend/lower/lowered_ops.h"
+#include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/executor.h"
 #include "onnxfuse/tensor_io.h"
 #include "temp_dir.h"

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/run_job.h"
-#include "backend/lower/lowered_ops.h"
+#include "backend/lower/core/lowered_ops.h"
 #include "fuse/postdom_fuser.h"
 #include "onnxfuse/error.h"
 #include "onnxfuse/loader.h"

@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layout and used as stored",
           "[plan_file]") {
   // A 3x3, stride-1, 64 -> 64 convolution read by another convolution runs as
-  // Winograd F(2x2, 3x3) on AVX-512 (backend/lower/conv.cc): its weights' layout is
+  // Winograd F(2x2, 3x3) on AVX-512 (backend/lower/ops/conv.cc): its weights' layout is
   // dnnl_format_kind_wino, which the plan file keeps as such (format version 2).
   test::TempDir dir("plan_file");
   std::string w1 = "{", w2 = "{";
@@ -78,7 +78,7 @@ TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layo
 
 TEST_CASE("constant MatMul weights on oneDNN's gemm are stored column-major, numbers as computed", "[plan_file]") {
   // Where oneDNN has no brgemm matmul (AVX2) it runs its sgemm, which reads
-  // the weights [K, N] faster column-major than row-major (backend/lower/conv.cc,
+  // the weights [K, N] faster column-major than row-major (backend/lower/ops/conv.cc,
   // WithGemmWeights); with brgemm (AVX-512) they are blocked.
   const int k = 48, n = 40;
   std::vector<float> w;

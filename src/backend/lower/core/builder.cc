@@ -1,0 +1,343 @@
+#include "backend/lower/core/builder.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "ir/attributes.h"
+#include "ir/node_label.h"
+#include "backend/kernels/layout.h"
+#include "eval/host_tensor.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+constexpr int kGraphOutputUses = 1 << 28;  // graph outputs are never dead
+}
+
+bool IsSlowImpl(const std::string& kind, const std::string& impl) {
+  // oneDNN 2.6 names its RNN driver "ref" when it runs the cell's products on
+  // its jit sgemm rather than on brgemm (GRU, lbr_gru): not a reference loop.
+  // The 2-layer bidirectional GRU (hidden 128, 50 steps) runs
+  // so at 0.72x ONNX Runtime's time on one thread.
+  if (kind == "lstm" || kind == "gru" || kind == "lbr_gru" || kind == "rnn") return false;
+  // "ref:any", and the reference kernels named after their primitive
+  // ("bnorm_ref:any" for batch normalization).
+  if (impl.rfind("ref", 0) == 0 || impl.find("_ref:") != std::string::npos) return true;
+  return (kind == "conv" || kind == "deconv") && impl.find("gemm") != std::string::npos;
+}
+
+Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstants* packed, Graph* releasable)
+    : graph(g), fuse(fuse_mode), engine(std::move(eng)), stream(engine), absorbed(g.num_nodes(), false),
+      packed_(packed), releasable_(releasable) {
+  std::size_t n = graph.values().size();
+  consts_.resize(n);
+  acts_.resize(n);
+  alternates_.resize(n);
+  remaining_.resize(n);
+  for (ValueId v = 0; v < n; ++v) {
+    remaining_[v] = static_cast<int>(graph.value(v).consumers.size());
+    if (graph.value(v).is_graph_output) remaining_[v] += kGraphOutputUses;
+  }
+}
+
+bool Builder::IsConst(ValueId v) const { return consts_[v].has_value() || graph.IsConstant(v); }
+
+const Tensor& Builder::Const(ValueId v, const Node& user) {
+  if (!consts_[v]) {
+    const onnx::TensorProto* proto = graph.ConstantTensor(v);
+    if (!proto && graph.IsReleased(v))
+      throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads initializer '" +
+                                            graph.value(v).name + "' after its data was released");
+    if (!proto)
+      throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+                                               graph.value(v).name + "' must be a constant known at build time");
+    consts_[v] = TensorFromProto(*proto, graph.source_path() + ": '" + graph.value(v).name + "'");
+  }
+  return *consts_[v];
+}
+
+dnnl::memory::desc StorageDesc(const Dims& dims, std::int32_t elem_type) {
+  if (elem_type == onnx::TensorProto::FLOAT) return PlainDesc(dims);
+  Dims pairs = dims;
+  pairs.push_back(2);  // an int64 as two s32 words: oneDNN 2.6 has no s64
+  return dnnl::memory::desc(pairs, dnnl::memory::data_type::s32, eval::DenseStrides(pairs));
+}
+
+const Act& Builder::AnyActOf(ValueId v, const Node& user) const {
+  if (!IsAct(v))
+    throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads '" + graph.value(v).name +
+                                          "' before it is computed");
+  return *acts_[v];
+}
+
+const Act& Builder::ActOf(ValueId v, const Node& user) const {
+  const Act& act = AnyActOf(v, user);
+  if (act.elem_type != onnx::TensorProto::FLOAT)
+    throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+                                             graph.value(v).name + "' is an integer or bool tensor computed at run "
+                                             "time, which this lowering does not take");
+  return act;
+}
+
+Dims Builder::DimsOfValue(ValueId v, const Node& user) {  // any storage type
+  if (IsAct(v)) return acts_[v]->dims;
+  return ConstDims(v, user);  // a constant's dims need no decoding of its data
+}
+
+Dims Builder::ConstDims(ValueId v, const Node& user) {
+  const onnx::TensorProto* proto = consts_[v] ? nullptr : graph.ConstantTensor(v);
+  if (!proto) return Const(v, user).dims;  // decoded already, or its error
+  return Dims(proto->dims().begin(), proto->dims().end());  // checked against its data by the loader
+}
+
+void Builder::SetConst(ValueId v, Tensor t) { consts_[v] = std::move(t); }
+
+void Builder::ConstAsAct(ValueId v, const Node& user) {
+  const Tensor& t = Const(v, user);
+  if (t.elem_type != onnx::TensorProto::FLOAT)
+    throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+                                             graph.value(v).name + "' is a non-float32 constant that only a run-time computation could use");
+  const dnnl::memory::desc md = PlainDesc(t.dims);
+  const Arg source{-1, md, HostMemory(md, t.data.data())};
+  SetAct(v, EmitReorder(source, t.dims, md, user.name));
+}
+
+void Builder::SetAct(ValueId v, Act act) {
+  const TensorType& type = graph.value(v).type;
+  bool known = type.has_shape;
+  for (auto d : type.dims) known &= d >= 0;
+  if (known && type.dims != act.dims) {
+    if (!defaulted_inputs.empty())  // the guess of 1 for an unknown input dim was wrong
+      throw Error(ErrorKind::kUnsupported,
+                  graph.source_path() + ": graph input '" + defaulted_inputs.front() +
+                      "' has unknown dims, taken as 1, but then '" + graph.value(v).name + "' would be " +
+                      DimsString(act.dims) + " where the model says " + type.ShapeString() +
+                      ": give the input's shape with --input-shape");
+    throw Error(ErrorKind::kInternal, "internal error: computed shape " + DimsString(act.dims) + " of '" +
+                                          graph.value(v).name +
+                                          "' differs from the inferred " + type.ShapeString());
+  }
+  if (act.elem_type == onnx::TensorProto::FLOAT && IsPlainEquivalent(act.md)) act.md = PlainDesc(act.dims);  // one spelling of plain
+  if (std::find(slots[act.slot].values.begin(), slots[act.slot].values.end(), v) == slots[act.slot].values.end())
+    AddToSlot(act.slot, v);
+  acts_[v] = std::move(act);
+}
+
+void Builder::Consume(const Node& node) {
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i)
+    if (node.inputs[i] != kNoValue) --remaining_[node.inputs[i]];
+}
+
+void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
+  for (NodeId id : nodes)
+    for (ValueId v : graph.node(id).inputs)
+      if (v != kNoValue && remaining_[v] <= 0 && graph.ConstantTensor(v)) {
+        consts_[v].reset();
+        if (releasable_) releasable_->ReleaseInitializer(v);
+      }
+}
+
+bool Builder::DeadNow(int slot, const Node* reading) const {
+  auto uses_by_reading = [&](ValueId v) {
+    if (!reading) return 0;
+    return static_cast<int>(std::count(reading->inputs.begin(), reading->inputs.begin() + static_cast<std::ptrdiff_t>(reading->num_explicit_inputs), v));
+  };
+  auto dead = [&](int i) {
+    const Slot& s = slots[static_cast<std::size_t>(i)];
+    if (s.graph_output) return false;
+    for (ValueId v : s.values)
+      if (remaining_[v] - uses_by_reading(v) > 0) return false;
+    return true;
+  };
+  const int root = RootOf(slot);
+  if (!dead(root)) return false;
+  const auto views = views_of_.find(root);
+  if (views == views_of_.end()) return true;
+  return std::all_of(views->second.begin(), views->second.end(), dead);
+}
+
+int Builder::RootOf(int slot) const {
+  const int root = slots[static_cast<std::size_t>(slot)].root;
+  return root >= 0 ? root : slot;
+}
+
+Act Builder::NewView(int slot, std::int64_t byte_offset, const Dims& dims, const dnnl::memory::desc& md) {
+  if (byte_offset == 0) return Act{slot, md, dims};
+  Slot view;
+  view.root = RootOf(slot);
+  view.view_offset = slots[static_cast<std::size_t>(slot)].view_offset + byte_offset;
+  slots.push_back(view);
+  views_of_[view.root].push_back(static_cast<int>(slots.size() - 1));
+  return Act{static_cast<int>(slots.size() - 1), md, dims};
+}
+
+Act Builder::NewAct(const Dims& dims, const dnnl::memory::desc& md) {
+  Slot slot;
+  slot.bytes = static_cast<std::int64_t>(md.get_size());
+  slots.push_back(slot);
+  return Act{static_cast<int>(slots.size() - 1), md, dims};
+}
+
+Arg Builder::Use(ValueId v, const dnnl::memory::desc& want, const Node& user) {
+  const Act& a = ActOf(v, user);
+  // oneDNN calls two descriptors equal when they differ only in the strides
+  // of dims of size 1, but its binary kernel then reads src1 with other
+  // offsets than src0 (onednn_limits.h, limit 5): the reader gets exactly `want`.
+  if (a.md == want) return Arg{a.slot, want, {}};
+  if (IsPlainEquivalent(a.md) && IsPlainEquivalent(want) && Product(a.md.dims()) == Product(want.dims()))
+    return Arg{a.slot, want, {}};
+  if (SameBytes(a.md, want)) return Arg{a.slot, want, {}};
+  // A plain `want` of other dims (a collapsed matmul's [B*M, K] of a blocked
+  // [B, M, K]): v made plain with its own dims, then seen with want's. A
+  // reorder cannot change dims.
+  if (IsPlainEquivalent(want) && want.dims() != a.dims && Product(want.dims()) == Product(a.dims))
+    return Arg{Use(v, PlainDesc(a.dims), user).slot, want, {}};
+  for (const Act& alt : alternates_[v])
+    if (alt.md == want) return Arg{alt.slot, want, {}};  // exactly `want`, as above
+  Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name);
+  AddToSlot(alt.slot, v);
+  alternates_[v].push_back(alt);
+  return Arg{alt.slot, alt.md, {}};
+}
+
+Arg Builder::UsePlain(ValueId v, const Node& user) { return Use(v, PlainDesc(ActOf(v, user).dims), user); }
+
+Arg Builder::UseAsIs(ValueId v, const Node& user) {
+  const Act& a = ActOf(v, user);
+  return Arg{a.slot, a.md, {}};
+}
+
+dnnl::memory Builder::HostMemory(const dnnl::memory::desc& md, const float* data) {
+  dnnl::memory m(md, engine);
+  std::memcpy(m.get_data_handle(), data, md.get_size());
+  weight_bytes += static_cast<std::int64_t>(md.get_size());
+  return m;
+}
+
+dnnl::memory Builder::HostView(const dnnl::memory::desc& md, const float* data) const {
+  return dnnl::memory(md, engine, const_cast<float*>(data));  // only ever read (reorder source)
+}
+
+dnnl::memory Builder::Prepack(const dnnl::memory& plain, const dnnl::memory::desc& want) {
+  dnnl::memory m(want, engine);
+  dnnl::reorder(plain, m).execute(stream, const_cast<dnnl::memory&>(plain), m);
+  stream.wait();
+  weight_bytes += static_cast<std::int64_t>(want.get_size());
+  return m;
+}
+
+dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, const dnnl::memory::desc& want,
+                                     const std::function<dnnl::memory()>& plain) {
+  const std::string key = std::to_string(node) + ":" + graph.node(node).op_type + ":" + argument;
+  if (packed_ && packed_->replay) {
+    auto it = packed_->by_key.find(key);
+    // A stored layout that is not blocked (Winograd's) is never a reorder
+    // source: oneDNN only writes those, and only one it made itself is trusted.
+    const bool usable = it != packed_->by_key.end() && it->second.get_desc().dims() == want.dims() &&
+                        (it->second.get_desc().data.format_kind == dnnl_blocked || it->second.get_desc() == want);
+    if (usable) {
+      weight_bytes += static_cast<std::int64_t>(want.get_size());
+      if (it->second.get_desc() == want) {
+        ++packed_->reused;
+        return it->second;
+      }
+      ++packed_->relaid;
+      // The stored memory may belong to another engine object: view it on ours.
+      dnnl::memory stored(it->second.get_desc(), engine, it->second.get_data_handle());
+      dnnl::memory m(want, engine);
+      dnnl::reorder(stored, m).execute(stream, stored, m);
+      stream.wait();
+      return m;
+    }
+    ++packed_->recomputed;  // this CPU lowered the node differently from the building one
+    spdlog::debug("packed constant {}: {}, packed again", key,
+                  it == packed_->by_key.end() ? "not stored" : "stored in a layout not reorderable to this one");
+  }
+  dnnl::memory m = Prepack(plain(), want);
+  // Replaying records too: a constant packed here is then found by the next
+  // plan replaying the same map (a session's schedules for other shapes).
+  if (packed_) packed_->by_key[key] = m;
+  return m;
+}
+
+const std::string* Builder::StoredImpl(const std::string& key) const {
+  if (!packed_ || !packed_->replay) return nullptr;
+  auto it = packed_->implementations.find(key);
+  return it == packed_->implementations.end() ? nullptr : &it->second;
+}
+
+dnnl::primitive_attr Builder::Attr(const dnnl::post_ops& ops) const {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (ops.len() > 0) attr.set_post_ops(ops);
+  return attr;
+}
+
+void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::string label,
+                   std::vector<std::pair<int, Arg>> args, const dnnl::memory::desc& dst_md) {
+  Step step;
+  step.prim = dnnl::primitive(pd.get());
+  step.args = std::move(args);
+  step.scratchpad = pd.scratchpad_desc();
+  step.impl = pd.impl_info_str();
+  if (fuse && IsSlowImpl(kind, step.impl))
+    spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", kind, label,
+                 step.impl.rfind("ref", 0) == 0 ? "reference" : "gemm", step.impl);
+  Push(std::move(step), std::move(kind), std::move(label), dst_md);
+}
+
+void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args,
+                         CustomKernel kernel, const dnnl::memory::desc& dst_md, std::string impl,
+                         std::int64_t scratch_bytes) {
+  for (const auto& [key, arg] : args)
+    if (arg.slot >= 0 && arg.md.data.format_kind == dnnl_blocked && !IsDense(arg.md))
+      throw Error(ErrorKind::kInternal, "internal error: custom kernel " + kind + " [" + label +
+                                            "] given a buffer with gaps (" + LayoutString(arg.md) + ")");
+  Step step;
+  step.custom = std::move(kernel);
+  step.args = std::move(args);
+  if (scratch_bytes > 0) step.scratchpad = dnnl::memory::desc({scratch_bytes}, dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
+  step.impl = std::move(impl);
+  Push(std::move(step), std::move(kind), std::move(label), dst_md);
+}
+
+void Builder::Push(Step step, std::string kind, std::string label, const dnnl::memory::desc& dst_md) {
+  step.kind = std::move(kind);
+  step.label = std::move(label);
+  step.layout = LayoutString(dst_md);
+  step.group = group;
+  step.pattern = group_pattern;
+  spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
+  steps.push_back(std::move(step));
+}
+
+Act Builder::EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label) {
+  Act dst = NewAct(dims, want);
+  if (dims.size() == 4 && dims[1] == 3 && src.md == PlainDesc(dims) && want == ChannelsLastDesc(dims) &&
+      HaveNchwToNhwc3()) {  // an image for the first convolution (backend/kernels/layout.h)
+    const std::int64_t images = dims[0], pixels = dims[2] * dims[3];
+    EmitCustom("reorder", label, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, want, {}}}},
+               [images, pixels](const std::vector<void*>& data) {
+                 NchwToNhwc3(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), images, pixels);
+               },
+               want);
+    steps.back().reorder = true;
+    return dst;
+  }
+  dnnl::reorder::primitive_desc pd(engine, src.md, engine, want, Attr());
+  Emit(pd, "reorder", label, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, want, {}}}}, want);
+  steps.back().reorder = true;
+  return dst;
+}
+
+void Absorb(Builder& b, const std::vector<const Node*>& nodes) {
+  for (const Node* n : nodes) {
+    b.Consume(*n);
+    b.absorbed[static_cast<std::size_t>(n - b.graph.nodes().data())] = true;
+  }
+}
+
+}  // namespace onnxfuse::backend

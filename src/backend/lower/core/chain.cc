@@ -1,0 +1,438 @@
+// Chains: an anchor primitive and the group members absorbed into it (chain.h):
+// building them while walking a group; backend/lower/core/chain_emit.cc turns them into steps.
+#include "backend/lower/core/chain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "backend/kernels/activation.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
+#include "eval/host_eval.h"
+#include "backend/lower/core/host_step.h"
+#include "backend/lower/ops/batch_norm.h"
+#include "backend/lower/ops/binary.h"
+#include "backend/lower/ops/broadcast_binary.h"
+#include "backend/lower/fused/channel_scale.h"
+#include "backend/lower/ops/concat.h"
+#include "backend/lower/ops/conv.h"
+#include "backend/lower/ops/deconv.h"
+#include "backend/lower/ops/eltwise.h"
+#include "backend/lower/ops/einsum.h"
+#include "backend/lower/fused/gelu.h"
+#include "backend/lower/core/graph_queries.h"
+#include "backend/lower/ops/grid_sample.h"
+#include "backend/lower/fused/layer_norm.h"
+#include "backend/lower/ops/matmul.h"
+#include "backend/lower/ops/normalization.h"
+#include "backend/lower/core/operands.h"
+#include "backend/lower/ops/pool.h"
+#include "backend/lower/recurrent/recurrent.h"
+#include "backend/lower/ops/reduce.h"
+#include "backend/lower/ops/select.h"
+#include "backend/lower/ops/resize.h"
+#include "backend/lower/ops/slice.h"
+#include "backend/lower/ops/softmax.h"
+#include "backend/lower/fused/squeeze_excite.h"
+#include "backend/lower/ops/std_math.h"
+#include "backend/lower/core/unsupported.h"
+#include "backend/lower/core/views.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using Kind = PostOp::Kind;
+constexpr std::size_t kMaxPostOps = 32;  // oneDNN's limit
+
+bool IsBinaryOp(const std::string& op) { return op == "Add" || op == "Sub" || op == "Mul" || op == "Div"; }
+
+bool StartsChain(Builder& b, const Node& node) {
+  const std::string& op = node.op_type;
+  if (!node.domain.empty()) return false;
+  if (op == "MatMul") return !IsMatMulOfVector(b, node);
+  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "BatchNormalization") return true;
+  if (!IsBinaryOp(op) || (!b.IsAct(node.inputs[0]) && !b.IsAct(node.inputs[1]))) return false;
+  // oneDNN's binary writes over src0's shape: one input must be an activation
+  // of the output's shape. Otherwise (both broadcast: [256,1,1,2] + [1,7,7,2]
+  // in RAFT) the node is LowerBroadcastBinary's.
+  const Dims d0 = b.DimsOfValue(node.inputs.at(0), node), d1 = b.DimsOfValue(node.inputs.at(1), node);
+  Dims out;
+  try {
+    out = BroadcastDims(d0, d1);
+  } catch (const std::invalid_argument&) {
+    return true;  // EmitBinary names the node and the shapes
+  }
+  return (b.IsAct(node.inputs[0]) && d0 == out) || (b.IsAct(node.inputs[1]) && d1 == out);
+}
+
+// Fully known inferred dims of a value, or empty.
+Dims KnownDims(const Builder& b, ValueId v) {
+  const TensorType& t = b.graph.value(v).type;
+  if (!t.has_shape) return {};
+  for (auto d : t.dims)
+    if (d < 0) return {};
+  return t.dims;
+}
+
+// The consumers of `v`, as a sorted list with one entry per use.
+std::vector<NodeId> Uses(const Builder& b, ValueId v) {
+  auto uses = b.graph.value(v).consumers;
+  std::sort(uses.begin(), uses.end());
+  return uses;
+}
+
+bool FoldBatchNorm(Builder& b, Chain& chain, const Node& bn) {
+  const std::string& anchor = b.graph.node(chain.anchor).op_type;
+  if ((anchor != "Conv" && anchor != "ConvTranspose" && anchor != "Gemm") || !chain.post_ops.empty()) return false;
+  // Weights known only at run time cannot take the scale at build time.
+  const Node& anchor_node = b.graph.node(chain.anchor);
+  if (IsRuntimeInput(b, anchor_node, 1) || IsRuntimeInput(b, anchor_node, 2)) return false;
+  if (bn.outputs.size() > 1) return false;
+  std::optional<ChannelAffine> affine = BatchNormAffine(b, bn);
+  if (!affine) return false;
+  const std::size_t channels = affine->scale.size();
+  if (!chain.scale.empty() && chain.scale.size() != channels) return false;
+  if (chain.scale.empty()) chain.scale.assign(channels, 1.0), chain.shift.assign(channels, 0.0);
+  for (std::size_t c = 0; c < channels; ++c) {
+    chain.scale[c] *= affine->scale[c];
+    chain.shift[c] = chain.shift[c] * affine->scale[c] + affine->shift[c];
+  }
+  return true;
+}
+
+// Sigmoid(x) * x -> swish; HardSigmoid(x) * x -> hardswish (when alpha = 1/6, beta = 1/2).
+NodeId GatedMul(Builder& b, const Chain& chain, const Node& gate, const std::vector<NodeId>& group) {
+  auto uses = Uses(b, chain.out);
+  if (uses.size() != 2 || gate.outputs.size() != 1) return kNoNode;
+  auto gate_uses = b.graph.value(gate.outputs[0]).consumers;
+  if (gate_uses.size() != 1) return kNoNode;
+  NodeId mul = gate_uses[0];
+  const Node& m = b.graph.node(mul);
+  if (m.op_type != "Mul" || std::find(group.begin(), group.end(), mul) == group.end()) return kNoNode;
+  bool pair = (m.inputs[0] == chain.out && m.inputs[1] == gate.outputs[0]) ||
+              (m.inputs[1] == chain.out && m.inputs[0] == gate.outputs[0]);
+  return pair && std::find(uses.begin(), uses.end(), mul) != uses.end() ? mul : kNoNode;
+}
+
+bool AttachBinary(Builder& b, Chain& chain, const Node& node) {
+  int main = node.inputs[0] == chain.out ? 0 : 1;
+  ValueId other = node.inputs[static_cast<std::size_t>(1 - main)];
+  if (other == chain.out || node.inputs[static_cast<std::size_t>(main)] != chain.out) return false;
+  Dims out = KnownDims(b, chain.out), result = KnownDims(b, node.outputs[0]);
+  if (out.empty() || out != result) return false;  // the main path must not broadcast
+  const std::string& op = node.op_type;
+  PostOp po;
+  if (b.IsConst(other)) {
+    const Tensor& c = b.Const(other, node);
+    if (c.elem_type != onnx::TensorProto::FLOAT) return false;
+    if (c.NumElements() == 1) {  // scalar: one linear eltwise
+      float k = c.data[0];
+      po.alg = dnnl::algorithm::eltwise_linear;
+      if (op == "Add") po.alpha = 1, po.beta = k;
+      else if (op == "Mul") po.alpha = k, po.beta = 0;
+      else if (op == "Sub") po.alpha = main == 0 ? 1.f : -1.f, po.beta = main == 0 ? -k : k;
+      else if (op == "Div" && main == 0 && k != 0) po.alpha = 1 / k, po.beta = 0;
+      else return false;
+      chain.post_ops.push_back(po);
+      return true;
+    }
+    if (main == 1 && (op == "Sub" || op == "Div")) return false;
+    po.kind = Kind::kBinary;
+    po.constant = c;
+    po.constant->dims = ExpandRank(c.dims, out.size());
+  } else {
+    if (!b.IsAct(other) || (main == 1 && (op == "Sub" || op == "Div"))) return false;
+    bool has_sum = std::any_of(chain.post_ops.begin(), chain.post_ops.end(),
+                               [](const PostOp& p) { return p.kind == Kind::kSum; });
+    // `sum` accumulates into the destination of a (de)convolution or matmul.
+    const std::string& anchor = b.graph.node(chain.anchor).op_type;
+    bool sum_anchor = anchor == "Conv" || anchor == "ConvTranspose" || anchor == "Gemm" || anchor == "MatMul";
+    po.kind = op == "Add" && sum_anchor && !has_sum && b.ActOf(other, node).dims == out ? Kind::kSum : Kind::kBinary;
+    po.operand = other;
+  }
+  po.alg = op == "Add" ? dnnl::algorithm::binary_add
+           : op == "Sub" ? dnnl::algorithm::binary_sub
+           : op == "Mul" ? dnnl::algorithm::binary_mul
+                         : dnnl::algorithm::binary_div;
+  chain.post_ops.push_back(std::move(po));
+  return true;
+}
+
+// The Gelu of a named group (NamedPattern::gelu) when `div` is its Div and
+// nothing else reads the Div's input x, the chain's output: the Gelu kernel
+// overwrites x in place (Flush). Absorbs its nodes; nullopt, with nothing done,
+// otherwise. The library matched the nodes; this is the in-place condition only.
+std::optional<ValueId> TakeNamedGelu(Builder& b, const NamedPattern& named, const Node& div) {
+  if (named.gelu.empty() || named.gelu.front() != &div) return std::nullopt;
+  if (b.graph.value(div.inputs[0]).consumers.size() != 2) return std::nullopt;  // the Div and the Mul
+  Absorb(b, named.gelu);
+  return named.gelu.back()->outputs[0];
+}
+
+// Absorbs `id` into the chain when it only extends the chain's output; a Gelu
+// is found by MatchGelu, or for a group a library pattern named (`named`), by name.
+bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group, const NamedPattern* named) {
+  const Node& node = b.graph.node(id);
+  const Node& anchor = b.graph.node(chain.anchor);
+  if (!node.domain.empty() || b.graph.value(chain.out).is_graph_output || chain.post_ops.size() + 2 > kMaxPostOps)
+    return false;
+  if (node.outputs.empty() || node.inputs.empty()) return false;
+  auto uses = Uses(b, chain.out);
+  bool sole_use = uses.size() == 1 && uses[0] == id;
+  bool extend = false;
+  if (anchor.op_type == "BatchNormalization") {
+    // The batch normalization primitive takes a fused Relu and nothing else.
+    extend = node.op_type == "Relu" && sole_use && !chain.norm_relu;
+    if (extend) chain.norm_relu = true;
+  } else if (node.op_type == "BatchNormalization") {
+    extend = sole_use && node.inputs[0] == chain.out && FoldBatchNorm(b, chain, node);
+  } else if (node.op_type == "Div" && !sole_use && node.inputs[0] == chain.out) {
+    // Gelu's decomposition reads x twice (Div and the Mul): taken whole, its nodes consumed.
+    const std::optional<ValueId> gelu = named ? TakeNamedGelu(b, *named, node) : MatchGelu(b, node, true);
+    if (!gelu) return false;
+    chain.post_ops.push_back(PostOp{Kind::kEltwise, dnnl::algorithm::eltwise_gelu_erf, 0, 0, kNoValue, {}});
+    chain.members.push_back(id);
+    chain.out = *gelu;
+    return true;
+  } else if (IsBinaryOp(node.op_type)) {
+    extend = sole_use && AttachBinary(b, chain, node);
+  } else if (node.inputs[0] == chain.out) {
+    if (node.op_type == "Sigmoid" || node.op_type == "HardSigmoid") {
+      NodeId mul = GatedMul(b, chain, node, group);
+      float alpha = AttrFloat(node, "alpha", 0.2f), beta = AttrFloat(node, "beta", 0.5f);
+      bool hard_swish = node.op_type == "HardSigmoid" && std::fabs(alpha - 1.f / 6) < 1e-6f && beta == 0.5f;
+      if (mul != kNoNode && (node.op_type == "Sigmoid" || hard_swish)) {
+        PostOp po;
+        po.alg = hard_swish ? dnnl::algorithm::eltwise_hardswish : dnnl::algorithm::eltwise_swish;
+        po.alpha = hard_swish ? 1.f / 6 : 1.f;
+        po.beta = hard_swish ? 0.5f : 0.f;
+        chain.post_ops.push_back(po);
+        const Node& m = b.graph.node(mul);
+        b.Consume(node), b.Consume(m);
+        chain.members.push_back(id), chain.members.push_back(mul);
+        b.absorbed[mul] = true;
+        chain.out = m.outputs[0];
+        return true;
+      }
+    }
+    if (sole_use) {
+      auto ops = EltwiseOf(b, node);
+      extend = !ops.empty();
+      for (auto& po : ops) chain.post_ops.push_back(po);
+    }
+  }
+  if (!extend) return false;
+  b.Consume(node);
+  chain.members.push_back(id);
+  chain.out = node.outputs[0];
+  return true;
+}
+
+// TryAttach, recording which member each new post-op comes from.
+bool Attach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group, const NamedPattern* named) {
+  const std::size_t first_op = chain.post_ops.size(), member = chain.members.size();
+  if (!TryAttach(b, chain, id, group, named)) return false;
+  for (std::size_t i = first_op; i < chain.post_ops.size(); ++i) chain.post_ops[i].member = member;
+  MergeLinearSteps(chain.post_ops);
+  return true;
+}
+
+void EmitAnchor(Builder& b, const Chain& chain) {
+  const std::string& op = b.graph.node(chain.anchor).op_type;
+  if (op == "Conv") EmitConv(b, chain);
+  else if (op == "ConvTranspose") EmitDeconv(b, chain);
+  else if (op == "Gemm") EmitGemm(b, chain);
+  else if (op == "MatMul") EmitMatMul(b, chain);
+  else if (op == "BatchNormalization") EmitBatchNorm(b, chain);
+  else EmitBinary(b, chain);
+}
+
+// The GlobalAveragePool reading `v`, not yet lowered; nullptr when there is none.
+const Node* PoolReading(const Builder& b, ValueId v) {
+  for (NodeId c : b.graph.value(v).consumers) {
+    const Node& n = b.graph.node(c);
+    if (n.op_type == "GlobalAveragePool" && n.domain.empty() && !b.absorbed[c] && n.inputs[0] == v) return &n;
+  }
+  return nullptr;
+}
+
+// A chain ending in swish or Gelu runs as its anchor with the other post-ops,
+// then our kernel in place on the anchor's destination (backend/kernels/activation.h:
+// several times faster than oneDNN's post-op here, which more than pays for
+// the extra pass over the data).
+void Flush(Builder& b, Chain chain) {
+  const PostOp* last = chain.post_ops.empty() ? nullptr : &chain.post_ops.back();
+  const bool swish = last && last->kind == Kind::kEltwise && last->alg == dnnl::algorithm::eltwise_swish && last->alpha == 1.f;
+  const bool gelu = last && last->kind == Kind::kEltwise && last->alg == dnnl::algorithm::eltwise_gelu_erf;
+  if (!b.fuse || chain.norm_relu || !(swish || gelu)) return EmitAnchor(b, chain);
+  const std::size_t first = last->member;  // swish: the Sigmoid, then the Mul; Gelu: the Div
+  std::vector<NodeId> removed(chain.members.begin() + static_cast<std::ptrdiff_t>(first), chain.members.end());
+  const ValueId out = chain.out;
+  chain.post_ops.pop_back();
+  chain.members.resize(first);
+  chain.out = b.graph.node(removed.front()).inputs[0];
+  EmitAnchor(b, chain);
+  const Act& x = b.ActOf(chain.out, b.graph.node(removed.front()));
+  std::string label;
+  for (NodeId id : removed) label += (label.empty() ? "" : "+") + b.graph.node(id).name;
+  const std::int64_t count = static_cast<std::int64_t>(x.md.get_size() / sizeof(float));
+  const Node* pool = swish ? PoolReading(b, out) : nullptr;
+  // Batch 1, 4-D: the means are per channel of one image.
+  const bool one_image = x.dims.size() == 4 && x.dims[0] == 1;
+  if (const auto blocks = pool && one_image ? ChannelVectorsOf(x.md, x.dims) : std::nullopt) {
+    // Squeeze-and-excitation: the GlobalAveragePool of the result is taken in the same pass.
+    const std::int64_t channels = x.dims[1], pixels = x.dims[2] * x.dims[3];
+    const Dims pooled_dims = {1, channels, 1, 1};
+    const Act pooled = b.NewAct(pooled_dims, PlainDesc(pooled_dims));
+    CustomKernel kernel = [blocks = *blocks, channels, pixels](const std::vector<void*>& data) {
+      SwishInPlaceWithMeans(static_cast<float*>(data[0]), blocks.blocks, pixels, blocks.lanes, channels,
+                            static_cast<float*>(data[1]));
+    };
+    b.EmitCustom("swish", label + "+" + pool->name, {{0, Arg{x.slot, x.md, {}}}, {1, Arg{pooled.slot, pooled.md, {}}}},
+                 std::move(kernel), x.md);
+    b.SetAct(out, x);
+    Absorb(b, {pool});
+    b.SetAct(pool->outputs[0], pooled);
+    return;
+  }
+  CustomKernel kernel = [count, swish](const std::vector<void*>& data) {
+    auto* y = static_cast<float*>(data[0]);
+    if (swish) SwishInPlace(y, count);
+    else Gelu(y, y, count);
+  };
+  b.EmitCustom(swish ? "swish" : "gelu", swish ? label : label + "+Gelu", {{0, Arg{x.slot, x.md, {}}}},
+               std::move(kernel), x.md);
+  b.SetAct(out, x);
+}
+
+// Tensors with no elements (a 0-size graph input, an empty Slice or Split
+// part) are only taken by the ops that select or re-view elements; any other
+// reader is refused at build time, before a primitive sees a zero dim.
+void RefuseEmptyInputs(const Builder& b, const Node& node) {
+  static const std::set<std::string> kTakesEmpty = {"Split", "Slice", "Gather", "Identity", "Dropout",
+                                                    "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Shape", "Size"};
+  if (node.domain.empty() && kTakesEmpty.count(node.op_type)) return;
+  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
+    const ValueId v = node.inputs[i];
+    if (v != kNoValue && b.IsAct(v) && Product(b.AnyActOf(v, node).dims) == 0)
+      Unsupported(b, node, "input '" + b.graph.value(v).name + "' has no elements (shape " +
+                               DimsString(b.AnyActOf(v, node).dims) + "): 0-size tensors are not supported here");
+  }
+}
+
+}  // namespace
+
+void MergeLinearSteps(std::vector<PostOp>& post_ops) {
+  auto linear = [](const PostOp& p) { return p.kind == Kind::kEltwise && p.alg == dnnl::algorithm::eltwise_linear; };
+  std::vector<PostOp> merged;
+  for (PostOp& po : post_ops) {
+    if (merged.empty() || !linear(merged.back()) || !linear(po)) {
+      merged.push_back(std::move(po));
+      continue;
+    }
+    PostOp& first = merged.back();  // in double: one rounding per parameter
+    const double alpha = static_cast<double>(po.alpha) * first.alpha;
+    const double beta = static_cast<double>(po.alpha) * first.beta + po.beta;
+    first.alpha = static_cast<float>(alpha), first.beta = static_cast<float>(beta);
+  }
+  post_ops = std::move(merged);
+}
+
+namespace {
+
+// Every input known at build time (not an activation, nor a deferred product).
+bool AllInputsConst(const Builder& b, const Node& node) {
+  return std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) { return v == kNoValue || b.IsConst(v); });
+}
+
+}  // namespace
+
+namespace {
+
+// The decompositions recognized again in groups no library pattern named.
+bool RecognizePattern(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  if (node.op_type == "ReduceMean" && TryLayerNorm(b, id)) return true;
+  if (node.op_type == "Div" && b.IsAct(node.inputs[0]) && MatchGelu(b, node, false)) {
+    EmitGelu(b, id);
+    return true;
+  }
+  return node.op_type == "Conv" && TrySqueezeExcite(b, id);
+}
+
+}  // namespace
+
+void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern* named) {
+  std::optional<Chain> chain;
+  for (NodeId id : nodes) {
+    if (b.absorbed[id]) continue;
+    const Node& node = b.graph.node(id);
+    // Shape and Size of the value an open chain computes: the chain is done
+    // (they are not its post-ops), and its result's dims fold them.
+    if (chain && (node.op_type == "Shape" || node.op_type == "Size") && node.inputs.at(0) == chain->out)
+      Flush(b, *chain), chain.reset();
+    if (TryFold(b, id)) {
+      b.Consume(node);
+      continue;
+    }
+    // Integer and bool values computed at run time: the host evaluator's
+    // (a recurrent node's run-time sequence_lens: refused by EmitRecurrent).
+    if (NeedsHostStep(b, node) && !IsRecurrent(node)) {
+      if (chain) Flush(b, *chain), chain.reset();
+      if (!LowerWhere(b, id)) EmitHostStep(b, id);  // host steps take 0-size tensors
+      b.Consume(node);
+      continue;
+    }
+    RefuseEmptyInputs(b, node);
+    // All inputs known, yet no build-time evaluator for the op: its first
+    // input becomes an activation, so that every lowering finds one.
+    if (!node.inputs.empty() && node.inputs[0] != kNoValue && !b.IsAct(node.inputs[0]) && AllInputsConst(b, node))
+      b.ConstAsAct(node.inputs[0], node);
+    if (chain && b.fuse && Attach(b, *chain, id, nodes, named)) continue;
+    if (chain) Flush(b, *chain), chain.reset();
+    if (b.fuse && (named ? named->start && named->start(b, id) : RecognizePattern(b, id))) continue;
+    // Their uses are consumed where the product is used.
+    if (DeferChannelScale(b, id) || DeferScalarScale(b, id)) continue;
+    if (StartsChain(b, node)) {
+      chain = Chain{id, node.outputs.at(0), {id}, {}, {}, {}, false};
+    } else if (!LowerView(b, id) && !LowerSlice(b, id)) {
+      const std::string& op = node.op_type;
+      if (IsPooling(op)) EmitPool(b, id);
+      else if (op == "Softmax" || op == "LogSoftmax") EmitSoftmax(b, id);
+      else if ((op == "Max" || op == "Min") && LowerBroadcastBinary(b, id)) {}  // two inputs, both broadcast
+      else if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") EmitVariadic(b, id);
+      else if (op == "Concat") EmitConcat(b, id);
+      else if (op == "PRelu") EmitPrelu(b, id);
+      else if (op == "Resize" || op == "Upsample") ResizeOnOneDnn(b, node) ? EmitResize(b, id) : EmitHostStep(b, id);
+      else if (op == "LayerNormalization") EmitLayerNormalization(b, id);
+      else if (op == "InstanceNormalization") EmitInstanceNormalization(b, id);
+      else if (op.rfind("Reduce", 0) == 0) EmitReduce(b, id);
+      else if (IsStdUnary(node)) EmitStdUnary(b, id);
+      else if (!EltwiseOf(b, node).empty()) EmitEltwise(b, id);
+      else if (op == "Pow") EmitPow(b, id);  // an exponent of several values, or computed at run time
+      else if (op == "Einsum" && LowerEinsum(b, id)) {}  // transposes, sums, batched matmuls (einsum.h)
+      else if (op == "MatMul") EmitMatMulOfVector(b, id);  // a 1-D operand
+      else if (op == "Clip" && b.graph.opset() >= 11) EmitClip(b, id);  // bounds computed at run time
+      else if (op == "Where" && LowerWhere(b, id)) {}  // float data: a kernel of our own (select.h)
+      else if (IsBinaryOp(op) && LowerBroadcastBinary(b, id)) {}  // both operands broadcast (broadcast_binary.h)
+      else if (op == "GridSample" && LowerGridSample(b, id)) {}  // bilinear, nearest: a kernel of our own
+      else if (IsRecurrent(node)) EmitRecurrent(b, id);
+      else if (eval::HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
+      else
+        throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) +
+                                                 ": operator not supported by the oneDNN backend");
+    }
+    b.Consume(node);
+  }
+  if (chain) Flush(b, *chain);
+  b.ReleaseConsts(nodes);
+}
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,300 @@
+// Emitting a chain (chain.h, "Splitting"): how many post-ops its anchor takes
+// (ChooseAnchor), then the anchor's step and the in-place steps of the rest
+// (FinishChain). Chains are built in backend/lower/core/chain.cc.
+#include "backend/lower/core/chain.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "backend/lower/core/unsupported.h"
+#include "backend/lower/core/onednn_limits.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+using Kind = PostOp::Kind;
+
+// True when the chain may be cut before post-op `k`: not inside one node's post-ops.
+bool CutAt(const Chain& chain, std::size_t k) {
+  return k == 0 || k >= chain.post_ops.size() || chain.post_ops[k].member != chain.post_ops[k - 1].member;
+}
+
+// "Add_3+Relu": the names of members [first, end) joined as ChainLabel does.
+std::string MembersLabel(const Builder& b, const Chain& chain, std::size_t first, std::size_t end) {
+  end = std::min(std::max(end, first + 1), chain.members.size());
+  std::string label = b.graph.node(chain.members[first]).name;
+  for (std::size_t i = first + 1; i < end; ++i) label += "+" + b.graph.node(chain.members[i]).op_type;
+  return label;
+}
+
+// The first member executed by post-op `k` (members.size() past the last one).
+std::size_t MemberOf(const Chain& chain, std::size_t k) {
+  return k < chain.post_ops.size() ? chain.post_ops[k].member : chain.members.size();
+}
+
+// Post-ops [begin, end) of `chain` for a primitive whose destination has
+// `dst_dims`. With `args`, the binary operands' arguments are appended (which
+// may emit reorders); without, only their descriptors are computed (a probe).
+dnnl::post_ops BuildPostOps(Builder& b, const Chain& chain, std::size_t begin, std::size_t end, const Dims& dst_dims,
+                            std::vector<std::pair<int, Arg>>* args) {
+  dnnl::post_ops ops;
+  const Node& anchor = b.graph.node(chain.anchor);
+  for (std::size_t i = begin; i < end; ++i) {
+    const PostOp& po = chain.post_ops[i];
+    if (po.kind == Kind::kEltwise) {
+      ops.append_eltwise(1.f, po.alg, po.alpha, po.beta);
+    } else if (po.kind == Kind::kSum) {
+      ops.append_sum(1.f);
+    } else {
+      Arg arg;
+      if (po.constant) {
+        arg.md = PlainDesc(po.constant->dims);
+        if (args) arg.fixed = b.HostMemory(arg.md, po.constant->data.data());
+      } else {
+        const Act& a = b.ActOf(po.operand, anchor);
+        if (a.dims == dst_dims && IsDense(a.md)) {
+          arg = args ? b.UseAsIs(po.operand, anchor) : Arg{a.slot, a.md, {}};
+        } else {  // broadcast operand or sub-tensor view: plain, with the destination's rank
+          if (args) arg = b.UsePlain(po.operand, anchor);
+          arg.md = PlainDesc(ExpandRank(a.dims, dst_dims.size()));
+        }
+      }
+      ops.append_binary(po.alg, arg.md);
+      if (args) args->emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i - begin)) | DNNL_ARG_SRC_1, arg);
+    }
+  }
+  return ops;
+}
+
+// The longest cut in [lo, hi] (lo always allowed; the step runs post-op lo - 1
+// and takes those up to the cut as its own, as far as PostOpsRight allows on
+// `dims`) whose primitive `probe` reports fast, else the longest whose
+// primitive can be created; nullopt when none can. `probe(k)`: the implementation with post-ops up to k, or nullopt.
+std::optional<std::size_t> LongestFast(const Chain& chain, std::size_t lo, std::size_t hi, const std::string& kind,
+                                       const Dims& dims,
+                                       const std::function<std::optional<std::string>(std::size_t)>& probe) {
+  std::optional<std::size_t> creatable;
+  for (std::size_t k = hi + 1; k-- > lo;) {
+    if (k != lo && (!CutAt(chain, k) || !PostOpsRight(chain, lo - 1, k, kind, dims))) continue;
+    auto impl = probe(k);
+    if (!impl) continue;
+    if (!IsSlowImpl(kind, *impl)) return k;
+    if (!creatable) creatable = k;
+  }
+  return creatable;
+}
+
+// The descriptor of binary operand (src1) of a tail primitive running post-op
+// `po` on a destination `cur` with dims `dims`.
+dnnl::memory::desc TailOperandDesc(const Builder& b, const Chain& chain, const PostOp& po,
+                                   const dnnl::memory::desc& cur, const Dims& dims) {
+  if (po.constant) return PlainDesc(po.constant->dims);
+  const Act& a = b.ActOf(po.operand, b.graph.node(chain.members[po.member]));
+  return a.dims == dims ? cur : PlainDesc(ExpandRank(a.dims, dims.size()));
+}
+
+// One primitive of a split chain's tail: post-op `first` applied in place to the
+// anchor's destination, with post-ops (first, end) as its own post-ops.
+struct TailStep {
+  std::size_t first = 0, end = 0;
+  dnnl::primitive_desc_base pd;
+  std::vector<std::pair<int, Arg>> args;
+};
+
+// The tail primitive's descriptor; empty when oneDNN has none (`error` says why).
+dnnl::primitive_desc_base TailPd(Builder& b, const Chain& chain, std::size_t first, std::size_t end,
+                                 const dnnl::memory::desc& cur, const Dims& dims, std::string& error) {
+  const PostOp& po = chain.post_ops[first];
+  dnnl::primitive_attr attr = b.Attr(BuildPostOps(b, chain, first + 1, end, dims, nullptr));
+  try {
+    if (po.kind == Kind::kEltwise)
+      return dnnl::eltwise_forward::primitive_desc(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, po.alg, cur, po.alpha, po.beta), attr,
+          b.engine);
+    return dnnl::binary::primitive_desc(
+        dnnl::binary::desc(po.alg, cur, TailOperandDesc(b, chain, po, cur, dims), cur), attr, b.engine);
+  } catch (const dnnl::error& e) {
+    error = e.what();
+    return {};
+  }
+}
+
+// Plans the tail of `chain`: its post-ops after the first `count`, applied to
+// the anchor's destination `cur` (dims `dims`). False when a step cannot be
+// created (`error` says why); `fast` tells whether every step is fast.
+bool PlanTail(Builder& b, const Chain& chain, std::size_t count, const dnnl::memory::desc& cur, const Dims& dims,
+              std::vector<TailStep>& tail, bool& fast, std::string& error) {
+  const std::size_t n = chain.post_ops.size();
+  tail.clear();
+  fast = true;
+  for (std::size_t first = count; first < n;) {
+    const std::string kind = chain.post_ops[first].kind == Kind::kEltwise ? "eltwise" : "binary";
+    std::size_t hi = first + 1;  // a sum needs the addend in its destination: it starts a step of its own
+    while (hi < n && chain.post_ops[hi].kind != Kind::kSum) ++hi;
+    if (kind == "binary" && !BinaryPostOpsInPlaceRight(cur, dims)) hi = first + 1;  // tail steps run in place
+    std::map<std::size_t, dnnl::primitive_desc_base> made;
+    auto end = LongestFast(chain, first + 1, hi, kind, dims, [&](std::size_t k) -> std::optional<std::string> {
+      dnnl::primitive_desc_base pd = TailPd(b, chain, first, k, cur, dims, error);
+      if (!pd) return std::nullopt;
+      made[k] = pd;
+      return std::string(pd.impl_info_str());
+    });
+    if (!end) return false;
+    tail.push_back(TailStep{first, *end, made.at(*end), {}});
+    fast &= !IsSlowImpl(kind, tail.back().pd.impl_info_str());
+    first = *end;
+  }
+  return true;
+}
+
+// The anchor's destination as its tail sees it: a collapsed matmul's [B*M, N] is plain [B.., M, N].
+dnnl::memory::desc TailDesc(const dnnl::memory::desc& dst, const Dims& dims) {
+  return static_cast<std::size_t>(dst.data.ndims) != dims.size() ? PlainDesc(dims) : dst;
+}
+
+}  // namespace
+
+std::size_t RightPrefix(const Chain& chain, const std::string& kind, const Dims& dst_dims) {
+  std::size_t k = chain.post_ops.size();
+  while (k > 0 && !(CutAt(chain, k) && PostOpsRight(chain, 0, k, kind, dst_dims))) --k;
+  return k;
+}
+
+std::string ChainLabel(const Builder& b, const Chain& chain) {
+  return MembersLabel(b, chain, 0, chain.members.size());
+}
+
+dnnl::post_ops MakePostOps(Builder& b, const Chain& chain, const Dims& dst_dims, std::vector<std::pair<int, Arg>>& args,
+                           std::size_t count) {
+  return BuildPostOps(b, chain, 0, std::min(count, chain.post_ops.size()), dst_dims, &args);
+}
+
+AnchorChoice ChooseAnchor(Builder& b, const Chain& chain, const Dims& dst_dims, const Chain& pd_chain,
+                          const Dims& pd_dims, const std::string& kind, const AnchorProbeFn& probe) {
+  const std::size_t n = chain.post_ops.size();
+  const dnnl::memory::desc channels_last = b.fuse ? ChannelsLastDesc(pd_dims) : dnnl::memory::desc();
+  std::optional<AnchorChoice> fallback;
+  std::optional<std::string> whole;
+  std::vector<TailStep> tail;
+  std::string error;
+  for (std::size_t k = n + 1; k-- > 0;) {
+    if (!CutAt(chain, k) || !PostOpsRight(pd_chain, 0, k, kind, pd_dims)) continue;
+    const dnnl::primitive_attr attr = b.Attr(BuildPostOps(b, pd_chain, 0, k, pd_dims, nullptr));
+    for (bool cl : {false, true}) {
+      if (cl && channels_last.is_zero()) continue;
+      auto r = probe(k, cl ? channels_last : dnnl::memory::desc(), attr);
+      if (!r) continue;
+      if (k == n && !cl) whole = r->impl;
+      bool tail_fast = true;
+      if (!PlanTail(b, chain, k, TailDesc(r->dst, dst_dims), dst_dims, tail, tail_fast, error)) continue;
+      AnchorChoice choice{k, cl};
+      if (!IsSlowImpl(kind, r->impl) && tail_fast) {
+        if (k < n || cl)
+          spdlog::debug("{} [{}]: {} with all {} post-ops; {}{}", kind, ChainLabel(b, chain),
+                        whole ? "'" + *whole + "'" : std::string("no implementation"), n,
+                        cl ? "a channels-last destination, " : "",
+                        k < n ? std::to_string(k) + " of them on the " + kind + " and the rest as separate primitives"
+                              : std::string("all of them on the ") + kind);
+        return choice;
+      }
+      if (!fallback) fallback = choice;  // nothing fast: the longest that can be created (the whole chain)
+    }
+  }
+  return fallback.value_or(AnchorChoice{n, false});  // nothing at all: the caller reports it
+}
+
+// The slot of argument `key` of an elementwise primitive when its destination
+// (`dst_md`) may overwrite it: the same layout, no other argument of the
+// primitive or of its tail reads that buffer, and nothing reads it later
+// (the chain's nodes are consumed by now). Else nullopt.
+std::optional<int> OverwritableSource(const Builder& b, const std::vector<std::pair<int, Arg>>& args,
+                                      const std::vector<TailStep>& tail, int key, const dnnl::memory::desc& dst_md) {
+  if (key == kNoArg || !b.fuse) return std::nullopt;
+  auto it = std::find_if(args.begin(), args.end(), [&](const auto& a) { return a.first == key; });
+  if (it == args.end() || it->second.slot < 0 || !(it->second.md == dst_md) || !b.DeadNow(it->second.slot))
+    return std::nullopt;
+  auto shares = [&](const std::pair<int, Arg>& a) { return a.first != key && b.SameBuffer(a.second.slot, it->second.slot); };
+  if (std::any_of(args.begin(), args.end(), shares)) return std::nullopt;
+  for (const TailStep& t : tail)
+    if (std::any_of(t.args.begin(), t.args.end(), shares)) return std::nullopt;
+  return it->second.slot;
+}
+
+void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base& pd, const std::string& kind,
+                 const Dims& dst_dims, std::vector<std::pair<int, Arg>> args, const std::vector<int>& src_slots,
+                 std::size_t count, int in_place_arg) {
+  const Node& anchor = b.graph.node(chain.anchor);
+  count = std::min(count, chain.post_ops.size());
+  dnnl::memory::desc dst_md = pd.dst_desc(0);
+  // A channel block holding all channels (nChw16c of 16) is channels-last:
+  // recorded as such, readers that look for channels-last (concat, pooling)
+  // take it as it is.
+  const dnnl::memory::desc tail_md = TailDesc(dst_md, dst_dims), channels_last = ChannelsLastDesc(dst_dims);
+  const dnnl::memory::desc cur_md = SameBytes(tail_md, channels_last) ? channels_last : tail_md;
+
+  // The tail: post-ops the anchor's primitive does not take, as primitives of
+  // their own, each taking as many following non-sum post-ops as stays fast
+  // (as ChooseAnchor planned it).
+  std::vector<TailStep> tail;
+  bool fast = true;
+  std::string error;
+  if (!PlanTail(b, chain, count, cur_md, dst_dims, tail, fast, error))
+    Unsupported(b, b.graph.node(chain.members[chain.post_ops[count].member]), "oneDNN has no implementation: " + error);
+  // Their operands, before the anchor writes anything: a sum addend's buffer
+  // is written in place only when no step of the chain reads it.
+  std::vector<int> read = src_slots;
+  for (const auto& [key, arg] : args) read.push_back(arg.slot);
+  for (TailStep& t : tail) {
+    const PostOp& po = chain.post_ops[t.first];
+    const Node& user = b.graph.node(chain.members[po.member]);
+    if (po.kind != Kind::kEltwise) {
+      Arg src1;
+      src1.md = TailOperandDesc(b, chain, po, cur_md, dst_dims);
+      if (po.constant) src1.fixed = b.HostMemory(src1.md, po.constant->data.data());
+      else if (b.ActOf(po.operand, user).dims == dst_dims) src1 = b.Use(po.operand, cur_md, user);
+      else src1.slot = b.UsePlain(po.operand, user).slot;
+      t.args.emplace_back(DNNL_ARG_SRC_1, src1);
+    }
+    BuildPostOps(b, chain, t.first + 1, t.end, dst_dims, &t.args);
+    for (const auto& [key, arg] : t.args) read.push_back(arg.slot);
+  }
+
+  std::string label = MembersLabel(b, chain, 0, MemberOf(chain, count));
+  Act dst;
+  auto sum = std::find_if(chain.post_ops.begin(), chain.post_ops.begin() + static_cast<std::ptrdiff_t>(count),
+                          [](const PostOp& p) { return p.kind == Kind::kSum; });
+  if (sum != chain.post_ops.begin() + static_cast<std::ptrdiff_t>(count)) {
+    // The sum post-op adds into the destination: it must hold the addend first.
+    Arg addend = b.Use(sum->operand, dst_md, anchor);
+    bool read_here = std::any_of(read.begin(), read.end(), [&](int slot) { return b.SameBuffer(slot, addend.slot); });
+    if (b.DeadNow(addend.slot) && !read_here) dst = Act{addend.slot, dst_md, dst_dims};
+    else dst = b.EmitReorder(addend, dst_dims, dst_md, label + " (copy of the sum addend)");
+  } else if (auto over = kind == "binary" && count > 0 && !BinaryPostOpsInPlaceRight(dst_md, dst_dims)
+                             ? std::nullopt
+                             : OverwritableSource(b, args, tail, in_place_arg, dst_md)) {
+    dst = Act{*over, dst_md, dst_dims};
+  } else {
+    dst = b.NewAct(dst_dims, dst_md);
+  }
+  args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, dst_md, {}});
+  b.Emit(pd, kind, label, std::move(args), dst_md);
+  dst.md = cur_md;
+
+  for (TailStep& t : tail) {  // in place: nothing else reads the chain's intermediate values
+    const bool eltwise = chain.post_ops[t.first].kind == Kind::kEltwise;
+    Arg cur{dst.slot, cur_md, {}};
+    t.args.emplace_back(eltwise ? DNNL_ARG_SRC : DNNL_ARG_SRC_0, cur);
+    t.args.emplace_back(DNNL_ARG_DST, cur);
+    b.Emit(t.pd, eltwise ? "eltwise" : "binary",
+           MembersLabel(b, chain, MemberOf(chain, t.first), MemberOf(chain, t.end)), std::move(t.args), cur_md);
+  }
+  b.SetAct(chain.out, dst);
+}
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,52 @@
+// What oneDNN 2.6.3 (Debian 12's libdnnl) computes wrongly, found by the
+// differential tester (scripts/difftest.sh) and pinned by probes of the
+// library alone (tests/unit/backend/lower/onednn_limits_test.cc), and the predicates the lowering
+// consults to keep out of it. Each holds on AVX-512 and AVX2 alike; the
+// reference and gemm implementations are right in every case. When a newer
+// oneDNN fixes one, its probe fails and the predicate can go.
+//
+// 1. Two eltwise post-ops of one algorithm in one primitive: the second runs
+//    with the first one's alpha and beta (jit_uni_eltwise_injector, shared by
+//    the jit, brgconv and binary jit:uni kernels).
+// 2. The binary jit:uni kernel run in place (destination = src0) on a
+//    channel-blocked layout whose channels do not fill whole blocks (C = 17 in
+//    nChw16c, C = 1 in nChw8c) applies its post-ops wrongly, eltwise and
+//    binary ones alike. Without post-ops, or out of place, it is right.
+// 3. The binary jit:uni kernel with a per-channel binary post-op ([1,C,1,..])
+//    on a destination [N,C,1,..] (N > 1, every spatial dim 1) broadcasts the
+//    operand wrongly. Rank 2 ([N,C] with [1,C]) is right.
+// 4. The binary jit:uni kernel run in place, reading a channel-blocked src1
+//    whose channel dim is 1 and that broadcasts along another dim ([1,1,1,1],
+//    [1,1,H,W], [1,1,1,W]), adds nothing right from it. A src1 of src0's
+//    dims, and a per-channel [1,C,1,..] with C > 1, are right; so is any
+//    src1 out of place. Such operands stay plain (oneDNN's ref:any, slower).
+// 5. The binary jit:uni kernel given src0 and src1 of equal dims whose
+//    strides differ only in dims of size 1 ([1,2,1,2] as {8,1,8,2} and as
+//    {4,1,4,2}: the same elements, and equal to oneDNN's operator==) reads
+//    src1 at other offsets. Builder::Use hands every reader the descriptor it
+//    asked for, so src1 is described exactly as src0.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "backend/lower/core/chain.h"
+
+namespace onnxfuse::backend {
+
+/// Whether a primitive of `kind` (its step kind: "conv", "binary",
+/// "eltwise", ...) with destination `dst_dims` computes post-ops [begin, end)
+/// of `chain` right (limits 1 and 3). For a split chain's tail step, `begin`
+/// is the step's own operation.
+bool PostOpsRight(const Chain& chain, std::size_t begin, std::size_t end, const std::string& kind,
+                  const Dims& dst_dims);
+
+/// Whether a binary primitive with post-ops may write its result over src0
+/// in layout `md` (limit 2).
+bool BinaryPostOpsInPlaceRight(const dnnl::memory::desc& md, const Dims& dims);
+
+/// Whether a binary primitive on src0 of `src0_dims` reads a src1 of
+/// `operand_dims` right in src0's channel-blocked layout (limit 4).
+bool BlockedOperandRight(const Dims& operand_dims, const Dims& src0_dims);
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,28 @@
+// BatchNormalization (backend/lower/ops/batch_norm.cc): as a chain anchor, and as
+// the per-channel affine map chains fold into their weights.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "backend/lower/core/chain.h"
+
+namespace onnxfuse::backend {
+
+/// A per-channel affine map y = scale * x + shift, in double.
+struct ChannelAffine {
+  std::vector<double> scale, shift;
+};
+/// An inference BatchNormalization as its per-channel affine map (ONNX
+/// Operators.md, BatchNormalization: scale = gamma / sqrt(var + epsilon),
+/// shift = B - mean * scale); nullopt for training_mode, a parameter not known
+/// at build time, or parameters of different lengths.
+std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn);
+/// Inference BatchNormalization as batch_normalization_forward with global
+/// statistics, the chain's post-ops after it (a Relu as fuse_norm_relu,
+/// Chain::norm_relu), over its source in place where FinishChain allows.
+/// Error(kUnsupported) for training_mode=1 and for parameters of other than
+/// one value per channel.
+void EmitBatchNorm(Builder& b, const Chain& chain);
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,56 @@
+#include "backend/lower/ops/broadcast_binary.h"
+
+#include <stdexcept>
+
+#include "backend/kernels/broadcast_binary.h"
+#include "backend/lower/core/dnnl_util.h"
+#include "backend/lower/core/kernel_operand.h"
+#include "backend/lower/core/unsupported.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+bool AlgOf(const std::string& op, BinaryAlg& alg) {
+  if (op == "Add") alg = BinaryAlg::kAdd;
+  else if (op == "Sub") alg = BinaryAlg::kSub;
+  else if (op == "Mul") alg = BinaryAlg::kMul;
+  else if (op == "Div") alg = BinaryAlg::kDiv;
+  else if (op == "Max") alg = BinaryAlg::kMax;
+  else if (op == "Min") alg = BinaryAlg::kMin;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+bool LowerBroadcastBinary(Builder& b, NodeId id) {
+  const Node& node = b.graph.node(id);
+  BinaryAlg alg{};
+  if (!node.domain.empty() || node.num_explicit_inputs != 2 || !AlgOf(node.op_type, alg)) return false;
+  const ValueId x = node.inputs[0], y = node.inputs[1];
+  if (!b.IsAct(x) && !b.IsAct(y)) return false;
+  if (StorageOf(b, x, node) != onnx::TensorProto::FLOAT || StorageOf(b, y, node) != onnx::TensorProto::FLOAT) return false;
+  const Dims dx = b.DimsOfValue(x, node), dy = b.DimsOfValue(y, node);
+  Dims out;
+  try {
+    out = BroadcastDims(dx, dy);
+  } catch (const std::invalid_argument&) {
+    Unsupported(b, node, "the dims " + DimsString(dx) + " and " + DimsString(dy) + " do not broadcast");
+  }
+  if ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out)) return false;  // oneDNN's binary takes it
+  std::vector<std::pair<int, Arg>> args;
+  const std::array<KernelOperand<float>, 2> xy = {FloatKernelOperand(b, x, node, args), FloatKernelOperand(b, y, node, args)};
+  const Act dst = b.NewAct(out, PlainDesc(out));
+  const int dst_arg = static_cast<int>(args.size());
+  args.emplace_back(dst_arg, Arg{dst.slot, dst.md, {}});
+  const BroadcastPlan<2> plan = PlanBroadcast<2>(out, {xy[0].dims, xy[1].dims});
+  CustomKernel kernel = [alg, xy, plan, dst_arg](const std::vector<void*>& data) {
+    BroadcastBinary(alg, xy[0].Data(data), xy[1].Data(data), static_cast<float*>(data[static_cast<std::size_t>(dst_arg)]), plan);
+  };
+  b.EmitCustom("binary", node.name, std::move(args), std::move(kernel), dst.md, "onnxfuse:broadcast_binary");
+  b.SetAct(node.outputs[0], dst);
+  return true;
+}
+
+}  // namespace onnxfuse::backend

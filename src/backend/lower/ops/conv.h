@@ -1,0 +1,14 @@
+// Conv chains: convolution_forward with the chain's folded BatchNormalization
+// and post-ops (backend/lower/ops/conv.cc).
+#pragma once
+
+#include "backend/lower/core/chain.h"
+
+namespace onnxfuse::backend {
+
+/// Conv as convolution_forward with the chain's folded BatchNormalization and
+/// post-ops; tries our own kernels first (backend/lower/own_kernels/own_kernels.h) and a
+/// deferred concat's parts (EmitConvOverConcatParts).
+void EmitConv(Builder& b, const Chain& chain);
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,14 @@
+// The ONNX normalization ops LayerNormalization and InstanceNormalization
+// (backend/lower/ops/normalization.cc).
+#pragma once
+
+#include "backend/lower/core/builder.h"
+
+namespace onnxfuse::backend {
+
+/// LayerNormalization (opset 17) as layer_normalization_forward over a 2-D view;
+/// InstanceNormalization as batch_normalization over a [1, N*C, spatial] view.
+void EmitLayerNormalization(Builder& b, NodeId node);
+void EmitInstanceNormalization(Builder& b, NodeId node);
+
+}  // namespace onnxfuse::backend

@@ -1,0 +1,32 @@
+// LowersOp (backend/lower/core/lowered_ops.h): the function ops the backend keeps
+// and those function expansion replaces; each kept one is lowered, not refused.
+#include <catch2/catch.hpp>
+
+#include "backend/lower/core/lowered_ops.h"
+#include "onnxfuse/executor.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+using backend::LowersOp;
+
+TEST_CASE("LowersOp: the ops LowerGroup dispatches, not the function ops it has no lowering for", "[lowered_ops]") {
+  for (const char* op : {"Conv", "MatMul", "Add", "Relu", "HardSwish", "Celu", "Shrink", "ThresholdedRelu",
+                         "LayerNormalization", "Softmax", "LogSoftmax", "GreaterOrEqual", "LessOrEqual", "Range",
+                         "MaxPool", "GlobalAveragePool", "ReduceMean", "ReduceLogSumExp", "Transpose", "Gather",
+                         "Where", "Cast", "CastLike", "MeanVarianceNormalization"})  // the last two: host steps
+    CHECK(LowersOp("", op));
+  for (const char* op : {"NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "Bernoulli", "DynamicQuantizeLinear",
+                         "HannWindow"})
+    CHECK_FALSE(LowersOp("", op));
+  CHECK(LowersOp("ai.onnx", "Relu"));
+  CHECK_FALSE(LowersOp("com.microsoft", "Relu"));
+}
+
+TEST_CASE("LowersOp's function ops compile as they are", "[lowered_ops]") {
+  for (const char* op : {"HardSwish", "Celu", "Softmax", "LogSoftmax"}) {
+    CAPTURE(op);
+    REQUIRE(LowersOp("", op));
+    Graph g = test::GraphFromText(test::ChainText({op}, "2,3", 14));
+    CHECK_NOTHROW(ExecutablePlan::Compile(g, FusionPlan{}, CompileOptions{false}));
+  }
+}

@@ -1,0 +1,118 @@
+// The Gelu (erf form) decomposition, Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5),
+// found (MatchGelu) and lowered as one pass of our Gelu kernel (EmitGelu),
+// src/backend/lower/fused/gelu.cc. After an anchor's chain the chain runs the same
+// kernel (chain_activation_test.cc).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "backend/lower/fused/gelu.h"
+#include "fuse/postdom_fuser.h"
+#include "onnxfuse/executor.h"
+#include "plan_check.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+
+namespace {
+
+// Gelu of x; of w with every commutative pair swapped; of u with 0.25 for the
+// half; of v whose x / sqrt 2 is also a graph output.
+const char* const kPatterns = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8] x, float[1,8] w, float[1,8] u, float[1,8] v)
+  => (float[1,8] y, float[1,8] yw, float[1,8] yu, float[1,8] yv, float[1,8] qv) {
+  r2 = Constant <value = float {1.4142135}> ()
+  one = Constant <value = float {1.0}> ()
+  half = Constant <value = float {0.5}> ()
+  quarter = Constant <value = float {0.25}> ()
+  q = Div (x, r2)
+  e = Erf (q)
+  e1 = Add (e, one)
+  p = Mul (x, e1)
+  y = Mul (p, half)
+  qw = Div (w, r2)
+  ew = Erf (qw)
+  e1w = Add (one, ew)
+  pw = Mul (e1w, w)
+  yw = Mul (half, pw)
+  qu = Div (u, r2)
+  eu = Erf (qu)
+  e1u = Add (eu, one)
+  pu = Mul (u, e1u)
+  yu = Mul (pu, quarter)
+  qv = Div (v, r2)
+  ev = Erf (qv)
+  e1v = Add (ev, one)
+  pv = Mul (v, e1v)
+  yv = Mul (pv, half)
+}
+)";
+
+}  // namespace
+
+TEST_CASE("MatchGelu: the decomposition's output in either operand order, other constants or readers refused",
+          "[gelu]") {
+  Graph graph = test::GraphFromText(kPatterns);
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  backend::Builder b(graph, true, engine);
+  auto v = [&](const std::string& name) { return *graph.FindValue(name); };
+  // The node computing `name`.
+  auto node = [&](const std::string& name) -> const Node& { return graph.node(graph.value(v(name)).producer); };
+
+  CHECK(backend::MatchGelu(b, node("q"), false) == v("y"));
+  CHECK(backend::MatchGelu(b, node("qw"), false) == v("yw"));
+  CHECK_FALSE(backend::MatchGelu(b, node("qu"), false));  // * 0.25
+  CHECK_FALSE(backend::MatchGelu(b, node("qv"), false));  // x / sqrt 2 read elsewhere
+  CHECK_FALSE(backend::MatchGelu(b, node("e"), false));   // not a pattern's Div
+  for (std::size_t n = 0; n < graph.num_nodes(); ++n) CHECK_FALSE(b.absorbed[n]);
+
+  // Absorbing: the five computing nodes, not the shared constants, and only once.
+  CHECK(backend::MatchGelu(b, node("q"), true) == v("y"));
+  for (const char* out : {"q", "e", "e1", "p", "y"}) CHECK(b.absorbed[graph.value(v(out)).producer]);
+  for (const char* out : {"r2", "one", "half", "qw"}) CHECK_FALSE(b.absorbed[graph.value(v(out)).producer]);
+  CHECK_FALSE(backend::MatchGelu(b, node("q"), false));
+}
+
+TEST_CASE("the Gelu decomposition of a graph input is one gelu step, exact to the erf formula", "[gelu][activation]") {
+  // 2 x 3 x 37 values (a vector tail) over about [-6, 6]: erf saturates at both ends.
+  const Tensor x = test::TensorFrom({2, 3, 37}, [](std::int64_t i) { return static_cast<float>(i % 97) / 8.f - 6.f; });
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3,37] x) => (float[2,3,37] y) {
+)" + test::GeluText("x", "y") + "}";
+  std::vector<double> expected;
+  for (float v : x.data) expected.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+  // Our Gelu kernel's error is absolute: below 3e-7 |x| (activation.h), |x| <= 6 here.
+  const test::PlanRun fused = test::CheckBoth(text, {x}, expected, 1e-5, 3e-7 * 6);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "gelu Div_1+Gelu onnxfuse:custom") == 1);
+  CHECK(fused.stats.kernels == 1);
+}
+
+TEST_CASE("a Div lowered in an earlier group is not taken for a Gelu's when its input's other Div is lowered",
+          "[gelu][difftest]") {
+  // Difftest seed 33113620 (tests/difftest/cases/averagepool-div-globalaveragepool-add-s33113620):
+  // v1 feeds two Divs. The post-dominator groups are {Div_2} and then
+  // {Div_1, GlobalAveragePool, Add}; lowering Div_1, the Gelu recognizer
+  // looked at v1's other Div, already lowered and its constant c4 released,
+  // and stopped with an internal error. It now starts from Div_1 itself.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,4] x, float c2 = {2.0}, float c4 = {4.0}) => (float[1,1,4] v7) {
+      v1 = AveragePool <kernel_shape = [1]> (x)
+      v3 = Div (v1, c2)
+      v5 = Div (v1, c4)
+      v6 = GlobalAveragePool (v5)
+      v7 = Add (v3, v6)
+    })";
+  const Tensor x = test::TensorFrom({1, 1, 4}, [](std::int64_t i) { return static_cast<float>(i + 1); });
+  const double mean = (1 + 2 + 3 + 4) / 4.0;
+  std::vector<double> expected;
+  for (float v : x.data) expected.push_back(v / 2.0 + mean / 4.0);
+  for (bool fuse : {false, true}) {
+    INFO("fuse " << fuse);
+    Graph graph = test::GraphFromText(text);
+    const FusionPlan plan = FuseByPostDominator(graph, {});
+    ExecutablePlan compiled = ExecutablePlan::CompileReleasingWeights(graph, plan, CompileOptions{fuse});
+    test::CheckClose(compiled.Run({x}).at(0), expected);
+  }
+}
