@@ -98,6 +98,74 @@ def test_a_mismatch_its_output_moves_by_is_explained_and_counted():
         assert res["explained"] == {trial.RULE_PERTURBED: 1}
 
 
+class SessionRunner(FakeRunner):
+    """The unfused plan's outputs move under perturbation only when it runs at
+    a batch of 2 (the model's x pinned to [2]): a near-tie that only the
+    session check's inputs at N=2 have."""
+
+    def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
+        batch = onnx.load(model).graph.input[0].type.tensor_type.shape.dim[0].dim_value
+        perturbed = "cond_b" in model and batch == 2
+        arrays = [self.base[n] + (self.move.get(n, 0.0) if perturbed else 0.0) for n in ("a", "b")]
+        return runner.Outcome("ok"), [a.astype(np.float32) for a in arrays]
+
+
+def session_failure(output, max_abs, max_rel, shape):
+    return {"kind": "session-vs-ort", "check": "ORT vs InferenceSession in passes, N=%d" % shape[0],
+            "output": output, "max_abs": max_abs, "max_rel": max_rel, "via": ["session", "pattern", 1],
+            "shape": shape}
+
+
+def test_a_session_mismatch_is_judged_at_the_session_inputs():
+    # Seed 2876037: a TopK near-tie in the second sample of the session
+    # check's inputs at N=2; the graph's own inputs (x [4] here) have none.
+    with tempfile.TemporaryDirectory() as d:
+        b = Built(d)
+        b.seed = 0
+        res = {"explained": {}}
+        f = session_failure("a", 2e-2, 1e-2, [2, None])
+        assert trial.keep_real(SessionRunner(BASE, move={"a": 0.02}), b, [f], res) == []
+        assert res["explained"] == {trial.RULE_PERTURBED: 1}
+        # and only there: the same mismatch at the graph's own inputs stays
+        g = ort_failure("a", 2e-2, 1e-2)
+        assert trial.keep_real(SessionRunner(BASE, move={"a": 0.02}), b, [g]) == [g]
+        # a session mismatch at a batch whose inputs hold no near-tie stays too
+        h = session_failure("a", 2e-2, 1e-2, [3, None])
+        assert trial.keep_real(SessionRunner(BASE, move={"a": 0.02}), b, [h]) == [h]
+
+
+def topk_model(dims, axis, k, before=()):
+    """x (dims) -> [BEFORE nodes] -> TopK(axis, k) of t: the shape ONNX Runtime dies at or not."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, dims)
+    nodes = list(before) or [helper.make_node("Identity", ["x"], ["t"])]
+    nodes.append(helper.make_node("TopK", ["t", "k"], ["v", "i"], axis=axis))
+    inits = [onnx.numpy_helper.from_array(np.array([k], np.int64), "k")]
+    for name, value in (("s0", [0]), ("e0", [-2]), ("a0", [1]), ("st", [-1])):
+        inits.append(onnx.numpy_helper.from_array(np.array(value, np.int64), name))
+    g = helper.make_graph(nodes, "g", [x], [helper.make_value_info(n, onnx.TypeProto()) for n in ("v", "i")], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_ort_is_known_to_die_only_on_topk_over_no_rows():
+    from difftest import session_check
+    # seed 2875872: x [N, 1] -> Transpose -> Slice(axis 1, 0 to -2, step -1)
+    # -> Transpose is [0, 1] at N >= 2, and ORT's TopK over it dies (SIGFPE)
+    slice_rows = [helper.make_node("Transpose", ["x"], ["x1"], perm=[1, 0]),
+                  helper.make_node("Slice", ["x1", "s0", "e0", "a0", "st"], ["x2"]),
+                  helper.make_node("Transpose", ["x2"], ["t"], perm=[1, 0])]
+    assert session_check.ort_dies_at(topk_model([3, 1], -1, 1, slice_rows))
+    assert session_check.ort_dies_at(topk_model([1, 1], -1, 1, slice_rows)) is None   # [1, 1] runs
+    assert session_check.ort_dies_at(topk_model([0, 3], -1, 1))
+    assert session_check.ort_dies_at(topk_model([2, 0, 3], 2, 1))
+    # ORT runs these: empty after the axis, k above the axis (an error it reports), k 0
+    assert session_check.ort_dies_at(topk_model([2, 3, 0], 1, 1)) is None
+    assert session_check.ort_dies_at(topk_model([2, 0], 0, 1)) is None
+    assert session_check.ort_dies_at(topk_model([1, 0], -1, 1)) is None
+    assert session_check.ort_dies_at(topk_model([0, 3], -1, 0)) is None
+    # a dim not known is not excused
+    assert session_check.ort_dies_at(topk_model(["N", 3], -1, 1)) is None
+
+
 def test_compare_fails_an_output_not_written():
     ref = [np.zeros(2, np.float32), np.ones(2, np.float32)]
     f = runner.compare(ref, ref[:1], ["a", "b"], "ort-vs-fused", "-")
