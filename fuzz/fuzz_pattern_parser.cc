@@ -15,9 +15,9 @@
 
 #include "finding.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "write/onnx_writer.h"
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "fuse/pattern_fuser.h"
 
 using namespace onnxfuse;

@@ -30,8 +30,8 @@
 
 #include "finding.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/plan_file.h"
-#include "onnxfuse/tensor_io.h"
+#include "backend/plan/plan_file.h"
+#include "ir/tensor_io.h"
 
 using namespace onnxfuse;
 

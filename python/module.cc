@@ -1,6 +1,6 @@
 // onnxfuse._core: the pybind11 extension under the Python package onnxfuse
 // (python/onnxfuse/). It exposes InferenceSession (include/onnxfuse/session.h),
-// the fuse job (include/onnxfuse/pipeline.h) and ReadTensorFile (tensor_io.h)
+// the fuse job (include/onnxfuse/fuse.h) and ReadTensorFile (src/ir/tensor_io.h)
 // with plain types; the package
 // gives them ONNX Runtime's shape (NodeArg, type strings, output dtypes) and
 // the docstrings users read.
@@ -19,10 +19,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/pipeline.h"
-#include "onnxfuse/plan_file.h"
+#include "onnxfuse/fuse.h"
+#include "ir/tensor_io.h"
 #include "onnxfuse/session.h"
 #include "onnxfuse/strategy.h"
 
@@ -115,20 +114,19 @@ onnxfuse::InferenceSession MakeSession(const std::string& path, int threads, con
   return onnxfuse::InferenceSession(path, options);
 }
 
-// The CLI's fuse job (`onnx-fuse INPUT -o OUTPUT --strategy S [--report R]`),
-// with its plan-file writer; returns the report as JSON text.
+// The CLI's fuse job (`onnx-fuse INPUT -o OUTPUT --strategy S [--report R]`)
+// through the public Fuse (onnxfuse/fuse.h); returns the report as JSON text.
 std::string Fuse(const std::string& input, const std::string& output, const std::string& strategy,
                  const std::string& report, const std::vector<std::string>& pattern_dirs,
                  const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {
-  onnxfuse::FuseJob job;
-  job.input_path = input;
-  job.output_path = output;
-  job.report_path = report;
-  job.strategy = onnxfuse::ParseStrategy(strategy);
-  job.pattern_dirs = pattern_dirs;
-  job.load.input_shapes = input_shapes;
+  onnxfuse::FuseOptions options;
+  options.output_path = output;
+  options.report_path = report;
+  options.strategy = onnxfuse::ParseStrategy(strategy);
+  options.pattern_dirs = pattern_dirs;
+  options.input_shapes = input_shapes;
   py::gil_scoped_release release;
-  return onnxfuse::RunFuseJob(job, onnxfuse::WritePlanFileForJob, onnxfuse::backend::LowersOp).dump();
+  return onnxfuse::Fuse(input, options).report_json;
 }
 
 void RaiseAsPython(const onnxfuse::Error& e) {

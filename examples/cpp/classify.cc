@@ -9,6 +9,7 @@
 
 #include <onnxfuse/error.h>
 #include <onnxfuse/session.h>
+#include <onnxfuse/tensor.h>
 
 int main(int argc, char** argv) {
   if (argc < 2) return std::fprintf(stderr, "usage: classify MODEL [IMAGE.pb]\n"), 2;

@@ -65,9 +65,9 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/executor.h"
+#include "onnxfuse/plan_stats.h"
 #include "onnxfuse/strategy.h"
-#include "onnxfuse/tensor_io.h"
+#include "onnxfuse/tensor.h"
 #include "onnxfuse/tensor_view.h"
 
 namespace onnxfuse {

@@ -109,7 +109,7 @@ ORT_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.uint8): "uint8", np.dt
 
 def draw(seed, n, elem_type):
     """Floats 2u - 1 (float16 and float64: that float32 rounded or widened),
-    integers floor(4u), bools u < 0.5 (include/onnxfuse/tensor_io.h, RandomInputs)."""
+    integers floor(4u), bools u < 0.5 (src/ir/tensor_io.h, RandomInputs)."""
     dtype = DTYPES.get(elem_type)
     if dtype is None:
         raise ValueError("no generated inputs of element type %d" % elem_type)

@@ -11,10 +11,10 @@
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
 #include "backend/lower/core/lowered_ops.h"
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "fuse/pattern_fuser.h"
-#include "onnxfuse/pipeline.h"
-#include "onnxfuse/plan_file.h"
+#include "pipeline/pipeline.h"
+#include "backend/plan/plan_file.h"
 #include "onnxfuse/strategy.h"
 
 namespace {

@@ -24,7 +24,7 @@
 #include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 #include "backend/runtime/verify.h"
 #include "pipeline/prepare_model.h"
 
@@ -209,7 +209,7 @@ void PrintProfile(std::ostream& out, const std::vector<ScheduleStep>& schedule, 
 }
 
 // How each element type of the graph's values is held and computed at run
-// time (include/onnxfuse/executor.h, "Element types"): {"FLOAT16": {"values":
+// time (src/backend/runtime/executor.h, "Element types"): {"FLOAT16": {"values":
 // 12, "computed_as": "as float32, converted at the edges"}, ...}.
 nlohmann::json ElementTypesJson(const Graph& graph) {
   std::map<std::int32_t, int> counts;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "onnxfuse/strategy.h"
 
 namespace onnxfuse {

@@ -1,4 +1,4 @@
-#include "onnxfuse/op_pattern_kind.h"
+#include "classify/op_pattern_kind.h"
 
 #include <string>
 #include <unordered_map>

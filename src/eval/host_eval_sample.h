@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "onnxfuse/graph.h"
-#include "onnxfuse/tensor_io.h"
+#include "ir/graph.h"
+#include "ir/tensor_io.h"
 
 namespace onnxfuse::eval {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/tensor_io.h"
+#include "ir/tensor_io.h"
 
 namespace onnxfuse::eval {
 

@@ -1,4 +1,4 @@
-#include "onnxfuse/fusion_plan.h"
+#include "fuse/fusion_plan.h"
 
 #include <algorithm>
 #include <map>

@@ -45,7 +45,7 @@
 // chain at its head. Linear time and iterative: O(nodes + uses).
 #pragma once
 
-#include "onnxfuse/fusion_plan.h"
+#include "fuse/fusion_plan.h"
 
 namespace onnxfuse {
 

@@ -13,8 +13,8 @@
 
 #include <vector>
 
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/pattern.h"
+#include "fuse/fusion_plan.h"
+#include "patterns/pattern.h"
 
 namespace onnxfuse {
 

@@ -36,7 +36,7 @@
 // near-linear in N. All walks are iterative (no recursion).
 #pragma once
 
-#include "onnxfuse/fusion_plan.h"
+#include "fuse/fusion_plan.h"
 
 namespace onnxfuse {
 

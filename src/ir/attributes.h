@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 namespace onnxfuse {
 

@@ -1,4 +1,4 @@
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 #include <algorithm>
 #include <set>
@@ -6,7 +6,7 @@
 
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/tensor_data.h"
+#include "ir/tensor_data.h"
 
 namespace onnxfuse {
 

@@ -1,4 +1,4 @@
-// Graph edits for graph-level rewrites (see "Rewriting" in include/onnxfuse/graph.h).
+// Graph edits for graph-level rewrites (see "Rewriting" in src/ir/graph.h).
 //
 // The model is the one source of truth: an edit changes model() at once, and
 // CommitEdits re-derives nodes, values and use-lists from it with the code the
@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 #include "ir/names.h"
 
 namespace onnxfuse {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 namespace onnxfuse {
 

@@ -1,5 +1,5 @@
-// Tensor data against its declared type and dims (see include/onnxfuse/tensor_data.h).
-#include "onnxfuse/tensor_data.h"
+// Tensor data against its declared type and dims (see src/ir/tensor_data.h).
+#include "ir/tensor_data.h"
 
 #include <limits>
 

@@ -1,5 +1,5 @@
-// Host tensors <-> TensorProto files (see include/onnxfuse/tensor_io.h).
-#include "onnxfuse/tensor_io.h"
+// Host tensors <-> TensorProto files (see src/ir/tensor_io.h).
+#include "ir/tensor_io.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/tensor_data.h"
+#include "ir/tensor_data.h"
 
 namespace onnxfuse {
 

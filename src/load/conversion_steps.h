@@ -6,7 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "onnxfuse/opset_conversion.h"
+#include "load/opset_conversion.h"
 
 namespace onnxfuse::load {
 

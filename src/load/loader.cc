@@ -1,4 +1,4 @@
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 
 #include <algorithm>
 #include <charconv>
@@ -17,10 +17,10 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/opset_conversion.h"
+#include "load/opset_conversion.h"
 #include "ir/fused_domain.h"
 #include "ir/node_label.h"
-#include "onnxfuse/tensor_data.h"
+#include "ir/tensor_data.h"
 #include "load/onnx_guards.h"
 
 namespace onnxfuse {

@@ -1,4 +1,4 @@
-// Element types opset 17 has no type for (onnxfuse/opset_conversion.h,
+// Element types opset 17 has no type for (load/opset_conversion.h,
 // RefuseNewElementTypes): refused before the loader validates tensor data,
 // which knows only opset-17 types.
 #include <string>

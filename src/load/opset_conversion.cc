@@ -1,7 +1,7 @@
-// The opset conversion driver (onnxfuse/opset_conversion.h): ONNX's version
+// The opset conversion driver (load/opset_conversion.h): ONNX's version
 // converter below opset 7 (up_conversion.cc), our adapters above 17
 // (down_conversion.cc); element types opset 17 lacks: new_element_types.cc.
-#include "onnxfuse/opset_conversion.h"
+#include "load/opset_conversion.h"
 
 #include "load/conversion_steps.h"
 

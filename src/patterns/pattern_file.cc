@@ -19,7 +19,7 @@
 #include <onnx/defs/schema.h>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "patterns/pattern_predicates.h"
 
 #ifndef ONNXFUSE_PATTERNS_DIR

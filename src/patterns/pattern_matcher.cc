@@ -18,7 +18,7 @@
 #include <onnx/defs/schema.h>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "patterns/body_index.h"
 #include "patterns/pattern_predicates.h"
 

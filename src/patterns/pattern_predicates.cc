@@ -11,7 +11,7 @@
 #include "ir/node_label.h"
 #include "ir/tensor_values.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/tensor_data.h"
+#include "ir/tensor_data.h"
 
 namespace onnxfuse::detail {
 

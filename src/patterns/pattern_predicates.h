@@ -60,8 +60,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "onnxfuse/graph.h"
-#include "onnxfuse/pattern.h"
+#include "ir/graph.h"
+#include "patterns/pattern.h"
 
 namespace onnxfuse::detail {
 

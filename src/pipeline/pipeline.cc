@@ -1,4 +1,4 @@
-#include "onnxfuse/pipeline.h"
+#include "pipeline/pipeline.h"
 
 #include <chrono>
 #include <filesystem>

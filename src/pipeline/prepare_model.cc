@@ -7,7 +7,7 @@
 #include "fuse/greedy_fuser.h"
 #include "fuse/pattern_fuser.h"
 #include "fuse/postdom_fuser.h"
-#include "onnxfuse/pipeline.h"
+#include "pipeline/pipeline.h"
 
 namespace onnxfuse {
 

@@ -4,7 +4,7 @@
 //
 // Steps, in order:
 //   1. load      LoadModel(path, options.load): checks, opset conversion, shape
-//                inference, pinned input shapes (onnxfuse/loader.h);
+//                inference, pinned input shapes (load/loader.h);
 //   2. control   InlineControlFlow (rewrite/inline_control_flow.h): If, Loop and
 //      flow      Scan decided at build time become dataflow. For an executable
 //                target also an If decided at run time (both branches and a
@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
-#include "onnxfuse/loader.h"
-#include "onnxfuse/pattern.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
+#include "load/loader.h"
+#include "patterns/pattern.h"
 #include "onnxfuse/strategy.h"
 #include "rewrite/expand_functions.h"
 #include "rewrite/fold_batchnorm.h"
@@ -91,7 +91,7 @@ PreparedModel PrepareGraph(Graph graph, const PrepareOptions& options);
 
 struct FuseJob;
 
-/// The fuse settings of `job` (onnxfuse/pipeline.h): its strategy, fuser
+/// The fuse settings of `job` (pipeline/pipeline.h): its strategy, fuser
 /// options and pattern directories.
 FuseSettings FuseSettingsOf(const FuseJob& job);
 

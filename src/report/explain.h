@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
 
 namespace onnxfuse {
 

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
 #include "write/onnx_writer.h"
 
 namespace onnxfuse {

@@ -23,7 +23,7 @@
 #include <optional>
 #include <vector>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 namespace onnxfuse {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 #include "rewrite/control_flow_unroll.h"
 #include "rewrite/inline_control_flow.h"
 #include "rewrite/subgraph_copy.h"

@@ -10,7 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 
 namespace onnxfuse {
 
@@ -119,7 +119,7 @@ std::string BodyRefusal(const google::protobuf::RepeatedPtrField<onnx::NodeProto
 // Renames a body's values and substitutes its attribute references, in place.
 class Inliner {
  public:
-  Inliner(const Node& call, const onnx::OpSchema& schema, const onnx::FunctionProto& body, NameSource& fresh)
+  Inliner(const Node& call, const onnx::OpSchema* schema, const onnx::FunctionProto& body, NameSource& fresh)
       : call_(call), schema_(schema), fresh_(fresh) {
     const auto& in = call.proto.input();
     const auto& out = call.proto.output();
@@ -145,18 +145,20 @@ class Inliner {
     return renamed_[name] = fresh_.Fresh(call_.name + "/" + name);
   }
 
-  // A reference takes the call's attribute, else the schema's default, else
-  // goes (then the body op's own default applies).
+  // A reference takes the call's attribute, else the schema's default (none
+  // for a model-local function), else goes (then the body op's own default applies).
   void Attributes(google::protobuf::RepeatedPtrField<onnx::AttributeProto>& attributes) {
     google::protobuf::RepeatedPtrField<onnx::AttributeProto> kept;
     for (auto& a : attributes) {
       if (!a.ref_attr_name().empty()) {
         const onnx::AttributeProto* value = nullptr;
         if (auto it = given_.find(a.ref_attr_name()); it != given_.end()) value = it->second;
-        const auto& declared = schema_.attributes();
-        if (auto it = declared.find(a.ref_attr_name()); !value && it != declared.end() &&
-                                                        it->second.default_value.type() != onnx::AttributeProto::UNDEFINED)
-          value = &it->second.default_value;
+        if (schema_) {
+          const auto& declared = schema_->attributes();
+          if (auto it = declared.find(a.ref_attr_name()); !value && it != declared.end() &&
+                                                          it->second.default_value.type() != onnx::AttributeProto::UNDEFINED)
+            value = &it->second.default_value;
+        }
         if (!value) continue;
         onnx::AttributeProto substituted = *value;
         substituted.set_name(a.name());
@@ -183,7 +185,7 @@ class Inliner {
   }
 
   const Node& call_;
-  const onnx::OpSchema& schema_;
+  const onnx::OpSchema* schema_;
   NameSource& fresh_;
   std::map<std::string, std::string> renamed_;
   std::map<std::string, const onnx::AttributeProto*> given_;
@@ -200,13 +202,28 @@ struct Round {
 // expansion (in any round) wrote it.
 using Origins = std::map<std::string, std::string>;
 
+// The model-local function `node` calls (its domain and op_type), or null.
+const onnx::FunctionProto* LocalFunction(const Graph& graph, const Node& node) {
+  for (const onnx::FunctionProto& f : graph.model().functions())
+    if (f.domain() == node.domain && f.name() == node.op_type) return &f;
+  return nullptr;
+}
+
 Round PlanRound(const Graph& graph, const LoweredOp& lowered, const std::map<std::string, std::string>& excluded) {
   Round round;
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     const Node& node = graph.node(id);
-    if (!node.domain.empty() || lowered("", node.op_type) || !IsFunctionOp(node.op_type, graph.opset())) continue;
     std::string why;
     if (auto it = excluded.find(node.name); it != excluded.end()) why = it->second;
+    if (const onnx::FunctionProto* local = LocalFunction(graph, node); local && !lowered(node.domain, node.op_type)) {
+      // Inlined as written: the loader's ONNX checker has made sure that the
+      // function's opset imports agree with the model's.
+      if (why.empty()) why = BodyRefusal(local->node(), graph.opset(), graph.opset(), lowered, true);
+      if (why.empty()) round.bodies.emplace(id, *local);
+      else round.kept.push_back({node.name, node.domain + "." + node.op_type, why});
+      continue;
+    }
+    if (!node.domain.empty() || lowered("", node.op_type) || !IsFunctionOp(node.op_type, graph.opset())) continue;
     std::optional<onnx::FunctionProto> body;
     if (why.empty()) body = BodyOf(graph, node, why);
     if (body) why = BodyRefusal(body->node(), BodyOpset(*body, graph.opset()), graph.opset(), lowered, true);
@@ -230,7 +247,7 @@ void ApplyRound(Graph& graph, const Round& round, Origins& origins, FunctionExpa
     }
     const onnx::FunctionProto& body = found->second;
     const std::string origin = origins.count(node.name) ? origins.at(node.name) : node.name;
-    Inliner inliner(node, *SchemaAt(node.op_type, graph.opset()), body, fresh);
+    Inliner inliner(node, node.domain.empty() ? SchemaAt(node.op_type, graph.opset()) : nullptr, body, fresh);
     for (int i = 0; i < body.node_size(); ++i) {
       onnx::NodeProto* n = nodes.Add();
       *n = body.node(i);

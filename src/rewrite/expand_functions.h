@@ -2,8 +2,12 @@
 // lowering for, whose operator ONNX defines as a function, is replaced by that
 // function's body (ONNX IR.md "Functions"; the body from
 // onnx::OpSchema::GetFunction, or BuildContextDependentFunction with the
-// node's attributes and input types). Used by `onnx-fuse run` and by plan
-// files only: the fused .onnx keeps the operator as the model wrote it.
+// node's attributes and input types). So is a call of a model-local function
+// (ONNX IR.md "Functions"; the ai.onnxfuse ops of a model onnx-fuse wrote),
+// unless the backend lowers it: then `run`, plan files and InferenceSession
+// take a fused model as they take its original, and fuse it again. Used for
+// the executable target only: the fused .onnx keeps the operator as the model
+// wrote it.
 //
 // The body is inlined where the node stood:
 // - its formal inputs and outputs become the node's values (an omitted
@@ -23,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 namespace onnxfuse {
 

@@ -69,7 +69,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 namespace onnxfuse {
 

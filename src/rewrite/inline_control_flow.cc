@@ -8,7 +8,7 @@
 
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "rewrite/control_flow_decisions.h"
 #include "rewrite/subgraph_check.h"
 

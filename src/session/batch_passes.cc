@@ -10,7 +10,7 @@
 #include "ir/node_label.h"
 #include "ir/tensor_values.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/op_pattern_kind.h"
+#include "classify/op_pattern_kind.h"
 
 namespace onnxfuse::session {
 

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 namespace onnxfuse::session {
 

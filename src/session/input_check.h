@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 #include "onnxfuse/session.h"
 
 namespace onnxfuse::session {

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <functional>
 
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "onnxfuse/session.h"
-#include "onnxfuse/tensor_io.h"
+#include "ir/tensor_io.h"
 #include "session/shape_schedule.h"
 
 namespace onnxfuse::session {

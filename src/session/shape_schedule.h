@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "backend/lower/core/packed_constants.h"
-#include "onnxfuse/executor.h"
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
+#include "backend/runtime/executor.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
 
 namespace onnxfuse::session {
 

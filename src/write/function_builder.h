@@ -23,8 +23,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
 
 namespace onnxfuse::detail {
 

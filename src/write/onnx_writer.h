@@ -29,8 +29,8 @@
 #include <onnx/onnx_pb.h>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
 #include "ir/fused_domain.h"
 
 namespace onnxfuse {

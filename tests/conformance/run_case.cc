@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/executor.h"
-#include "onnxfuse/loader.h"
+#include "backend/runtime/executor.h"
+#include "load/loader.h"
 #include "backend/lower/core/lowered_ops.h"
 #include "pipeline/prepare_model.h"
 #include "session_run.h"

@@ -6,7 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "onnxfuse/tensor_io.h"
+#include "ir/tensor_io.h"
 
 namespace onnxfuse::conformance {
 

@@ -10,10 +10,10 @@
 #include <string>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "fuse/greedy_fuser.h"
-#include "onnxfuse/loader.h"
-#include "onnxfuse/plan_file.h"
+#include "load/loader.h"
+#include "backend/plan/plan_file.h"
 #include "fuse/postdom_fuser.h"
 
 int main(int argc, char** argv) {

@@ -16,8 +16,8 @@
 #include "eval/host_eval.h"
 #include "eval/host_tensor.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
-#include "onnxfuse/tensor_io.h"
+#include "load/loader.h"
+#include "ir/tensor_io.h"
 #include "test_models.h"
 
 #include <catch2/catch.hpp>

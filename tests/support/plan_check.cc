@@ -10,7 +10,7 @@
 #include "backend/lower/core/fault_injection.h"
 #include "fault_injection.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 #include "fuse/postdom_fuser.h"
 #include "test_models.h"
 

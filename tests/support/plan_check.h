@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/executor.h"
-#include "onnxfuse/graph.h"
+#include "backend/runtime/executor.h"
+#include "ir/graph.h"
 
 namespace onnxfuse::test {
 

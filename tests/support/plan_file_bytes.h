@@ -1,12 +1,12 @@
 // Helpers for tests of the plan file (tests/unit/backend/plan/): plan files
 // made by hand around a payload, so that a test can alter a payload behind a valid header and
-// checksum (include/onnxfuse/plan_file.h gives the layout).
+// checksum (src/backend/plan/plan_file.h gives the layout).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 #include "onnxfuse_plan.pb.h"
 
 namespace onnxfuse::test {

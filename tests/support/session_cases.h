@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "onnxfuse/session.h"
-#include "onnxfuse/tensor_io.h"
+#include "ir/tensor_io.h"
 #include "temp_dir.h"
 
 namespace onnxfuse::test {

@@ -8,10 +8,10 @@
 #include <onnx/onnx_pb.h>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
-#include "onnxfuse/loader.h"
-#include "onnxfuse/tensor_io.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
+#include "load/loader.h"
+#include "ir/tensor_io.h"
 
 namespace onnxfuse::test {
 

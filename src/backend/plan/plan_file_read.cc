@@ -1,6 +1,6 @@
 // Reading plan files: header and checksum first, then the payload parsed in
 // place from the file mapped into memory (its constants used where they lie),
-// its model loaded and its schedule recompiled (include/onnxfuse/plan_file.h).
+// its model loaded and its schedule recompiled (src/backend/plan/plan_file.h).
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -15,8 +15,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "onnxfuse/loader.h"
-#include "onnxfuse/plan_file.h"
+#include "load/loader.h"
+#include "backend/plan/plan_file.h"
 #include "backend/lower/core/packed_constants.h"
 #include "backend/plan/plan_format.h"
 #include "backend/plan/plan_payload.h"

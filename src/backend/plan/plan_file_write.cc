@@ -1,5 +1,5 @@
 // Writing plan files: compile with the constants recorded, then stream the
-// payload into the file (include/onnxfuse/plan_file.h).
+// payload into the file (src/backend/plan/plan_file.h).
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,9 +12,9 @@
 
 #include "common/atomic_file.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
-#include "onnxfuse/plan_file.h"
-#include "onnxfuse/tensor_io.h"
+#include "load/loader.h"
+#include "backend/plan/plan_file.h"
+#include "ir/tensor_io.h"
 #include "backend/runtime/verify.h"
 #include "backend/lower/core/packed_constants.h"
 #include "backend/plan/plan_format.h"

@@ -1,6 +1,6 @@
 // The plan file's fixed parts, shared by its writer (plan_file_write.cc) and
 // reader (plan_file_read.cc): header fields, CRC-32, and oneDNN memory
-// descriptors to and from their stored form (include/onnxfuse/plan_file.h).
+// descriptors to and from their stored form (src/backend/plan/plan_file.h).
 #pragma once
 
 #include <cstdint>

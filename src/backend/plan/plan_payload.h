@@ -2,7 +2,7 @@
 // constant's data) are located in the caller's bytes instead of copied into
 // the parsed message, so that a mapped plan file is read with no copy of its
 // weights (the cold start). Any payload of format 2 or 3 reads this way:
-// it is the same wire format (include/onnxfuse/plan_file.h).
+// it is the same wire format (src/backend/plan/plan_file.h).
 #pragma once
 
 #include <cstddef>

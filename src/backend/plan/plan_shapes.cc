@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
-#include "onnxfuse/plan_file.h"
+#include "load/loader.h"
+#include "backend/plan/plan_file.h"
 
 namespace onnxfuse::planshapes {
 

@@ -1,4 +1,4 @@
-// A plan's model at input shapes (format version 3, include/onnxfuse/plan_file.h):
+// A plan's model at input shapes (format version 3, src/backend/plan/plan_file.h):
 // the shapes a plan is built at, the pins that load its stored model at
 // requested ones, and its stored groups carried node for node onto a load of
 // the same model at other shapes.
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "onnx/onnx_pb.h"
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
 
 namespace onnxfuse::planshapes {
 

@@ -3,7 +3,7 @@
 #include <dnnl.hpp>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 
 namespace onnxfuse {
 

@@ -1,6 +1,6 @@
 // ExecutablePlan: compile (order the groups, lower them, plan the arena, bind
 // memories) and run (copy inputs in, execute the steps, copy outputs out).
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,7 +21,7 @@
 #include "backend/lower/fused/pattern_lowerings.h"
 #include "backend/lower/core/views.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/tensor_data.h"
+#include "ir/tensor_data.h"
 
 namespace onnxfuse {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 
 namespace onnxfuse {
 

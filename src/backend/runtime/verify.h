@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
-#include "onnxfuse/tensor_io.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
+#include "ir/tensor_io.h"
 
 namespace onnxfuse {
 

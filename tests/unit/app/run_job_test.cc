@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "app/run_job.h"
-#include "onnxfuse/plan_file.h"
-#include "onnxfuse/pipeline.h"
+#include "backend/plan/plan_file.h"
+#include "pipeline/pipeline.h"
 #include "backend/lower/core/lowered_ops.h"
-#include "onnxfuse/executor.h"
-#include "onnxfuse/tensor_io.h"
+#include "backend/runtime/executor.h"
+#include "ir/tensor_io.h"
 #include "temp_dir.h"
 #include "test_models.h"
 

@@ -4,7 +4,7 @@
 
 #include <onnx/defs/schema.h>
 
-#include "onnxfuse/op_pattern_kind.h"
+#include "classify/op_pattern_kind.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

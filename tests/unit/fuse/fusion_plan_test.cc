@@ -1,9 +1,9 @@
-// The fusion plan (onnxfuse/fusion_plan.h): groups from labels, the plan's
+// The fusion plan (fuse/fusion_plan.h): groups from labels, the plan's
 // invariants, and each group's inputs and outputs.
 #include <catch2/catch.hpp>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/fusion_plan.h"
+#include "fuse/fusion_plan.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

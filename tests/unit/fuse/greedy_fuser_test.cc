@@ -5,7 +5,7 @@
 
 #include "onnxfuse/error.h"
 #include "fuse/greedy_fuser.h"
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

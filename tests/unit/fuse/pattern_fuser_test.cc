@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "write/onnx_writer.h"
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "fuse/pattern_fuser.h"
 #include "test_models.h"
 

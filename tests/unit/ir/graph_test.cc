@@ -1,4 +1,4 @@
-// The graph IR (onnxfuse/graph.h): values, use-lists, constants, captured
+// The graph IR (ir/graph.h): values, use-lists, constants, captured
 // names of subgraphs, the errors of a malformed graph, and TensorType.
 #include <catch2/catch.hpp>
 
@@ -6,7 +6,7 @@
 
 #include "ir/fused_domain.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

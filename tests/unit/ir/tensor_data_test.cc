@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/tensor_data.h"
+#include "ir/tensor_data.h"
 
 using namespace onnxfuse;
 

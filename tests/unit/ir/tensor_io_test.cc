@@ -1,4 +1,4 @@
-// Host tensors and their files (onnxfuse/tensor_io.h): decoding every
+// Host tensors and their files (ir/tensor_io.h): decoding every
 // accepted TensorProto spelling, the refusals, input matching, the random
 // inputs shared with scripts/ort/compare.js, and tensor comparison.
 #include <catch2/catch.hpp>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/tensor_io.h"
+#include "ir/tensor_io.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

@@ -8,7 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "load/conversion_steps.h"
-#include "onnxfuse/opset_conversion.h"
+#include "load/opset_conversion.h"
 
 namespace onnxfuse::test {
 

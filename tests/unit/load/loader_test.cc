@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "temp_dir.h"
 #include "test_models.h"
 

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/opset_conversion.h"
+#include "load/opset_conversion.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

@@ -1,8 +1,8 @@
-// The conversion driver (onnxfuse/opset_conversion.h): which models go up,
+// The conversion driver (load/opset_conversion.h): which models go up,
 // which go down, which are left alone, and the record of what happened.
 #include <catch2/catch.hpp>
 
-#include "onnxfuse/opset_conversion.h"
+#include "load/opset_conversion.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

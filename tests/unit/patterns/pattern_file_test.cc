@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "temp_dir.h"
 
 using namespace onnxfuse;

@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "write/onnx_writer.h"
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "fuse/pattern_fuser.h"
 #include "test_models.h"
 

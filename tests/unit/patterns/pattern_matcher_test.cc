@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

@@ -1,4 +1,4 @@
-// The fuse job (onnxfuse/pipeline.h): what it writes, what it refuses, the
+// The fuse job (pipeline/pipeline.h): what it writes, what it refuses, the
 // plan-file hook, and the pattern library it loads.
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/pipeline.h"
+#include "pipeline/pipeline.h"
 #include "temp_dir.h"
 #include "test_models.h"
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
 #include "test_models.h"
 
 namespace onnxfuse::test {

@@ -228,3 +228,60 @@ TEST_CASE("Range's body: the Loop's subgraph reads the renamed values", "[expand
   for (const auto& v : body.input()) CHECK(v.name().rfind("Range_0/", 0) == 0);
   CHECK(g.value(loops[0]->outputs.back()).name == "y");
 }
+
+TEST_CASE("a call of a model-local function (a fused model's ai.onnxfuse op) becomes its body", "[expand_functions]") {
+  // y = ai.onnxfuse.AddRelu(x, z), the function in the model as the writer
+  // writes it (importing the model's opset, as ONNX's checker requires).
+  Graph plain = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,3] x, float[2,3] z) => (float[2,3] y) {
+      y = Relu(x)
+    })");
+  onnx::ModelProto model = plain.model();
+  onnx::OperatorSetIdProto* fused = model.add_opset_import();
+  fused->set_domain("ai.onnxfuse");
+  fused->set_version(1);
+  onnx::FunctionProto* f = model.add_functions();
+  f->set_name("AddRelu");
+  f->set_domain("ai.onnxfuse");
+  f->add_input("A");
+  f->add_input("B");
+  f->add_output("Y");
+  f->add_opset_import()->set_version(17);
+  onnx::NodeProto* add = f->add_node();
+  add->set_op_type("Add");
+  add->add_input("A");
+  add->add_input("B");
+  add->add_output("s");
+  onnx::NodeProto* relu = f->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("s");
+  relu->add_output("Y");
+  onnx::NodeProto* call = model.mutable_graph()->mutable_node(0);
+  call->set_op_type("AddRelu");
+  call->set_domain("ai.onnxfuse");
+  call->set_name("fused_0");
+  call->add_input("z");
+  Graph g = LoadModelProto(model, "fused.onnx");
+
+  SECTION("not lowered: inlined, its values renamed under the call's name") {
+    FunctionExpansion e = ExpandFunctionOps(g, AllBut({}));
+    REQUIRE(e.expanded.size() == 1);
+    CHECK(e.expanded[0].node == "fused_0");
+    CHECK(e.expanded[0].body_nodes == 2);
+    REQUIRE(g.num_nodes() == 2);
+    CHECK(g.node(0).op_type == "Add");
+    CHECK(g.node(0).domain.empty());
+    CHECK(g.node(0).name == "fused_0/Add_0");
+    CHECK(g.value(g.node(0).outputs[0]).name == "fused_0/s");
+    CHECK(g.node(1).op_type == "Relu");
+    CHECK(g.value(g.node(1).outputs[0]).name == "y");
+  }
+  SECTION("a body op the backend does not lower: the call stays, with the reason") {
+    FunctionExpansion e = ExpandFunctionOps(g, AllBut({"Add"}));
+    CHECK(e.expanded.empty());
+    REQUIRE(e.kept.size() == 1);
+    CHECK(e.kept[0].op_type == "ai.onnxfuse.AddRelu");
+    CHECK(e.kept[0].reason == "its body calls Add, which the backend does not lower");
+    CHECK(g.num_nodes() == 1);
+  }
+}

@@ -13,7 +13,7 @@
 #include <onnx/defs/tensor_proto_util.h>
 
 #include "rewrite/fold_batchnorm.h"
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "conv_reference.h"
 #include "test_models.h"
 

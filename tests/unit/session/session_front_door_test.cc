@@ -11,7 +11,7 @@
 
 #include "app/run_job.h"
 #include "onnxfuse/session.h"
-#include "onnxfuse/tensor_io.h"
+#include "ir/tensor_io.h"
 #include "session_cases.h"
 #include "temp_dir.h"
 

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "write/pattern_calls.h"
 #include "test_models.h"
 

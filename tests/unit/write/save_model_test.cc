@@ -12,7 +12,7 @@
 #include <map>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "write/onnx_writer.h"
 #include "temp_dir.h"
 #include "test_models.h"

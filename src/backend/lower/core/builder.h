@@ -22,8 +22,8 @@
 #include "backend/lower/core/dnnl_util.h"
 #include "backend/lower/core/packed_constants.h"
 #include "backend/kernels/pointwise.h"
-#include "onnxfuse/graph.h"
-#include "onnxfuse/tensor_io.h"
+#include "ir/graph.h"
+#include "ir/tensor_io.h"
 
 namespace onnxfuse::backend {
 

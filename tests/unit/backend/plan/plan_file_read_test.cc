@@ -12,10 +12,10 @@
 
 #include "backend/plan/plan_payload.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 #include "fuse/pattern_fuser.h"
 #include "fuse/postdom_fuser.h"
-#include "onnxfuse/pattern.h"
+#include "patterns/pattern.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
 #include "temp_dir.h"

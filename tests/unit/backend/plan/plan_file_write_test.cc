@@ -7,7 +7,7 @@
 #include <fstream>
 #include <set>
 
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 #include "fuse/postdom_fuser.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 #include "backend/plan/plan_format.h"
 #include "fuse/postdom_fuser.h"
 #include "onnxfuse_plan.pb.h"

@@ -12,7 +12,7 @@
 #include "backend/plan/plan_shapes.h"
 #include "fuse/postdom_fuser.h"
 #include "onnxfuse/error.h"
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
 #include "session_cases.h"

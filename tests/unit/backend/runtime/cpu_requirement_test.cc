@@ -9,7 +9,7 @@
 #include <string>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/plan_file.h"
+#include "backend/plan/plan_file.h"
 #include "plan_check.h"
 #include "test_models.h"
 

@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "fuse/postdom_fuser.h"
 #include "plan_check.h"
 #include "test_models.h"

@@ -3,7 +3,7 @@
 // graph output it reaches.
 #include <catch2/catch.hpp>
 
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "fuse/postdom_fuser.h"
 #include "backend/runtime/verify.h"
 #include "plan_check.h"

@@ -11,7 +11,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

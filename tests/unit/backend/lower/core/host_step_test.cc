@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/executor.h"
-#include "onnxfuse/fusion_plan.h"
+#include "backend/runtime/executor.h"
+#include "fuse/fusion_plan.h"
 #include "plan_check.h"
 #include "test_models.h"
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "backend/lower/core/lowered_ops.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "test_models.h"
 
 using namespace onnxfuse;

@@ -9,7 +9,7 @@
 
 #include "backend/lower/fused/gelu.h"
 #include "fuse/postdom_fuser.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

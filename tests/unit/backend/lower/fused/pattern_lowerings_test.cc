@@ -11,8 +11,8 @@
 #include "backend/lower/fused/pattern_lowerings.h"
 #include "fuse/pattern_fuser.h"
 #include "fuse/postdom_fuser.h"
-#include "onnxfuse/executor.h"
-#include "onnxfuse/pattern.h"
+#include "backend/runtime/executor.h"
+#include "patterns/pattern.h"
 #include "plan_check.h"
 #include "test_models.h"
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

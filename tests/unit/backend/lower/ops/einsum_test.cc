@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/lower/ops/einsum.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

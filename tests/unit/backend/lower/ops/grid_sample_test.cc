@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "eval/host_eval.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

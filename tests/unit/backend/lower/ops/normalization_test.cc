@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/lower/core/builder.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

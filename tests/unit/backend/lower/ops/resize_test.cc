@@ -10,7 +10,7 @@
 #include <string>
 
 #include "onnxfuse/error.h"
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/executor.h"
-#include "onnxfuse/tensor_io.h"
+#include "backend/runtime/executor.h"
+#include "ir/tensor_io.h"
 #include "pipeline/prepare_model.h"
 #include "plan_check.h"
 #include "test_models.h"

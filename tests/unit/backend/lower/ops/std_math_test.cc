@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include "onnxfuse/executor.h"
+#include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
 

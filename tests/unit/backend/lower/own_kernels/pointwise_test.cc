@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/executor.h"
-#include "onnxfuse/plan_file.h"
+#include "backend/runtime/executor.h"
+#include "backend/plan/plan_file.h"
 #include "plan_check.h"
 #include "test_models.h"
 

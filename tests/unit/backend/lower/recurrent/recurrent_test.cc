@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/loader.h"
+#include "load/loader.h"
 #include "plan_check.h"
 #include "recurrent_reference.h"
 #include "test_models.h"

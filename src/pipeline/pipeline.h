@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/loader.h"
-#include "onnxfuse/pattern.h"
+#include "fuse/fusion_plan.h"
+#include "load/loader.h"
+#include "patterns/pattern.h"
 #include "onnxfuse/strategy.h"
 
 namespace onnxfuse {

@@ -46,7 +46,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 namespace onnxfuse {
 

@@ -23,7 +23,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "onnxfuse/opset_conversion.h"
+#include "ir/opset_conversion.h"
 
 namespace onnxfuse {
 

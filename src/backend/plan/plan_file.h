@@ -49,10 +49,10 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/executor.h"
-#include "onnxfuse/fusion_plan.h"
-#include "onnxfuse/graph.h"
-#include "onnxfuse/pipeline.h"
+#include "backend/runtime/executor.h"
+#include "fuse/fusion_plan.h"
+#include "ir/graph.h"
+#include "pipeline/pipeline.h"
 
 namespace onnxfuse {
 
@@ -118,7 +118,7 @@ std::string CpuIsaName();
 PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const FusionPlan& fusion,
                            const CompileOptions& options, const std::string& source, bool verify = true);
 
-/// The fuse job's plan-file step (onnxfuse/pipeline.h, PlanFileWriter):
+/// The fuse job's plan-file step (pipeline/pipeline.h, PlanFileWriter):
 /// WritePlanFile(job.output_path, graph, fusion, CompileOptions{},
 /// job.input_path, job.verify), logged, and returned as the report's
 /// "plan_file" section {path, format_version, steps, constants, cpu_isa, bytes,

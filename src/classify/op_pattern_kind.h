@@ -7,7 +7,7 @@
 
 #include <string_view>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
 
 namespace onnxfuse {
 

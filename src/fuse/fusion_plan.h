@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/graph.h"
-#include "onnxfuse/op_pattern_kind.h"
+#include "ir/graph.h"
+#include "classify/op_pattern_kind.h"
 
 namespace onnxfuse {
 

@@ -14,7 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "onnxfuse/graph.h"
+#include "ir/graph.h"
+#include "onnxfuse/tensor.h"
 
 namespace onnxfuse {
 
@@ -24,23 +25,6 @@ namespace onnxfuse {
 /// (STRING, complex, bfloat16, ...).
 std::int32_t StorageTypeOf(std::int32_t data_type);
 
-/// A dense, row-major host tensor. Exactly one of `data` / `int_data` holds the
-/// elements: `data` when elem_type is FLOAT, `int_data` when it is INT64.
-struct Tensor {
-  std::string name;
-  std::int32_t elem_type = onnx::TensorProto::FLOAT;  ///< the storage type: FLOAT or INT64
-  /// The ONNX element type the values stand for (FLOAT16, BOOL, INT32, ...),
-  /// whose StorageTypeOf is elem_type; 0: elem_type itself. Files are written
-  /// in this type.
-  std::int32_t data_type = 0;
-  std::vector<std::int64_t> dims;
-  std::vector<float> data;
-  std::vector<std::int64_t> int_data;
-
-  std::int64_t NumElements() const;
-  /// data_type, or elem_type when data_type is unset.
-  std::int32_t DataType() const { return data_type != 0 ? data_type : elem_type; }
-};
 
 /// Converts a TensorProto (raw or typed fields; the types listed above) into a
 /// Tensor (data_type: the proto's). `where` names the source in messages.
@@ -51,8 +35,7 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& where)
 /// widened to DOUBLE, integers wrapped to the type's width, BOOL as 0/1.
 onnx::TensorProto TensorToProto(const Tensor& tensor);
 
-/// Reads one serialized TensorProto. Throws Error(kIo) / Error(kInvalidModel).
-Tensor ReadTensorFile(const std::string& path);
+// ReadTensorFile: onnxfuse/tensor.h.
 /// Writes one tensor atomically. Throws Error(kIo).
 void WriteTensorFile(const std::string& path, const Tensor& tensor);
 
