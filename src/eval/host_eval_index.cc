@@ -55,11 +55,25 @@ std::int64_t ReplaceAxis(std::int64_t i, const Dims& index_dims, const Dims& dim
   return flat;
 }
 
+// GatherElements and ScatterElements address data at indices' own coordinates
+// off the axis (ONNX Operators.md, GatherElements-13, ScatterElements-16), so
+// each of those dims of indices must fit in data's: a larger one would read or
+// write outside data (a symbolic dim of data smaller at run time than a fixed
+// dim of indices).
+void CheckIndexDims(const Node& node, const Dims& index_dims, const Dims& dims, std::size_t axis) {
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (d != axis && index_dims[d] > dims[d])
+      throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": indices' dim " + std::to_string(d) + " is " +
+                                                std::to_string(index_dims[d]) + ", above data's " +
+                                                std::to_string(dims[d]));
+}
+
 // GatherElements-13: out[i] = data[i with axis coordinate indices[i]], out of the shape of indices.
 Tensor GatherElements(const Node& node, const Tensor& data, const Tensor& indices) {
   const auto axis = static_cast<std::size_t>(NormAxis(AttrInt(node, "axis", 0), data.dims.size(), node));
   if (indices.dims.size() != data.dims.size())
     throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": data and indices differ in rank");
+  CheckIndexDims(node, indices.dims, data.dims, axis);
   const auto idx = AsInts(indices);
   Tensor out;
   out.elem_type = data.elem_type, out.dims = indices.dims;
@@ -79,6 +93,7 @@ Tensor ScatterElements(const Node& node, const Tensor& data, const Tensor& indic
   if (indices.dims != updates.dims || indices.dims.size() != data.dims.size() || IsInt64(data) != IsInt64(updates))
     throw Error(ErrorKind::kInvalidModel,
                 NodeLabel(node) + ": indices and updates must match, of data's rank and type");
+  CheckIndexDims(node, indices.dims, data.dims, axis);
   const std::string reduction = Reduction(node);
   const auto idx = AsInts(indices);
   Tensor out = data;

@@ -44,6 +44,22 @@ TEST_CASE("an index out of range is kInvalidModel naming the node, a negative on
         ErrorKind::kInvalidModel);
 }
 
+TEST_CASE("indices larger than data off the axis are kInvalidModel, never a read or write outside data",
+          "[host_eval]") {
+  // data [1, 3] (a batch of 1 at run time), indices and updates [2, 1]: row 1
+  // of indices has no row of data.
+  const Tensor data = test::TensorOf("", {1, 3}, {1, 2, 3});
+  const Tensor indices = test::IntTensorOf("", {2, 1}, {0, 0});
+  const Tensor updates = test::TensorOf("", {2, 1}, {9, 9});
+  for (const char* op : {"GatherElements", "ScatterElements"}) {
+    const auto e = test::ErrorOf([&] {
+      eval::EvalOnHost(NodeOf(op, {IntAttr("axis", 1)}), {&data, &indices, &updates}, 16);
+    });
+    CHECK(e.kind == ErrorKind::kInvalidModel);
+    CHECK_THAT(e.message, Catch::Contains("(" + std::string(op) + "): indices' dim 0 is 2, above data's 1"));
+  }
+}
+
 TEST_CASE("ScatterElements and ScatterND combine duplicates in order by reduction", "[host_eval]") {
   const Tensor data = test::TensorOf("", {4}, {1, 1, 1, 1});
   const Tensor idx = test::IntTensorOf("", {3}, {1, 1, -1});
