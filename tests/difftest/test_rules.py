@@ -39,8 +39,8 @@ class FakeRunner:
     """The unfused plan's outputs: BASE, or BASE + MOVE[name] once the inputs are
     perturbed (a model under a cond_b* folder); ORT's answer is ORT."""
 
-    def __init__(self, base, move=None, ort=None):
-        self.base, self.move, self.ort_answer = base, move or {}, ort
+    def __init__(self, base, move=None, ort=None, ort_move=None):
+        self.base, self.move, self.ort_answer, self.ort_move = base, move or {}, ort, ort_move or {}
 
     def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
         perturbed = "cond_b" in model
@@ -48,7 +48,9 @@ class FakeRunner:
         return runner.Outcome("ok"), [a.astype(np.float32) for a in arrays]
 
     def ort(self, model, inputs, optimize=True):
-        return self.ort_answer
+        if self.ort_answer is None or "cond_b" not in model:
+            return self.ort_answer
+        return {n: v + self.ort_move.get(n, 0.0) for n, v in self.ort_answer.items()}
 
 
 def ort_failure(output, max_abs, max_rel):
@@ -220,3 +222,30 @@ def test_a_refused_case_fails():
         lines = []
         assert cases.replay(binary, os.path.join(ROOT, "scripts", "ort"), path, log=lines.append) == 1
         assert any(line.startswith("FAIL refused.onnxtxt: refused now") for line in lines), lines
+
+
+def test_a_mismatch_within_orts_own_rounding_noise_is_explained():
+    # Output a is exactly 0 in our plans; ORT's answer is rounding noise of
+    # 1e-8 that moves by as much when the inputs move by 1e-6.
+    with tempfile.TemporaryDirectory() as d:
+        b = Built(d)
+        zero = {"a": np.zeros(4), "b": BASE["b"]}
+        ort = {"a": np.array([1e-8, 0, 0, 0]), "b": BASE["b"]}
+        res = {"explained": {}}
+        f = ort_failure("a", 1e-8, 1.0)
+        fake = FakeRunner(zero, ort=ort, ort_move={"a": np.array([-1e-8, 0, 0, 0])})
+        assert trial.keep_real(fake, b, [f], res) == []
+        assert res["explained"] == {trial.RULE_REFERENCE_NOISE: 1}
+
+
+def test_orts_noise_excuses_no_more_than_twice_itself_nor_our_plans_disagreeing():
+    with tempfile.TemporaryDirectory() as d:
+        b = Built(d)
+        ort = {"a": BASE["a"], "b": BASE["b"]}
+        # ORT moves by 1e-3 of max|a| under perturbation: a mismatch of 1e-2 stays real.
+        fake = FakeRunner(BASE, ort=ort, ort_move={"a": np.array([2e-3, 0, 0, 0])})
+        f = ort_failure("a", 2e-2, 1e-2)
+        assert trial.keep_real(fake, b, [f]) == [f]
+        # Fused against unfused is never judged by ORT's noise.
+        g = dict(ort_failure("a", 1e-3, 5e-4), kind="fused-vs-unfused", via=["check", "pattern", 1])
+        assert trial.keep_real(fake, b, [g]) == [g]

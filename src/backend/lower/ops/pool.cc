@@ -1,8 +1,7 @@
 // Pooling: MaxPool, AveragePool and their Global forms as oneDNN's pooling
-// primitive, or, fused, as our own max pooling (backend/kernels/max_pool.h) and
-// global average pooling (ChannelMeans, backend/kernels/activation.h) on
-// channel-blocked and channels-last data; over a deferred concat, one pooling
-// per part.
+// primitive, or, fused, as our own max pooling (backend/kernels/max_pool.h) on
+// channel-blocked and channels-last data; GlobalAveragePool as the spatial
+// mean (spatial_mean.h); over a deferred concat, one pooling per part.
 #include "backend/lower/ops/pool.h"
 
 #include <optional>
@@ -10,6 +9,7 @@
 #include "backend/kernels/activation.h"
 #include "ir/attributes.h"
 #include "backend/lower/ops/concat.h"
+#include "backend/lower/ops/spatial_mean.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/core/unsupported.h"
 #include "backend/kernels/max_pool.h"
@@ -49,23 +49,6 @@ std::optional<Act> EmitOwnMaxPool(Builder& b, const Arg& src, const Dims& in, co
 }
 
 }  // namespace
-
-std::optional<Act> EmitOwnGlobalAveragePool(Builder& b, const Arg& src, const Dims& in, const Dims& out,
-                                            const std::string& label) {
-  if (in.size() != 4) return std::nullopt;
-  const std::optional<ChannelVectors> vectors = ChannelVectorsOf(src.md, in);
-  if (!vectors) return std::nullopt;
-  const memory::desc dst_md = PlainDesc(out);
-  const Act dst = b.NewAct(out, dst_md);
-  const std::int64_t images = in[0], channels = in[1], rows = in[2] * in[3];
-  b.EmitCustom("pooling", label, {{0, src}, {1, Arg{dst.slot, dst_md, {}}}},
-               [images, channels, rows, vectors = *vectors](const std::vector<void*>& data) {
-                 ChannelMeans(static_cast<const float*>(data[0]), images, vectors.blocks, rows, vectors.lanes, channels,
-                              static_cast<float*>(data[1]));
-               },
-               dst_md, "onnxfuse:global_average_pool");
-  return dst;
-}
 
 void EmitPool(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
@@ -114,8 +97,7 @@ void EmitPool(Builder& b, NodeId id) {
     dims[1] = in[1];
     if (b.fuse && alg == algorithm::pooling_max)
       if (auto dst = EmitOwnMaxPool(b, src, in, dims, kernel, strides, dilations, pl, label)) return *dst;
-    if (b.fuse && op == "GlobalAveragePool")
-      if (auto dst = EmitOwnGlobalAveragePool(b, src, in, dims, label)) return *dst;
+    if (op == "GlobalAveragePool") return EmitSpatialMean(b, node, src, in, label);
     auto dst_md = b.fuse ? AnyDesc(dims) : PlainDesc(dims);
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src.md, dst_md, strides, kernel, dil,
                                         pl, pr);

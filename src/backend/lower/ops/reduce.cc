@@ -1,5 +1,5 @@
 // Reductions: ONNX Reduce* as oneDNN's reduction primitive; a mean over the
-// spatial axes of a 4-D tensor as our global average pooling.
+// spatial axes as GlobalAveragePool's (spatial_mean.h).
 #include "backend/lower/ops/reduce.h"
 
 #include <map>
@@ -10,7 +10,7 @@
 #include "ir/attributes.h"
 #include "eval/host_eval.h"
 #include "eval/host_tensor.h"
-#include "backend/lower/ops/pool.h"
+#include "backend/lower/ops/spatial_mean.h"
 
 namespace onnxfuse::backend {
 
@@ -80,16 +80,14 @@ void EmitReduce(Builder& b, NodeId id) {
   auto reduction = kReductions.find(op);
   if (reduction == kReductions.end()) Unsupported(b, node, op + " has no oneDNN reduction");
   if (kept == in) return EmitOneElementReduction(b, node, in, squeezed);
-  // The mean over H and W of a 4-D tensor (torchvision's `x.mean([2, 3])`,
-  // MNASNet's head) is a global average pooling: our kernel reads the
-  // producer's channel-blocked or channels-last layout as it is, where
-  // oneDNN's reduction wants it plain and then took 0.46 ms on mnasnet1_0's
-  // [1, 1280, 7, 7] (1 thread, Xeon Sapphire Rapids; 8% of the model).
-  if (b.fuse && op == "ReduceMean" && in.size() == 4 && kept == Dims{in[0], in[1], 1, 1}) {
-    if (std::optional<Act> dst = EmitOwnGlobalAveragePool(b, b.UseAsIs(node.inputs[0], node), in, kept, node.name)) {
-      if (AttrInt(node, "keepdims", 1) == 0) *dst = Act{dst->slot, PlainDesc(squeezed), squeezed};
-      return b.SetAct(node.outputs[0], *dst);
-    }
+  // A mean over exactly the spatial axes is GlobalAveragePool's mean: the same
+  // step, so that the two agree to the bit (spatial_mean.h).
+  Dims spatial_kept = in;
+  for (std::size_t d = 2; d < in.size(); ++d) spatial_kept[d] = 1;
+  if (op == "ReduceMean" && in.size() >= 3 && in.size() <= 5 && kept == spatial_kept) {
+    Act dst = EmitSpatialMean(b, node, b.UseAsIs(node.inputs[0], node), in, node.name);
+    if (AttrInt(node, "keepdims", 1) == 0) dst = Act{dst.slot, PlainDesc(squeezed), squeezed};
+    return b.SetAct(node.outputs[0], dst);
   }
   Arg src = b.UsePlain(node.inputs[0], node);
   if (op == "ReduceLogSumExp") {  // log(sum(exp(x))) as ONNX defines it: exp first, as its own step
