@@ -204,7 +204,10 @@ def sensitivity(runner, b, strategy, tries=3, shape=None, peer=False):
         return None
     moved = {n: 0.0 for n in b.names}
     if any(n.op_type in THRESHOLD_OPS for n in model.graph.node):
-        tries *= 3      # a value near a threshold flips under some of the draws only
+        # A value near a threshold flips under some of the draws only: seed
+        # 5209050's TopK over two Conv outputs 1 ulp apart (the fused plan
+        # rounds them equal) flipped under 1 draw in 30, none of the first 9.
+        tries *= 10
     for t in range(tries):
         pert = os.path.join(b.folder, "cond_b%d" % t)
         for d in (pert, pert + "_out"):

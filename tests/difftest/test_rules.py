@@ -148,24 +148,49 @@ def topk_model(dims, axis, k, before=()):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
-def test_ort_is_known_to_die_only_on_topk_over_no_rows():
+def dies(model, dims):
+    """session_check.ort_dies_at for MODEL at an input x of DIMS, with ONNX Runtime."""
     from difftest import session_check
+    ort = runner.Runner(os.environ.get("ONNXFUSE_BIN", ""), os.path.join(ROOT, "scripts", "ort"))
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            return session_check.ort_dies_at(ort, model, {"x": np.zeros(dims, np.float32)}, d)
+    finally:
+        ort.close()
+
+
+def test_ort_is_known_to_die_only_on_topk_over_no_rows():
     # seed 2875872: x [N, 1] -> Transpose -> Slice(axis 1, 0 to -2, step -1)
     # -> Transpose is [0, 1] at N >= 2, and ORT's TopK over it dies (SIGFPE)
     slice_rows = [helper.make_node("Transpose", ["x"], ["x1"], perm=[1, 0]),
                   helper.make_node("Slice", ["x1", "s0", "e0", "a0", "st"], ["x2"]),
                   helper.make_node("Transpose", ["x2"], ["t"], perm=[1, 0])]
-    assert session_check.ort_dies_at(topk_model([3, 1], -1, 1, slice_rows))
-    assert session_check.ort_dies_at(topk_model([1, 1], -1, 1, slice_rows)) is None   # [1, 1] runs
-    assert session_check.ort_dies_at(topk_model([0, 3], -1, 1))
-    assert session_check.ort_dies_at(topk_model([2, 0, 3], 2, 1))
+    assert dies(topk_model(["N", 1], -1, 1, slice_rows), [3, 1])
+    assert dies(topk_model(["N", 1], -1, 1, slice_rows), [1, 1]) is None   # [1, 1] runs
+    assert dies(topk_model([0, 3], -1, 1), [0, 3])
+    assert dies(topk_model([2, 0, 3], 2, 1), [2, 0, 3])
     # ORT runs these: empty after the axis, k above the axis (an error it reports), k 0
-    assert session_check.ort_dies_at(topk_model([2, 3, 0], 1, 1)) is None
-    assert session_check.ort_dies_at(topk_model([2, 0], 0, 1)) is None
-    assert session_check.ort_dies_at(topk_model([1, 0], -1, 1)) is None
-    assert session_check.ort_dies_at(topk_model([0, 3], -1, 0)) is None
-    # a dim not known is not excused
-    assert session_check.ort_dies_at(topk_model(["N", 3], -1, 1)) is None
+    assert dies(topk_model([2, 3, 0], 1, 1), [2, 3, 0]) is None
+    assert dies(topk_model([2, 0], 0, 1), [2, 0]) is None
+    assert dies(topk_model([1, 0], -1, 1), [1, 0]) is None
+    assert dies(topk_model([0, 3], -1, 0), [0, 3]) is None
+
+
+def test_ort_death_is_recognized_through_a_loop():
+    # seed 28091054: the TopK input is a Loop's output, whose shape ONNX shape
+    # inference does not give; the values ORT computes for it do.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cin"], ["cout"]), helper.make_node("Neg", ["xin"], ["xout"])], "body",
+        [helper.make_tensor_value_info("it", onnx.TensorProto.INT64, []),
+         helper.make_tensor_value_info("cin", onnx.TensorProto.BOOL, []),
+         helper.make_tensor_value_info("xin", onnx.TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cout", onnx.TensorProto.BOOL, []),
+         helper.make_tensor_value_info("xout", onnx.TensorProto.FLOAT, None)])
+    loop = [helper.make_node("Loop", ["trips", "", "x"], ["t"], body=body)]
+    model = topk_model(["N", 3], -1, 1, loop)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(2, np.int64), "trips"))
+    assert dies(model, [0, 3])
+    assert dies(model, [2, 3]) is None
 
 
 def test_compare_fails_an_output_not_written():
