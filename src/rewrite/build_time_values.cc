@@ -109,6 +109,7 @@ class Evaluator {
     }
     if (!EvaluatedOps().count(op)) return std::nullopt;
     std::vector<Known> known;
+    bool partial_shape = false;
     for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
       if (node.inputs[i] == kNoValue) {
         known.emplace_back();
@@ -118,13 +119,13 @@ class Evaluator {
       if (known.back()) continue;
       // x.size(1) of an input whose other dims are symbolic: Gather from a
       // Shape needs only the dims it picks.
-      if (op == "Gather" && i == 0) known.back() = PartialShape(node.inputs[0]);
+      if (op == "Gather" && i == 0) known.back() = PartialShape(node.inputs[0]), partial_shape = true;
       if (!known.back()) return std::nullopt;
     }
     std::vector<const Tensor*> inputs;
     for (const Known& k : known) inputs.push_back(k ? &*k : nullptr);
     Known result = Evaluate(node, inputs);
-    if (result && op == "Gather" && !Value(node.inputs[0], depth + 1) &&
+    if (result && partial_shape &&
         std::any_of(result->int_data.begin(), result->int_data.end(), [](std::int64_t d) { return d < 0; }))
       return std::nullopt;  // it picked a dim shape inference left unknown
     return result;
