@@ -3,20 +3,28 @@
 // and static shapes (torch.jit.script's `if x.shape[0] > 2:` becomes
 // Shape -> Gather -> Greater -> If).
 //
-// Evaluates a value of the Graph from initializers, Constant nodes and shapes
-// that shape inference fixed, through a small set of operators on tensors of
-// at most kMaxKnownElements elements:
-//   Identity, Shape (start/end), Size, Gather (axis 0; of a Shape, only the
-//   picked dims need be static), Squeeze, Unsqueeze,
-//   Reshape, Concat (axis 0), Cast, Not, And, Or, Xor, Equal, Less, Greater,
-//   LessOrEqual, GreaterOrEqual, Add, Sub, Mul, Div, Neg, Abs, Ceil, Floor,
-//   Relu, Min, Max, ReduceProd/ReduceSum/ReduceMin/ReduceMax (all axes).
-// Semantics per ONNX Operators.md; binary ops broadcast a one-element operand
-// or take two operands of the same element count (the shapes exporters give
-// scalar conditions). Integer Div truncates toward zero as C++ does, which is
-// ONNX's Div on integers; Cast to an integer type truncates, to BOOL tests != 0.
-// Numbers are held as double: exact for integers up to 2^53, which covers
-// dims, indices and trip counts (a larger trip count is refused by its caller).
+// Decides which values of the Graph are known from initializers, Constant
+// nodes and shapes that shape inference fixed, through a small set of
+// operators on tensors of at most kMaxKnownElements elements:
+//   Identity, Shape (start/end), Size, Gather (of 1-D data; of a Shape, only
+//   the picked dims need be static), Squeeze, Unsqueeze, Reshape (the dims
+//   shape inference gave), Concat, Cast, Not, And, Or, Xor, Equal, Less,
+//   Greater, LessOrEqual, GreaterOrEqual, Add, Sub, Mul, Div, Neg, Abs, Ceil,
+//   Floor, Relu, Min, Max, ReduceProd/ReduceSum/ReduceMin/ReduceMax (of a
+//   non-empty tensor).
+// The values are computed by the reference evaluator (eval/host_eval.h) as
+// ONNX Operators.md defines each op, narrowed to the op's result type:
+// integers exactly in int64 (Div truncates toward zero; a division by zero
+// stays unknown, for run time), wrapped to their width; bool 0/1; float and
+// float16 rounded to their type. The evaluator holds DOUBLE at float
+// precision, so a DOUBLE value is known only where float holds it exactly: a
+// constant whose elements are floats, and results that select, negate or round
+// such elements (Identity, Gather, Concat, Cast, Squeeze, Unsqueeze, Reshape,
+// Neg, Abs, Ceil, Floor, Relu, Min, Max, ReduceMin, ReduceMax); a DOUBLE sum,
+// product or quotient is unknown.
+// KnownTensor gives the elements as doubles: exact for integers up to 2^53,
+// which covers dims, indices and trip counts (a larger trip count is refused
+// by its caller).
 #pragma once
 
 #include <cstdint>

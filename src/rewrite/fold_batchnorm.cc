@@ -9,6 +9,7 @@
 #include <set>
 #include <variant>
 
+#include "eval/batch_norm_affine.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
 #include "ir/tensor_values.h"
@@ -176,7 +177,6 @@ class Matcher {
   }
 
   Step Compute();
-  void ScaleWeights(const std::vector<double>& s);
 
   const Graph& graph_;
   const Node& bn_;
@@ -188,44 +188,20 @@ class Matcher {
   Fold fold_;
 };
 
-// W'[output channel k] = W[output channel k] · s_k, in the layout of fold_batchnorm.h.
-void Matcher::ScaleWeights(const std::vector<double>& s) {
-  const auto& wdims = fold_.weight_dims;
-  auto& weight = fold_.weight;
-  const std::size_t dim1 = static_cast<std::size_t>(wdims[1]);
-  const std::size_t inner = weight.size() / (static_cast<std::size_t>(wdims[0]) * dim1);
-  if (!transpose_) {
-    // W is (C_out, C_in/group, k...): output channel k is the k-th slab.
-    for (std::size_t i = 0; i < weight.size(); ++i) weight[i] *= s[i / (dim1 * inner)];
-    return;
-  }
-  // W is (C_in, C_out/group, k...): input channel i belongs to group g = i / (C_in/group),
-  // and W[i, j, ...] feeds output channel g·(C_out/group) + j.
-  const std::size_t in_per_group = static_cast<std::size_t>(wdims[0] / group_);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(wdims[0]); ++i)
-    for (std::size_t j = 0; j < dim1; ++j) {
-      const double sk = s[(i / in_per_group) * dim1 + j];
-      double* slab = weight.data() + (i * dim1 + j) * inner;
-      for (std::size_t e = 0; e < inner; ++e) slab[e] *= sk;
-    }
-}
-
 // W' and B' in double; refused when the target type cannot hold them (σ²+ε <= 0, or overflow).
 Matcher::Step Matcher::Compute() {
   std::vector<double> data[kOperands];
   for (int i = 0; i < kOperands; ++i)
     if (tensors_[i]) data[i] = DecodeTensor<double>(*tensors_[i], graph_.source_path() + ": " + Text(i));
-  const double eps = AttrFloat(bn_, "epsilon", 1e-5f);
-  std::vector<double> s(data[kScale].size());  // s_k = γ_k / √(σ²_k + ε)
-  for (std::size_t k = 0; k < s.size(); ++k) s[k] = data[kScale][k] / std::sqrt(data[kVar][k] + eps);
+  const eval::ChannelAffine affine = eval::BatchNormAffine(data[kScale], data[kShift], data[kMean], data[kVar],
+                                                           AttrFloat(bn_, "epsilon", 1e-5f));
   fold_.dtype = tensors_[kWeight]->data_type();
   fold_.weight = std::move(data[kWeight]);
-  ScaleWeights(s);
-  fold_.bias.resize(s.size());
-  for (std::size_t k = 0; k < s.size(); ++k) {  // B'_k = (b_k − μ_k) · s_k + β_k
-    const double b = tensors_[kConvBias] ? data[kConvBias][k] : 0.0;
-    fold_.bias[k] = (b - data[kMean][k]) * s[k] + data[kShift][k];
-  }
+  eval::ScaleWeights(fold_.weight, fold_.weight_dims,
+                     transpose_ ? eval::WeightLayout::kConvTranspose : eval::WeightLayout::kOutputMajor, group_,
+                     affine.scale);
+  fold_.bias = tensors_[kConvBias] ? std::move(data[kConvBias]) : std::vector<double>(affine.scale.size(), 0.0);
+  eval::FoldIntoBias(fold_.bias, affine);
   const double limit = fold_.dtype == onnx::TensorProto::FLOAT ? 3.4028234663852886e38 : 1.7976931348623157e308;
   auto finite = [&](const std::vector<double>& v) {
     return std::all_of(v.begin(), v.end(), [&](double d) { return std::fabs(d) <= limit; });

@@ -5,12 +5,12 @@
 //   c = Conv (x, W[, b])                     y = Conv (x, W', B')
 //   y = BatchNormalization (c, γ, β, μ, σ²)
 //
-// Math (ONNX Operators.md, BatchNormalization, inference):
-//   y = (c − μ) / √(σ² + ε) · γ + β, per channel (dim 1 of c).
-// With s_k = γ_k / √(σ²_k + ε) for output channel k, computed in double and
-// stored in the weight's element type:
+// Math: BN as the per-channel affine map y = s_k · c + t_k, folded into the
+// conv's weights and bias by eval/batch_norm_affine.h (the formula and its
+// source are there; the backend's lowerings fold through it too), computed in
+// double and stored in the weight's element type:
 //   W'[output channel k] = W[output channel k] · s_k
-//   B'_k                 = (b_k − μ_k) · s_k + β_k      (b = 0 without a conv bias)
+//   B'_k                 = b_k · s_k + t_k       (b = 0 without a conv bias)
 // Output channel k of the weight:
 //   Conv           W is (C_out, C_in/group, k1, k2, ...): channel k is W[k, ...],
 //                  whatever the group count.

@@ -100,3 +100,57 @@ TEST_CASE("KnownValue does not know graph inputs or what they compute", "[rewrit
   CHECK_FALSE(Known(graph, "r"));
   CHECK(KnownScalar(graph, *graph.FindValue("one")) == 1.0);
 }
+
+TEST_CASE("KnownValue computes in the element type: integers exact and wrapped, float16 rounded",
+          "[rewrite][build_time_values]") {
+  Graph graph = Model("", R"(
+      big = Constant <value = int64 {9007199254740993}> ()
+      step = Constant <value = int64 {9007199254740992}> ()
+      d = Sub (big, step)
+      a = Constant <value = int8 {100}> ()
+      w = Add (a, a)
+      f = Constant <value = float {1.0001}> ()
+      one = Constant <value = float {1.0}> ()
+      h = Cast <to = 10> (f)
+      h1 = Cast <to = 10> (one)
+      r = Equal (h, h1))",
+                      "int64 d, int8 w, bool r");
+  CHECK(Known(graph, "d")->values == std::vector<double>{1});      // 2^53 + 1 - 2^53, exact in int64
+  CHECK(Known(graph, "w")->values == std::vector<double>{-56});    // 200 wraps in int8
+  CHECK(Known(graph, "w")->elem_type == onnx::TensorProto::INT8);
+  CHECK(Known(graph, "r")->values == std::vector<double>{1});      // 1.0001 is 1.0 in float16
+}
+
+TEST_CASE("KnownValue knows a DOUBLE value only where float holds it exactly", "[rewrite][build_time_values]") {
+  Graph graph = Model("", R"(
+      tenth = Constant <value = double {0.1}> ()
+      half = Constant <value = double {0.5}> ()
+      quarter = Constant <value = double {0.25}> ()
+      s = Add (half, quarter)
+      g = Greater (half, quarter)
+      m = Max (half, quarter))",
+                      "double tenth, double s, bool g, double m");
+  CHECK_FALSE(Known(graph, "tenth"));  // not a float
+  CHECK_FALSE(Known(graph, "s"));      // a sum of doubles, which the evaluator would round to float
+  CHECK(Known(graph, "g")->values == std::vector<double>{1});
+  CHECK(Known(graph, "m")->values == std::vector<double>{0.5});
+  CHECK(Known(graph, "m")->elem_type == onnx::TensorProto::DOUBLE);
+}
+
+TEST_CASE("KnownValue broadcasts operands as ONNX does, within the size bound", "[rewrite][build_time_values]") {
+  std::string zeros;  // kMaxKnownElements of them: a known column
+  for (std::int64_t i = 0; i < kMaxKnownElements; ++i) zeros += i ? ", 0" : "0";
+  Graph graph = Model("", R"(
+      col = Constant <value = int64[2,1] {1, 2}> ()
+      row = Constant <value = int64[1,3] {10, 20, 30}> ()
+      t = Add (col, row)
+      tall = Constant <value = int64[)" + std::to_string(kMaxKnownElements) + ",1] {" + zeros + R"(}> ()
+      wide = Add (tall, row))",
+                      "int64[2,3] t, int64[" + std::to_string(kMaxKnownElements) + ",3] wide");
+  auto t = Known(graph, "t");
+  REQUIRE(t);
+  CHECK(t->dims == std::vector<std::int64_t>{2, 3});
+  CHECK(t->values == std::vector<double>{11, 21, 31, 12, 22, 32});
+  CHECK(Known(graph, "tall"));
+  CHECK_FALSE(Known(graph, "wide"));  // three times the bound
+}

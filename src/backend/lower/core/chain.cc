@@ -95,15 +95,12 @@ bool FoldBatchNorm(Builder& b, Chain& chain, const Node& bn) {
   const Node& anchor_node = b.graph.node(chain.anchor);
   if (IsRuntimeInput(b, anchor_node, 1) || IsRuntimeInput(b, anchor_node, 2)) return false;
   if (bn.outputs.size() > 1) return false;
-  std::optional<ChannelAffine> affine = BatchNormAffine(b, bn);
+  std::optional<eval::ChannelAffine> affine = BatchNormAffine(b, bn);
   if (!affine) return false;
   const std::size_t channels = affine->scale.size();
-  if (!chain.scale.empty() && chain.scale.size() != channels) return false;
-  if (chain.scale.empty()) chain.scale.assign(channels, 1.0), chain.shift.assign(channels, 0.0);
-  for (std::size_t c = 0; c < channels; ++c) {
-    chain.scale[c] *= affine->scale[c];
-    chain.shift[c] = chain.shift[c] * affine->scale[c] + affine->shift[c];
-  }
+  if (!chain.affine.scale.empty() && chain.affine.scale.size() != channels) return false;
+  if (chain.affine.scale.empty()) chain.affine = {std::vector<double>(channels, 1.0), std::vector<double>(channels, 0.0)};
+  chain.affine = eval::ComposeAffine(chain.affine, *affine);
   return true;
 }
 
@@ -401,7 +398,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
     // Their uses are consumed where the product is used.
     if (DeferChannelScale(b, id) || DeferScalarScale(b, id)) continue;
     if (StartsChain(b, node)) {
-      chain = Chain{id, node.outputs.at(0), {id}, {}, {}, {}, false};
+      chain = Chain{id, node.outputs.at(0), {id}, {}, {}, false};
     } else if (!LowerView(b, id) && !LowerSlice(b, id)) {
       const std::string& op = node.op_type;
       if (IsPooling(op)) EmitPool(b, id);

@@ -44,6 +44,7 @@
 
 #include "backend/lower/core/builder.h"
 #include "backend/lower/core/unsupported.h"
+#include "eval/batch_norm_affine.h"
 
 namespace onnxfuse::backend {
 
@@ -64,7 +65,7 @@ struct Chain {
   NodeId anchor = kNoNode;
   ValueId out = kNoValue;             ///< the value the chain computes so far
   std::vector<NodeId> members;        ///< anchor first
-  std::vector<double> scale, shift;   ///< folded per-channel affine y = scale*x + shift (empty: none)
+  eval::ChannelAffine affine;         ///< folded BatchNormalization(s) (empty: none)
   std::vector<PostOp> post_ops;
   bool norm_relu = false;             ///< BatchNormalization anchor: fused Relu (fuse_norm_relu)
 };

@@ -17,28 +17,6 @@ Arg OpInput(Builder& b, const Node& node, std::size_t i) {
   return b.UsePlain(node.inputs[i], node);
 }
 
-void FoldAffineWeights(const Chain& chain, std::vector<float>& weights, std::int64_t out_channels) {
-  if (chain.scale.empty()) return;
-  auto per_channel = static_cast<std::int64_t>(weights.size()) / out_channels;
-  for (std::int64_t o = 0; o < out_channels; ++o) {
-    double k = chain.scale[static_cast<std::size_t>(o)];
-    for (std::int64_t i = 0; i < per_channel; ++i) {
-      auto& w = weights[static_cast<std::size_t>(o * per_channel + i)];
-      w = static_cast<float>(static_cast<double>(w) * k);
-    }
-  }
-}
-
-void FoldAffineBias(const Chain& chain, std::vector<double>& bias) {
-  for (std::size_t o = 0; o < chain.scale.size() && o < bias.size(); ++o)
-    bias[o] = bias[o] * chain.scale[o] + chain.shift[o];
-}
-
-void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels) {
-  FoldAffineWeights(chain, weights, out_channels);
-  FoldAffineBias(chain, bias);
-}
-
 ConvWeights::ConvWeights(Builder& b, const Chain& chain)
     : b_(b), chain_(chain), dims_(b.ConstDims(b.graph.node(chain.anchor).inputs.at(1), b.graph.node(chain.anchor))) {}
 
@@ -46,7 +24,7 @@ const std::vector<float>& ConvWeights::data() {
   if (!data_) {
     const Node& node = b_.graph.node(chain_.anchor);
     data_ = b_.Const(node.inputs.at(1), node).data;
-    FoldAffineWeights(chain_, *data_, dims_.at(0));
+    eval::ScaleWeights(*data_, dims_, eval::WeightLayout::kOutputMajor, 1, chain_.affine.scale);
   }
   return *data_;
 }

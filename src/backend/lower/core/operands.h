@@ -20,16 +20,9 @@ namespace onnxfuse::backend {
 /// otherwise; other strided views (transposes) are made plain first.
 Arg OpInput(Builder& b, const Node& node, std::size_t i);
 
-/// Applies the chain's folded affine map (BatchNormalization) per output
-/// channel: weights [out_channels, ...] scaled, bias scaled and shifted.
-void FoldAffine(const Chain& chain, std::vector<float>& weights, std::vector<double>& bias, std::int64_t out_channels);
-/// FoldAffine's two halves: the weights scaled per output channel, and the
-/// bias scaled and shifted.
-void FoldAffineWeights(const Chain& chain, std::vector<float>& weights, std::int64_t out_channels);
-void FoldAffineBias(const Chain& chain, std::vector<double>& bias);
-
 /// A convolution's weights (input 1 of the chain's anchor, [O, C/group, kh,
-/// kw], row-major) with the chain's affine map folded in (FoldAffineWeights):
+/// kw], row-major) with the chain's folded BatchNormalization scaling each
+/// output channel (eval::ScaleWeights):
 /// their dims at once, their values decoded only when a lowering packs them.
 /// Replaying a plan file, the packed weights are stored, so loading one never
 /// decodes the model's copy (the cold start).

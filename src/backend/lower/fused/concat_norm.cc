@@ -125,7 +125,7 @@ bool TryConcatNorm(Builder& b, const Node& node) {
   if (!bn || bn->inputs[0] != node.outputs[0]) return false;
   for (std::size_t i = 1; i < bn->outputs.size(); ++i)
     if (bn->outputs[i] != kNoValue && !b.graph.value(bn->outputs[i]).consumers.empty()) return false;
-  std::optional<ChannelAffine> affine = BatchNormAffine(b, *bn);
+  std::optional<eval::ChannelAffine> affine = BatchNormAffine(b, *bn);
   if (!affine) return false;
 
   std::optional<ChannelParts> parts = ChannelPartsOf(b, node);

@@ -18,7 +18,7 @@ namespace onnxfuse::backend {
 
 using dnnl::memory;
 
-std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
+std::optional<eval::ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
   if (AttrInt(bn, "training_mode", 0) != 0 || bn.inputs.size() < 5) return std::nullopt;
   for (std::size_t i = 1; i < 5; ++i)
     if (!b.IsConst(bn.inputs[i])) return std::nullopt;
@@ -27,14 +27,8 @@ std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn) {
   const std::int64_t channels = gamma.NumElements();
   if (beta.NumElements() != channels || mean.NumElements() != channels || var.NumElements() != channels)
     return std::nullopt;
-  const double epsilon = AttrFloat(bn, "epsilon", 1e-5f);
-  ChannelAffine affine;
-  for (std::int64_t c = 0; c < channels; ++c) {
-    double k = eval::ElementAt(gamma, c) / std::sqrt(eval::ElementAt(var, c) + epsilon);
-    affine.scale.push_back(k);
-    affine.shift.push_back(eval::ElementAt(beta, c) - eval::ElementAt(mean, c) * k);
-  }
-  return affine;
+  return eval::BatchNormAffine(eval::HostValues(gamma), eval::HostValues(beta), eval::HostValues(mean),
+                               eval::HostValues(var), AttrFloat(bn, "epsilon", 1e-5f));
 }
 
 void EmitBatchNorm(Builder& b, const Chain& chain) {

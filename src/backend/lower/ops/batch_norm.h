@@ -9,15 +9,10 @@
 
 namespace onnxfuse::backend {
 
-/// A per-channel affine map y = scale * x + shift, in double.
-struct ChannelAffine {
-  std::vector<double> scale, shift;
-};
-/// An inference BatchNormalization as its per-channel affine map (ONNX
-/// Operators.md, BatchNormalization: scale = gamma / sqrt(var + epsilon),
-/// shift = B - mean * scale); nullopt for training_mode, a parameter not known
+/// An inference BatchNormalization as its per-channel affine map
+/// (eval::BatchNormAffine); nullopt for training_mode, a parameter not known
 /// at build time, or parameters of different lengths.
-std::optional<ChannelAffine> BatchNormAffine(Builder& b, const Node& bn);
+std::optional<eval::ChannelAffine> BatchNormAffine(Builder& b, const Node& bn);
 /// Inference BatchNormalization as batch_normalization_forward with global
 /// statistics, the chain's post-ops after it (a Relu as fuse_norm_relu,
 /// Chain::norm_relu), over its source in place where FinishChain allows.

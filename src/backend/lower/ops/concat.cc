@@ -138,7 +138,8 @@ bool EmitConvOverConcatParts(Builder& b, const Chain& chain) {
   const std::int64_t out_channels = w.dims[0], in_channels = w.dims[1];
   const std::int64_t taps = Product(Dims(w.dims.begin() + 2, w.dims.end()));
   std::vector<double> bias = BiasOf(b, node, 2, out_channels);
-  FoldAffine(chain, w.data, bias, out_channels);
+  eval::ScaleWeights(w.data, w.dims, eval::WeightLayout::kOutputMajor, 1, chain.affine.scale);
+  eval::FoldIntoBias(bias, chain.affine);
 
   // One descriptor per part, all before anything is emitted: the first picks
   // the destination layout (the parts' own when a fast kernel takes it), the

@@ -57,7 +57,7 @@ bool WinogradWorthIt(const Builder& b, const Chain& chain, const Dims& x, const 
 // and no folded BatchNormalization (FoldBatchNorm leaves such anchors alone).
 void EmitConvRuntimeWeights(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
-  if (!chain.scale.empty())
+  if (!chain.affine.scale.empty())
     throw Error(ErrorKind::kInternal,
                 "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
   const ValueId input = node.inputs[0];
@@ -131,7 +131,7 @@ void EmitConv(Builder& b, const Chain& chain) {
   const Dims &out = geometry.out, &strides = geometry.strides, &dil = geometry.dil, &pl = geometry.pl, &pr = geometry.pr;
   const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims()[0];
   std::vector<double> bias = BiasOf(b, node, 2, out_channels);
-  FoldAffineBias(chain, bias);
+  eval::FoldIntoBias(bias, chain.affine);
   if (EmitPointwise(b, chain, input, w, bias, geometry) || EmitConvWinograd(b, chain, input, w, bias, geometry) ||
       EmitConvGemm(b, chain, input, w, bias, geometry))
     return;

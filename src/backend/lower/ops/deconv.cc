@@ -119,19 +119,14 @@ void EmitDeconv(Builder& b, const Chain& chain) {
     if (t.NumElements() != out_channels) Unsupported(b, node, "B must have one value per output channel");
     for (std::size_t o = 0; o < bias.size(); ++o) bias[o] = eval::ElementAt(t, static_cast<std::int64_t>(o));
   }
-  if (!chain.scale.empty()) {
+  if (!chain.affine.scale.empty()) {
     if (runtime_w || runtime_b)
       throw Error(ErrorKind::kInternal,
                   "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
-    if (chain.scale.size() != bias.size()) Unsupported(b, node, "folded BatchNormalization has the wrong channel count");
-    const std::int64_t cin_g = w.dims[0] / group, cout_g = w.dims[1], kernel_size = Product(kernel);
-    for (std::int64_t ci = 0; ci < w.dims[0]; ++ci)
-      for (std::int64_t oc = 0; oc < cout_g; ++oc) {
-        double k = chain.scale[static_cast<std::size_t>(ci / cin_g * cout_g + oc)];
-        float* p = w.data.data() + (ci * cout_g + oc) * kernel_size;
-        for (std::int64_t j = 0; j < kernel_size; ++j) p[j] = static_cast<float>(static_cast<double>(p[j]) * k);
-      }
-    for (std::size_t o = 0; o < bias.size(); ++o) bias[o] = bias[o] * chain.scale[o] + chain.shift[o];
+    if (chain.affine.scale.size() != bias.size())
+      Unsupported(b, node, "folded BatchNormalization has the wrong channel count");
+    eval::ScaleWeights(w.data, w.dims, eval::WeightLayout::kConvTranspose, group, chain.affine.scale);
+    eval::FoldIntoBias(bias, chain.affine);
   }
 
   const memory::desc plain_weights = OnnxWeightsDesc(w.dims, group);

@@ -52,7 +52,7 @@ MatMulPd WithGemmWeights(const Dims& weights, const std::function<MatMulPd(const
 void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
   const Node& node = b.graph.node(chain_in.anchor);
   Chain chain = chain_in;
-  if (!chain.scale.empty())
+  if (!chain.affine.scale.empty())
     throw Error(ErrorKind::kInternal,
                 "internal error: " + NodeLabel(node) + ": a BatchNormalization folded into run-time weights");
   const Dims sa = b.DimsOfValue(node.inputs.at(0), node), sb = b.DimsOfValue(node.inputs.at(1), node);
@@ -137,7 +137,7 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
   const Dims a = trans_a ? Dims{stored_a[1], stored_a[0]} : stored_a;
   const memory::desc src_md = trans_a ? memory::desc(a, DataType::f32, Dims{1, a[0]}) : PlainDesc(a);
   const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
-  // B as [N, K] (one row per output, as FoldAffine scales it), viewed as the
+  // B as [N, K] (one row per output, as eval::ScaleWeights scales it), viewed as the
   // [K, N] operand of the product.
   if (AttrInt(node, "transB", 0) == 0) {  // [K,N] -> [N,K]
     Tensor t = w;
@@ -167,13 +167,14 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
     added.dims = {a[0], n};
     for (std::int64_t i = 0; i < a[0] * n; ++i) {
       double v = beta * eval::ElementAt(*c, eval::BroadcastIndex(i, added.dims, c->dims));
-      if (!chain.scale.empty()) v *= chain.scale[static_cast<std::size_t>(i % n)];
+      if (!chain.affine.scale.empty()) v *= chain.affine.scale[static_cast<std::size_t>(i % n)];
       added.data.push_back(static_cast<float>(v));
     }
     chain.post_ops.insert(chain.post_ops.begin(),
                           PostOp{PostOp::Kind::kBinary, dnnl::algorithm::binary_add, 0.f, 0.f, kNoValue, added, 0});
   }
-  FoldAffine(chain, w.data, bias, n);
+  eval::ScaleWeights(w.data, w.dims, eval::WeightLayout::kOutputMajor, 1, chain.affine.scale);
+  eval::FoldIntoBias(bias, chain.affine);
 
   const memory::desc weights_view({k, n}, DataType::f32, Dims{1, k});  // [N, K] data read as [K, N]
   if (!trans_a && EmitOwnGemm(b, chain, node.inputs[0], {a[0], n}, k, weights_view, w.data.data(), bias)) return;
@@ -293,7 +294,7 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   if (collapse) ae = {Product(ae) / ae[rank - 1], ae[rank - 1]}, we = {we[rank - 2], we[rank - 1]};
   const Dims pd_out = collapse ? Dims{ae[0], we[1]} : out;
   // On AVX2: our own GEMM (backend/lower/own_kernels/own_gemm.cc).
-  if (const_weights && (rank == 2 || collapse) && chain.scale.empty() &&
+  if (const_weights && (rank == 2 || collapse) && chain.affine.scale.empty() &&
       EmitOwnGemm(b, chain, in_a, out, we[0], PlainDesc(we), b.Const(in_b, node).data.data(), {}))
     return;
   // Fused: a run-time operand that is a strided view (a transpose) is read in

@@ -48,8 +48,8 @@ std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const
 /// cols]) into `out` (cols its last dim, rows the product of the others), its
 /// bias (empty: none, or a first post-op adding one constant per column) and
 /// post-ops as the epilogue, as Gemm (backend/kernels/gemm.h) on AVX2 CPUs. A folded
-/// BatchNormalization (chain.scale) must be in `weights` and `bias` already
-/// (FoldAffine); the chain's scale is not read here. A single row (a
+/// BatchNormalization (chain.affine) must be in `weights` and `bias` already
+/// (eval::ScaleWeights, eval::FoldIntoBias); it is not read here. A single row (a
 /// classifier at batch 1) runs as MatVec (backend/kernels/gemv.h) instead. Returns
 /// false, emitting nothing, when the CPU, the shapes (one row, or cols a
 /// multiple of 16 and at least 16 rows) or the post-ops do not fit

@@ -1,7 +1,6 @@
 // A node's inputs as primitive arguments (src/backend/lower/core/operands.cc): the
-// layout an op reads its input in (OpInput), a folded BatchNormalization's
-// affine map applied to weights and bias (FoldAffine), a bias as doubles
-// (BiasOf) and as a primitive's bias memory (BiasMemory).
+// layout an op reads its input in (OpInput), a bias as doubles (BiasOf) and as
+// a primitive's bias memory (BiasMemory).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -43,22 +42,6 @@ std::vector<float> FloatsOf(const dnnl::memory& m) {
 }
 
 }  // namespace
-
-TEST_CASE("FoldAffine scales each output channel's weights and bias and shifts the bias", "[operands]") {
-  backend::Chain chain;
-  chain.scale = {2.0, 0.5};
-  chain.shift = {1.0, -1.0};
-  std::vector<float> weights = {1, 2, 3, -4, 5, 6};  // [2 outputs, 3]
-  std::vector<double> bias = {0.1, 0.2};
-  backend::FoldAffine(chain, weights, bias, 2);
-  CHECK(weights == std::vector<float>{2, 4, 6, -2, 2.5f, 3});
-  CHECK(bias[0] == Approx(0.1 * 2 + 1));
-  CHECK(bias[1] == Approx(0.2 * 0.5 - 1));
-
-  backend::Chain none;  // no BatchNormalization folded: unchanged
-  backend::FoldAffine(none, weights, bias, 2);
-  CHECK(weights == std::vector<float>{2, 4, 6, -2, 2.5f, 3});
-}
 
 TEST_CASE("BiasOf: a bias input times a scale, zeros when absent, one value broadcast", "[operands]") {
   Fixture f;

@@ -40,7 +40,7 @@ TEST_CASE("BatchNormAffine: scale = gamma / sqrt(var + epsilon), shift = B - mea
   backend::Builder b(graph, true, engine);
   auto bn = [&](const std::string& out) -> const Node& { return graph.node(graph.value(*graph.FindValue(out)).producer); };
 
-  const std::optional<backend::ChannelAffine> affine = backend::BatchNormAffine(b, bn("n"));
+  const std::optional<eval::ChannelAffine> affine = backend::BatchNormAffine(b, bn("n"));
   REQUIRE(affine);
   REQUIRE(affine->scale.size() == 3);
   REQUIRE(affine->shift.size() == 3);
