@@ -13,7 +13,11 @@ bool IsInt64(const Tensor& t) { return t.elem_type == onnx::TensorProto::INT64; 
 
 // A double back to int64, saturating: INT64_MAX, the "to the end" of Slice's
 // ends that exporters write, becomes 2^63 as a double, which does not convert.
+// NaN has no integer (ONNX leaves Cast of NaN to an integer type undefined):
+// INT64_MIN, what x86's conversion instruction (cvttsd2si) gives and so what a
+// compiled Cast gives on the CPUs we run on; converting it in C++ is undefined.
 std::int64_t SaturatingInt64(double v) {
+  if (std::isnan(v)) return std::numeric_limits<std::int64_t>::min();
   constexpr double kTwo63 = 9223372036854775808.0;
   if (v >= kTwo63) return std::numeric_limits<std::int64_t>::max();
   if (v <= -kTwo63) return std::numeric_limits<std::int64_t>::min();
