@@ -131,20 +131,44 @@ std::vector<std::string> PatternLoweringNames() {
   return names;
 }
 
-void LowerGroupByPattern(Builder& b, const std::vector<NodeId>& nodes, const std::string& pattern) {
+namespace {
+
+// A pattern occurrence the group may lower by name: its lowering and its
+// computing members, as PatternLowering::ops.
+struct Occurrence {
+  const PatternLowering* lowering;
+  Members members;
+};
+
+void AddOccurrence(const Builder& b, const std::vector<NodeId>& nodes, const std::string& pattern,
+                   std::vector<Occurrence>& out) {
   const auto it = Table().find(pattern);
-  const Members members = it == Table().end() ? Members{} : MembersAs(b, nodes, it->second.ops);
-  if (members.empty()) return LowerGroup(b, nodes);
-  const PatternLowering& lowering = it->second;
-  const Node* entry = members[lowering.entry];
-  bool tried = false;
+  if (it == Table().end()) return;
+  Members members = MembersAs(b, nodes, it->second.ops);
+  if (!members.empty()) out.push_back({&it->second, std::move(members)});
+}
+
+}  // namespace
+
+void LowerGroupByPattern(Builder& b, const std::vector<NodeId>& nodes, const std::string& pattern,
+                         const std::vector<PatternRegion>& regions) {
+  std::vector<Occurrence> found;
+  AddOccurrence(b, nodes, pattern, found);
+  for (const PatternRegion& region : regions) AddOccurrence(b, region.nodes, region.pattern, found);
+  if (found.empty()) return LowerGroup(b, nodes);
+  std::vector<bool> tried(found.size(), false);
   NamedPattern named;
   named.start = [&](Builder& builder, NodeId id) {
-    if (tried || &builder.graph.node(id) != entry) return false;
-    tried = true;
-    return lowering.lower(builder, members);
+    const Node* node = &builder.graph.node(id);
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      if (tried[i] || found[i].members[found[i].lowering->entry] != node) continue;
+      tried[i] = true;
+      if (found[i].lowering->lower(builder, found[i].members)) return true;
+    }
+    return false;
   };
-  if (lowering.gelu_tail) named.gelu.assign(members.end() - kGeluNodes, members.end());
+  for (const Occurrence& o : found)
+    if (o.lowering->gelu_tail) named.gelus.emplace_back(o.members.end() - kGeluNodes, o.members.end());
   LowerGroup(b, nodes, &named);
 }
 
