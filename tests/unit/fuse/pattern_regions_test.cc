@@ -70,7 +70,7 @@ std::vector<PatternRegion> AllRegions(const FusionPlan& plan) {
 
 }  // namespace
 
-TEST_CASE("a Gelu in either operand order is a region; other constants or an escaping intermediate are not",
+TEST_CASE("a Gelu in either operand order is a region, other constants or an escaping intermediate are not",
           "[pattern_regions]") {
   const Graph graph = test::GraphFromText(kGelus);
   for (bool greedy : {false, true}) {
