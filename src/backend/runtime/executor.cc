@@ -192,7 +192,8 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     b.group = unit.group ? unit.group->id : -1;
     b.group_pattern = unit.group ? unit.group->pattern_name : "";
     // What the pattern library found (a pattern group, pattern regions) is lowered by name.
-    LowerGroupByPattern(b, unit.nodes, b.group_pattern, unit.group ? RegionsAmong(region_of, unit.nodes) : std::vector<PatternRegion>{});
+    const std::vector<PatternRegion> regions = unit.group ? RegionsAmong(region_of, unit.nodes) : std::vector<PatternRegion>{};
+    LowerGroupByPattern(b, unit.nodes, b.group_pattern, regions);
     InjectFault(b, unit.nodes);
   }
   b.group = -1, b.group_pattern.clear();

@@ -29,8 +29,9 @@ struct PatternLowering {
   std::size_t entry = 0;         ///< index in `ops` of the member it starts at
   Lowering lower = nullptr;
   /// The pattern ends in the Gelu decomposition (its last kGeluNodes ops),
-  /// which a chain before it in the group takes as its post-op
-  /// (NamedPattern::gelu; the Gelu pattern's own group has no such chain).
+  /// which a chain whose output its Div reads takes as its post-op
+  /// (NamedPattern::gelus): MatMulAddGelu's own chain, or a chain of a postdom
+  /// group before a Gelu region.
   bool gelu_tail = false;
 };
 
@@ -93,7 +94,7 @@ const std::map<std::string, PatternLowering>& Table() {
   static const std::map<std::string, PatternLowering> table = {
       {"Gelu", {{"Div", "Erf", "Add", "Mul", "Mul"}, 0, LowerGelu, true}},
       // The MatMul and Add start a chain as in any group; it takes the Gelu
-      // by name (NamedPattern::gelu), else LowerGelu runs at the Div.
+      // by name (NamedPattern::gelus), else LowerGelu runs at the Div.
       {"MatMulAddGelu", {{"MatMul", "Add", "Div", "Erf", "Add", "Mul", "Mul"}, 2, LowerGelu, true}},
       {"LayerNormalization",
        {{"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}, 0, LowerLayerNorm}},

@@ -12,10 +12,10 @@ namespace onnxfuse::backend {
 /// The nodes of a squeeze-and-excitation excitation, as the pattern library
 /// found them (patterns/squeeze_excitation.onnxtxt): 1x1 Conv of a
 /// [1, C, 1, 1] activation, Relu or swish, 1x1 Conv back to C channels,
-/// Sigmoid or HardSigmoid; and what its kernel, one step of our own (both
-/// matrix-vector products and activations), needs: the first activation's nodes (Relu; or Sigmoid then Mul)
-/// between the two 1x1 Convs, the gate (Sigmoid, or HardSigmoid with its alpha
-/// and beta), C (channels) and C/r (reduced).
+/// Sigmoid or HardSigmoid. One step of our own computes it (both
+/// matrix-vector products and activations) from: the first activation's nodes
+/// (Relu; or Sigmoid then Mul) between the two 1x1 Convs, the gate (Sigmoid,
+/// or HardSigmoid with its alpha and beta), C (channels) and C/r (reduced).
 struct SqueezeExcite {
   enum class Act1 { kRelu, kSwish };
   const Node *fc1 = nullptr, *fc2 = nullptr, *gate = nullptr;
