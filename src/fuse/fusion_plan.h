@@ -32,6 +32,16 @@ struct PatternCall {
   std::vector<onnx::AttributeProto> attributes;  ///< the call node's attributes
 };
 
+/// A match of a library pattern inside a plan no pattern partitioned (the
+/// postdom and greedy strategies): the decomposition of one op (Gelu,
+/// LayerNormalization, squeeze-and-excitation) that the backend lowers by the
+/// pattern's name whatever groups hold its nodes (AnnotatePatternRegions,
+/// fuse/pattern_regions.h).
+struct PatternRegion {
+  std::string pattern;        ///< the pattern's function name, e.g. "Gelu"
+  std::vector<NodeId> nodes;  ///< graph node per computing body node, in body order (PatternMatch::nodes)
+};
+
 struct FusedGroup {
   int id = 0;                     ///< index in FusionPlan::groups
   std::vector<NodeId> nodes;      ///< members in topological order
@@ -44,6 +54,9 @@ struct FusedGroup {
   /// (backend/lower/fused/pattern_lowerings.h) and labels its steps with it; unlike
   /// `call`, a plan file keeps it.
   std::string pattern_name;
+  /// The pattern regions whose first node is a member (postdom and greedy
+  /// plans; a region's later nodes may lie in later groups). A plan file keeps them.
+  std::vector<PatternRegion> regions;
 };
 
 /// One place where fusion did not happen.

@@ -241,6 +241,25 @@ std::optional<double> SingleNumber(const onnx::TensorProto& tensor) {
   }
 }
 
+namespace {
+
+// An initializer or Constant node's output, or an Identity chain of one:
+// torch exports a parameter two layers share as an Identity of one
+// initializer, which the backend folds before lowering.
+bool IsConstantThroughIdentity(const Graph& graph, ValueId value) {
+  while (!graph.IsConstant(value)) {
+    const NodeId producer = graph.value(value).producer;
+    if (producer == kNoNode) return false;
+    const Node& node = graph.node(producer);
+    if (node.op_type != "Identity" || !node.domain.empty() || node.inputs.empty() || node.inputs[0] == kNoValue)
+      return false;
+    value = node.inputs[0];
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<ConstantNumber> ConstantScalar(const Graph& graph, ValueId value) {
   if (value == kNoValue || !graph.IsConstant(value)) return std::nullopt;
   if (const onnx::TensorProto* tensor = graph.ConstantTensor(value)) {
@@ -297,7 +316,7 @@ std::optional<PredicateFailure> CheckRequirement(const Graph& graph, const Patte
   Check(name == "constant" || name == "scalar", "predicate " + name + " was validated when its file was parsed");
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (name == "constant") {
-      if (v[i] == kNoValue || graph.IsConstant(v[i])) continue;
+      if (v[i] == kNoValue || IsConstantThroughIdentity(graph, v[i])) continue;
       return Fail("not_constant", Describe(graph, req.args[i], v[i]) + " is not a constant: it is " +
                                       Origin(graph, v[i]), i);
     }

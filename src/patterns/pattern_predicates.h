@@ -8,7 +8,8 @@
 // stable reason code, the one the report shows:
 //
 //   constant(X, ...)    every X is an initializer or a Constant node's output
-//                       (Graph::IsConstant). An omitted optional input (Conv
+//                       (Graph::IsConstant), or an Identity (chain) of one (a
+//                       parameter two layers share). An omitted optional input (Conv
 //                       without B) passes: there is nothing to compute at run
 //                       time.                                  -> "not_constant"
 //   scalar(X, ...)      every X is a constant holding exactly one element

@@ -6,6 +6,7 @@
 
 #include "fuse/greedy_fuser.h"
 #include "fuse/pattern_fuser.h"
+#include "fuse/pattern_regions.h"
 #include "fuse/postdom_fuser.h"
 #include "pipeline/pipeline.h"
 
@@ -20,16 +21,14 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 FusionPlan FuseGraph(const Graph& graph, const FuseSettings& settings) {
-  switch (settings.strategy) {
-    case Strategy::kPostdom:
-      return FuseByPostDominator(graph, settings.fuser);
-    case Strategy::kGreedy:
-      return FuseGreedy(graph, settings.fuser);
-    case Strategy::kPattern:
-      break;
-  }
-  if (settings.patterns) return FuseByPatterns(graph, *settings.patterns, settings.fuser);
-  return FuseByPatterns(graph, LoadPatterns(settings.pattern_dirs), settings.fuser);
+  const std::vector<Pattern> loaded = settings.patterns ? std::vector<Pattern>{} : LoadPatterns(settings.pattern_dirs);
+  const std::vector<Pattern>& patterns = settings.patterns ? *settings.patterns : loaded;
+  if (settings.strategy == Strategy::kPattern) return FuseByPatterns(graph, patterns, settings.fuser);
+  FusionPlan plan = settings.strategy == Strategy::kPostdom ? FuseByPostDominator(graph, settings.fuser)
+                                                            : FuseGreedy(graph, settings.fuser);
+  // The library recognizes the single-op decompositions in every strategy.
+  AnnotatePatternRegions(graph, plan, patterns);
+  return plan;
 }
 
 PreparedModel PrepareModel(const std::string& path, const PrepareOptions& options) {

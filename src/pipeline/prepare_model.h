@@ -47,10 +47,12 @@ enum class Target {
 struct FuseSettings {
   Strategy strategy = kDefaultStrategy;
   FuserOptions fuser;
-  /// Strategy kPattern: the library, once loaded by a caller that prepares
-  /// many times (the session, per input shape); null: LoadPatterns(pattern_dirs).
+  /// The library, once loaded by a caller that prepares many times (the
+  /// session, per input shape); null: LoadPatterns(pattern_dirs). Strategy
+  /// kPattern partitions by it; postdom and greedy record its pattern regions
+  /// (fuse/pattern_regions.h).
   std::shared_ptr<const std::vector<Pattern>> patterns;
-  /// Strategy kPattern without `patterns`: directories after the built-in library.
+  /// Without `patterns`: directories after the built-in library.
   std::vector<std::string> pattern_dirs;
 };
 
@@ -95,8 +97,9 @@ struct FuseJob;
 /// options and pattern directories.
 FuseSettings FuseSettingsOf(const FuseJob& job);
 
-/// Step 5 alone: `graph` partitioned by settings.strategy. Throws what
-/// LoadPatterns throws (strategy kPattern without settings.patterns).
+/// Step 5 alone: `graph` partitioned by settings.strategy; a postdom or greedy
+/// plan carries the library's pattern regions (AnnotatePatternRegions). Throws
+/// what LoadPatterns throws (without settings.patterns).
 FusionPlan FuseGraph(const Graph& graph, const FuseSettings& settings);
 
 }  // namespace onnxfuse

@@ -49,6 +49,12 @@ std::vector<std::string> Names(const Graph& graph, const std::vector<ValueId>& v
   return names;
 }
 
+std::vector<std::string> NodeNames(const Graph& graph, const std::vector<NodeId>& nodes) {
+  std::vector<std::string> names;
+  for (NodeId id : nodes) names.push_back(graph.node(id).name);
+  return names;
+}
+
 }  // namespace
 
 nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>& kinds, const FusionPlan& plan,
@@ -151,6 +157,17 @@ nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>&
                         {"near_misses", near_misses}});
   }
 
+  // What the library found inside the groups of postdom and greedy plans.
+  json regions = json::array();
+  for (const auto& group : plan.groups)
+    for (const PatternRegion& region : group.regions) {
+      std::set<int> holding;
+      for (NodeId id : region.nodes) holding.insert(plan.group_of[id]);
+      regions.push_back({{"pattern", region.pattern},
+                         {"nodes", NodeNames(graph, region.nodes)},
+                         {"groups", std::vector<int>(holding.begin(), holding.end())}});
+    }
+
   json timings = {{"load", times.load_ms},
                   {"classify", times.classify_ms},
                   {"fuse", times.fuse_ms},
@@ -175,6 +192,7 @@ nlohmann::json BuildReport(const Graph& graph, const std::vector<OpPatternKind>&
           {"groups", groups},
           {"not_fused", not_fused},
           {"patterns", patterns},
+          {"pattern_regions", regions},
           {"totals", totals},
           {"timings_ms", timings}};
 }

@@ -259,8 +259,8 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     s.prepare.target = Target::kExecutable;
     s.prepare.load.input_shapes = options.input_shapes;
     s.prepare.fusion.strategy = options.strategy;
-    if (options.strategy == Strategy::kPattern)
-      s.prepare.fusion.patterns = std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs));
+    // Every strategy matches the library (the pattern regions of postdom and greedy).
+    s.prepare.fusion.patterns = std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs));
     s.prepare.lowers = backend::LowersOp;
     // The model as declared: its inputs and outputs, and whether they are fixed.
     graph = std::make_unique<Graph>(LoadModel(path, s.prepare.load));

@@ -11,10 +11,9 @@
 
 #include "onnxfuse/error.h"
 #include "backend/runtime/executor.h"
-#include "fuse/greedy_fuser.h"
 #include "load/loader.h"
 #include "backend/plan/plan_file.h"
-#include "fuse/postdom_fuser.h"
+#include "pipeline/prepare_model.h"
 
 int main(int argc, char** argv) {
   using namespace onnxfuse;
@@ -50,7 +49,9 @@ int main(int argc, char** argv) {
                 << " reordered, " << info.constants_repacked << " repacked\n";
     } else {
       graph.emplace(LoadModel(model));
-      FusionPlan plan = strategy == "greedy" ? FuseGreedy(*graph, {}) : FuseByPostDominator(*graph, {});
+      FuseSettings settings;  // as the pipeline fuses: with the library's pattern regions
+      settings.strategy = strategy == "greedy" ? Strategy::kGreedy : Strategy::kPostdom;
+      FusionPlan plan = FuseGraph(*graph, settings);
       compiled.emplace(ExecutablePlan::Compile(*graph, plan, CompileOptions{fuse}));
     }
     ExecutablePlan& exec = loaded ? loaded->executable : *compiled;

@@ -11,13 +11,24 @@
 #include "fault_injection.h"
 #include "onnxfuse/error.h"
 #include "backend/plan/plan_file.h"
-#include "fuse/postdom_fuser.h"
+#include "pipeline/pipeline.h"
+#include "pipeline/prepare_model.h"
 #include "test_models.h"
 
 namespace onnxfuse::test {
 
+FusionPlan FuseAs(const Graph& graph, Strategy strategy) {
+  static const auto library = std::make_shared<const std::vector<Pattern>>(LoadPatterns({}));
+  FuseSettings settings;
+  settings.strategy = strategy;
+  settings.patterns = library;
+  return FuseGraph(graph, settings);
+}
+
+FusionPlan FusePostdom(const Graph& graph) { return FuseAs(graph, Strategy::kPostdom); }
+
 PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs) {
-  ExecutablePlan plan = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), CompileOptions{fuse});
+  ExecutablePlan plan = ExecutablePlan::Compile(graph, FusePostdom(graph), CompileOptions{fuse});
   return {plan.Run(inputs), plan.stats(), plan.Schedule(), plan.Describe()};
 }
 
@@ -107,7 +118,7 @@ PlanRun CheckBoth(const std::string& text, const std::vector<Tensor>& inputs, co
 std::string CompileError(const std::string& text) {
   Graph graph = GraphFromText(text);
   try {
-    ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), {});
+    ExecutablePlan::Compile(graph, FusePostdom(graph), {});
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::kUnsupported);
     return e.what();

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "backend/runtime/executor.h"
+#include "fuse/fusion_plan.h"
 #include "ir/graph.h"
+#include "onnxfuse/strategy.h"
 
 namespace onnxfuse::test {
 
@@ -25,6 +27,13 @@ std::string StepList(const PlanRun& run);
 int StepsStartingWith(const PlanRun& run, const std::string& prefix);
 /// How many steps of `run` contain `text` anywhere (a node name, an implementation).
 int StepsContaining(const PlanRun& run, const std::string& text);
+
+/// `graph` partitioned by `strategy` as the pipeline does (FuseGraph, the
+/// built-in pattern library loaded once): postdom and greedy plans carry
+/// their pattern regions, which the backend lowers by name.
+FusionPlan FuseAs(const Graph& graph, Strategy strategy);
+/// FuseAs(graph, Strategy::kPostdom).
+FusionPlan FusePostdom(const Graph& graph);
 
 /// Compiles `graph` (post-dominator fusion when `fuse`) and runs it once.
 PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs);

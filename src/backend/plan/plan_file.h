@@ -57,8 +57,9 @@
 namespace onnxfuse {
 
 /// The plan-file format this build writes. 2: Winograd weights layouts;
-/// 3: symbolic input dims kept, the built shapes stored (any input shape).
-inline constexpr std::uint32_t kPlanFormatVersion = 3;
+/// 3: symbolic input dims kept, the built shapes stored (any input shape);
+/// 4: the pattern regions of postdom and greedy groups stored (FusedGroup::regions).
+inline constexpr std::uint32_t kPlanFormatVersion = 4;
 /// The oldest format this build reads (versions kPlanFormatOldest..kPlanFormatVersion).
 inline constexpr std::uint32_t kPlanFormatOldest = 2;
 /// Bytes before the payload.

@@ -15,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "fuse/pattern_regions.h"
 #include "load/loader.h"
 #include "backend/plan/plan_file.h"
 #include "backend/lower/core/packed_constants.h"
@@ -58,20 +59,32 @@ Header CheckHeader(const unsigned char* data, std::size_t have, std::uint64_t fi
 
 const char* const kCorrupted = "corrupted plan file: the payload's CRC-32 differs from the header's";
 
-FusionPlan GroupsOf(const Graph& graph, const planfile::Plan& stored, const std::string& source) {
+FusionPlan GroupsOf(const Graph& graph, const planfile::Plan& stored, const Header& header, const std::string& source) {
   const auto n = static_cast<std::int64_t>(graph.num_nodes());
   std::vector<int> label(graph.num_nodes(), -1);
-  std::vector<std::string> rules, patterns;
+  std::vector<planshapes::GroupLabel> groups;
   for (const auto& group : stored.groups()) {
     for (std::int64_t node : group.nodes()) {
       if (node < 0 || node >= n || label[static_cast<std::size_t>(node)] != -1)
         Invalid(source, "plan groups name node " + std::to_string(node) + " out of range or twice");
-      label[static_cast<std::size_t>(node)] = static_cast<int>(rules.size());
+      label[static_cast<std::size_t>(node)] = static_cast<int>(groups.size());
     }
-    rules.push_back(group.rule());
-    patterns.push_back(group.pattern());
+    planshapes::GroupLabel g{group.rule(), group.pattern(), {}};
+    for (const auto& region : group.regions()) {
+      PatternRegion r{region.pattern(), {}};
+      for (std::int64_t node : region.nodes()) {
+        if (node < 0 || node >= n) Invalid(source, "pattern region names node " + std::to_string(node) + " out of range");
+        r.nodes.push_back(static_cast<NodeId>(node));
+      }
+      g.regions.push_back(std::move(r));
+    }
+    groups.push_back(std::move(g));
   }
-  return planshapes::GroupsFromLabels(graph, label, rules, patterns, stored.strategy(), source);
+  FusionPlan fusion = planshapes::GroupsFromLabels(graph, label, groups, stored.strategy(), source);
+  // Files before format 4 store no pattern regions: the library finds them
+  // again, as the fuser would have.
+  if (header.version < 4 && !fusion.groups.empty()) AnnotatePatternRegions(graph, fusion, LoadPatterns({}));
+  return fusion;
 }
 
 // The stored built shapes by input name, checked for what pinning them needs
@@ -184,7 +197,7 @@ LoadedPlan Load(const PayloadView& payload, const Header& header, const std::str
   }
   if (!shaped) RequireOwnShapes(*graph, read.input_shapes, source_name);
   const bool as_built = !shaped || target == built;
-  FusionPlan fusion = GroupsOf(*graph, stored, source_name);
+  FusionPlan fusion = GroupsOf(*graph, stored, header, source_name);
   CompileOptions options;
   options.fuse = stored.fused();
   options.packed = ConstantsOf(payload.constants, storage, source_name);

@@ -195,6 +195,11 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
       for (NodeId id : g.nodes) group->add_nodes(static_cast<std::int64_t>(id));
       group->set_rule(g.rule);
       group->set_pattern(g.pattern_name);
+      for (const PatternRegion& r : g.regions) {
+        auto* region = group->add_regions();
+        region->set_pattern(r.pattern);
+        for (NodeId id : r.nodes) region->add_nodes(static_cast<std::int64_t>(id));
+      }
     }
   out.set_cpu_isa(CpuIsaName());
   for (const ScheduleStep& s : executable.Schedule()) {

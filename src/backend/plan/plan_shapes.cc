@@ -72,19 +72,29 @@ Shapes ShapesToCompile(const onnx::GraphProto& graph, const Shapes& built, const
   return pins;
 }
 
-FusionPlan GroupsFromLabels(const Graph& graph, const std::vector<int>& label, const std::vector<std::string>& rules,
-                            const std::vector<std::string>& patterns, const std::string& strategy,
-                            const std::string& source) {
-  if (rules.empty()) return FusionPlan{};  // an unfused plan
+FusionPlan GroupsFromLabels(const Graph& graph, const std::vector<int>& label, const std::vector<GroupLabel>& groups,
+                            const std::string& strategy, const std::string& source) {
+  if (groups.empty()) return FusionPlan{};  // an unfused plan
   if (label.size() != graph.num_nodes())
     throw Error(ErrorKind::kInvalidModel, source + ": plan groups cover " + std::to_string(label.size()) +
                                               " nodes, the model has " + std::to_string(graph.num_nodes()));
   for (std::size_t id = 0; id < label.size(); ++id)
-    if (label[id] < 0 || static_cast<std::size_t>(label[id]) >= rules.size())
+    if (label[id] < 0 || static_cast<std::size_t>(label[id]) >= groups.size())
       throw Error(ErrorKind::kInvalidModel, source + ": plan groups leave out node " + std::to_string(id));
+  std::vector<std::string> rules;
+  for (const GroupLabel& g : groups) rules.push_back(g.rule);
   FusionPlan fusion = MakeFusionPlan(graph, ClassifyAll(graph), label, rules, strategy);
   for (FusedGroup& group : fusion.groups)  // its pattern is that of the stored group its members came from
-    group.pattern_name = patterns.at(static_cast<std::size_t>(label[group.nodes.front()]));
+    group.pattern_name = groups.at(static_cast<std::size_t>(label[group.nodes.front()])).pattern;
+  for (const GroupLabel& g : groups)
+    for (const PatternRegion& region : g.regions) {
+      for (NodeId id : region.nodes)
+        if (id >= graph.num_nodes())
+          throw Error(ErrorKind::kInvalidModel, source + ": pattern region " + region.pattern + " names node " +
+                                                    std::to_string(id) + " out of range");
+      if (region.nodes.empty()) continue;
+      fusion.groups[static_cast<std::size_t>(fusion.group_of[region.nodes.front()])].regions.push_back(region);
+    }
   try {
     ValidateFusionPlan(graph, fusion);
   } catch (const Error& e) {
@@ -95,16 +105,15 @@ FusionPlan GroupsFromLabels(const Graph& graph, const std::vector<int>& label, c
 
 FusionPlan SameGroupsOn(const Graph& graph, const FusionPlan& fusion) {
   std::vector<int> label;
-  std::vector<std::string> rules, patterns;
+  std::vector<GroupLabel> groups;
   for (const FusedGroup& group : fusion.groups) {
     for (NodeId id : group.nodes) {
       if (id >= label.size()) label.resize(id + 1, -1);
-      label[id] = static_cast<int>(rules.size());
+      label[id] = static_cast<int>(groups.size());
     }
-    rules.push_back(group.rule);
-    patterns.push_back(group.pattern_name);
+    groups.push_back({group.rule, group.pattern_name, group.regions});
   }
-  return GroupsFromLabels(graph, label, rules, patterns, fusion.strategy, graph.source_path());
+  return GroupsFromLabels(graph, label, groups, fusion.strategy, graph.source_path());
 }
 
 }  // namespace onnxfuse::planshapes

@@ -33,13 +33,20 @@ bool HasOpenDims(const Graph& graph);
 /// fixed dims are left to the loader to check (LoadOptions::input_shapes).
 Shapes ShapesToCompile(const onnx::GraphProto& graph, const Shapes& built, const Shapes& requested);
 
-/// A fusion of `graph` from a label per node (-1: none; all -1 and no rules:
-/// the empty fusion of an unfused plan), a rule and a pattern name per label.
-/// Throws Error(kInvalidModel) prefixed by `source` when a node has no group
-/// or the groups are not a valid fusion (fusion_plan.h, ValidateFusionPlan).
-FusionPlan GroupsFromLabels(const Graph& graph, const std::vector<int>& label, const std::vector<std::string>& rules,
-                            const std::vector<std::string>& patterns, const std::string& strategy,
-                            const std::string& source);
+/// What a stored group says besides its nodes.
+struct GroupLabel {
+  std::string rule;
+  std::string pattern;                 ///< FusedGroup::pattern_name
+  std::vector<PatternRegion> regions;  ///< FusedGroup::regions
+};
+
+/// A fusion of `graph` from a label per node (-1: none; all -1 and no labels:
+/// the empty fusion of an unfused plan) and what each label's group says.
+/// Throws Error(kInvalidModel) prefixed by `source` when a node has no group,
+/// the groups are not a valid fusion (fusion_plan.h, ValidateFusionPlan) or a
+/// region names a node out of range.
+FusionPlan GroupsFromLabels(const Graph& graph, const std::vector<int>& label, const std::vector<GroupLabel>& groups,
+                            const std::string& strategy, const std::string& source);
 
 /// `fusion` (of another load of `graph`'s model: the same nodes in the same
 /// order) on `graph`. Throws Error(kInvalidModel) when the node counts differ

@@ -50,6 +50,31 @@ struct Unit {
   const FusedGroup* group = nullptr;
 };
 
+// The pattern regions of `plan` (FusedGroup::regions) by node: each node's
+// region, nullptr for none.
+std::vector<const PatternRegion*> RegionOfNode(const Graph& graph, const FusionPlan& plan) {
+  std::vector<const PatternRegion*> region_of(graph.num_nodes(), nullptr);
+  for (const FusedGroup& group : plan.groups)
+    for (const PatternRegion& region : group.regions)
+      for (NodeId id : region.nodes) region_of.at(id) = &region;
+  return region_of;
+}
+
+// The regions with a node among `nodes`, each once: a region may span groups,
+// and is lowered by the one that reaches its entry node (pattern_lowerings.h).
+std::vector<PatternRegion> RegionsAmong(const std::vector<const PatternRegion*>& region_of,
+                                        const std::vector<NodeId>& nodes) {
+  std::vector<const PatternRegion*> seen;
+  std::vector<PatternRegion> regions;
+  for (NodeId id : nodes) {
+    const PatternRegion* region = region_of[id];
+    if (!region || std::find(seen.begin(), seen.end(), region) != seen.end()) continue;
+    seen.push_back(region);
+    regions.push_back(*region);
+  }
+  return regions;
+}
+
 // Execution units: fusion groups in dependency order (Kahn's algorithm, ties by
 // first member), or one node each, in the graph's topological order, unfused.
 std::vector<Unit> Units(const Graph& graph, const FusionPlan& plan, bool fuse) {
@@ -162,11 +187,13 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
     impl->inputs.push_back({value.name, act.slot, dims, value.type.elem_type, std::nullopt});
   }
   PrefoldConstants(b);
+  const std::vector<const PatternRegion*> region_of = RegionOfNode(graph, plan);
   for (const Unit& unit : Units(graph, plan, options.fuse)) {
     b.group = unit.group ? unit.group->id : -1;
     b.group_pattern = unit.group ? unit.group->pattern_name : "";
-    // A group the pattern library named is lowered by that name; others are recognized again.
-    LowerGroupByPattern(b, unit.nodes, b.group_pattern);
+    // What the pattern library found (a pattern group, pattern regions) is lowered by name.
+    const std::vector<PatternRegion> regions = unit.group ? RegionsAmong(region_of, unit.nodes) : std::vector<PatternRegion>{};
+    LowerGroupByPattern(b, unit.nodes, b.group_pattern, regions);
     InjectFault(b, unit.nodes);
   }
   b.group = -1, b.group_pattern.clear();

@@ -114,6 +114,21 @@ TEST_CASE("constant and scalar", "[pattern_predicates]") {
   CHECK(b.Check("scalar", {"B"}) == "not_scalar: B is omitted (an absent optional input)");
 }
 
+TEST_CASE("constant: an Identity chain of a constant is one (a shared parameter)", "[pattern_predicates]") {
+  Graph graph = test::GraphFromText(R"(
+  <ir_version: 8, opset_import: ["" : 13]>
+  g (float[4] x, float[4] w = {1, 2, 3, 4}) => (float[4] y) {
+    i1 = Identity (w)
+    i2 = Identity (i1)
+    ix = Identity (x)
+    s = Add (x, i2)
+    y = Mul (s, ix)
+  })");
+  Binding b{graph, {{"W", "i2"}, {"X", "ix"}}, {}};
+  CHECK(b.Check("constant", {"W"}) == "ok");
+  CHECK(b.Check("constant", {"X"}) == "not_constant: X ('ix') is not a constant: it is computed by 'Identity_2' (Identity)");
+}
+
 TEST_CASE("same_shape refuses broadcasting and shapes not fully known", "[pattern_predicates]") {
   Graph graph = test::GraphFromText(kValues);
   Binding b{graph, {{"X", "x"}, {"A", "a"}, {"U", "u"}, {"S", "s"}}, {}};

@@ -115,3 +115,18 @@ TEST_CASE("Constant-only groups launch no kernel: symbolic intermediates are cou
   CHECK(report["totals"]["intermediate_tensors_of_unknown_size"] == 1);
   CHECK(report["groups"][0]["function"] == "");  // no function names given
 }
+
+TEST_CASE("pattern regions name their pattern, nodes and the groups holding them", "[report]") {
+  BasicBlockReport r;
+  CHECK(r.Build()["pattern_regions"] == json::array());
+  // A region across the fused group and the singleton after it (any names do
+  // for the report; the fuser records only library patterns).
+  const NodeId conv = test::NodeNamed(r.graph, "Conv_1"), relu = test::NodeNamed(r.graph, "Relu_3"),
+               next = test::NodeNamed(r.graph, "Conv_4");
+  r.plan.groups[static_cast<std::size_t>(r.fused)].regions.push_back({"Test", {conv, relu, next}});
+  const json regions = r.Build()["pattern_regions"];
+  REQUIRE(regions.size() == 1);
+  CHECK(regions[0]["pattern"] == "Test");
+  CHECK(regions[0]["nodes"] == json::parse(R"(["Conv_1", "Relu_3", "Conv_4"])"));
+  CHECK(regions[0]["groups"] == json::array({r.fused, r.plan.group_of[next]}));
+}

@@ -13,12 +13,12 @@
 #include <utility>
 #include <vector>
 
-#include "fuse/postdom_fuser.h"
 #include "onnxfuse/error.h"
 #include "session/pass_runner.h"
 #include "session/shape_schedule.h"
 #include "session_cases.h"
 #include "test_models.h"
+#include "plan_check.h"
 
 namespace onnxfuse {
 namespace {
@@ -30,7 +30,7 @@ std::unique_ptr<session::ShapeSchedule> BatchSchedule(std::int64_t samples, sess
   LoadOptions load;
   load.input_shapes = {{"x", {samples, 4}}, {"z", {samples, 4}}};
   auto graph = std::make_unique<Graph>(test::GraphFromText(test::kBatchModel, load));
-  FusionPlan fusion = FuseByPostDominator(*graph, {});
+  FusionPlan fusion = test::FusePostdom(*graph);
   return std::make_unique<session::ShapeSchedule>(std::move(graph), std::move(fusion), true, &packed);
 }
 

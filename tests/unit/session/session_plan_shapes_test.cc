@@ -13,7 +13,6 @@
 
 #include "app/run_job.h"
 #include "backend/lower/core/lowered_ops.h"
-#include "fuse/postdom_fuser.h"
 #include "onnxfuse/error.h"
 #include "pipeline/pipeline.h"
 #include "backend/plan/plan_file.h"
@@ -22,6 +21,7 @@
 #include "plan_file_bytes.h"
 #include "temp_dir.h"
 #include "test_models.h"
+#include "plan_check.h"
 
 namespace onnxfuse {
 namespace {
@@ -182,7 +182,7 @@ TEST_CASE("plan shapes: a session pins a plan's symbolic dims, and runs a versio
   const std::string path = (dir.path / "small.plan").string();
   {
     Graph graph = test::GraphFromText(kSmall);
-    WritePlanFile(path, graph, FuseByPostDominator(graph, {}), CompileOptions{}, "small.onnx");
+    WritePlanFile(path, graph, test::FusePostdom(graph), CompileOptions{}, "small.onnx");
   }
   std::vector<float> x = {1, 2, -3, 4, 0.5f, -1};
   auto views = [&](std::int64_t n) {

@@ -12,7 +12,6 @@
 
 #include "app/run_job.h"
 #include "backend/lower/core/lowered_ops.h"
-#include "fuse/postdom_fuser.h"
 #include "onnxfuse/error.h"
 #include "load/loader.h"
 #include "backend/plan/plan_file.h"
@@ -21,6 +20,7 @@
 #include "session_cases.h"
 #include "temp_dir.h"
 #include "test_models.h"
+#include "plan_check.h"
 
 namespace onnxfuse {
 namespace {
@@ -239,7 +239,7 @@ TEST_CASE("session: resnet18 and mobilenet_v2 give run's outputs, from the model
     const std::string plan = (dir.path / "model.plan").string();
     {
       Graph graph = LoadModel(c.dir + "/model.onnx");
-      WritePlanFile(plan, graph, FuseByPostDominator(graph, {}), CompileOptions{}, c.dir + "/model.onnx", false);
+      WritePlanFile(plan, graph, test::FusePostdom(graph), CompileOptions{}, c.dir + "/model.onnx", false);
     }
     InferenceSession replay(plan);
     CHECK(replay.inputs()[0].dims == session.inputs()[0].dims);

@@ -24,10 +24,8 @@
 #include "backend/lower/ops/deconv.h"
 #include "backend/lower/ops/eltwise.h"
 #include "backend/lower/ops/einsum.h"
-#include "backend/lower/fused/gelu.h"
 #include "backend/lower/core/graph_queries.h"
 #include "backend/lower/ops/grid_sample.h"
-#include "backend/lower/fused/layer_norm.h"
 #include "backend/lower/ops/matmul.h"
 #include "backend/lower/ops/normalization.h"
 #include "backend/lower/core/operands.h"
@@ -38,7 +36,6 @@
 #include "backend/lower/ops/resize.h"
 #include "backend/lower/ops/slice.h"
 #include "backend/lower/ops/softmax.h"
-#include "backend/lower/fused/squeeze_excite.h"
 #include "backend/lower/ops/std_math.h"
 #include "backend/lower/core/unsupported.h"
 #include "backend/lower/core/views.h"
@@ -162,19 +159,22 @@ bool AttachBinary(Builder& b, Chain& chain, const Node& node) {
   return true;
 }
 
-// The Gelu of a named group (NamedPattern::gelu) when `div` is its Div and
-// nothing else reads the Div's input x, the chain's output: the Gelu kernel
-// overwrites x in place (Flush). Absorbs its nodes; nullopt, with nothing done,
-// otherwise. The library matched the nodes; this is the in-place condition only.
+// The Gelu of NamedPattern::gelus whose Div is `div`, when nothing else reads
+// the Div's input x, the chain's output: the Gelu kernel overwrites x in place
+// (Flush). Absorbs its nodes; nullopt, with nothing done, otherwise. The
+// library matched the nodes; this is the in-place condition only.
 std::optional<ValueId> TakeNamedGelu(Builder& b, const NamedPattern& named, const Node& div) {
-  if (named.gelu.empty() || named.gelu.front() != &div) return std::nullopt;
-  if (b.graph.value(div.inputs[0]).consumers.size() != 2) return std::nullopt;  // the Div and the Mul
-  Absorb(b, named.gelu);
-  return named.gelu.back()->outputs[0];
+  for (const std::vector<const Node*>& gelu : named.gelus) {
+    if (gelu.front() != &div) continue;
+    if (b.graph.value(div.inputs[0]).consumers.size() != 2) return std::nullopt;  // the Div and the Mul
+    Absorb(b, gelu);
+    return gelu.back()->outputs[0];
+  }
+  return std::nullopt;
 }
 
 // Absorbs `id` into the chain when it only extends the chain's output; a Gelu
-// is found by MatchGelu, or for a group a library pattern named (`named`), by name.
+// only when the library named it (`named`).
 bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group, const NamedPattern* named) {
   const Node& node = b.graph.node(id);
   const Node& anchor = b.graph.node(chain.anchor);
@@ -192,7 +192,7 @@ bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& g
     extend = sole_use && node.inputs[0] == chain.out && FoldBatchNorm(b, chain, node);
   } else if (node.op_type == "Div" && !sole_use && node.inputs[0] == chain.out) {
     // Gelu's decomposition reads x twice (Div and the Mul): taken whole, its nodes consumed.
-    const std::optional<ValueId> gelu = named ? TakeNamedGelu(b, *named, node) : MatchGelu(b, node, true);
+    const std::optional<ValueId> gelu = named ? TakeNamedGelu(b, *named, node) : std::nullopt;
     if (!gelu) return false;
     chain.post_ops.push_back(PostOp{Kind::kEltwise, dnnl::algorithm::eltwise_gelu_erf, 0, 0, kNoValue, {}});
     chain.members.push_back(id);
@@ -351,21 +351,6 @@ bool AllInputsConst(const Builder& b, const Node& node) {
 
 }  // namespace
 
-namespace {
-
-// The decompositions recognized again in groups no library pattern named.
-bool RecognizePattern(Builder& b, NodeId id) {
-  const Node& node = b.graph.node(id);
-  if (node.op_type == "ReduceMean" && TryLayerNorm(b, id)) return true;
-  if (node.op_type == "Div" && b.IsAct(node.inputs[0]) && MatchGelu(b, node, false)) {
-    EmitGelu(b, id);
-    return true;
-  }
-  return node.op_type == "Conv" && TrySqueezeExcite(b, id);
-}
-
-}  // namespace
-
 void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern* named) {
   std::optional<Chain> chain;
   for (NodeId id : nodes) {
@@ -394,7 +379,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       b.ConstAsAct(node.inputs[0], node);
     if (chain && b.fuse && Attach(b, *chain, id, nodes, named)) continue;
     if (chain) Flush(b, *chain), chain.reset();
-    if (b.fuse && (named ? named->start && named->start(b, id) : RecognizePattern(b, id))) continue;
+    if (b.fuse && named && named->start && named->start(b, id)) continue;
     // Their uses are consumed where the product is used.
     if (DeferChannelScale(b, id) || DeferScalarScale(b, id)) continue;
     if (StartsChain(b, node)) {

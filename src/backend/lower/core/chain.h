@@ -75,25 +75,22 @@ struct Chain {
 /// pattern it starts, absorbing them; false, with nothing done, when it does not.
 using PatternStart = std::function<bool(Builder& b, NodeId id)>;
 
-/// What the name of the library pattern that fused a group tells LowerGroup
+/// What the names of the library patterns found in a group tell LowerGroup
 /// (backend/lower/fused/pattern_lowerings.h gives it by pattern name).
 struct NamedPattern {
   /// Offered each member that starts no chain (may be empty).
   PatternStart start;
-  /// The pattern's Gelu (erf) decomposition, when it ends in one: its Div,
-  /// Erf, Add, Mul, Mul, in that order (MatMulAddGelu); else empty.
-  std::vector<const Node*> gelu;
+  /// The Gelu (erf) decompositions the patterns end in (Gelu, MatMulAddGelu):
+  /// each its Div, Erf, Add, Mul, Mul, in that order.
+  std::vector<std::vector<const Node*>> gelus;
 };
 
 /// Lowers one fusion group (members in topological order); `fuse` off: one chain per node.
-/// In fused mode, for a group no library pattern named (`named` null), each
-/// member that starts no chain is offered to the recognizers of
-/// LayerNormalization, Gelu and squeeze-and-excitation (TryLayerNorm,
-/// MatchGelu, TrySqueezeExcite) before its op's own lowering, and a chain
-/// takes a Gelu decomposition of its output that MatchGelu finds as a Gelu
-/// post-op. For a named group, no recognizer runs: such members are offered to
-/// `named->start`, and a chain takes `named->gelu` when its Div reads the
-/// chain's output and nothing but that Div and the Gelu's first Mul reads it.
+/// In fused mode, each member that starts no chain is offered to
+/// `named->start` before its op's own lowering, and a chain takes a Gelu of
+/// `named->gelus` as a Gelu post-op when its Div reads the chain's output and
+/// nothing but that Div and the Gelu's first Mul reads it. Decompositions are
+/// not recognized here: the pattern library names them (`named` null: none).
 void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern* named = nullptr);
 
 /// "Conv+BatchNormalization+Relu": the chain's node names joined, for step labels.

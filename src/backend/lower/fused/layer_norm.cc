@@ -1,11 +1,11 @@
 // The LayerNormalization decomposition exporters write for an op ONNX opset 13
-// lacks, recognized in fused mode as one primitive (as ONNX Runtime's level-1
-// LayerNormFusion does):
+// lacks, run in fused mode as one primitive once the pattern library found it
+// (patterns/layer_norm.onnxtxt):
 //   m = ReduceMean(x, [-1]); d = Sub(x, m); v = ReduceMean(Pow(d, 2), [-1]);
 //   y = Div(d, Sqrt(Add(v, eps))) [; y = Mul(y, gamma)] [; y = Add(y, beta)]
 //   -> layer_normalization_forward (use_scale | use_shift)
-// The pattern's inner values must have no other readers; its nodes may belong
-// to several fusion groups (they are absorbed wherever they are). The
+// Its nodes may belong to several fusion groups (they are absorbed wherever
+// they are). The
 // primitive itself (EmitLayerNormPrimitive) serves the LayerNormalization op
 // too (backend/lower/ops/normalization.cc).
 #include "backend/lower/fused/layer_norm.h"
@@ -51,41 +51,6 @@ void EmitLayerNorm(Builder& b, const LayerNormParts& parts) {
   b.SetAct(parts.out, dst);
 }
 
-bool TryLayerNorm(Builder& b, NodeId id) {
-  const Node& r1 = b.graph.node(id);
-  if (!b.fuse || !b.IsAct(r1.inputs.at(0))) return false;
-  ValueId x = r1.inputs[0];
-  Dims dims = b.ActOf(x, r1).dims;
-  if (!LastAxisMean(r1, dims.size())) return false;
-  const Node* sub = SoleUser(b, r1.outputs[0], "Sub");
-  if (!sub || sub->inputs[0] != x || sub->inputs[1] != r1.outputs[0]) return false;
-  ValueId d = sub->outputs[0];
-  const Value& dv = b.graph.value(d);
-  if (dv.consumers.size() != 2 || dv.is_graph_output) return false;
-  const Node *pow = nullptr, *div = nullptr;
-  for (NodeId c : dv.consumers) {
-    const Node& n = b.graph.node(c);
-    if (n.op_type == "Pow" && n.inputs[0] == d) pow = &n;
-    if (n.op_type == "Div" && n.inputs[0] == d) div = &n;
-  }
-  double eps = 0;
-  if (!pow || !div || !ConstNear(b, pow->inputs[1], *pow, 2.0, 0)) return false;
-  const Node* r2 = SoleUser(b, pow->outputs[0], "ReduceMean");
-  if (!r2 || !LastAxisMean(*r2, dims.size())) return false;
-  const Node* add = SoleUser(b, r2->outputs[0], "Add");
-  if (!add || !ConstNear(b, OtherInput(*add, r2->outputs[0]), *add, NAN, 0, &eps)) return false;
-  const Node* sqrt = SoleUser(b, add->outputs[0], "Sqrt");
-  if (!sqrt || SoleUser(b, sqrt->outputs[0], "Div") != div || div->inputs[1] != sqrt->outputs[0]) return false;
-  LayerNormParts parts(x, div->outputs[0], eps, dims.back());
-  parts.nodes = {&r1, sub, pow, r2, add, sqrt, div};
-  for (const char* op : {"Mul", "Add"}) {  // the affine tail, when its parameters are [C] constants
-    const Node* n = SoleUser(b, parts.out, op);
-    if (!n || !TakeLayerNormAffine(b, *n, parts)) break;
-  }
-  EmitLayerNorm(b, parts);
-  return true;
-}
-
 Act EmitLayerNormPrimitive(Builder& b, const Node& node, const std::string& label, const Arg& src, const Dims& dims,
                            float epsilon, const Arg& scale, const Arg& shift, Act* mean, Act* variance) {
   const bool stats = mean || variance;
@@ -113,9 +78,5 @@ Act EmitLayerNormPrimitive(Builder& b, const Node& node, const std::string& labe
   dst.md = PlainDesc(dims);  // the same bytes as the 2-D view the primitive wrote
   return dst;
 }
-
-namespace {
-
-}  // namespace
 
 }  // namespace onnxfuse::backend

@@ -11,9 +11,6 @@
 
 namespace onnxfuse::backend {
 
-/// Lowers the LayerNormalization decomposition starting at ReduceMean `node`
-/// (fused mode) and absorbs its nodes; false when the pattern does not match.
-bool TryLayerNorm(Builder& b, NodeId node);
 /// A LayerNormalization decomposition as EmitLayerNorm lowers it: its input
 /// `x` (last axis of `channels`), the value it computes so far `out` (the
 /// Div's, then the affine Mul's and Add's when taken), epsilon, the per-channel

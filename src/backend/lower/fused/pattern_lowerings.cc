@@ -29,8 +29,9 @@ struct PatternLowering {
   std::size_t entry = 0;         ///< index in `ops` of the member it starts at
   Lowering lower = nullptr;
   /// The pattern ends in the Gelu decomposition (its last kGeluNodes ops),
-  /// which a chain before it in the group takes as its post-op
-  /// (NamedPattern::gelu; the Gelu pattern's own group has no such chain).
+  /// which a chain whose output its Div reads takes as its post-op
+  /// (NamedPattern::gelus): MatMulAddGelu's own chain, or a chain of a postdom
+  /// group before a Gelu region.
   bool gelu_tail = false;
 };
 
@@ -93,7 +94,7 @@ const std::map<std::string, PatternLowering>& Table() {
   static const std::map<std::string, PatternLowering> table = {
       {"Gelu", {{"Div", "Erf", "Add", "Mul", "Mul"}, 0, LowerGelu, true}},
       // The MatMul and Add start a chain as in any group; it takes the Gelu
-      // by name (NamedPattern::gelu), else LowerGelu runs at the Div.
+      // by name (NamedPattern::gelus), else LowerGelu runs at the Div.
       {"MatMulAddGelu", {{"MatMul", "Add", "Div", "Erf", "Add", "Mul", "Mul"}, 2, LowerGelu, true}},
       {"LayerNormalization",
        {{"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}, 0, LowerLayerNorm}},
@@ -131,20 +132,44 @@ std::vector<std::string> PatternLoweringNames() {
   return names;
 }
 
-void LowerGroupByPattern(Builder& b, const std::vector<NodeId>& nodes, const std::string& pattern) {
+namespace {
+
+// A pattern occurrence the group may lower by name: its lowering and its
+// computing members, as PatternLowering::ops.
+struct Occurrence {
+  const PatternLowering* lowering;
+  Members members;
+};
+
+void AddOccurrence(const Builder& b, const std::vector<NodeId>& nodes, const std::string& pattern,
+                   std::vector<Occurrence>& out) {
   const auto it = Table().find(pattern);
-  const Members members = it == Table().end() ? Members{} : MembersAs(b, nodes, it->second.ops);
-  if (members.empty()) return LowerGroup(b, nodes);
-  const PatternLowering& lowering = it->second;
-  const Node* entry = members[lowering.entry];
-  bool tried = false;
+  if (it == Table().end()) return;
+  Members members = MembersAs(b, nodes, it->second.ops);
+  if (!members.empty()) out.push_back({&it->second, std::move(members)});
+}
+
+}  // namespace
+
+void LowerGroupByPattern(Builder& b, const std::vector<NodeId>& nodes, const std::string& pattern,
+                         const std::vector<PatternRegion>& regions) {
+  std::vector<Occurrence> found;
+  AddOccurrence(b, nodes, pattern, found);
+  for (const PatternRegion& region : regions) AddOccurrence(b, region.nodes, region.pattern, found);
+  if (found.empty()) return LowerGroup(b, nodes);
+  std::vector<bool> tried(found.size(), false);
   NamedPattern named;
   named.start = [&](Builder& builder, NodeId id) {
-    if (tried || &builder.graph.node(id) != entry) return false;
-    tried = true;
-    return lowering.lower(builder, members);
+    const Node* node = &builder.graph.node(id);
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      if (tried[i] || found[i].members[found[i].lowering->entry] != node) continue;
+      tried[i] = true;
+      if (found[i].lowering->lower(builder, found[i].members)) return true;
+    }
+    return false;
   };
-  if (lowering.gelu_tail) named.gelu.assign(members.end() - kGeluNodes, members.end());
+  for (const Occurrence& o : found)
+    if (o.lowering->gelu_tail) named.gelus.emplace_back(o.members.end() - kGeluNodes, o.members.end());
   LowerGroup(b, nodes, &named);
 }
 

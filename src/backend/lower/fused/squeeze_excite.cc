@@ -38,29 +38,6 @@ std::int64_t PointwiseOnPixel(Builder& b, const Node& conv, ValueId in, const Di
   return ConvGeometryOf(b, conv, x, w).out == Dims{1, w[0], 1, 1} ? w[0] : 0;
 }
 
-// The first activation: Relu, or Sigmoid + Mul (swish) of `v`; appends its
-// nodes and returns its output, kNoValue when neither.
-ValueId MatchAct1(const Builder& b, ValueId v, Act1& kind, std::vector<const Node*>& nodes) {
-  if (const Node* relu = SoleUser(b, v, "Relu")) {
-    kind = Act1::kRelu;
-    nodes.push_back(relu);
-    return relu->outputs[0];
-  }
-  const Value& value = b.graph.value(v);
-  if (value.consumers.size() != 2 || value.is_graph_output) return kNoValue;
-  const Node *sigmoid = nullptr, *mul = nullptr;
-  for (NodeId c : value.consumers) {
-    const Node& n = b.graph.node(c);
-    if (!n.domain.empty() || b.absorbed[c]) return kNoValue;
-    if (n.op_type == "Sigmoid") sigmoid = &n;
-    if (n.op_type == "Mul") mul = &n;
-  }
-  if (!sigmoid || !mul || SoleUser(b, sigmoid->outputs[0], "Mul") != mul) return kNoValue;
-  kind = Act1::kSwish;
-  nodes.push_back(sigmoid), nodes.push_back(mul);
-  return mul->outputs[0];
-}
-
 // Input `i` of `node` (a bias of `n` values; zeros when absent) as floats.
 std::vector<float> BiasFloats(Builder& b, const Node& node, std::size_t i, std::int64_t n) {
   const std::vector<double> values = BiasOf(b, node, i, n);
@@ -80,23 +57,6 @@ bool BindSqueezeExcite(Builder& b, SqueezeExcite& se) {
   if (PointwiseOnPixel(b, *se.fc2, h, {1, se.reduced, 1, 1}) != se.channels) return false;
   se.hard_gate = se.gate->op_type == "HardSigmoid";
   if (se.hard_gate) se.alpha = AttrFloat(*se.gate, "alpha", 0.2f), se.beta = AttrFloat(*se.gate, "beta", 0.5f);
-  return true;
-}
-
-bool TrySqueezeExcite(Builder& b, NodeId id) {
-  SqueezeExcite se;
-  se.fc1 = &b.graph.node(id);
-  if (!b.fuse || se.fc1->op_type != "Conv" || !se.fc1->domain.empty()) return false;
-  std::vector<const Node*> act1;
-  const ValueId h = MatchAct1(b, se.fc1->outputs[0], se.kind, act1);
-  if (h == kNoValue) return false;
-  se.act1 = act1;
-  se.fc2 = SoleUser(b, h, "Conv");
-  if (!se.fc2) return false;
-  se.gate = SoleUser(b, se.fc2->outputs[0], "Sigmoid");
-  if (!se.gate) se.gate = SoleUser(b, se.fc2->outputs[0], "HardSigmoid");
-  if (!se.gate || !BindSqueezeExcite(b, se)) return false;
-  EmitSqueezeExcite(b, se);
   return true;
 }
 

@@ -9,16 +9,13 @@
 
 namespace onnxfuse::backend {
 
-/// Squeeze-and-excitation's excitation starting at Conv `fc1`: 1x1 Conv of a
+/// The nodes of a squeeze-and-excitation excitation, as the pattern library
+/// found them (patterns/squeeze_excitation.onnxtxt): 1x1 Conv of a
 /// [1, C, 1, 1] activation, Relu or swish, 1x1 Conv back to C channels,
-/// Sigmoid or HardSigmoid, as one step of our own (both matrix-vector products
-/// and activations); absorbs the nodes. False, with nothing done, when the
-/// nodes do not form it.
-bool TrySqueezeExcite(Builder& b, NodeId fc1);
-/// The nodes of a squeeze-and-excitation excitation (TrySqueezeExcite) and what
-/// its kernel needs: the first activation's nodes (Relu; or Sigmoid then Mul)
-/// between the two 1x1 Convs, the gate (Sigmoid, or HardSigmoid with its alpha
-/// and beta), C (channels) and C/r (reduced).
+/// Sigmoid or HardSigmoid. One step of our own computes it (both
+/// matrix-vector products and activations) from: the first activation's nodes
+/// (Relu; or Sigmoid then Mul) between the two 1x1 Convs, the gate (Sigmoid,
+/// or HardSigmoid with its alpha and beta), C (channels) and C/r (reduced).
 struct SqueezeExcite {
   enum class Act1 { kRelu, kSwish };
   const Node *fc1 = nullptr, *fc2 = nullptr, *gate = nullptr;

@@ -14,12 +14,12 @@
 #include "onnxfuse/error.h"
 #include "backend/plan/plan_file.h"
 #include "fuse/pattern_fuser.h"
-#include "fuse/postdom_fuser.h"
 #include "patterns/pattern.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
 #include "temp_dir.h"
 #include "test_models.h"
+#include "plan_check.h"
 
 using namespace onnxfuse;
 namespace fs = std::filesystem;
@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 TEST_CASE("a written plan reloads and computes what was compiled", "[plan_file]") {
   test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
-  FusionPlan fusion = FuseByPostDominator(graph, {});
+  FusionPlan fusion = test::FusePostdom(graph);
   const fs::path path = dir.path / "block.plan";
   PlanFileInfo written = WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "block.onnx");
   CHECK(written.constants >= 4);  // two convolutions' weights and biases
@@ -47,7 +47,7 @@ TEST_CASE("a plan file's constants are used where they lie in the mapped file, a
           "[plan_file]") {
   test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
-  FusionPlan fusion = FuseByPostDominator(graph, {});
+  FusionPlan fusion = test::FusePostdom(graph);
   const fs::path path = dir.path / "block.plan";
   PlanFileInfo written = WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "block.onnx");
   const std::vector<Tensor> expected = ExecutablePlan::Compile(graph, fusion).Run(RandomInputs(graph));
@@ -90,8 +90,9 @@ TEST_CASE("a plan file's constants are used where they lie in the mapped file, a
 TEST_CASE("a plan file keeps each group's library pattern, and one without them runs the same schedule",
           "[plan_file]") {
   // The basic block fuses as ConvBnRelu and ConvBnAddRelu. The pattern is an
-  // optional field (Group.pattern): a file written before it existed has
-  // none, and its groups are lowered by recognizing the patterns again.
+  // optional field (Group.pattern): a file without it lowers these groups
+  // by the chain lowering, as their names would (neither has a lowering of
+  // its own).
   test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
   FusionPlan fusion = FuseByPatterns(graph, LoadPatternDir(BuiltinPatternDir()), {});
@@ -124,11 +125,66 @@ TEST_CASE("a plan file keeps each group's library pattern, and one without them 
   for (const FusedGroup& g : old_loaded.fusion.groups) CHECK(g.pattern_name.empty());
 }
 
+TEST_CASE("a plan file keeps the pattern regions of postdom groups, and one before format 4 finds them again",
+          "[plan_file]") {
+  // A decomposed Gelu after a residual Add: a Gelu region in the post-dominator groups.
+  test::TempDir dir("plan_file");
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[2,24] x, float[2,24] r) => (float[2,24] y) {
+  s = Add (x, r)
+)" + test::GeluText("s", "y") + "}\n");
+  const FusionPlan fusion = test::FusePostdom(graph);
+  std::vector<PatternRegion> regions;
+  for (const FusedGroup& g : fusion.groups) regions.insert(regions.end(), g.regions.begin(), g.regions.end());
+  REQUIRE(regions.size() == 1);
+  CHECK(regions[0].pattern == "Gelu");
+  const fs::path path = dir.path / "gelu.plan";
+  WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "gelu.onnx");
+  const std::string bytes = test::FileContents(path);
+  const planfile::Plan stored = test::Payload(bytes);
+  int stored_regions = 0;
+  for (const auto& g : stored.groups()) stored_regions += g.regions_size();
+  CHECK(stored_regions == 1);
+
+  auto regions_of = [](const LoadedPlan& loaded) {
+    std::vector<PatternRegion> found;
+    for (const FusedGroup& g : loaded.fusion.groups) found.insert(found.end(), g.regions.begin(), g.regions.end());
+    return found;
+  };
+  auto gelu_steps = [](const LoadedPlan& loaded) {
+    int n = 0;
+    for (const ScheduleStep& s : loaded.executable.Schedule()) n += s.kind == "gelu";
+    return n;
+  };
+  const LoadedPlan loaded = ParsePlanFile(bytes.data(), bytes.size(), "gelu.plan", false);
+  CHECK(loaded.info.same_schedule);
+  REQUIRE(regions_of(loaded).size() == 1);
+  CHECK(regions_of(loaded)[0].nodes == regions[0].nodes);
+  CHECK(gelu_steps(loaded) == 1);
+
+  // Format 3 had no regions: the reader matches the library again.
+  planfile::Plan old = stored;
+  for (auto& group : *old.mutable_groups()) group.clear_regions();
+  const std::string old_bytes = test::WithHeader(old.SerializeAsString(), 3);
+  const LoadedPlan old_loaded = ParsePlanFile(old_bytes.data(), old_bytes.size(), "old.plan", false);
+  CHECK(old_loaded.info.same_schedule);
+  REQUIRE(regions_of(old_loaded).size() == 1);
+  CHECK(regions_of(old_loaded)[0].nodes == regions[0].nodes);
+
+  // A region naming a node the model does not have is a damaged file.
+  planfile::Plan damaged = stored;
+  for (auto& group : *damaged.mutable_groups())
+    for (auto& region : *group.mutable_regions()) region.set_nodes(0, 1000);
+  const std::string damaged_bytes = test::WithHeader(damaged.SerializeAsString());
+  CHECK_THROWS_WITH(ParsePlanFile(damaged_bytes.data(), damaged_bytes.size(), "damaged.plan", false),
+                    Catch::Contains("pattern region names node 1000 out of range"));
+}
+
 TEST_CASE("damaged plans are refused with a reason", "[plan_file]") {
   test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
   const fs::path path = dir.path / "block.plan";
-  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "block.onnx");
+  WritePlanFile(path.string(), graph, test::FusePostdom(graph), CompileOptions{}, "block.onnx");
   const std::string bytes = test::FileContents(path);
   auto refused = [](const std::string& data, ErrorKind kind, const std::string& needle) {
     try {
@@ -145,7 +201,8 @@ TEST_CASE("damaged plans are refused with a reason", "[plan_file]") {
   refused(bytes.substr(0, bytes.size() - 1), ErrorKind::kInvalidModel, "truncated");
   refused(bytes + "x", ErrorKind::kInvalidModel, "longer than its payload");
   refused("ONNXFP", ErrorKind::kInvalidModel, "not an onnx-fuse plan file");
-  refused(test::WithHeader(bytes.substr(kPlanHeaderBytes), 4), ErrorKind::kUnsupported, "plan format version 4");
+  refused(test::WithHeader(bytes.substr(kPlanHeaderBytes), kPlanFormatVersion + 1), ErrorKind::kUnsupported,
+          "plan format version " + std::to_string(kPlanFormatVersion + 1));
   refused(test::WithHeader(bytes.substr(kPlanHeaderBytes), 1), ErrorKind::kUnsupported, "plan format version 1");
 
   SECTION("a node in two groups") {
@@ -179,7 +236,7 @@ TEST_CASE("plan files are read through a mapping of the file: missing, not regul
   test::TempDir dir("plan_file_mapped");
   Graph graph = test::GraphFromText(test::kBasicBlock);
   const fs::path path = dir.path / "block.plan";
-  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "block.onnx");
+  WritePlanFile(path.string(), graph, test::FusePostdom(graph), CompileOptions{}, "block.onnx");
   auto refused = [](const fs::path& file, ErrorKind kind, const std::string& needle) {
     try {
       ReadPlanFile(file.string());
@@ -204,7 +261,7 @@ TEST_CASE("plan files are read through a mapping of the file: missing, not regul
   const std::vector<Tensor> inputs = {test::TensorFrom(graph.value(graph.inputs()[0]).type.dims,
                                                        [](std::int64_t i) { return std::sin(0.1f * static_cast<float>(i)); })};
   LoadedPlan loaded = ReadPlanFile(path.string());
-  ExecutablePlan direct = ExecutablePlan::Compile(graph, FuseByPostDominator(graph, {}), CompileOptions{});
+  ExecutablePlan direct = ExecutablePlan::Compile(graph, test::FusePostdom(graph), CompileOptions{});
   CHECK(loaded.executable.Run(inputs).at(0).data == direct.Run(inputs).at(0).data);
 }
 
@@ -223,7 +280,7 @@ TEST_CASE("a depthwise convolution's implementation is chosen by timing, a plan 
       c = Conv <group = 72, pads = [1, 1, 1, 1]> (x, w)
       y = Relu (c)
     })");
-  FusionPlan fusion = FuseByPostDominator(graph, {});
+  FusionPlan fusion = test::FusePostdom(graph);
   const fs::path path = dir.path / "dw.plan";
   WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "dw.onnx");
   planfile::Plan plan = test::Payload(test::FileContents(path));

@@ -8,11 +8,11 @@
 #include <set>
 
 #include "backend/plan/plan_file.h"
-#include "fuse/postdom_fuser.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
 #include "temp_dir.h"
 #include "test_models.h"
+#include "plan_check.h"
 
 using namespace onnxfuse;
 namespace fs = std::filesystem;
@@ -22,7 +22,7 @@ TEST_CASE("the plan file is replaced atomically and never half-written", "[plan_
   Graph graph = test::GraphFromText(test::kBasicBlock);
   const fs::path path = dir.path / "block.plan";
   std::ofstream(path) << "previous";
-  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "block.onnx");
+  WritePlanFile(path.string(), graph, test::FusePostdom(graph), CompileOptions{}, "block.onnx");
   CHECK(IsPlanFile(path.string()));
   std::size_t files = 0;
   for (const auto& entry : fs::directory_iterator(dir.path)) files += entry.is_regular_file();
@@ -33,7 +33,7 @@ TEST_CASE("the written payload holds the model, the groups, the schedule as comp
           "[plan_file]") {
   test::TempDir dir("plan_file");
   Graph graph = test::GraphFromText(test::kBasicBlock);
-  FusionPlan fusion = FuseByPostDominator(graph, {});
+  FusionPlan fusion = test::FusePostdom(graph);
   const std::vector<ScheduleStep> compiled = ExecutablePlan::Compile(graph, fusion).Schedule();
   for (bool fused : {true, false}) {
     INFO((fused ? "fused" : "unfused"));

@@ -10,11 +10,11 @@
 
 #include "backend/plan/plan_file.h"
 #include "backend/plan/plan_format.h"
-#include "fuse/postdom_fuser.h"
 #include "onnxfuse_plan.pb.h"
 #include "plan_file_bytes.h"
 #include "temp_dir.h"
 #include "test_models.h"
+#include "plan_check.h"
 
 using namespace onnxfuse;
 namespace fs = std::filesystem;
@@ -35,7 +35,7 @@ TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layo
       r = Relu (c)
       y = Conv (r, w2)
     })");
-  FusionPlan fusion = FuseByPostDominator(graph, {});
+  FusionPlan fusion = test::FusePostdom(graph);
   const fs::path path = dir.path / "wino.plan";
   WritePlanFile(path.string(), graph, fusion, CompileOptions{}, "wino.onnx");
   const std::string bytes = test::FileContents(path);
@@ -93,7 +93,7 @@ TEST_CASE("constant MatMul weights on oneDNN's gemm are stored column-major, num
     })");
   test::TempDir dir("plan_file");
   const fs::path path = dir.path / "matmul.plan";
-  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "matmul.onnx");
+  WritePlanFile(path.string(), graph, test::FusePostdom(graph), CompileOptions{}, "matmul.onnx");
   const std::string bytes = test::FileContents(path);
   planfile::Plan plan = test::Payload(bytes);
   REQUIRE(plan.schedule_size() == 1);

@@ -10,7 +10,6 @@
 #include <filesystem>
 
 #include "backend/plan/plan_shapes.h"
-#include "fuse/postdom_fuser.h"
 #include "onnxfuse/error.h"
 #include "backend/plan/plan_file.h"
 #include "onnxfuse_plan.pb.h"
@@ -18,6 +17,7 @@
 #include "session_cases.h"
 #include "temp_dir.h"
 #include "test_models.h"
+#include "plan_check.h"
 
 using namespace onnxfuse;
 namespace fs = std::filesystem;
@@ -28,7 +28,7 @@ namespace {
 std::string BatchPlan(const test::TempDir& dir) {
   Graph graph = test::GraphFromText(test::kBatchModel);
   const fs::path path = dir.path / "batch.plan";
-  WritePlanFile(path.string(), graph, FuseByPostDominator(graph, {}), CompileOptions{}, "batch.onnx");
+  WritePlanFile(path.string(), graph, test::FusePostdom(graph), CompileOptions{}, "batch.onnx");
   return test::FileContents(path);
 }
 

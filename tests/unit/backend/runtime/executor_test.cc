@@ -9,7 +9,6 @@
 
 #include "onnxfuse/error.h"
 #include "backend/runtime/executor.h"
-#include "fuse/postdom_fuser.h"
 #include "plan_check.h"
 #include "test_models.h"
 
@@ -204,7 +203,7 @@ TEST_CASE("an unsupported op is an error at build time naming the node and op", 
     g (float[1,4,2,2] x) => (float[1,4,2,2] y) {
       y = RandomUniformLike (x)
     })");
-  FusionPlan plan = FuseByPostDominator(graph, {});
+  FusionPlan plan = test::FusePostdom(graph);
   try {
     ExecutablePlan::Compile(graph, plan, {});
     FAIL("no error");

@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include "backend/runtime/executor.h"
-#include "fuse/postdom_fuser.h"
 #include "backend/runtime/verify.h"
 #include "plan_check.h"
 #include "test_models.h"
@@ -24,7 +23,7 @@ Verification Verify(const Graph& graph, const FusionPlan& plan) {
 
 TEST_CASE("a fused plan that computes the same outputs verifies", "[verify]") {
   Graph graph = test::GraphFromText(test::kBasicBlock);
-  Verification v = Verify(graph, FuseByPostDominator(graph, {}));
+  Verification v = Verify(graph, test::FusePostdom(graph));
   CHECK(v.ok);
   REQUIRE(v.outputs.size() == 1);
   CHECK(v.outputs[0].output == "y");
@@ -34,7 +33,7 @@ TEST_CASE("a fused plan that computes the same outputs verifies", "[verify]") {
 
 TEST_CASE("a difference is localized to the first group whose result differs", "[verify]") {
   Graph graph = test::GraphFromText(test::kBasicBlock);
-  FusionPlan plan = FuseByPostDominator(graph, {});
+  FusionPlan plan = test::FusePostdom(graph);
   // r1 = Relu(BatchNormalization(Conv(r0))) ends the second group; everything after it differs too.
   const NodeId relu = graph.value(*graph.FindValue("r1")).producer;
   test::FaultAt fault(graph.node(relu).name);
@@ -51,7 +50,7 @@ TEST_CASE("a difference is localized to the first group whose result differs", "
 
 TEST_CASE("a difference that keeping the groups' results hides is reported as not localized", "[verify]") {
   Graph graph = test::GraphFromText(test::kBasicBlock);
-  FusionPlan plan = FuseByPostDominator(graph, {});
+  FusionPlan plan = test::FusePostdom(graph);
   const std::vector<Tensor> inputs = RandomInputs(graph);
   std::vector<Tensor> unfused = ExecutablePlan::Compile(graph, plan, CompileOptions{false}).Run(inputs);
   std::vector<Tensor> fused = unfused;
@@ -66,7 +65,7 @@ TEST_CASE("a difference that keeping the groups' results hides is reported as no
 TEST_CASE("integer outputs must agree exactly: a difference far below rtol still fails", "[verify]") {
   Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (int64[2] a) => (int64[2] y) { y = Neg (a) })");
-  const FusionPlan plan = FuseByPostDominator(graph, {});
+  const FusionPlan plan = test::FusePostdom(graph);
   const std::vector<Tensor> inputs = {test::IntTensorOf("a", {2}, {1000000, 5})};
   std::vector<Tensor> fused = ExecutablePlan::Compile(graph, plan, CompileOptions{true}).Run(inputs);
   const std::vector<Tensor> unfused = ExecutablePlan::Compile(graph, plan, CompileOptions{false}).Run(inputs);

@@ -1,14 +1,12 @@
 // The Gelu (erf form) decomposition, Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5),
-// found (MatchGelu) and lowered as one pass of our Gelu kernel (EmitGelu),
-// src/backend/lower/fused/gelu.cc. After an anchor's chain the chain runs the same
+// found by the pattern library and lowered as one pass of our Gelu kernel
+// (EmitGeluKernel), src/backend/lower/fused/gelu.cc. After an anchor's chain the chain runs the same
 // kernel (chain_activation_test.cc).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <string>
 
-#include "backend/lower/fused/gelu.h"
-#include "fuse/postdom_fuser.h"
 #include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
@@ -51,27 +49,22 @@ g (float[1,8] x, float[1,8] w, float[1,8] u, float[1,8] v)
 
 }  // namespace
 
-TEST_CASE("MatchGelu: the decomposition's output in either operand order, other constants or readers refused",
+TEST_CASE("a Gelu region is one gelu step in either operand order, other constants or readers run op by op",
           "[gelu]") {
+  // The library's Gelu pattern (fuse/pattern_regions.h) decides; the backend
+  // lowers what it found by name.
   Graph graph = test::GraphFromText(kPatterns);
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  backend::Builder b(graph, true, engine);
-  auto v = [&](const std::string& name) { return *graph.FindValue(name); };
-  // The node computing `name`.
-  auto node = [&](const std::string& name) -> const Node& { return graph.node(graph.value(v(name)).producer); };
-
-  CHECK(backend::MatchGelu(b, node("q"), false) == v("y"));
-  CHECK(backend::MatchGelu(b, node("qw"), false) == v("yw"));
-  CHECK_FALSE(backend::MatchGelu(b, node("qu"), false));  // * 0.25
-  CHECK_FALSE(backend::MatchGelu(b, node("qv"), false));  // x / sqrt 2 read elsewhere
-  CHECK_FALSE(backend::MatchGelu(b, node("e"), false));   // not a pattern's Div
-  for (std::size_t n = 0; n < graph.num_nodes(); ++n) CHECK_FALSE(b.absorbed[n]);
-
-  // Absorbing: the five computing nodes, not the shared constants, and only once.
-  CHECK(backend::MatchGelu(b, node("q"), true) == v("y"));
-  for (const char* out : {"q", "e", "e1", "p", "y"}) CHECK(b.absorbed[graph.value(v(out)).producer]);
-  for (const char* out : {"r2", "one", "half", "qw"}) CHECK_FALSE(b.absorbed[graph.value(v(out)).producer]);
-  CHECK_FALSE(backend::MatchGelu(b, node("q"), false));
+  const std::vector<Tensor> inputs = {
+      test::TensorFrom({1, 8}, [](std::int64_t i) { return test::Wave(i); }, "x"),
+      test::TensorFrom({1, 8}, [](std::int64_t i) { return test::Wave(i + 8); }, "w"),
+      test::TensorFrom({1, 8}, [](std::int64_t i) { return test::Wave(i + 16); }, "u"),
+      test::TensorFrom({1, 8}, [](std::int64_t i) { return test::Wave(i + 24); }, "v")};
+  const test::PlanRun fused = test::CheckFusedAgainstUnfused(graph, inputs, 1e-5);
+  INFO(test::StepList(fused));
+  // Unnamed nodes are <op>_<index>: q is Div_4, qw Div_9.
+  CHECK(test::StepsStartingWith(fused, "gelu Div_4+Gelu ") == 1);
+  CHECK(test::StepsStartingWith(fused, "gelu Div_9+Gelu ") == 1);
+  CHECK(test::StepsStartingWith(fused, "gelu ") == 2);  // not * 0.25, nor x / sqrt 2 read elsewhere
 }
 
 TEST_CASE("the Gelu decomposition of a graph input is one gelu step, exact to the erf formula", "[gelu][activation]") {
@@ -93,9 +86,8 @@ TEST_CASE("a Div lowered in an earlier group is not taken for a Gelu's when its 
           "[gelu][difftest]") {
   // Difftest seed 33113620 (tests/difftest/cases/averagepool-div-globalaveragepool-add-s33113620):
   // v1 feeds two Divs. The post-dominator groups are {Div_2} and then
-  // {Div_1, GlobalAveragePool, Add}; lowering Div_1, the Gelu recognizer
-  // looked at v1's other Div, already lowered and its constant c4 released,
-  // and stopped with an internal error. It now starts from Div_1 itself.
+  // {Div_1, GlobalAveragePool, Add}; lowering Div_1 must not look at v1's
+  // other Div, already lowered and its constant c4 released.
   const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
     g (float[1,1,4] x, float c2 = {2.0}, float c4 = {4.0}) => (float[1,1,4] v7) {
       v1 = AveragePool <kernel_shape = [1]> (x)
@@ -111,7 +103,7 @@ TEST_CASE("a Div lowered in an earlier group is not taken for a Gelu's when its 
   for (bool fuse : {false, true}) {
     INFO("fuse " << fuse);
     Graph graph = test::GraphFromText(text);
-    const FusionPlan plan = FuseByPostDominator(graph, {});
+    const FusionPlan plan = test::FusePostdom(graph);
     ExecutablePlan compiled = ExecutablePlan::CompileReleasingWeights(graph, plan, CompileOptions{fuse});
     test::CheckClose(compiled.Run({x}).at(0), expected);
   }

@@ -1,5 +1,5 @@
-// The LayerNormalization decomposition as one primitive
-// (src/backend/lower/fused/layer_norm.cc, TryLayerNorm).
+// The LayerNormalization decomposition the pattern library found as one
+// primitive (src/backend/lower/fused/layer_norm.cc).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -12,7 +12,7 @@ using namespace onnxfuse;
 
 TEST_CASE("a LayerNorm whose gamma and beta come from Identity nodes is one primitive", "[layer_norm]") {
   // torch exports a parameter shared by several layers (or equal to another)
-  // as an Identity of one initializer. TryLayerNorm looks ahead into the
+  // as an Identity of one initializer. The lowering looks ahead into the
   // affine Mul and Add, which may be lowered in a group after the Identity's:
   // unless the Identity is folded first (PrefoldConstants), the affine ran as a
   // binary on oneDNN's reference kernel (BERT-style encoder).
