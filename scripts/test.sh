@@ -92,14 +92,16 @@ fi
 
 if $sanitize; then
   # build-asan/: everything with AddressSanitizer + UndefinedBehaviorSanitizer
-  # (ONNXFUSE_SANITIZE); every test except those labelled no_sanitize (whole
+  # (ONNXFUSE_SANITIZE), built by clang at -O0, our kernels at -O1
+  # (CMakeLists.txt says why); every test except those labelled no_sanitize (whole
   # models against ORT's numerics, the ONNX conformance run), and, outside
   # --full, those labelled whole_model. Halt and abort on the first report;
   # leaks are checked (LeakSanitizer: protobuf's and ONNX's registries are
   # static and still reachable at exit, so they are not leaks);
   # tests/sanitizer.supp says what is suppressed and why.
   start=$SECONDS
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DONNXFUSE_SANITIZE=ON -DONNXFUSE_WERROR="$werror" >/dev/null
+  cmake -S . -B build-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release -DONNXFUSE_SANITIZE=ON \
+        -DONNXFUSE_WERROR="$werror" >/dev/null
   cmake --build build-asan -j"$(nproc)"
   built=$SECONDS
   export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:check_initialization_order=1:detect_stack_use_after_return=1"
@@ -113,14 +115,15 @@ if $sanitize; then
   echo "sanitizer pass: build $((built - start)) s, tests $((SECONDS - built)) s" >&2
   stage_done "sanitizer pass"
 
-  # build-tsan/ (ONNXFUSE_TSAN): concurrent Runs on one InferenceSession (the
+  # build-tsan/ (ONNXFUSE_TSAN, clang, as build-asan/): concurrent Runs on one InferenceSession (the
   # shape cache, the pool of plan instances, shared prepacked weights, the
   # steps), the test cases tagged [threads]; only their binary and the
   # libraries it links. TSAN_OPTIONS (halt_on_error=1, the suppressions of
   # tests/tsan.supp: uninstrumented libraries only, each with its reason) are
   # set on the ctest test.
   start=$SECONDS
-  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Release -DONNXFUSE_TSAN=ON -DONNXFUSE_WERROR="$werror" >/dev/null
+  cmake -S . -B build-tsan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release -DONNXFUSE_TSAN=ON \
+        -DONNXFUSE_WERROR="$werror" >/dev/null
   cmake --build build-tsan -j"$(nproc)" --target onnxfuse_tsan_tests
   built=$SECONDS
   (cd build-tsan && ctest --output-on-failure -L '^tsan$')
