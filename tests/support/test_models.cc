@@ -42,6 +42,36 @@ const char* const kTwoBranchesToOutputs = R"(
     y2 = Sigmoid (a)
   })";
 
+const char* const kGeluVariants = R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8] x, float[1,8] w, float[1,8] u, float[1,8] v)
+  => (float[1,8] y, float[1,8] yw, float[1,8] yu, float[1,8] yv, float[1,8] qv) {
+  r2 = Constant <value = float {1.4142135}> ()
+  one = Constant <value = float {1.0}> ()
+  half = Constant <value = float {0.5}> ()
+  quarter = Constant <value = float {0.25}> ()
+  q = Div (x, r2)
+  e = Erf (q)
+  e1 = Add (e, one)
+  p = Mul (x, e1)
+  y = Mul (p, half)
+  qw = Div (w, r2)
+  ew = Erf (qw)
+  e1w = Add (one, ew)
+  pw = Mul (e1w, w)
+  yw = Mul (half, pw)
+  qu = Div (u, r2)
+  eu = Erf (qu)
+  e1u = Add (eu, one)
+  pu = Mul (u, e1u)
+  yu = Mul (pu, quarter)
+  qv = Div (v, r2)
+  ev = Erf (qv)
+  e1v = Add (ev, one)
+  pv = Mul (v, e1v)
+  yv = Mul (pv, half)
+}
+)";
+
 const char* const kDownsampleBlock = R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[1,8,8,8] x, float[16,8,3,3] w1, float[16,16,3,3] w2, float[16,8,1,1] wd,

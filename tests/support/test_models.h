@@ -30,6 +30,11 @@ extern const char* const kTvmDiamond;
 /// Relu whose output feeds Exp and Sigmoid, each a graph output: branches that never meet.
 extern const char* const kTwoBranchesToOutputs;
 
+/// Four Gelu (erf) decompositions on float[1,8]: y of x; yw of w with every
+/// commutative pair swapped; yu of u with 0.25 for the half; yv of v, whose
+/// x / sqrt 2 (qv) is also a graph output.
+extern const char* const kGeluVariants;
+
 /// Parses a model in ONNX text syntax (onnx/defs/parser.h). Fails the test on a parse error.
 onnx::ModelProto ParseModel(const std::string& text);
 

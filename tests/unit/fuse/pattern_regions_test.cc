@@ -23,37 +23,6 @@ const std::vector<Pattern>& Library() {
   return library;
 }
 
-// Gelu of x; of w with every commutative pair swapped; of u with 0.25 for the
-// half; of v whose x / sqrt 2 is also a graph output.
-const char* const kGelus = R"(<ir_version: 8, opset_import: ["" : 13]>
-g (float[1,8] x, float[1,8] w, float[1,8] u, float[1,8] v)
-  => (float[1,8] y, float[1,8] yw, float[1,8] yu, float[1,8] yv, float[1,8] qv) {
-  r2 = Constant <value = float {1.4142135}> ()
-  one = Constant <value = float {1.0}> ()
-  half = Constant <value = float {0.5}> ()
-  quarter = Constant <value = float {0.25}> ()
-  q = Div (x, r2)
-  e = Erf (q)
-  e1 = Add (e, one)
-  p = Mul (x, e1)
-  y = Mul (p, half)
-  qw = Div (w, r2)
-  ew = Erf (qw)
-  e1w = Add (one, ew)
-  pw = Mul (e1w, w)
-  yw = Mul (half, pw)
-  qu = Div (u, r2)
-  eu = Erf (qu)
-  e1u = Add (eu, one)
-  pu = Mul (u, e1u)
-  yu = Mul (pu, quarter)
-  qv = Div (v, r2)
-  ev = Erf (qv)
-  e1v = Add (ev, one)
-  pv = Mul (v, e1v)
-  yv = Mul (pv, half)
-}
-)";
 
 // The producers of `outputs`, by value name.
 std::vector<NodeId> Producers(const Graph& graph, const std::vector<std::string>& outputs) {
@@ -72,7 +41,7 @@ std::vector<PatternRegion> AllRegions(const FusionPlan& plan) {
 
 TEST_CASE("a Gelu in either operand order is a region, other constants or an escaping intermediate are not",
           "[pattern_regions]") {
-  const Graph graph = test::GraphFromText(kGelus);
+  const Graph graph = test::GraphFromText(test::kGeluVariants);
   for (bool greedy : {false, true}) {
     INFO((greedy ? "greedy" : "postdom"));
     FusionPlan plan = greedy ? FuseGreedy(graph, {}) : FuseByPostDominator(graph, {});
@@ -90,7 +59,7 @@ TEST_CASE("a Gelu in either operand order is a region, other constants or an esc
 }
 
 TEST_CASE("a region may span several groups, and annotating again replaces the regions", "[pattern_regions]") {
-  const Graph graph = test::GraphFromText(kGelus);
+  const Graph graph = test::GraphFromText(test::kGeluVariants);
   // Every node a group of its own.
   std::vector<int> label(graph.num_nodes());
   for (std::size_t i = 0; i < label.size(); ++i) label[i] = static_cast<int>(i);
@@ -103,7 +72,7 @@ TEST_CASE("a region may span several groups, and annotating again replaces the r
 }
 
 TEST_CASE("nodes of a group a pattern fused are not annotated again", "[pattern_regions]") {
-  const Graph graph = test::GraphFromText(kGelus);
+  const Graph graph = test::GraphFromText(test::kGeluVariants);
   FusionPlan plan = FuseByPatterns(graph, Library(), {});
   AnnotatePatternRegions(graph, plan, Library());
   CHECK(AllRegions(plan).empty());

@@ -13,47 +13,11 @@
 
 using namespace onnxfuse;
 
-namespace {
-
-// Gelu of x; of w with every commutative pair swapped; of u with 0.25 for the
-// half; of v whose x / sqrt 2 is also a graph output.
-const char* const kPatterns = R"(<ir_version: 8, opset_import: ["" : 13]>
-g (float[1,8] x, float[1,8] w, float[1,8] u, float[1,8] v)
-  => (float[1,8] y, float[1,8] yw, float[1,8] yu, float[1,8] yv, float[1,8] qv) {
-  r2 = Constant <value = float {1.4142135}> ()
-  one = Constant <value = float {1.0}> ()
-  half = Constant <value = float {0.5}> ()
-  quarter = Constant <value = float {0.25}> ()
-  q = Div (x, r2)
-  e = Erf (q)
-  e1 = Add (e, one)
-  p = Mul (x, e1)
-  y = Mul (p, half)
-  qw = Div (w, r2)
-  ew = Erf (qw)
-  e1w = Add (one, ew)
-  pw = Mul (e1w, w)
-  yw = Mul (half, pw)
-  qu = Div (u, r2)
-  eu = Erf (qu)
-  e1u = Add (eu, one)
-  pu = Mul (u, e1u)
-  yu = Mul (pu, quarter)
-  qv = Div (v, r2)
-  ev = Erf (qv)
-  e1v = Add (ev, one)
-  pv = Mul (v, e1v)
-  yv = Mul (pv, half)
-}
-)";
-
-}  // namespace
-
 TEST_CASE("a Gelu region is one gelu step in either operand order, other constants or readers run op by op",
           "[gelu]") {
   // The library's Gelu pattern (fuse/pattern_regions.h) decides; the backend
   // lowers what it found by name.
-  Graph graph = test::GraphFromText(kPatterns);
+  Graph graph = test::GraphFromText(test::kGeluVariants);
   const std::vector<Tensor> inputs = {
       test::TensorFrom({1, 8}, [](std::int64_t i) { return test::Wave(i); }, "x"),
       test::TensorFrom({1, 8}, [](std::int64_t i) { return test::Wave(i + 8); }, "w"),
