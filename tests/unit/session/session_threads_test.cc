@@ -92,8 +92,10 @@ int ConcurrentMismatches(InferenceSession& session, const std::vector<std::vecto
 
 // Threads of this process now (Linux: /proc/self/task). OpenMP keeps the
 // workers of a team once formed, so a count that grew over Runs joined again
-// means some Run formed a team of more than one. A thread started and joined
-// first: ThreadSanitizer starts a thread of its own with the first one.
+// means some Run formed a team of more than one. Only growth counts: a thread
+// an earlier case left behind (a runtime's worker of a thread since joined)
+// may end while this case runs. A thread started and joined first:
+// ThreadSanitizer starts a thread of its own with the first one.
 long ProcessThreads() {
   std::thread([] {}).join();
   return static_cast<long>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
@@ -150,7 +152,7 @@ TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded o
   // the steps: a Run whose shape another thread compiled compiles its own
   // instance (shape_schedule.h), and its primitives' team is fixed then.
   // (In one process with tests that ran teams before, vacuous.)
-  CHECK(ProcessThreads() == threads_before);
+  CHECK(ProcessThreads() <= threads_before);
 }
 
 TEST_CASE("session: concurrent Runs through a cache smaller than their shapes evict and recompile", "[session][threads]") {
@@ -176,7 +178,7 @@ TEST_CASE("session: concurrent Runs through a cache smaller than their shapes ev
   CHECK(stats.cached_shapes == 2);
   CHECK(stats.evictions == stats.compiles - 2);
   CHECK(stats.cache_hits + stats.compiles == kThreads * kRuns);
-  CHECK(ProcessThreads() == threads_before);  // no OpenMP team formed, as above
+  CHECK(ProcessThreads() <= threads_before);  // no OpenMP team formed, as above
 }
 
 TEST_CASE("session: two threads on resnet18 with different images get their own outputs", "[session][models][threads]") {
