@@ -77,6 +77,11 @@ std::string OneDnnDifference(const ResizeMode& mode, const Dims& in, const std::
   if (!axes[0].Identity() || !axes[1].Identity()) return "oneDNN resampling keeps the batch and channel axes";
   for (std::size_t d = 2; d < in.size(); ++d) {
     const AxisSamples& s = axes[d];
+    // Along an axis of length 1 every output is the one input, which our
+    // loops copy; oneDNN still weighs it with itself (a (1 - w) + a w), which
+    // can round 1 ulp off a and so break a tie a later TopK or ArgMax sees.
+    if (mode.mode == "linear" && s.in == 1 && s.out > 1)
+      return "axis " + std::to_string(d) + " has length 1: a broadcast, which oneDNN's linear weights round";
     for (std::int64_t y = 0; y < s.out; ++y) {
       const auto at = static_cast<std::size_t>(y * s.taps);
       if (mode.mode == "nearest") {

@@ -18,6 +18,7 @@ using namespace onnxfuse;
 using test::CheckBoth;
 using test::CompileError;
 using test::PlanRun;
+using test::RunPlan;
 using test::TensorFrom;
 using test::Wave;
 
@@ -59,6 +60,28 @@ TEST_CASE("Resize on oneDNN: integer nearest upsampling after a Conv, linear hal
     })",
             {r}, {1.0, 2.5, 4.0});
   CHECK(StepsStartingWith(run, "resampling ") == 1);
+}
+
+TEST_CASE("Resize: a linear resize of an axis of length 1 copies its one value, every output bit-equal to it",
+          "[backend_ops]") {
+  // Every output is the input in exact arithmetic, so a later TopK sees an
+  // exact tie; oneDNN's resampling weighs the value with itself and rounds
+  // some outputs 1 ulp off it, so these run on our own loops.
+  const float v = -0.9980375f;
+  Tensor x = TensorFrom({1, 1, 1, 1}, [&](std::int64_t) { return v; });
+  for (const char* transform : {"align_corners", "half_pixel"}) {
+    INFO(transform);
+    const Graph graph = test::GraphFromText(std::string(R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[1,1,1,1] x) => (float[1,1,4,4] y) {
+        s = Constant <value = float[4] {1, 1, 4, 4}> ()
+        y = Resize <mode = "linear", coordinate_transformation_mode = ")") + transform + R"("> (x, , s)
+      })");
+    for (bool fuse : {false, true}) {
+      const PlanRun run = RunPlan(graph, fuse, {x});
+      for (float got : run.outputs.at(0).data) CHECK(got == v);
+      CHECK(StepsStartingWith(run, "resampling ") == 0);
+    }
+  }
 }
 
 TEST_CASE("Resize on our own loops: cubic after a blocked Conv, align_corners, channel axis, extrapolation",
