@@ -210,6 +210,24 @@ struct InferenceSession::Impl {
   }
 
   // Output `name`'s index in the plan's outputs; Error(kUsage) when none.
+  // What both Runs start with, in this order: the call's team size set
+  // before anything compiles (a schedule, or another instance of one, made by
+  // this call creates its primitives for it), the inputs checked, the
+  // schedule found or made, an instance of it leased for the call.
+  struct Call {
+    Call(Impl& s, const NamedInputs& inputs)
+        : signature((s.SetThreads(), session::CheckInputs(s.inputs, inputs))),
+          schedule(s.ScheduleFor(signature)),
+          team(TeamFor(*schedule)),
+          lease(schedule->Acquire()),
+          bindings(lease.plan().OutputBindings()) {}
+    const ShapeSignature signature;
+    const std::shared_ptr<ShapeSchedule> schedule;
+    OmpTeam team;
+    ShapeSchedule::Lease lease;
+    const std::vector<ExecutablePlan::Binding> bindings;
+  };
+
   static std::size_t OutputIndex(const std::vector<ExecutablePlan::Binding>& bindings, const std::string& name) {
     for (std::size_t i = 0; i < bindings.size(); ++i)
       if (bindings[i].name == name) return i;
@@ -292,23 +310,18 @@ const std::vector<ValueInfo>& InferenceSession::inputs() const { return impl_->i
 const std::vector<ValueInfo>& InferenceSession::outputs() const { return impl_->outputs; }
 
 std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::vector<std::string>& output_names) {
-  Impl& s = *impl_;
-  // Before anything compiles: a schedule or another instance of one compiled
-  // by this call creates its primitives for this thread's team size.
-  s.SetThreads();
-  const ShapeSignature signature = session::CheckInputs(s.inputs, inputs);
-  std::shared_ptr<ShapeSchedule> schedule = s.ScheduleFor(signature);
-  OmpTeam team(TeamFor(*schedule));
-  ShapeSchedule::Lease lease = schedule->Acquire();
-  ExecutablePlan& plan = lease.plan();
-  const std::vector<ExecutablePlan::Binding> bindings = plan.OutputBindings();
+  Impl::Call call(*impl_, inputs);
+  const ShapeSignature& signature = call.signature;
+  ShapeSchedule& schedule = *call.schedule;
+  ExecutablePlan& plan = call.lease.plan();
+  const std::vector<ExecutablePlan::Binding>& bindings = call.bindings;
   std::vector<std::size_t> wanted;
   for (const std::string& name : output_names) wanted.push_back(Impl::OutputIndex(bindings, name));
   if (output_names.empty())
     for (std::size_t i = 0; i < bindings.size(); ++i) wanted.push_back(i);
 
   std::vector<Tensor> outputs(wanted.size());
-  if (schedule->samples_per_pass() > 0)  // filled pass by pass: every output leads with the batch
+  if (schedule.samples_per_pass() > 0)  // filled pass by pass: every output leads with the batch
     for (std::size_t k = 0; k < wanted.size(); ++k)
       outputs[k] = session::BatchOutput(bindings[wanted[k]], signature[0][0]);
   auto collect = [&](const ExecutablePlan& ran, std::int64_t pass, std::int64_t passes) {
@@ -325,28 +338,23 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
       std::memcpy(base + static_cast<std::size_t>(pass) * bytes, ran.OutputBuffer(wanted[k]), bytes);
     }
   };
-  session::RunPasses(plan, *schedule, inputs, Samples(signature), collect);
+  session::RunPasses(plan, schedule, inputs, Samples(signature), collect);
   return outputs;
 }
 
 void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string, MutableTensorView>& outputs) {
-  Impl& s = *impl_;
-  // Before anything compiles: a schedule or another instance of one compiled
-  // by this call creates its primitives for this thread's team size.
-  s.SetThreads();
-  const ShapeSignature signature = session::CheckInputs(s.inputs, inputs);
-  std::shared_ptr<ShapeSchedule> schedule = s.ScheduleFor(signature);
-  OmpTeam team(TeamFor(*schedule));
-  ShapeSchedule::Lease lease = schedule->Acquire();
-  ExecutablePlan& plan = lease.plan();
-  const std::vector<ExecutablePlan::Binding> bindings = plan.OutputBindings();
+  Impl::Call call(*impl_, inputs);
+  const ShapeSignature& signature = call.signature;
+  ShapeSchedule& schedule = *call.schedule;
+  ExecutablePlan& plan = call.lease.plan();
+  const std::vector<ExecutablePlan::Binding>& bindings = call.bindings;
   // Everything about the caller's buffers is checked before anything runs or is written.
   std::vector<std::pair<std::size_t, const MutableTensorView*>> targets;
   for (const auto& [name, view] : outputs) {
     const std::size_t i = Impl::OutputIndex(bindings, name);
     const ExecutablePlan::Binding& out = bindings[i];
     std::vector<std::int64_t> dims = out.constant ? out.constant->dims : out.dims;
-    if (schedule->samples_per_pass() > 0) dims[0] = signature[0][0];  // the whole batch, over the passes
+    if (schedule.samples_per_pass() > 0) dims[0] = signature[0][0];  // the whole batch, over the passes
     const auto type = static_cast<ElementType>(out.data_type);
     if (view.dtype != type)
       throw Error(ErrorKind::kUsage, "output '" + name + "' is " + ElementTypeName(type) + ", the buffer is " +
@@ -370,7 +378,7 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       session::NarrowFromStorage(view->dtype, src, count, dst);
     }
   };
-  session::RunPasses(plan, *schedule, inputs, Samples(signature), collect);
+  session::RunPasses(plan, schedule, inputs, Samples(signature), collect);
 }
 
 PlanStats InferenceSession::PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {

@@ -96,8 +96,7 @@ bool FoldBatchNorm(Builder& b, Chain& chain, const Node& bn) {
   if (!affine) return false;
   const std::size_t channels = affine->scale.size();
   if (!chain.affine.scale.empty() && chain.affine.scale.size() != channels) return false;
-  if (chain.affine.scale.empty()) chain.affine = {std::vector<double>(channels, 1.0), std::vector<double>(channels, 0.0)};
-  chain.affine = eval::ComposeAffine(chain.affine, *affine);
+  chain.affine = chain.affine.scale.empty() ? *std::move(affine) : eval::ComposeAffine(chain.affine, *affine);
   return true;
 }
 
