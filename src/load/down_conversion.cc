@@ -71,6 +71,17 @@ struct Scope {
   }
 };
 
+// Adapters that need a value's dims (Pad with axes, an uneven Split) read
+// them declared (graph inputs, value_info, initializers) or inferred. The main
+// graph is converted in topological order (the loader sorts it first), so the
+// nodes already emitted are a complete opset-17 graph of everything before the
+// node at hand: ONNX shape inference of that prefix gives the dims of every
+// value it computes, including those of converted opset-18+ nodes, which
+// libonnx 1.12 could not infer at their own opset. Inference runs on demand,
+// when a value's dims are wanted and unknown, and again only after the prefix
+// has grown; so a chain of such ops converts as a whole. Bodies of If/Loop/Scan
+// see the inferred dims of the outer graph; model-local functions (no types)
+// only what is constant.
 class DownConverter {
  public:
   DownConverter(onnx::ModelProto& model, std::string source, OpsetConversion& record)
@@ -80,17 +91,8 @@ class DownConverter {
       for (const auto& n : f.node()) CollectNodeNames(n, names_);
   }
 
-  // Adapters that need a value's dims (Pad with axes, an uneven Split) wait
-  // while other nodes are converted; then shape inference of the partly
-  // converted model (at opset 17) gives the dims, and they try again.
   void Run() {
-    may_defer_ = true;
-    ConvertGraph(*model_.mutable_graph(), nullptr);
-    for (int round = 0; round < 4 && !deferred_.empty(); ++round) {
-      InferDims();
-      may_defer_ = round < 3;
-      ConvertGraph(*model_.mutable_graph(), nullptr);
-    }
+    // Functions first: the main graph's prefix, inferred, may call them.
     for (auto& f : *model_.mutable_functions()) {
       Scope scope;
       std::vector<onnx::NodeProto> constants;  // a function has no initializers: Constant nodes instead
@@ -109,6 +111,9 @@ class DownConverter {
       for (auto& o : *f.mutable_opset_import())
         if (IsDefaultDomain(o.domain())) o.set_version(kWorkingOpset);
     }
+    in_main_graph_ = true;
+    ConvertGraph(*model_.mutable_graph(), nullptr);
+    in_main_graph_ = false;
   }
 
  private:
@@ -127,54 +132,64 @@ class DownConverter {
     ConvertNodes(*g.mutable_node(), scope, [&](onnx::TensorProto t) { *g.add_initializer() = std::move(t); });
   }
 
-  // Shape inference runs on the part of the graph the waiting nodes read
-  // (their inputs' ancestors, in file order), never on a waiting node nor on
-  // what follows one, and only once the checker accepts that part: libonnx's
-  // inference assumes a checked graph, and the fuzzer crashed it twice on
-  // graphs built around waiting nodes. That part's graph output is a graph
-  // input (always declared); inference annotates every value it computes.
-  void InferDims() {
-    onnx::ModelProto copy = model_;
+  // Shape inference of the converted prefix of the main graph (the nodes
+  // emitted so far), at opset 17, recorded in inferred_. It runs only once the
+  // checker accepts the prefix: libonnx's inference assumes a checked graph
+  // (the fuzzer crashed it on unchecked ones). Initializers of more than a few
+  // elements, or stored outside the file, go in as typed graph inputs, so the
+  // copy stays small; inference reads constant values only for shapes, which
+  // are short. A failure is kept for the refusal's message.
+  void InferPrefix() {
+    const onnx::GraphProto& g = model_.graph();
+    if (!in_main_graph_ || g.node_size() == inferred_through_) return;
+    inferred_through_ = g.node_size();
+    onnx::ModelProto copy;
+    copy.set_ir_version(kWorkingIrVersion);
+    *copy.mutable_opset_import() = model_.opset_import();
     for (auto& o : *copy.mutable_opset_import())
       if (IsDefaultDomain(o.domain())) o.set_version(kWorkingOpset);
-    copy.set_ir_version(kWorkingIrVersion);
+    *copy.mutable_functions() = model_.functions();
     auto* graph = copy.mutable_graph();
-    if (graph->input_size() == 0) return;
-    std::map<std::string, int> producer;
-    for (int i = 0; i < graph->node_size(); ++i)
-      for (const auto& o : graph->node(i).output()) producer[o] = i;
-    std::vector<bool> keep(static_cast<std::size_t>(graph->node_size()), false);
-    std::vector<std::string> pending;
-    for (const auto& n : graph->node())
-      if (deferred_.count(n.name()) && n.input_size() > 0) pending.push_back(n.input(0));
-    while (!pending.empty()) {
-      const std::string v = pending.back();
-      pending.pop_back();
-      auto it = producer.find(v);
-      if (it == producer.end() || keep[static_cast<std::size_t>(it->second)]) continue;
-      const auto& n = graph->node(it->second);
-      if (deferred_.count(n.name())) continue;  // behind another waiting node: a later round
-      keep[static_cast<std::size_t>(it->second)] = true;
-      for (const auto& i : n.input()) pending.push_back(i);
+    graph->set_name(g.name());
+    *graph->mutable_input() = g.input();
+    *graph->mutable_node() = g.node();
+    std::set<std::string> inputs;
+    for (const auto& i : g.input()) inputs.insert(i.name());
+    for (const auto& t : g.initializer()) {
+      std::int64_t elements = 1;
+      for (auto d : t.dims()) elements *= d;
+      if (elements <= kInlineElements && t.data_location() != onnx::TensorProto::EXTERNAL) {
+        *graph->add_initializer() = t;
+      } else if (!inputs.count(t.name())) {
+        auto* vi = graph->add_input();
+        vi->set_name(t.name());
+        auto* tt = vi->mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(t.data_type());
+        auto* shape = tt->mutable_shape();
+        for (auto d : t.dims()) shape->add_dim()->set_dim_value(d);
+      }
     }
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-    for (int i = 0; i < graph->node_size(); ++i)
-      if (keep[static_cast<std::size_t>(i)]) *nodes.Add() = graph->node(i);
-    graph->mutable_node()->Swap(&nodes);
-    graph->clear_value_info();
-    graph->clear_output();
-    *graph->add_output() = graph->input(0);
+    if (graph->input_size() == 0) return;
+    *graph->add_output() = graph->input(0);  // the checker wants an output; every value gets inferred anyway
     try {
       onnx::checker::check_model(copy);
       // The loader's own options: strict, stopping at the first inconsistency.
       onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
       onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception&) {  // no shapes: the waiting adapters refuse, naming the value
+    } catch (const std::exception& e) {
+      inference_failure_ = e.what();
       return;
     }
+    inference_failure_.clear();
     Scope found;
     for (const auto& vi : copy.graph().value_info()) found.Declare(vi);
     for (auto& [name, d] : found.dims) inferred_[name] = d;
+  }
+
+  std::optional<std::vector<std::int64_t>> Inferred(const std::string& name) const {
+    auto it = inferred_.find(name);
+    if (it != inferred_.end()) return it->second;
+    return std::nullopt;
   }
 
   void ConvertNodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, Scope& scope,
@@ -191,11 +206,11 @@ class DownConverter {
     ctx.constant = [&](const std::string& name) { return scope.Constant(name); };
     ctx.dims = [&](const std::string& name) -> std::optional<std::vector<std::int64_t>> {
       if (auto d = scope.Dims(name)) return d;
-      auto it = inferred_.find(name);
-      if (it != inferred_.end()) return it->second;
-      return std::nullopt;
+      if (auto d = Inferred(name)) return d;
+      InferPrefix();
+      ctx.inference_failure = inference_failure_;
+      return Inferred(name);
     };
-    ctx.may_defer = may_defer_;
     ctx.fresh = [&](const std::string& base) { return Fresh(base); };
     ctx.add_initializer = add_initializer;
     for (int i = 0; i < old.size(); ++i) {
@@ -209,28 +224,15 @@ class DownConverter {
         *nodes.Add() = std::move(n);
         continue;
       }
-      // After the first pass only the nodes put off are adapted: the others
-      // are opset-17 nodes already.
-      const bool adapt = !converted_once_.count(&nodes) || deferred_.count(n.name());
       Rewrite rewrite{{n}, ""};
-      if (adapt) {
-        try {
-          for (const auto& entry : kAdapters)
-            if (n.op_type() == entry.op && record_.from_opset >= entry.since) {
-              // No checker has seen the node yet (libonnx 1.12 knows no
-              // opset-18 schema): every adapter reads input 0 and output 0.
-              if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 || n.output(0).empty())
-                ctx.Refuse(n, "has no data input or no output");
-              rewrite = entry.adapt(n, ctx);
-            }
-          deferred_.erase(n.name());
-        } catch (const NeedDims&) {
-          deferred_.insert(n.name());
-          rewrite = Rewrite{{n}, ""};
-          *nodes.Add() = std::move(rewrite.nodes[0]);
-          continue;
+      for (const auto& entry : kAdapters)
+        if (n.op_type() == entry.op && record_.from_opset >= entry.since) {
+          // No checker has seen the node yet (libonnx 1.12 knows no
+          // opset-18 schema): every adapter reads input 0 and output 0.
+          if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 || n.output(0).empty())
+            ctx.Refuse(n, "has no data input or no output");
+          rewrite = entry.adapt(n, ctx);
         }
-      }
       for (auto& r : rewrite.nodes) {
         if (!onnx::OpSchemaRegistry::Schema(r.op_type(), static_cast<int>(kWorkingOpset), ""))
           ctx.Refuse(n, "first defined after opset 17, and onnx-fuse has no rewrite of it into opset-17 ops");
@@ -238,17 +240,17 @@ class DownConverter {
       }
       if (!rewrite.what.empty()) record_.nodes.push_back({n.name(), n.op_type(), rewrite.what});
     }
-    converted_once_.insert(&nodes);
   }
 
- private:
+  static constexpr std::int64_t kInlineElements = 64;
+
   onnx::ModelProto& model_;
   std::string source_;
   OpsetConversion& record_;
   std::unordered_set<std::string> names_;
-  bool may_defer_ = false;
-  std::set<std::string> deferred_;  ///< nodes waiting for inferred dims
-  std::set<const void*> converted_once_;  ///< node lists already through a first pass
+  bool in_main_graph_ = false;
+  int inferred_through_ = -1;  ///< main-graph nodes in the prefix last inferred
+  std::string inference_failure_;  ///< why that inference gave nothing, if it failed
   std::map<std::string, std::vector<std::int64_t>> inferred_;
 };
 
