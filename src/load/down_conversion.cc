@@ -71,6 +71,17 @@ struct Scope {
   }
 };
 
+void CollectReads(const onnx::GraphProto& g, std::set<std::string>& reads) {
+  for (const auto& n : g.node()) {
+    for (const auto& v : n.input()) reads.insert(v);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) CollectReads(a.g(), reads);
+      for (const auto& sub : a.graphs()) CollectReads(sub, reads);
+    }
+  }
+  for (const auto& o : g.output()) reads.insert(o.name());
+}
+
 // Adapters that need a value's dims (Pad with axes, an uneven Split) read
 // them declared (graph inputs, value_info, initializers) or inferred. The main
 // graph is converted in topological order (the loader sorts it first), so the
@@ -133,16 +144,30 @@ class DownConverter {
   }
 
   // Shape inference of the converted prefix of the main graph (the nodes
-  // emitted so far), at opset 17, recorded in inferred_. It runs only once the
-  // checker accepts the prefix: libonnx's inference assumes a checked graph
-  // (the fuzzer crashed it on unchecked ones). Initializers of more than a few
-  // elements, or stored outside the file, go in as typed graph inputs, so the
-  // copy stays small; inference reads constant values only for shapes, which
-  // are short. A failure is kept for the refusal's message.
-  void InferPrefix() {
+  // emitted so far), at opset 17, recorded in inferred_. Only the nodes
+  // emitted since the last inference are inferred, their other inputs typed as
+  // inferred before; data propagation (a shape computed by Shape, Gather, ...)
+  // does not cross that boundary, so when `wanted` comes out unknown or with a
+  // dim neither a number nor a symbol, the whole prefix is inferred again. So
+  // a model with many such ops is not inferred whole once per op.
+  void InferPrefix(const std::string& wanted) {
+    const int emitted = model_.graph().node_size();
+    if (!in_main_graph_ || emitted == inferred_through_) return;
+    const int first = std::max(inferred_through_, 0);
+    inferred_through_ = emitted;
+    bool ok = InferNodes(first, emitted);
+    if (first > 0 && (!ok || !Complete(wanted))) ok = InferNodes(0, emitted);
+    if (ok) inference_failure_.clear();
+  }
+
+  // Infers nodes [first, end) of the main graph with everything else they read
+  // as graph inputs (initializers of a few elements, and Constant nodes, as
+  // they are: shape inference reads constant values only for shapes, which
+  // are short). It runs only once the checker accepts that graph: libonnx's
+  // inference assumes a checked graph (the fuzzer crashed it on unchecked
+  // ones). False, and inference_failure_ set, when it cannot run.
+  bool InferNodes(int first, int end) {
     const onnx::GraphProto& g = model_.graph();
-    if (!in_main_graph_ || g.node_size() == inferred_through_) return;
-    inferred_through_ = g.node_size();
     onnx::ModelProto copy;
     copy.set_ir_version(kWorkingIrVersion);
     *copy.mutable_opset_import() = model_.opset_import();
@@ -151,25 +176,57 @@ class DownConverter {
     *copy.mutable_functions() = model_.functions();
     auto* graph = copy.mutable_graph();
     graph->set_name(g.name());
-    *graph->mutable_input() = g.input();
-    *graph->mutable_node() = g.node();
-    std::set<std::string> inputs;
-    for (const auto& i : g.input()) inputs.insert(i.name());
-    for (const auto& t : g.initializer()) {
-      std::int64_t elements = 1;
-      for (auto d : t.dims()) elements *= d;
-      if (elements <= kInlineElements && t.data_location() != onnx::TensorProto::EXTERNAL) {
-        *graph->add_initializer() = t;
-      } else if (!inputs.count(t.name())) {
+    std::set<std::string> produced, reads;
+    for (int i = first; i < end; ++i) {
+      const auto& n = g.node(i);
+      if (n.op_type() == "Constant" && IsDefaultDomain(n.domain()) && n.output_size() == 1)
+        constant_nodes_[n.output(0)] = i;
+      for (const auto& o : n.output()) produced.insert(o);
+      for (const auto& v : n.input()) reads.insert(v);
+      for (const auto& attr : n.attribute()) {  // bodies read outer values by name
+        if (attr.has_g()) CollectReads(attr.g(), reads);
+        for (const auto& sub : attr.graphs()) CollectReads(sub, reads);
+      }
+    }
+    std::map<std::string, const onnx::TensorProto*> initializers;
+    for (const auto& t : g.initializer()) initializers[t.name()] = &t;
+    std::map<std::string, const onnx::ValueInfoProto*> inputs;
+    for (const auto& vi : g.input()) inputs[vi.name()] = &vi;
+    for (const auto& v : reads) {
+      if (v.empty() || produced.count(v)) continue;
+      auto init = initializers.find(v);
+      auto constant = constant_nodes_.find(v);
+      auto input = inputs.find(v);
+      auto type = inferred_.find(v);
+      if (init != initializers.end()) {
+        const onnx::TensorProto& t = *init->second;
+        std::int64_t elements = 1;
+        for (auto d : t.dims()) elements *= d;
+        if (elements <= kInlineElements && t.data_location() != onnx::TensorProto::EXTERNAL) {
+          *graph->add_initializer() = t;
+          continue;
+        }
         auto* vi = graph->add_input();
         vi->set_name(t.name());
         auto* tt = vi->mutable_type()->mutable_tensor_type();
         tt->set_elem_type(t.data_type());
         auto* shape = tt->mutable_shape();
         for (auto d : t.dims()) shape->add_dim()->set_dim_value(d);
-      }
+      } else if (constant != constant_nodes_.end() && constant->second < first) {
+        *graph->add_node() = g.node(constant->second);
+      } else if (input != inputs.end()) {
+        *graph->add_input() = *input->second;
+      } else if (type != inferred_.end()) {
+        auto* vi = graph->add_input();
+        vi->set_name(v);
+        *vi->mutable_type() = type->second;
+      }  // else a body's own value, or one the checker will name as undefined
     }
-    if (graph->input_size() == 0) return;
+    for (int i = first; i < end; ++i) *graph->add_node() = g.node(i);
+    if (graph->input_size() == 0) {
+      inference_failure_ = "no graph input";
+      return false;
+    }
     *graph->add_output() = graph->input(0);  // the checker wants an output; every value gets inferred anyway
     try {
       onnx::checker::check_model(copy);
@@ -178,18 +235,30 @@ class DownConverter {
       onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
     } catch (const std::exception& e) {
       inference_failure_ = e.what();
-      return;
+      return false;
     }
-    inference_failure_.clear();
-    Scope found;
-    for (const auto& vi : copy.graph().value_info()) found.Declare(vi);
-    for (auto& [name, d] : found.dims) inferred_[name] = d;
+    for (const auto& vi : copy.graph().value_info()) inferred_[vi.name()] = vi.type();
+    return true;
+  }
+
+  // Whether `name` was inferred with every dim a number or a symbol.
+  bool Complete(const std::string& name) const {
+    auto it = inferred_.find(name);
+    if (it == inferred_.end() || !it->second.tensor_type().has_shape()) return false;
+    for (const auto& d : it->second.tensor_type().shape().dim())
+      if (!d.has_dim_value() && !d.has_dim_param()) return false;
+    return true;
   }
 
   std::optional<std::vector<std::int64_t>> Inferred(const std::string& name) const {
     auto it = inferred_.find(name);
-    if (it != inferred_.end()) return it->second;
-    return std::nullopt;
+    if (it == inferred_.end()) return std::nullopt;
+    onnx::ValueInfoProto vi;
+    vi.set_name(name);
+    *vi.mutable_type() = it->second;
+    Scope found;
+    found.Declare(vi);
+    return found.Dims(name);
   }
 
   void ConvertNodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, Scope& scope,
@@ -207,7 +276,7 @@ class DownConverter {
     ctx.dims = [&](const std::string& name) -> std::optional<std::vector<std::int64_t>> {
       if (auto d = scope.Dims(name)) return d;
       if (auto d = Inferred(name)) return d;
-      InferPrefix();
+      InferPrefix(name);
       ctx.inference_failure = inference_failure_;
       return Inferred(name);
     };
@@ -251,19 +320,9 @@ class DownConverter {
   bool in_main_graph_ = false;
   int inferred_through_ = -1;  ///< main-graph nodes in the prefix last inferred
   std::string inference_failure_;  ///< why that inference gave nothing, if it failed
-  std::map<std::string, std::vector<std::int64_t>> inferred_;
+  std::map<std::string, onnx::TypeProto> inferred_;  ///< value -> its inferred type
+  std::map<std::string, int> constant_nodes_;  ///< Constant output -> its node in the main graph
 };
-
-void CollectReads(const onnx::GraphProto& g, std::set<std::string>& reads) {
-  for (const auto& n : g.node()) {
-    for (const auto& v : n.input()) reads.insert(v);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectReads(a.g(), reads);
-      for (const auto& sub : a.graphs()) CollectReads(sub, reads);
-    }
-  }
-  for (const auto& o : g.output()) reads.insert(o.name());
-}
 
 // Initializers that only the rewritten nodes read (Reduce axes, Pad's pads and
 // axes) are dropped with them; one listed as a graph input stays.

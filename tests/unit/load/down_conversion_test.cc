@@ -221,6 +221,44 @@ TEST_CASE("Pad-18, ReduceMean-18 without keepdims, Pad-18: the second Pad gets t
   CHECK(record.nodes.size() == 3);
 }
 
+TEST_CASE("a shape only data propagation from before an earlier inference gives is inferred again whole",
+          "[down_conversion]") {
+  // The first Split has [Shape, Relu] inferred; for the second only the nodes
+  // since then are, where Reshape's shape input is a typed input without its
+  // values: its dims come out unknown, and the whole prefix is inferred.
+  auto model = test::ParseModel(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[1,8,10,12] x) => (float[1,4,10,12] p, float[1,8,1,12] d) {
+      s = Shape (x)
+      e = Relu (x)
+      p, q = Split <axis = 1, num_outputs = 2> (e)
+      r = Reshape (e, s)
+      a, b, c, d = Split <axis = 2, num_outputs = 4> (r)
+    })");
+  Down(model);
+  const auto& g = model.graph();
+  REQUIRE(g.node(4).op_type() == "Split");
+  REQUIRE(g.node(4).input_size() == 2);
+  CHECK(InitializerInts(g, g.node(4).input(1)) == std::vector<std::int64_t>{3, 3, 3, 1});
+}
+
+TEST_CASE("an If between two Pads: its bodies' reads of outer values are typed for inference", "[down_conversion]") {
+  auto model = test::ParseModel(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[2,3] x, bool c) => (float[2,7] y) <int64[2] pads = {1, 1}, int64[1] axes = {-1}> {
+      u = Relu (x)
+      p = Pad (u, pads, , axes)
+      t = If (c) <then_branch = g1 () => (float[2,5] o) { k = Identity (u)
+                                                            o = Relu (p) },
+                  else_branch = g2 () => (float[2,5] o2) { o2 = Neg (p) }>
+      y = Pad (t, pads, , axes)
+    })");
+  Down(model);
+  const auto& g = model.graph();
+  REQUIRE(g.node(3).op_type() == "Pad");
+  CHECK(InitializerInts(g, g.node(3).input(1)) == std::vector<std::int64_t>{0, 1, 0, 1});
+}
+
 TEST_CASE("a rank that depends on run-time values is refused, naming the value", "[down_conversion]") {
   auto model = test::ParseModel(R"(
     <ir_version: 8, opset_import: ["" : 18]>
