@@ -2,7 +2,7 @@
 // many parts of ceil(length / num_outputs), the last one smaller when the
 // axis does not divide evenly. Split-13 without its `split` input splits
 // evenly into one part per output: the same when the axis divides evenly (or
-// its length is not declared: shape inference then checks it); otherwise the
+// its length is not known: shape inference then checks it); otherwise the
 // sizes become the `split` input.
 #include <algorithm>
 
@@ -17,7 +17,6 @@ Rewrite AdaptSplit(const onnx::NodeProto& node, DownContext& ctx) {
   onnx::NodeProto out = node;
   RemoveAttribute(out, "num_outputs");
   const auto dims = ctx.dims(node.input(0));
-  if (!dims && ctx.may_defer) ctx.MissingDims(node, node.input(0));
   std::int64_t axis = AttrInt(node, "axis", 0);
   if (dims && axis < 0) axis += static_cast<std::int64_t>(dims->size());
   if (!dims || axis < 0 || axis >= static_cast<std::int64_t>(dims->size()) || (*dims)[axis] < 0 ||

@@ -20,27 +20,24 @@ struct DownContext {
   std::int64_t from_opset;   ///< the model's default-domain opset
   /// The tensor of an initializer or Constant output visible here; nullptr if none.
   std::function<const onnx::TensorProto*(const std::string&)> constant;
-  /// The dims of a value when declared (graph input, value_info, initializer;
-  /// -1 for a symbolic dim); nullopt when its rank is not known.
+  /// The dims of a value when declared (graph input, value_info, initializer)
+  /// or inferred by ONNX shape inference of the part of the main graph already
+  /// converted (-1 for a symbolic dim); nullopt when its rank is not known.
   std::function<std::optional<std::vector<std::int64_t>>(const std::string&)> dims;
   /// A value name not used anywhere in the model yet, starting with `base`.
   std::function<std::string(const std::string& base)> fresh;
   /// Adds an initializer to the graph being converted.
   std::function<void(onnx::TensorProto)> add_initializer;
+  /// Why the last shape inference behind `dims` failed, if it did (for messages).
+  std::string inference_failure;
 
-  /// Whether an adapter missing a value's dims may put the node off
-  /// (NeedDims) until shape inference of the partly converted model knows them.
-  bool may_defer = false;
-  /// Throws NeedDims when may_defer, else Refuse(node, "the rank of V is not known ...").
+  /// Refuse(node, "the shape of V is neither declared nor inferable ..."), with inference_failure.
   [[noreturn]] void MissingDims(const onnx::NodeProto& node, const std::string& value) const;
   /// Throws Error(kUnsupported): "SOURCE: node 'N' (Op, opset V): WHY".
   [[noreturn]] void Refuse(const onnx::NodeProto& node, const std::string& why) const;
   /// The int64 values of constant `name`, or nullopt when it is not a constant.
   std::optional<std::vector<std::int64_t>> Ints(const std::string& name) const;
 };
-
-/// Thrown by MissingDims: the node waits for shape inference.
-struct NeedDims {};
 
 /// Nodes replacing `node`, and a one-line description of the rewrite.
 struct Rewrite {

@@ -71,6 +71,28 @@ struct Scope {
   }
 };
 
+void CollectReads(const onnx::GraphProto& g, std::set<std::string>& reads) {
+  for (const auto& n : g.node()) {
+    for (const auto& v : n.input()) reads.insert(v);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) CollectReads(a.g(), reads);
+      for (const auto& sub : a.graphs()) CollectReads(sub, reads);
+    }
+  }
+  for (const auto& o : g.output()) reads.insert(o.name());
+}
+
+// Adapters that need a value's dims (Pad with axes, an uneven Split) read
+// them declared (graph inputs, value_info, initializers) or inferred. The main
+// graph is converted in topological order (the loader sorts it first), so the
+// nodes already emitted are a complete opset-17 graph of everything before the
+// node at hand: ONNX shape inference of that prefix gives the dims of every
+// value it computes, including those of converted opset-18+ nodes, which
+// libonnx 1.12 could not infer at their own opset. Inference runs on demand,
+// when a value's dims are wanted and unknown, and again only after the prefix
+// has grown; so a chain of such ops converts as a whole. Bodies of If/Loop/Scan
+// see the inferred dims of the outer graph; model-local functions (no types)
+// only what is constant.
 class DownConverter {
  public:
   DownConverter(onnx::ModelProto& model, std::string source, OpsetConversion& record)
@@ -80,17 +102,8 @@ class DownConverter {
       for (const auto& n : f.node()) CollectNodeNames(n, names_);
   }
 
-  // Adapters that need a value's dims (Pad with axes, an uneven Split) wait
-  // while other nodes are converted; then shape inference of the partly
-  // converted model (at opset 17) gives the dims, and they try again.
   void Run() {
-    may_defer_ = true;
-    ConvertGraph(*model_.mutable_graph(), nullptr);
-    for (int round = 0; round < 4 && !deferred_.empty(); ++round) {
-      InferDims();
-      may_defer_ = round < 3;
-      ConvertGraph(*model_.mutable_graph(), nullptr);
-    }
+    // Functions first: the main graph's prefix, inferred, may call them.
     for (auto& f : *model_.mutable_functions()) {
       Scope scope;
       std::vector<onnx::NodeProto> constants;  // a function has no initializers: Constant nodes instead
@@ -109,6 +122,9 @@ class DownConverter {
       for (auto& o : *f.mutable_opset_import())
         if (IsDefaultDomain(o.domain())) o.set_version(kWorkingOpset);
     }
+    in_main_graph_ = true;
+    ConvertGraph(*model_.mutable_graph(), nullptr);
+    in_main_graph_ = false;
   }
 
  private:
@@ -127,54 +143,122 @@ class DownConverter {
     ConvertNodes(*g.mutable_node(), scope, [&](onnx::TensorProto t) { *g.add_initializer() = std::move(t); });
   }
 
-  // Shape inference runs on the part of the graph the waiting nodes read
-  // (their inputs' ancestors, in file order), never on a waiting node nor on
-  // what follows one, and only once the checker accepts that part: libonnx's
-  // inference assumes a checked graph, and the fuzzer crashed it twice on
-  // graphs built around waiting nodes. That part's graph output is a graph
-  // input (always declared); inference annotates every value it computes.
-  void InferDims() {
-    onnx::ModelProto copy = model_;
+  // Shape inference of the converted prefix of the main graph (the nodes
+  // emitted so far), at opset 17, recorded in inferred_. Only the nodes
+  // emitted since the last inference are inferred, their other inputs typed as
+  // inferred before; data propagation (a shape computed by Shape, Gather, ...)
+  // does not cross that boundary, so when `wanted` comes out unknown or with a
+  // dim neither a number nor a symbol, the whole prefix is inferred again. So
+  // a model with many such ops is not inferred whole once per op.
+  void InferPrefix(const std::string& wanted) {
+    const int emitted = model_.graph().node_size();
+    if (!in_main_graph_ || emitted == inferred_through_) return;
+    const int first = std::max(inferred_through_, 0);
+    inferred_through_ = emitted;
+    bool ok = InferNodes(first, emitted);
+    if (first > 0 && (!ok || !Complete(wanted))) ok = InferNodes(0, emitted);
+    if (ok) inference_failure_.clear();
+  }
+
+  // Infers nodes [first, end) of the main graph with everything else they read
+  // as graph inputs (initializers of a few elements, and Constant nodes, as
+  // they are: shape inference reads constant values only for shapes, which
+  // are short). It runs only once the checker accepts that graph: libonnx's
+  // inference assumes a checked graph (the fuzzer crashed it on unchecked
+  // ones). False, and inference_failure_ set, when it cannot run.
+  bool InferNodes(int first, int end) {
+    const onnx::GraphProto& g = model_.graph();
+    onnx::ModelProto copy;
+    copy.set_ir_version(kWorkingIrVersion);
+    *copy.mutable_opset_import() = model_.opset_import();
     for (auto& o : *copy.mutable_opset_import())
       if (IsDefaultDomain(o.domain())) o.set_version(kWorkingOpset);
-    copy.set_ir_version(kWorkingIrVersion);
+    *copy.mutable_functions() = model_.functions();
     auto* graph = copy.mutable_graph();
-    if (graph->input_size() == 0) return;
-    std::map<std::string, int> producer;
-    for (int i = 0; i < graph->node_size(); ++i)
-      for (const auto& o : graph->node(i).output()) producer[o] = i;
-    std::vector<bool> keep(static_cast<std::size_t>(graph->node_size()), false);
-    std::vector<std::string> pending;
-    for (const auto& n : graph->node())
-      if (deferred_.count(n.name()) && n.input_size() > 0) pending.push_back(n.input(0));
-    while (!pending.empty()) {
-      const std::string v = pending.back();
-      pending.pop_back();
-      auto it = producer.find(v);
-      if (it == producer.end() || keep[static_cast<std::size_t>(it->second)]) continue;
-      const auto& n = graph->node(it->second);
-      if (deferred_.count(n.name())) continue;  // behind another waiting node: a later round
-      keep[static_cast<std::size_t>(it->second)] = true;
-      for (const auto& i : n.input()) pending.push_back(i);
+    graph->set_name(g.name());
+    std::set<std::string> produced, reads;
+    for (int i = first; i < end; ++i) {
+      const auto& n = g.node(i);
+      if (n.op_type() == "Constant" && IsDefaultDomain(n.domain()) && n.output_size() == 1)
+        constant_nodes_[n.output(0)] = i;
+      for (const auto& o : n.output()) produced.insert(o);
+      for (const auto& v : n.input()) reads.insert(v);
+      for (const auto& attr : n.attribute()) {  // bodies read outer values by name
+        if (attr.has_g()) CollectReads(attr.g(), reads);
+        for (const auto& sub : attr.graphs()) CollectReads(sub, reads);
+      }
     }
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-    for (int i = 0; i < graph->node_size(); ++i)
-      if (keep[static_cast<std::size_t>(i)]) *nodes.Add() = graph->node(i);
-    graph->mutable_node()->Swap(&nodes);
-    graph->clear_value_info();
-    graph->clear_output();
-    *graph->add_output() = graph->input(0);
+    std::map<std::string, const onnx::TensorProto*> initializers;
+    for (const auto& t : g.initializer()) initializers[t.name()] = &t;
+    std::map<std::string, const onnx::ValueInfoProto*> inputs;
+    for (const auto& vi : g.input()) inputs[vi.name()] = &vi;
+    for (const auto& v : reads) {
+      if (v.empty() || produced.count(v)) continue;
+      auto init = initializers.find(v);
+      auto constant = constant_nodes_.find(v);
+      auto input = inputs.find(v);
+      auto type = inferred_.find(v);
+      if (init != initializers.end()) {
+        const onnx::TensorProto& t = *init->second;
+        std::int64_t elements = 1;
+        for (auto d : t.dims()) elements *= d;
+        if (elements <= kInlineElements && t.data_location() != onnx::TensorProto::EXTERNAL) {
+          *graph->add_initializer() = t;
+          continue;
+        }
+        auto* vi = graph->add_input();
+        vi->set_name(t.name());
+        auto* tt = vi->mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(t.data_type());
+        auto* shape = tt->mutable_shape();
+        for (auto d : t.dims()) shape->add_dim()->set_dim_value(d);
+      } else if (constant != constant_nodes_.end() && constant->second < first) {
+        *graph->add_node() = g.node(constant->second);
+      } else if (input != inputs.end()) {
+        *graph->add_input() = *input->second;
+      } else if (type != inferred_.end()) {
+        auto* vi = graph->add_input();
+        vi->set_name(v);
+        *vi->mutable_type() = type->second;
+      }  // else a body's own value, or one the checker will name as undefined
+    }
+    for (int i = first; i < end; ++i) *graph->add_node() = g.node(i);
+    if (graph->input_size() == 0) {
+      inference_failure_ = "no graph input";
+      return false;
+    }
+    *graph->add_output() = graph->input(0);  // the checker wants an output; every value gets inferred anyway
     try {
       onnx::checker::check_model(copy);
       // The loader's own options: strict, stopping at the first inconsistency.
       onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
       onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception&) {  // no shapes: the waiting adapters refuse, naming the value
-      return;
+    } catch (const std::exception& e) {
+      inference_failure_ = e.what();
+      return false;
     }
+    for (const auto& vi : copy.graph().value_info()) inferred_[vi.name()] = vi.type();
+    return true;
+  }
+
+  // Whether `name` was inferred with every dim a number or a symbol.
+  bool Complete(const std::string& name) const {
+    auto it = inferred_.find(name);
+    if (it == inferred_.end() || !it->second.tensor_type().has_shape()) return false;
+    for (const auto& d : it->second.tensor_type().shape().dim())
+      if (!d.has_dim_value() && !d.has_dim_param()) return false;
+    return true;
+  }
+
+  std::optional<std::vector<std::int64_t>> Inferred(const std::string& name) const {
+    auto it = inferred_.find(name);
+    if (it == inferred_.end()) return std::nullopt;
+    onnx::ValueInfoProto vi;
+    vi.set_name(name);
+    *vi.mutable_type() = it->second;
     Scope found;
-    for (const auto& vi : copy.graph().value_info()) found.Declare(vi);
-    for (auto& [name, d] : found.dims) inferred_[name] = d;
+    found.Declare(vi);
+    return found.Dims(name);
   }
 
   void ConvertNodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, Scope& scope,
@@ -191,11 +275,11 @@ class DownConverter {
     ctx.constant = [&](const std::string& name) { return scope.Constant(name); };
     ctx.dims = [&](const std::string& name) -> std::optional<std::vector<std::int64_t>> {
       if (auto d = scope.Dims(name)) return d;
-      auto it = inferred_.find(name);
-      if (it != inferred_.end()) return it->second;
-      return std::nullopt;
+      if (auto d = Inferred(name)) return d;
+      InferPrefix(name);
+      ctx.inference_failure = inference_failure_;
+      return Inferred(name);
     };
-    ctx.may_defer = may_defer_;
     ctx.fresh = [&](const std::string& base) { return Fresh(base); };
     ctx.add_initializer = add_initializer;
     for (int i = 0; i < old.size(); ++i) {
@@ -209,28 +293,15 @@ class DownConverter {
         *nodes.Add() = std::move(n);
         continue;
       }
-      // After the first pass only the nodes put off are adapted: the others
-      // are opset-17 nodes already.
-      const bool adapt = !converted_once_.count(&nodes) || deferred_.count(n.name());
       Rewrite rewrite{{n}, ""};
-      if (adapt) {
-        try {
-          for (const auto& entry : kAdapters)
-            if (n.op_type() == entry.op && record_.from_opset >= entry.since) {
-              // No checker has seen the node yet (libonnx 1.12 knows no
-              // opset-18 schema): every adapter reads input 0 and output 0.
-              if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 || n.output(0).empty())
-                ctx.Refuse(n, "has no data input or no output");
-              rewrite = entry.adapt(n, ctx);
-            }
-          deferred_.erase(n.name());
-        } catch (const NeedDims&) {
-          deferred_.insert(n.name());
-          rewrite = Rewrite{{n}, ""};
-          *nodes.Add() = std::move(rewrite.nodes[0]);
-          continue;
+      for (const auto& entry : kAdapters)
+        if (n.op_type() == entry.op && record_.from_opset >= entry.since) {
+          // No checker has seen the node yet (libonnx 1.12 knows no
+          // opset-18 schema): every adapter reads input 0 and output 0.
+          if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 || n.output(0).empty())
+            ctx.Refuse(n, "has no data input or no output");
+          rewrite = entry.adapt(n, ctx);
         }
-      }
       for (auto& r : rewrite.nodes) {
         if (!onnx::OpSchemaRegistry::Schema(r.op_type(), static_cast<int>(kWorkingOpset), ""))
           ctx.Refuse(n, "first defined after opset 17, and onnx-fuse has no rewrite of it into opset-17 ops");
@@ -238,30 +309,20 @@ class DownConverter {
       }
       if (!rewrite.what.empty()) record_.nodes.push_back({n.name(), n.op_type(), rewrite.what});
     }
-    converted_once_.insert(&nodes);
   }
 
- private:
+  static constexpr std::int64_t kInlineElements = 64;
+
   onnx::ModelProto& model_;
   std::string source_;
   OpsetConversion& record_;
   std::unordered_set<std::string> names_;
-  bool may_defer_ = false;
-  std::set<std::string> deferred_;  ///< nodes waiting for inferred dims
-  std::set<const void*> converted_once_;  ///< node lists already through a first pass
-  std::map<std::string, std::vector<std::int64_t>> inferred_;
+  bool in_main_graph_ = false;
+  int inferred_through_ = -1;  ///< main-graph nodes in the prefix last inferred
+  std::string inference_failure_;  ///< why that inference gave nothing, if it failed
+  std::map<std::string, onnx::TypeProto> inferred_;  ///< value -> its inferred type
+  std::map<std::string, int> constant_nodes_;  ///< Constant output -> its node in the main graph
 };
-
-void CollectReads(const onnx::GraphProto& g, std::set<std::string>& reads) {
-  for (const auto& n : g.node()) {
-    for (const auto& v : n.input()) reads.insert(v);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectReads(a.g(), reads);
-      for (const auto& sub : a.graphs()) CollectReads(sub, reads);
-    }
-  }
-  for (const auto& o : g.output()) reads.insert(o.name());
-}
 
 // Initializers that only the rewritten nodes read (Reduce axes, Pad's pads and
 // axes) are dropped with them; one listed as a graph input stays.

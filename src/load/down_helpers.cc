@@ -13,8 +13,8 @@ void DownContext::Refuse(const onnx::NodeProto& node, const std::string& why) co
 }
 
 void DownContext::MissingDims(const onnx::NodeProto& node, const std::string& value) const {
-  if (may_defer) throw NeedDims{};
-  Refuse(node, "the shape of '" + value + "' is neither declared nor inferable, and the rewrite needs it");
+  Refuse(node, "the shape of '" + value + "' is neither declared nor inferable, and the rewrite needs it" +
+                   (inference_failure.empty() ? "" : " (shape inference of the nodes before it: " + inference_failure + ")"));
 }
 
 std::optional<std::vector<std::int64_t>> DownContext::Ints(const std::string& name) const {

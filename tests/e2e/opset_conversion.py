@@ -208,6 +208,29 @@ positive("function_body_18", model([h.make_node("Center", ["x"], ["y"], name="ce
                                    [x4], [vi("y", [2, 6, 5, 7])], 18, functions=[fn]),
          run=False)  # `run` does not run model-local functions: the fuse path does
 
+# Chains: each rewrite needing dims reads them inferred through the converted ops before it.
+x8 = vi("x", [1, 8, 12, 12])
+positive("chain_conv_gn_split_pad_18", model(
+    [h.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+     h.make_node("GroupNormalization", ["c", "s", "b"], ["n"], name="gn", num_groups=4),
+     h.make_node("Relu", ["n"], ["r"], name="relu"),
+     h.make_node("Split", ["r"], ["p", "q"], name="split", axis=1, num_outputs=2),
+     h.make_node("Add", ["p", "q"], ["a"], name="add"),
+     h.make_node("Pad", ["a", "pads", "", "axes"], ["y"], name="pad", mode="reflect")],
+    [x8], [vi("y", [1, 4, 15, 15])], 18,
+    [floats("w", np.sin(np.arange(8 * 8 * 3 * 3)) * 0.2, [8, 8, 3, 3]), floats("s", [0.5, 1, 1.5, 2]),
+     floats("b", [0.1, -0.2, 0.3, 0]), ints("pads", [1, 2, 2, 1]), ints("axes", [2, 3])]))
+positive("chain_resize_split_18", model(
+    [h.make_node("Resize", ["x", "", "scales"], ["r"], name="resize", mode="nearest", antialias=0),
+     h.make_node("Split", ["r"], ["p", "q"], name="split", axis=2, num_outputs=2),  # 15 rows: 8 and 7
+     h.make_node("Relu", ["q"], ["y"], name="relu")],
+    [x8], [vi("p", [1, 8, 8, 12]), vi("y", [1, 8, 7, 12])], 18, [floats("scales", [1, 1, 1.25, 1])]))
+positive("chain_pad_reduce_pad_18", model(
+    [h.make_node("Relu", ["x"], ["r"], name="relu"), h.make_node("Pad", ["r", "pads", "", "axes"], ["p"], name="pad"),
+     h.make_node("ReduceMean", ["p", "axes"], ["m"], name="mean", keepdims=0),
+     h.make_node("Pad", ["m", "pads", "", "axes"], ["y"], name="pad2", mode="edge")],
+    [x8], [vi("y", [1, 8, 14])], 18, [ints("pads", [1, 1]), ints("axes", [-1])]))
+
 # Ops first defined after 17, and types opset 17 lacks.
 refused("col2im_18", model([h.make_node("Col2Im", ["x", "a", "b"], ["y"], name="c2i")], [x4], [vi("y", None)], 18,
                            [ints("a", [4, 4]), ints("b", [2, 2])]), "first defined after opset 17")

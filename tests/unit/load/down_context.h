@@ -26,10 +26,9 @@ struct AdapterScope {
   std::map<std::string, int> issued;
   load::DownContext ctx;
 
-  explicit AdapterScope(std::int64_t from_opset, bool may_defer = false) {
+  explicit AdapterScope(std::int64_t from_opset) {
     ctx.source = "new.onnx";
     ctx.from_opset = from_opset;
-    ctx.may_defer = may_defer;
     ctx.constant = [this](const std::string& name) -> const onnx::TensorProto* {
       auto it = constants.find(name);
       return it == constants.end() ? nullptr : &it->second;

@@ -1,12 +1,16 @@
 // The down-conversion walk (src/load/down_conversion.cc): every graph, body
-// and function is visited; adapters that need dims wait for shape inference;
+// and function is visited; adapters that need dims get them from shape
+// inference of the part already converted, so chains of opset-18 ops convert;
 // what only rewritten nodes read goes; what opset 17 cannot express is refused.
 #include <catch2/catch.hpp>
+
+#include <stdexcept>
 
 #include <onnx/defs/parser.h>
 
 #include "conversion_step.h"
 #include "load/conversion_steps.h"
+#include "ir/graph.h"
 #include "onnxfuse/error.h"
 #include "test_models.h"
 
@@ -34,6 +38,41 @@ std::vector<std::int64_t> Ints(const onnx::NodeProto& node, const std::string& n
     if (a.name() == name) return {a.ints().begin(), a.ints().end()};
   return {};
 }
+
+/// The int64 values of initializer `name` of `g`; empty when there is none.
+std::vector<std::int64_t> InitializerInts(const onnx::GraphProto& g, const std::string& name) {
+  for (const auto& t : g.initializer())
+    if (t.name() == name) return {t.int64_data().begin(), t.int64_data().end()};
+  return {};
+}
+
+/// The first node of `g` of type `op`; fails the test when there is none.
+const onnx::NodeProto& First(const onnx::GraphProto& g, const std::string& op) {
+  for (const auto& n : g.node())
+    if (n.op_type() == op) return n;
+  FAIL("no " << op << " node");
+  throw std::logic_error("unreachable");
+}
+
+std::string ShapeOf(const Graph& graph, const std::string& value) {
+  return graph.value(*graph.FindValue(value)).type.ShapeString();
+}
+
+// Conv -> GroupNormalization-18 -> Relu -> Split-18 (num_outputs) -> Add ->
+// Pad-18 (axes): the Split reads dims of the GroupNormalization's expansion,
+// the Pad the rank of what the Add of the Split's outputs gives.
+const char* kChain = R"(
+  <ir_version: 8, opset_import: ["" : 18]>
+  g (float[1,8,12,12] x, float[8,8,3,3] w) => (float[1,4,15,15] y)
+    <float[4] s = {0.5, 1, 1.5, 2}, float[4] b = {0.1, -0.2, 0.3, 0}, int64[4] pads = {1, 2, 2, 1},
+     int64[2] axes = {2, 3}> {
+    c = Conv <pads = [1, 1, 1, 1]> (x, w)
+    n = GroupNormalization <num_groups = 4> (c, s, b)
+    r = Relu (n)
+    p, q = Split <axis = 1, num_outputs = 2> (r)
+    a = Add (p, q)
+    y = Pad <mode = "reflect"> (a, pads, , axes)
+  })";
 
 }  // namespace
 
@@ -102,7 +141,7 @@ TEST_CASE("a model-local function gets Constant nodes for what adapters add, and
   CHECK(model.graph().node(0).op_type() == "Norm");  // another domain: unchanged
 }
 
-TEST_CASE("a Pad needing the rank of an intermediate waits for shape inference", "[down_conversion]") {
+TEST_CASE("a Pad needing the rank of an intermediate gets it from shape inference", "[down_conversion]") {
   auto model = test::ParseModel(R"(
     <ir_version: 8, opset_import: ["" : 18]>
     g (float[1,3,4,4] x) => (float[1,3,4,6] y) <int64[2] pads = {1, 1}, int64[1] axes = {-1}> {
@@ -121,6 +160,116 @@ TEST_CASE("a Pad needing the rank of an intermediate waits for shape inference",
   CHECK(std::vector<std::int64_t>(full->int64_data().begin(), full->int64_data().end()) ==
         std::vector<std::int64_t>{0, 0, 0, 1, 0, 0, 0, 1});
   CHECK(record.nodes.size() == 1);
+}
+
+TEST_CASE("a chain of opset-18 ops converts as a whole, each reading dims inferred through those before it",
+          "[down_conversion]") {
+  auto model = test::ParseModel(kChain);
+  auto record = Down(model);
+  const auto& g = model.graph();
+  CHECK(OpTypes(g.node()) == Names{"Conv", "Shape", "Reshape", "ReduceMean", "Sub", "Mul", "ReduceMean", "Add", "Sqrt",
+                                   "Div", "Reshape", "Reshape", "Mul", "Add", "Reshape", "Relu", "Split", "Add", "Pad"});
+  CHECK(First(g, "Split").input_size() == 1);  // 8 channels in 2 even parts
+  CHECK(First(g, "Split").attribute_size() == 1);  // axis; num_outputs gone
+  const auto& pad = First(g, "Pad");
+  REQUIRE(pad.input_size() == 2);
+  CHECK(InitializerInts(g, pad.input(1)) == std::vector<std::int64_t>{0, 0, 1, 2, 0, 0, 2, 1});
+  REQUIRE(record.nodes.size() == 3);
+  CHECK(record.nodes[0].op_type == "GroupNormalization");
+  CHECK(record.nodes[1].adapter == "Split-18: num_outputs -> even parts, one per output");
+  CHECK(record.nodes[2].adapter == "Pad-18: pads of listed axes -> pads of every axis");
+
+  Graph graph = test::GraphFromText(kChain);  // the whole loader: every value's shape known
+  CHECK(ShapeOf(graph, "r") == "[1,8,12,12]");
+  CHECK(ShapeOf(graph, "p") == "[1,4,12,12]");
+  CHECK(ShapeOf(graph, "a") == "[1,4,12,12]");
+  CHECK(ShapeOf(graph, "y") == "[1,4,15,15]");
+}
+
+TEST_CASE("an uneven Split-18 after a Resize-18 gets its axis's length inferred", "[down_conversion]") {
+  auto model = test::ParseModel(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[1,8,12,12] x) => (float[1,8,8,12] p, float[1,8,7,12] y) <float[4] scales = {1, 1, 1.25, 1}> {
+      r = Resize <mode = "nearest", antialias = 0> (x, , scales)
+      p, q = Split <axis = -2, num_outputs = 2> (r)
+      y = Relu (q)
+    })");
+  auto record = Down(model);
+  const auto& split = First(model.graph(), "Split");
+  REQUIRE(split.input_size() == 2);
+  CHECK(InitializerInts(model.graph(), split.input(1)) == std::vector<std::int64_t>{8, 7});
+  REQUIRE(record.nodes.size() == 2);
+  CHECK(record.nodes[1].adapter == "Split-18: num_outputs -> split input (uneven parts)");
+}
+
+TEST_CASE("Pad-18, ReduceMean-18 without keepdims, Pad-18: the second Pad gets the reduced rank", "[down_conversion]") {
+  auto model = test::ParseModel(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[1,8,12,12] x) => (float[1,8,13] y)
+      <int64[2] pads = {1, 1}, int64[1] axes = {-1}, int64[1] reduce = {-1}, int64[2] pads2 = {1, 0}> {
+      r = Relu (x)
+      p = Pad (r, pads, , axes)
+      m = ReduceMean <keepdims = 0> (p, reduce)
+      y = Pad (m, pads2, , axes)
+    })");
+  auto record = Down(model);
+  const auto& g = model.graph();
+  CHECK(OpTypes(g.node()) == Names{"Relu", "Pad", "ReduceMean", "Pad"});
+  CHECK(InitializerInts(g, g.node(1).input(1)) == std::vector<std::int64_t>{0, 0, 0, 1, 0, 0, 0, 1});
+  CHECK(Ints(g.node(2), "axes") == std::vector<std::int64_t>{-1});
+  CHECK(InitializerInts(g, g.node(3).input(1)) == std::vector<std::int64_t>{0, 0, 1, 0, 0, 0});
+  CHECK(record.nodes.size() == 3);
+}
+
+TEST_CASE("a shape only data propagation from before an earlier inference gives is inferred again whole",
+          "[down_conversion]") {
+  // The first Split has [Shape, Relu] inferred; for the second only the nodes
+  // since then are, where Reshape's shape input is a typed input without its
+  // values: its dims come out unknown, and the whole prefix is inferred.
+  auto model = test::ParseModel(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[1,8,10,12] x) => (float[1,4,10,12] p, float[1,8,1,12] d) {
+      s = Shape (x)
+      e = Relu (x)
+      p, q = Split <axis = 1, num_outputs = 2> (e)
+      r = Reshape (e, s)
+      a, b, c, d = Split <axis = 2, num_outputs = 4> (r)
+    })");
+  Down(model);
+  const auto& g = model.graph();
+  REQUIRE(g.node(4).op_type() == "Split");
+  REQUIRE(g.node(4).input_size() == 2);
+  CHECK(InitializerInts(g, g.node(4).input(1)) == std::vector<std::int64_t>{3, 3, 3, 1});
+}
+
+TEST_CASE("an If between two Pads: its bodies' reads of outer values are typed for inference", "[down_conversion]") {
+  auto model = test::ParseModel(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[2,3] x, bool c) => (float[2,7] y) <int64[2] pads = {1, 1}, int64[1] axes = {-1}> {
+      u = Relu (x)
+      p = Pad (u, pads, , axes)
+      t = If (c) <then_branch = g1 () => (float[2,5] o) { k = Identity (u)
+                                                            o = Relu (p) },
+                  else_branch = g2 () => (float[2,5] o2) { o2 = Neg (p) }>
+      y = Pad (t, pads, , axes)
+    })");
+  Down(model);
+  const auto& g = model.graph();
+  REQUIRE(g.node(3).op_type() == "Pad");
+  CHECK(InitializerInts(g, g.node(3).input(1)) == std::vector<std::int64_t>{0, 1, 0, 1});
+}
+
+TEST_CASE("a rank that depends on run-time values is refused, naming the value", "[down_conversion]") {
+  auto model = test::ParseModel(R"(
+    <ir_version: 8, opset_import: ["" : 18]>
+    g (float[1,8,12,12] x, int64[K] shape) => (float y) <int64[2] pads = {1, 1}, int64[1] axes = {-1}> {
+      r = Reshape (x, shape)
+      y = Pad (r, pads, , axes)
+    })");
+  auto e = test::ErrorOf([&] { Down(model); });
+  CHECK(e.kind == ErrorKind::kUnsupported);
+  CHECK_THAT(e.message, Catch::EndsWith("(Pad, opset 18): the shape of 'r' is neither declared nor inferable, and the "
+                                        "rewrite needs it"));
 }
 
 TEST_CASE("what opset 17 cannot express is refused, naming the node", "[down_conversion]") {
