@@ -31,9 +31,9 @@ does.
 Table, per workload and thread count (medians over rounds, with (min-max)):
 total s: session creation plus every call (Python's and Node's start-up and
 module imports excluded); ms/call: the median call, first calls at a new
-shape included; peak RSS MB: the process's VmHWM at the end, and in
-brackets its growth over the RSS before the session was created (the
-interpreter and its modules excluded); ratios onnxfuse / ORT. From
+shape included; peak RSS MB: the process's VmHWM at the end, and after
+the semicolon (median) its growth over the RSS before the session was
+created (the interpreter and its modules excluded); ratios onnxfuse / ORT. From
 onnxfuse's session.stats(): compiles (schedules made, with the number of
 distinct input shapes among them: more compiles than shapes means the shape
 cache, default 8 schedules, evicted one that was needed again) and the median
@@ -332,7 +332,7 @@ def main():
              f"{args.rounds} round{'s' if args.rounds > 1 else ''}, one process per variant per round. Command: {command}.", "",
              "Workloads: " + "; ".join(f"{w}: {describe[w]}" for w in workloads) + ".", "",
              "| workload | threads | ORT total s | onnxfuse total s | total ratio | ORT ms/call | onnxfuse ms/call "
-             "| ms/call ratio | ORT peak RSS MB (growth) | onnxfuse peak RSS MB (growth) | compiles / shapes | median load_ms "
+             "| ms/call ratio | ORT peak RSS MB; growth | onnxfuse peak RSS MB; growth | compiles / shapes | median load_ms "
              "| median compile_ms | max rel vs ORT | status |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     failed = False
@@ -350,8 +350,8 @@ def main():
                 f" / {max(x['distinct_shapes'] for x in ours.values())}" if ours else "")
             load_ms = spread([statistics.median(x["load_ms"]) for x in ours.values() if x["load_ms"]], "{:.1f}")
             compile_ms = spread([statistics.median(x["compile_ms"]) for x in ours.values() if x["compile_ms"]], "{:.1f}")
-            memory = lambda s: (f"{spread([x['peak_mb'] for x in s.values()], '{:.0f}')} "  # noqa: E731
-                                f"(+{spread([x['growth_mb'] for x in s.values()], '{:.0f}')})") if s else "fail"
+            memory = lambda s: (f"{spread([x['peak_mb'] for x in s.values()], '{:.0f}')}; "  # noqa: E731
+                                f"+{statistics.median(x['growth_mb'] for x in s.values()):.0f}") if s else "fail"
             lines.append(
                 f"| {w} | {t} | {col(so, 'total_s', '{:.2f}')} | {col(sf, 'total_s', '{:.2f}')} "
                 f"| {ratio({r: x['total_s'] for r, x in sf.items()}, {r: x['total_s'] for r, x in so.items()})} "
