@@ -28,13 +28,23 @@
 # or with --cold the time from process start to a first output
 # (ORT from .onnx, run from a .plan): scripts/bench_session.py runs both; its
 # header says how.
+#
+#   scripts/bench.sh --dynamic [--rounds 3] [--threads "1 2"] [--out FILE] [WORKLOAD...]
+#
+# times one session serving changing input shapes (a BERT-shaped encoder at
+# random sequence lengths, a GPT-2-shaped decoder step with a growing key/value
+# cache; models from scripts/export_dynamic.py) through the Python API against
+# ORT, outputs checked against ORT's: scripts/bench_dynamic.py, whose header
+# says how.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for arg in "$@"; do
-  if [[ $arg == --session ]]; then
+  if [[ $arg == --session || $arg == --dynamic ]]; then
     args=()
-    for a in "$@"; do [[ $a == --session ]] || args+=("$a"); done
-    exec /usr/bin/python3 scripts/bench_session.py "${args[@]}"
+    for a in "$@"; do [[ $a == "$arg" ]] || args+=("$a"); done
+    script=scripts/bench_session.py
+    [[ $arg == --dynamic ]] && script=scripts/bench_dynamic.py
+    exec /usr/bin/python3 "$script" "${args[@]}"
   fi
 done
 
