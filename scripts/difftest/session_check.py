@@ -14,7 +14,7 @@ the same dim of the inputs that share the batch and that extent) made
 symbolic too, run at its own extent and at another at the last batch. A
 shape ORT cannot run (a Reshape to a fixed batch, a MatMul whose K changed,
 ...) is left out, and so is one where ONNX Runtime 1.30 is known to die
-(ort_dies_at: TopK over rows of no elements); a shape the session refuses
+(ort_dies_at: TopK over rows of no elements, Einsum over an empty batch); a shape the session refuses
 (UnsupportedError, InvalidModelError) is a note, not a failure. Anything
 else the session raises, a crash, or outputs beyond the tester's tolerance
 (runner.RTOL) are failures; a mismatch records the shape it happened at,
@@ -165,36 +165,76 @@ def inputs_slice(model, node):
     return m
 
 
+def topk_dies(node, got):
+    """ONNX Runtime 1.30's CPU TopK with k >= 1 over an input whose dims
+    before the axis hold no elements divides by that count (rows = 0) and dies
+    of SIGFPE (seed 81302577, tests/difftest/open/: a [0, 1] TopK input from a
+    Slice that is empty at N >= 2); an empty dim after the axis runs, and k
+    above the axis' extent is an error it reports."""
+    if len(node.input) < 2 or node.input[0] not in got or node.input[1] not in got:
+        return None
+    dims = list(got[node.input[0]].shape)
+    if not dims:
+        return None
+    axis = next((a.i for a in node.attribute if a.name == "axis"), -1) % len(dims)
+    k = int(np.asarray(got[node.input[1]]).reshape(-1)[0])
+    if 1 <= k <= dims[axis] and int(np.prod(dims[:axis])) == 0:
+        return "ONNX Runtime 1.30's TopK dies (SIGFPE) on %s's input %s of shape %s (no rows before axis %d)" % (
+            node.name or "TopK", node.input[0], dims, axis)
+    return None
+
+
+def einsum_dies(node, got):
+    """ONNX Runtime 1.30's CPU Einsum dies of SIGFPE when a batch letter (one
+    in every operand and in the output) has extent 0: "pqik,pqjk->pqij" over
+    [1, 0, 2, 2] (seed 95929626: a Slice of step -1 that is empty at N = 4),
+    while an empty letter of one operand ("ij,jk->ik" over [0, 3]) runs."""
+    equation = next((a.s.decode() for a in node.attribute if a.name == "equation"), "").replace(" ", "")
+    if "->" not in equation or "." in equation or not all(i in got for i in node.input):
+        return None
+    terms, output = equation.split("->")
+    terms = terms.split(",")
+    if len(terms) != len(node.input):
+        return None
+    extent = {}
+    for term, name in zip(terms, node.input):
+        for letter, d in zip(term, got[name].shape):
+            extent[letter] = d
+    batch = [c for c in output if all(c in t for t in terms)]
+    empty = [c for c in batch if extent.get(c) == 0]
+    if empty:
+        return "ONNX Runtime 1.30's Einsum dies (SIGFPE) on %s (%s): batch letter %s has extent 0" % (
+            node.name or "Einsum", equation, empty[0])
+    return None
+
+
+# The deaths of ONNX Runtime whose cause is known, by op: each takes the
+# node and the values ORT computes for its inputs.
+KNOWN_DEATHS = {"TopK": topk_dies, "Einsum": einsum_dies}
+
+
 def ort_dies_at(runner, model, feed, folder):
     """Why ONNX Runtime 1.30 is known to die on MODEL at the inputs FEED, or
-    None. Its CPU TopK with k >= 1 over an input whose dims before the axis
-    hold no elements divides by that count (rows = 0) and dies of SIGFPE (seed
-    81302577, tests/difftest/open/: a [0, 1] TopK input from a Slice that is
-    empty at N >= 2); an empty dim after the axis runs, and k above the axis'
-    extent is an error it reports. The input's shape and k are the values ORT
-    computes for them, in a copy of the graph that stops before each TopK of
-    the main graph, in order (seed 28091054: a Loop's output, whose shape
-    shape inference does not give). Only that exact configuration: any other
-    death of ORT stays a failure."""
+    None: a node of the main graph whose inputs are in a configuration of
+    KNOWN_DEATHS. The inputs are the values ORT computes for them, in a copy
+    of the graph that stops before that node, in order (seed 28091054: a
+    Loop's output, whose shape shape inference does not give). Only those
+    exact configurations: any other death of ORT stays a failure."""
     for node in model.graph.node:
-        if node.op_type != "TopK" or len(node.input) < 2:
+        dies = KNOWN_DEATHS.get(node.op_type)
+        if dies is None:
             continue
-        path = os.path.join(folder, "topk_inputs.onnx")
+        path = os.path.join(folder, "node_inputs.onnx")
         onnx.save(inputs_slice(model, node), path)
         try:
             got = runner.ort(path, feed)
         except OrtCrashed:
-            return None     # something before this TopK dies: not the known cause
-        if isinstance(got, str) or node.input[0] not in got or node.input[1] not in got:
+            return None     # something before this node dies: not a known cause
+        if isinstance(got, str):
             continue
-        dims = list(got[node.input[0]].shape)
-        if not dims:
-            continue
-        axis = next((a.i for a in node.attribute if a.name == "axis"), -1) % len(dims)
-        k = int(np.asarray(got[node.input[1]]).reshape(-1)[0])
-        if 1 <= k <= dims[axis] and int(np.prod(dims[:axis])) == 0:
-            return "ONNX Runtime 1.30's TopK dies (SIGFPE) on %s's input %s of shape %s (no rows before axis %d)" % (
-                node.name or "TopK", node.input[0], dims, axis)
+        why = dies(node, got)
+        if why:
+            return why
     return None
 
 

@@ -193,6 +193,30 @@ def test_ort_death_is_recognized_through_a_loop():
     assert dies(model, [2, 3]) is None
 
 
+def einsum_model(equation, dims, second=None):
+    """x (dims) -> Slice(axis 1, 1 to -3, step -1) -> Einsum(equation) of
+    (t, t) or (t, w): seed 95929626, empty along axis 1 at dims[1] = 4."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, dims)
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.int64), n)
+             for n, v in (("s0", [1]), ("e0", [-3]), ("a0", [1]), ("st", [-1]))]
+    operands = ["t", "t"]
+    if second is not None:
+        inits.append(onnx.numpy_helper.from_array(np.ones(second, np.float32), "w"))
+        operands = ["t", "w"]
+    nodes = [helper.make_node("Slice", ["x", "s0", "e0", "a0", "st"], ["t"]),
+             helper.make_node("Einsum", operands, ["y"], equation=equation)]
+    g = helper.make_graph(nodes, "g", [x], [helper.make_value_info("y", onnx.TypeProto())], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_ort_is_known_to_die_on_einsum_over_an_empty_batch():
+    model = einsum_model("pqik,pqjk->pqij", [1, "N", 2, 2])
+    assert dies(model, [1, 4, 2, 2])            # q is 0: ORT dies
+    assert dies(model, [1, 2, 2, 2]) is None    # q is 2: ORT runs
+    # an empty letter that is no batch letter (j of t [4, 0] and w [0, 3]) runs
+    assert dies(einsum_model("ij,jk->ik", ["N", 4], (0, 3)), [4, 4]) is None
+
+
 def test_compare_fails_an_output_not_written():
     ref = [np.zeros(2, np.float32), np.ones(2, np.float32)]
     f = runner.compare(ref, ref[:1], ["a", "b"], "ort-vs-fused", "-")
