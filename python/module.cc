@@ -174,12 +174,14 @@ PYBIND11_MODULE(_core, m) {
         py::list shapes;  // most recently used first
         for (const onnxfuse::CachedShape& shape : st.shapes)
           shapes.append(py::dict(py::arg("input_shapes") = shape.input_shapes, py::arg("load_ms") = shape.load_ms,
-                                 py::arg("compile_ms") = shape.compile_ms,
+                                 py::arg("compile_ms") = shape.compile_ms, py::arg("kernels") = shape.plan.kernels,
+                                 py::arg("reorders") = shape.plan.reorders,
                                  py::arg("samples_per_pass") = shape.samples_per_pass,
                                  py::arg("concurrent_passes") = shape.concurrent_passes));
         return py::dict(py::arg("compiles") = st.compiles, py::arg("cache_hits") = st.cache_hits,
                         py::arg("evictions") = st.evictions, py::arg("cached_shapes") = st.cached_shapes,
-                        py::arg("plan_instances") = st.plan_instances, py::arg("shapes") = shapes);
+                        py::arg("plan_instances") = st.plan_instances, py::arg("fused_once") = st.fused_once,
+                        py::arg("shapes") = shapes);
       });
 
   m.def("read_tensor", [](const std::string& path) {

@@ -15,19 +15,24 @@
 // (`onnx-fuse model.onnx -o model.plan`) is replayed with its stored groups and
 // prepacked weights.
 //
-// Shapes: each distinct signature of input shapes gets its own compiled
-// schedule, made on first use: the model is loaded again with every symbolic
-// or unknown input dim pinned to the call's value (LoadOptions::input_shapes),
-// fused and compiled, so a pinned shape gets exactly the kernels `run
-// --input-shape` gives it. A plan file (format version 3) keeps its model's
-// symbolic dims and does the same with its stored groups instead of fusing
-// again (PlanModelAt; the shape-dependent lowering decisions are made per
-// schedule); its constructor replays the schedule stored for the shapes it was
-// built at (a symbolic dim as 1). Schedules are kept in an LRU cache of
-// SessionOptions::shape_cache_size entries. A model whose inputs are all fixed
-// (declared, or by SessionOptions::input_shapes) is compiled in the
-// constructor. A plan file of format version 2 runs at the one shape it was
-// built at: another is Error(kUsage).
+// Shapes: the model is prepared and fused once, in the constructor, with its
+// symbolic dims; each distinct signature of input shapes then gets its own
+// compiled schedule, made on first use from that prepared graph with the
+// call's dims pinned and ONNX shape inference run again (no parsing, checks,
+// opset conversion or fusion), and the same groups compiled for those
+// shapes. Fusion on the symbolic graph matches fusion at pinned dims: two
+// dims are equal when they are the same number or the same symbol (ONNX IR:
+// one dim_param names one value throughout a model). A model whose
+// preparation needs its dims pinned (an If on a dim) is prepared again at
+// each shape with them pinned (LoadOptions::input_shapes), as `run
+// --input-shape` does (SessionStats::fused_once false). A plan file (format
+// version 3) keeps its model's symbolic dims and makes schedules from its
+// stored model and groups the same way; its constructor replays the schedule
+// stored for the shapes it was built at (a symbolic dim as 1). Schedules are
+// kept in an LRU cache of SessionOptions::shape_cache_size entries. A model
+// whose inputs are all fixed (declared, or by SessionOptions::input_shapes)
+// is compiled in the constructor. A plan file of format version 2 runs at the
+// one shape it was built at: another is Error(kUsage).
 //
 // Batches in passes: when the model computes each sample of its leading
 // symbolic dim on its own (src/session/batch_passes.h proves it from the
@@ -48,10 +53,9 @@
 // (convolution and matmul operands, a plan file's stored ones included) are
 // shared by all instances and schedules. SessionOptions::threads is the
 // OpenMP team size each call runs with (set with omp_set_num_threads on the
-// calling thread, which keeps it). Not shared yet: each cached shape keeps
-// its loaded model's weights (to compile more instances from), and a plan
-// file's session keeps one more copy, its model as stored, to load at new
-// shapes from.
+// calling thread, which keeps it). The model's weights are held once, by the
+// prepared graph (a plan file's: its model as stored), which the graph of
+// every cached shape borrows them from.
 //
 // Errors: every failure is an onnxfuse::Error (error.h) whose kind() is the
 // one `onnx-fuse` maps to an exit code: kIo / kInvalidModel / kUnsupported
@@ -111,9 +115,11 @@ struct ValueInfo {
 struct CachedShape {
   /// Its signature: every graph input's shape, by name.
   std::map<std::string, std::vector<std::int64_t>> input_shapes;
-  /// Wall-clock ms spent making it before compiling: loading the model with
-  /// these shapes pinned and fusing it (a plan file: reading it, or loading
-  /// its stored model at these shapes and applying its groups).
+  /// Wall-clock ms spent making it before compiling: inferring the prepared
+  /// model's shapes at these input shapes and applying its groups
+  /// (SessionStats::fused_once), or else loading and fusing the model with
+  /// these shapes pinned. The constructor's schedule of a fixed-shape model
+  /// or a plan file: the whole load.
   double load_ms = 0;
   /// Wall-clock ms compiling its first instance at these shapes (lowering,
   /// oneDNN primitive creation, weight packing): plan.compile_ms.
@@ -135,6 +141,13 @@ struct SessionStats {
   int evictions = 0;        ///< schedules dropped by the LRU
   int cached_shapes = 0;    ///< schedules held now
   int plan_instances = 0;   ///< instances over all cached schedules (>1 at a shape: concurrent Runs)
+  /// True when the model was prepared (loaded, rewritten, fused) once, with
+  /// its symbolic dims, so that a new input shape costs only inferring the
+  /// shapes again (CachedShape::load_ms) and compiling (compile_ms). False
+  /// for a model whose preparation needs its dims pinned (an If or a rewrite
+  /// that needs a shape the symbolic graph leaves open: logged once, at
+  /// info level), prepared again at each new shape, and for a version 2 plan file.
+  bool fused_once = false;
   std::vector<CachedShape> shapes;  ///< the cached schedules, most recently used first
 };
 

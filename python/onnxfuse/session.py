@@ -141,8 +141,11 @@ class InferenceSession:
 
     def stats(self):
         """The shape cache's counters: compiles, cache_hits, evictions,
-        cached_shapes, plan_instances; and shapes, one dict per cached
-        schedule, most recently used first: input_shapes, load_ms and
-        compile_ms (milliseconds), samples_per_pass (0: one pass) and
-        concurrent_passes (session.h, SessionStats and CachedShape)."""
+        cached_shapes, plan_instances; fused_once (the model was prepared
+        and fused once, so a new shape costs inferring its shapes and
+        compiling); and shapes, one dict per cached schedule, most recently
+        used first: input_shapes, load_ms and compile_ms (milliseconds: the
+        cost of that new shape), kernels and reorders (its compiled
+        schedule's), samples_per_pass (0: one pass) and concurrent_passes
+        (session.h, SessionStats and CachedShape)."""
         return self._session.stats()

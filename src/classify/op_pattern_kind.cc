@@ -102,7 +102,7 @@ OpPatternKind EdgePattern(const Graph& graph, ValueId value, NodeId consumer, Op
   const Node& node = graph.node(consumer);
   for (ValueId out : node.outputs) {
     if (out == kNoValue) continue;
-    if (!graph.value(value).type.SameKnownShape(graph.value(out).type)) return consumer_kind;
+    if (!graph.value(value).type.SameShape(graph.value(out).type)) return consumer_kind;
   }
   return K::kElemWise;
 }

@@ -94,9 +94,14 @@ std::string TensorType::ShapeString() const {
   return out.str();
 }
 
-bool TensorType::SameKnownShape(const TensorType& other) const {
+bool TensorType::SameShape(const TensorType& other) const {
   if (!has_shape || !other.has_shape || dims != other.dims) return false;
-  return std::all_of(dims.begin(), dims.end(), [](std::int64_t d) { return d >= 0; });
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] >= 0) continue;
+    const std::string& symbol = i < dim_params.size() ? dim_params[i] : std::string();
+    if (symbol.empty() || i >= other.dim_params.size() || other.dim_params[i] != symbol) return false;
+  }
+  return true;
 }
 
 TensorType TensorTypeFromProto(const onnx::TypeProto& type) {
@@ -240,15 +245,32 @@ bool Graph::IsConstant(ValueId id) const {
 const onnx::TensorProto* Graph::ConstantTensor(ValueId id) const {
   if (!IsConstant(id) || IsReleased(id)) return nullptr;
   const Value& v = values_[id];
+  if (auto it = borrowed_.find(id); it != borrowed_.end()) return it->second;
   if (v.initializer >= 0) return &model_.graph().initializer(v.initializer);
   for (const auto& attr : nodes_[v.producer].proto.attribute())
     if (attr.name() == "value" && attr.has_t()) return &attr.t();
   return nullptr;
 }
 
+void Graph::BorrowConstants(std::shared_ptr<const Graph> owner, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const std::optional<ValueId> here = FindValue(name), there = owner->FindValue(name);
+    const onnx::TensorProto* data = there ? owner->ConstantTensor(*there) : nullptr;
+    if (!here || values_[*here].initializer < 0 || !there || owner->value(*there).initializer < 0 || !data)
+      throw Error(ErrorKind::kInvalidModel,
+                  source_path_ + ": initializer '" + name + "' cannot be shared: not an initializer of both graphs");
+    borrowed_[*here] = data;
+  }
+  constants_owner_ = std::move(owner);
+}
+
 void Graph::ReleaseInitializer(ValueId id) {
   const Value& v = values_.at(id);
   if (v.initializer < 0) return;
+  if (borrowed_.erase(id) > 0) {  // the owner's data stays; this graph stops reading it
+    released_.insert(id);
+    return;
+  }
   onnx::TensorProto& t = *model_.mutable_graph()->mutable_initializer(v.initializer);
   onnx::TensorProto stub;  // swap the data out so its memory is freed now, not at the next reuse
   stub.set_name(t.name());

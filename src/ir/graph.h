@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -45,8 +46,11 @@ struct TensorType {
   std::optional<std::int64_t> SizeInBytes() const;
   /// "[1,64,56,56]", with symbols by name and "?" for unknown dims; "[?]" for unknown rank.
   std::string ShapeString() const;
-  /// True when both shapes are fully known and equal (element types are not compared).
-  bool SameKnownShape(const TensorType& other) const;
+  /// True when both shapes are equal at every input shape: the same rank, and
+  /// each dim the same known value or the same symbol (ONNX IR: one dim_param
+  /// names one value throughout a model). An unknown, anonymous dim is equal
+  /// to nothing. Element types are not compared.
+  bool SameShape(const TensorType& other) const;
 };
 
 /// One tensor edge of the dataflow graph (SSA: at most one producer).
@@ -100,6 +104,14 @@ class Graph {
   /// complete model afterwards. No effect on other values.
   void ReleaseInitializer(ValueId id);
   bool IsReleased(ValueId id) const { return values_.at(id).initializer >= 0 && released_.count(id) > 0; }
+  /// Shares `owner`'s constants: each initializer named in `names`, held here
+  /// as its name, type and dims only, reads its data from owner's initializer
+  /// of that name (ConstantTensor), which owner keeps alive. For a graph made
+  /// from a copy of owner's model without its weights (load/shape_model.h), so
+  /// that graphs of one model at many shapes hold its weights once.
+  /// ReleaseInitializer of a borrowed constant drops the borrow only.
+  /// Throws Error(kInvalidModel) for a name that is no initializer of both.
+  void BorrowConstants(std::shared_ptr<const Graph> owner, const std::vector<std::string>& names);
 
   /// Distinct nodes consuming any output of `id` (each consumer listed once, in node order).
   std::vector<NodeId> Consumers(NodeId id) const;
@@ -158,6 +170,8 @@ class Graph {
   std::vector<ValueId> outputs_;
   std::unordered_map<std::string, ValueId> value_by_name_;
   std::unordered_set<ValueId> released_;  ///< initializers whose data ReleaseInitializer freed
+  std::shared_ptr<const Graph> constants_owner_;  ///< BorrowConstants' owner
+  std::unordered_map<ValueId, const onnx::TensorProto*> borrowed_;  ///< its initializers read in place
   std::unordered_set<std::string> taken_names_;    ///< NewValueName's: the model's names and those returned
   std::set<NodeId> removed_nodes_;                 ///< RemoveNode's, until the commit
   std::set<std::string> removed_initializers_;     ///< RemoveInitializer's, until the commit

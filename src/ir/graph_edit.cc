@@ -77,6 +77,7 @@ void Graph::RemoveInitializer(ValueId id) {
 
 void Graph::CommitEdits() {
   Check(released_.empty(), "Graph::CommitEdits: an initializer was released");
+  Check(borrowed_.empty(), "Graph::CommitEdits: the graph borrows its constants (edit their owner)");
   auto& g = *model_.mutable_graph();
   std::unordered_set<std::string> defined_before;  // from the index: edits have changed the model already
   for (const Value& v : values_)

@@ -21,6 +21,7 @@
 #include "ir/fused_domain.h"
 #include "ir/node_label.h"
 #include "ir/tensor_data.h"
+#include "load/shape_inference.h"
 #include "load/onnx_guards.h"
 
 namespace onnxfuse {
@@ -131,44 +132,6 @@ void ReadAndValidateTensors(onnx::ModelProto& model, const std::string& source, 
     if (tensor.data_location() == onnx::TensorProto::EXTERNAL) ReadExternalTensor(tensor, what, source, base_dir);
     ValidateTensorData(tensor, what, source);
   });
-}
-
-// Pins graph input shapes from --input-shape; symbols pinned this way are
-// replaced everywhere in the graph's declared types, so outputs agree.
-void PinInputShapes(onnx::ModelProto& model, const LoadOptions& options, const std::string& source) {
-  std::map<std::string, std::int64_t> symbols;
-  std::set<std::string> found;
-  for (auto& input : *model.mutable_graph()->mutable_input()) {
-    auto it = options.input_shapes.find(input.name());
-    if (it == options.input_shapes.end()) continue;
-    found.insert(input.name());
-    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (shape->dim_size() != 0 && shape->dim_size() != static_cast<int>(it->second.size()))
-      Fail(ErrorKind::kUsage, source,
-           "--input-shape " + input.name() + " has rank " + std::to_string(it->second.size()) +
-               " but the model declares rank " + std::to_string(shape->dim_size()));
-    for (std::size_t i = 0; i < it->second.size(); ++i) {
-      auto* dim = i < static_cast<std::size_t>(shape->dim_size()) ? shape->mutable_dim(static_cast<int>(i))
-                                                                  : shape->add_dim();
-      if (dim->has_dim_value() && dim->dim_value() != it->second[i])
-        Fail(ErrorKind::kUsage, source,
-             "--input-shape " + input.name() + " dim " + std::to_string(i) + " is " +
-                 std::to_string(it->second[i]) + " but the model fixes it to " + std::to_string(dim->dim_value()));
-      if (dim->has_dim_param()) symbols[dim->dim_param()] = it->second[i];
-      dim->set_dim_value(it->second[i]);
-    }
-  }
-  for (const auto& [name, shape] : options.input_shapes)
-    if (!found.count(name)) Fail(ErrorKind::kUsage, source, "--input-shape names '" + name + "', which is not a graph input");
-  if (symbols.empty()) return;
-  auto substitute = [&](onnx::ValueInfoProto& vi) {
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-    for (auto& dim : *vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
-      if (dim.has_dim_param() && symbols.count(dim.dim_param())) dim.set_dim_value(symbols[dim.dim_param()]);
-  };
-  for (auto& vi : *model.mutable_graph()->mutable_input()) substitute(vi);
-  for (auto& vi : *model.mutable_graph()->mutable_output()) substitute(vi);
-  for (auto& vi : *model.mutable_graph()->mutable_value_info()) substitute(vi);
 }
 
 void CheckGraphInputs(const onnx::GraphProto& graph, const std::string& source) {
@@ -323,7 +286,7 @@ Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const Lo
   // The graph's structure is checked by name before the opset conversion:
   // ONNX's version converter and shape inference assume a sound graph.
   CheckGraphInputs(model.graph(), source);
-  PinInputShapes(model, options, source);
+  PinInputShapes(model, options.input_shapes, source);
   SortTopologically(*model.mutable_graph(), source);
   CheckGraphOutputs(model.graph(), source);
   OpsetConversion conversion = ConvertToWorkingOpset(model, source);
@@ -334,28 +297,17 @@ Graph LoadModelProto(onnx::ModelProto model, const std::string& source, const Lo
   // that fails either is the user's to fix (exit code 3), not a bug in the
   // fused model (70). Data propagation lets Reshape targets computed by
   // Shape->Gather->Concat resolve.
-  // Shape inference annotates If/Loop/Scan bodies with value_info; the bodies
-  // are opaque to onnx-fuse and written back as they came, so keep the originals.
-  std::vector<std::pair<int, onnx::NodeProto>> with_subgraphs;
-  for (int i = 0; i < model.graph().node_size(); ++i) {
-    const auto& attributes = model.graph().node(i).attribute();
-    if (std::any_of(attributes.begin(), attributes.end(),
-                    [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; }))
-      with_subgraphs.emplace_back(i, model.graph().node(i));
-  }
   std::string step = "the ONNX checker refuses it: ";
   try {
     onnx::checker::check_model(model);
     step = "shape inference failed: ";
-    onnx::ShapeInferenceOptions inference(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+    InferValueShapes(model);
   } catch (const std::exception& e) {
     std::string message = e.what();
     if (auto cut = message.find("\n"); cut != std::string::npos) message.resize(cut);
     Fail(ErrorKind::kInvalidModel, source, step + message);
   }
   CheckFunctionCalls(model, ErrorKind::kInvalidModel, source + ": ");
-  for (auto& [index, node] : with_subgraphs) model.mutable_graph()->mutable_node(index)->Swap(&node);
   Graph graph(std::move(model), source);
   graph.set_conversion(std::move(conversion));
   return graph;

@@ -83,8 +83,8 @@ std::optional<PredicateFailure> CheckSameShape(const Graph& graph, const Pattern
     if (v[i] == kNoValue) return Omitted(req, i, "shapes_differ");
   const TensorType& a = graph.value(v[0]).type;
   const TensorType& b = graph.value(v[1]).type;
-  if (a.SameKnownShape(b)) return std::nullopt;
-  std::string what = a.ShapeString() == b.ShapeString() ? "shapes are not fully known: " : "shapes differ: ";
+  if (a.SameShape(b)) return std::nullopt;
+  std::string what = a.ShapeString() == b.ShapeString() ? "shapes are not known to be equal: " : "shapes differ: ";
   return Fail("shapes_differ",
               what + Describe(graph, req.args[0], v[0]) + " is " + a.ShapeString() + " vs " +
                   Describe(graph, req.args[1], v[1]) + " " + b.ShapeString(),

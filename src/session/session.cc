@@ -29,6 +29,8 @@
 #include "session/input_check.h"
 #include "session/pass_runner.h"
 #include "session/shape_schedule.h"
+#include "load/shape_model.h"
+#include "backend/plan/plan_shapes.h"
 
 namespace onnxfuse {
 
@@ -58,11 +60,17 @@ struct InferenceSession::Impl {
   std::string path;
   SessionOptions options;
   bool plan_file = false;
-  // A plan file of format 3: its model as stored (symbolic dims kept), its
-  // groups and whether they are fused, to make schedules at new shapes from.
-  std::shared_ptr<const Graph> plan_model;
-  FusionPlan plan_groups;
-  bool plan_fused = true;
+  // The model prepared (loaded, rewritten, fused) once, with its symbolic
+  // dims, its groups and whether they are fused: the graph of a new input
+  // shape is this one with the shapes inferred again (load/shape_model.h),
+  // lowered with the same groups. A plan file of format 3: its stored model
+  // and groups. Empty for a version 2 plan (it has one shape), and for a
+  // model that prepares only with its dims pinned (logged), which is
+  // prepared again at each shape (fused_once false).
+  std::optional<ShapeModel> symbolic;
+  FusionPlan groups;
+  bool groups_fused = true;
+  bool fused_once = true;
   // How a .onnx model is prepared, at each signature's pinned shapes (the
   // pattern library loaded once, in the constructor).
   PrepareOptions prepare;
@@ -95,19 +103,21 @@ struct InferenceSession::Impl {
     bool fused = true;
   };
 
-  // The model with every not-fixed input dim pinned to the signature's, as
-  // `run --input-shape` does, and its groups. A plan file's model gets the
-  // plan's groups instead of being fused again.
+  // The graph of `signature` and its groups: the model prepared once with
+  // its shapes inferred again; else (!fused_once) the model prepared
+  // with every not-fixed input dim pinned to the signature's, as `run
+  // --input-shape` does.
   Loaded LoadAt(const ShapeSignature& signature) const {
-    if (plan_file) {
-      if (!plan_model)  // a version 2 plan; CheckShapes let its open dims through
-        throw Error(ErrorKind::kUsage, path + ": this plan (format version 2) runs only at the input shapes it was "
-                                              "built with; rebuild it with this onnx-fuse to run it at others");
+    if (symbolic) {
       std::map<std::string, std::vector<std::int64_t>> shapes;
       for (std::size_t i = 0; i < inputs.size(); ++i) shapes[inputs[i].name] = signature[i];
-      PlanGraph at = PlanModelAt(*plan_model, plan_groups, shapes);
-      return {std::move(at.graph), std::move(at.fusion), plan_fused};
+      auto graph = std::make_unique<Graph>(symbolic->At(shapes));
+      FusionPlan fusion = planshapes::SameGroupsOn(*graph, groups);
+      return {std::move(graph), std::move(fusion), groups_fused};
     }
+    if (plan_file)  // a version 2 plan; CheckShapes let its open dims through
+      throw Error(ErrorKind::kUsage, path + ": this plan (format version 2) runs only at the input shapes it was "
+                                            "built with; rebuild it with this onnx-fuse to run it at others");
     PrepareOptions at = prepare;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ValueInfo& in = inputs[i];
@@ -209,7 +219,6 @@ struct InferenceSession::Impl {
     }
   }
 
-  // Output `name`'s index in the plan's outputs; Error(kUsage) when none.
   // What both Runs start with, in this order: the call's team size set
   // before anything compiles (a schedule, or another instance of one, made by
   // this call creates its primitives for it), the inputs checked, the
@@ -228,6 +237,7 @@ struct InferenceSession::Impl {
     const std::vector<ExecutablePlan::Binding> bindings;
   };
 
+  // Output `name`'s index in the plan's outputs; Error(kUsage) when none.
   static std::size_t OutputIndex(const std::vector<ExecutablePlan::Binding>& bindings, const std::string& name) {
     for (std::size_t i = 0; i < bindings.size(); ++i)
       if (bindings[i].name == name) return i;
@@ -258,13 +268,14 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     read.keep_model = true;    // and schedules at other shapes from its model
     read.input_shapes = options.input_shapes;
     LoadedPlan loaded = ReadPlanFile(path, read);
-    s.plan_model = loaded.model;
-    s.plan_fused = loaded.info.fused;
-    s.plan_groups = loaded.fusion;
+    if (loaded.model) s.symbolic.emplace(loaded.model);
+    s.fused_once = loaded.model != nullptr;
+    s.groups_fused = loaded.info.fused;
+    s.groups = loaded.fusion;
     s.packed.Add(loaded.packed->by_key);  // the file's weights, for every schedule
     graph = std::move(loaded.graph);
-    const Graph& declared = s.plan_model ? *s.plan_model : *graph;  // with its symbolic dims
-    if (s.plan_model && options.max_samples_per_pass >= 0) s.batch_symbol = session::SeparableBatchSymbol(declared);
+    const Graph& declared = s.symbolic ? s.symbolic->prepared() : *graph;  // with its symbolic dims
+    if (s.symbolic && options.max_samples_per_pass >= 0) s.batch_symbol = session::SeparableBatchSymbol(declared);
     for (ValueId v : declared.inputs()) s.inputs.push_back(session::ValueInfoOf(declared, v));
     for (ValueId v : declared.outputs()) s.outputs.push_back(session::ValueInfoOf(declared, v));
     for (const ExecutablePlan::Binding& in : loaded.executable.InputBindings()) signature.push_back(in.dims);
@@ -292,11 +303,24 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
       s.batch_symbol = session::SeparableBatchSymbol(*graph, &why);
       if (s.batch_symbol.empty()) spdlog::debug("{}: a batch runs in one pass: {}", path, why);
     }
-    if (fixed) {  // prepared and compiled now, as `run` does; other models on their first Run
+    if (fixed) {  // prepared and compiled now, as `run` does
       PreparedModel prepared = PrepareGraph(std::move(*graph), s.prepare);
       for (const ValueInfo& in : s.inputs) signature.push_back(in.dims);
       schedule = std::make_shared<ShapeSchedule>(std::move(prepared.graph), std::move(prepared.fusion), true,
                                                  &s.packed, nullptr, MsSince(start));
+    } else {  // prepared and fused now, with its symbolic dims; compiled per shape on its first Run
+      try {
+        PreparedModel prepared = PrepareGraph(std::move(*graph), s.prepare);
+        s.groups = std::move(prepared.fusion);
+        s.symbolic.emplace(std::shared_ptr<const Graph>(std::move(prepared.graph)));
+      } catch (const Error& e) {
+        // A rewrite that needs a shape the symbolic graph leaves open (an If
+        // on a dim, an expansion that needs a rank) may still succeed once
+        // the dims are pinned; a model that fails there too fails on its Run.
+        if (e.kind() != ErrorKind::kUnsupported && e.kind() != ErrorKind::kInvalidModel) throw;
+        s.fused_once = false;
+        spdlog::info("{}: prepared again at each input shape: {}", path, e.what());
+      }
     }
   }
   if (schedule) s.Insert(signature, std::move(schedule));
@@ -389,6 +413,7 @@ SessionStats InferenceSession::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   SessionStats stats = impl_->stats;
   stats.cached_shapes = static_cast<int>(impl_->lru.size());
+  stats.fused_once = impl_->fused_once;
   stats.plan_instances = 0;
   for (const auto& [signature, schedule] : impl_->lru) {
     stats.plan_instances += schedule->instances();

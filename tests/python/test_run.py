@@ -52,7 +52,8 @@ def test_symbolic_batch_at_several_sizes(symbolic_model):
     # 1, 3 and 8 compiled; 8 evicted 1, the least recently used; the second 3 hit.
     stats = session.stats()
     assert [shape["input_shapes"] for shape in stats.pop("shapes")] == [{"x": [3, 4]}, {"x": [8, 4]}]
-    assert stats == {"compiles": 3, "cache_hits": 1, "evictions": 1, "cached_shapes": 2, "plan_instances": 2}
+    assert stats == {"compiles": 3, "cache_hits": 1, "evictions": 1, "cached_shapes": 2, "plan_instances": 2,
+                     "fused_once": True}
 
 
 def test_batch_in_passes_gives_the_one_pass_outputs(symbolic_model):

@@ -188,13 +188,14 @@ struct PlanGraph {
   FusionPlan fusion;
 };
 
-/// `model` (LoadedPlan::model) loaded again with `input_shapes` pinned
-/// (LoadOptions::input_shapes: full shapes by input name), with `groups`
-/// (LoadedPlan::fusion, or the groups of any load of the same model) applied
-/// to it node for node. Throws the loader's Error(kUsage) naming the input and
-/// dim for a shape that changes a fixed dim or the rank, kInvalidModel when
+/// `model` (LoadedPlan::model) at `input_shapes` (full shapes by input
+/// name), its shapes inferred again (load/shape_model.h: no second load; the
+/// graph borrows `model`'s weights), with `groups` (LoadedPlan::fusion, or the
+/// groups of any load of the same model) applied to it node for node. Throws
+/// Error(kUsage) naming the input and dim for a shape that changes a fixed dim
+/// or the rank, kInvalidModel when shape inference fails at those shapes or
 /// the groups do not fit the model.
-PlanGraph PlanModelAt(const Graph& model, const FusionPlan& groups,
+PlanGraph PlanModelAt(std::shared_ptr<const Graph> model, const FusionPlan& groups,
                       const std::map<std::string, std::vector<std::int64_t>>& input_shapes);
 
 }  // namespace onnxfuse

@@ -6,6 +6,7 @@
 
 #include "onnxfuse/error.h"
 #include "load/loader.h"
+#include "load/shape_model.h"
 #include "backend/plan/plan_file.h"
 
 namespace onnxfuse::planshapes {
@@ -120,10 +121,10 @@ FusionPlan SameGroupsOn(const Graph& graph, const FusionPlan& fusion) {
 
 namespace onnxfuse {
 
-PlanGraph PlanModelAt(const Graph& model, const FusionPlan& groups,
+PlanGraph PlanModelAt(std::shared_ptr<const Graph> model, const FusionPlan& groups,
                       const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {
   PlanGraph out;
-  out.graph = std::make_unique<Graph>(LoadModelProto(model.model(), model.source_path(), LoadOptions{input_shapes}));
+  out.graph = std::make_unique<Graph>(ShapeModel(std::move(model)).At(input_shapes));
   out.fusion = planshapes::SameGroupsOn(*out.graph, groups);
   return out;
 }

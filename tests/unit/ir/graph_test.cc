@@ -157,7 +157,11 @@ TEST_CASE("TensorType: element counts, sizes and shapes, with overflow and symbo
   auto symbolic = Shaped(onnx::TensorProto::FLOAT, {-1, 3, -1}, {"N", "", ""});
   CHECK(symbolic.ShapeString() == "[N,3,?]");
   CHECK_FALSE(symbolic.NumElements());
-  CHECK_FALSE(symbolic.SameKnownShape(symbolic));  // equal, but not fully known
+  CHECK(symbolic.SameShape(Shaped(onnx::TensorProto::FLOAT, {-1, 3, 7}, {"N", "", ""})) == false);  // ? vs 7
+  auto named = Shaped(onnx::TensorProto::FLOAT, {-1, 3}, {"N", ""});
+  CHECK(named.SameShape(Shaped(onnx::TensorProto::FLOAT, {-1, 3}, {"N", ""})));  // one symbol, one value
+  CHECK_FALSE(named.SameShape(Shaped(onnx::TensorProto::FLOAT, {-1, 3}, {"M", ""})));
+  CHECK_FALSE(symbolic.SameShape(symbolic));  // its anonymous dim may differ between two values
 
   const std::int64_t big = std::numeric_limits<std::int64_t>::max() / 2;
   CHECK_FALSE(Shaped(onnx::TensorProto::FLOAT, {big, 3}).NumElements());
@@ -166,8 +170,8 @@ TEST_CASE("TensorType: element counts, sizes and shapes, with overflow and symbo
   TensorType unknown;
   CHECK(unknown.ShapeString() == "[?]");
   CHECK_FALSE(unknown.NumElements());
-  CHECK(t.SameKnownShape(Shaped(onnx::TensorProto::INT64, {1, 64, 56, 56})));  // types are not compared
-  CHECK_FALSE(t.SameKnownShape(Shaped(onnx::TensorProto::FLOAT, {1, 64, 56})));
+  CHECK(t.SameShape(Shaped(onnx::TensorProto::INT64, {1, 64, 56, 56})));  // types are not compared
+  CHECK_FALSE(t.SameShape(Shaped(onnx::TensorProto::FLOAT, {1, 64, 56})));
 }
 
 TEST_CASE("TensorTypeFromProto reads dims, symbols and missing shapes", "[graph]") {

@@ -3,6 +3,7 @@
 // resnet18 and mobilenet_v2. Concurrent Runs: session_threads_test.cc.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -96,6 +97,57 @@ TEST_CASE("session: a pinned shape gets the kernels of run --input-shape", "[ses
   ExecutablePlan direct = ExecutablePlan::Compile(*prepared.graph, prepared.fusion);
   CHECK(stats.kernels == direct.stats().kernels);
   CHECK(stats.arena_bytes == direct.stats().arena_bytes);
+}
+
+TEST_CASE("session: a model is fused once, a new shape infers its shapes and compiles", "[session]") {
+  test::TempDir dir("session");
+  InferenceSession session(WriteModel(dir, kBatchModel));
+  CHECK(session.stats().fused_once);
+  for (std::int64_t n : {2, 5}) {
+    BatchInputs in(n, static_cast<int>(n));
+    CheckClose(session.Run(in.Views())[0].data, in.Reference());
+  }
+  const SessionStats stats = session.stats();
+  CHECK(stats.compiles == 2);
+  for (const CachedShape& shape : stats.shapes) {
+    CHECK(shape.load_ms > 0);
+    CHECK(shape.compile_ms > 0);
+  }
+}
+
+// y = ReduceMax over axis 1 of x [N, 3] when N > 2, else over axis 0: the
+// branches' outputs ([N] and [3]) differ in shape, so the If cannot run as
+// both branches and a Where on the symbolic graph; once N is pinned, it is
+// decided at build time.
+const char* const kIfOnADim = R"(<ir_version: 8, opset_import: ["" : 13]>
+  g (float[N,3] x) => (float[K] y) {
+    s = Shape (x)
+    i = Constant <value = int64 {0}> ()
+    n = Gather (s, i)
+    two = Constant <value = int64 {2}> ()
+    c = Greater (n, two)
+    y = If (c) <then_branch = then_g () => (float[N] t) { t = ReduceMax <axes = [1], keepdims = 0> (x) },
+                else_branch = else_g () => (float[3] e) { e = ReduceMax <axes = [0], keepdims = 0> (x) }>
+  })";
+
+TEST_CASE("session: a model whose If needs its dims pinned is prepared again at each shape", "[session]") {
+  test::TempDir dir("session");
+  InferenceSession session(WriteModel(dir, kIfOnADim));
+  CHECK_FALSE(session.stats().fused_once);
+  for (std::int64_t n : {2, 4}) {
+    std::vector<float> x(static_cast<std::size_t>(n * 3));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(1.3f * static_cast<float>(i));
+    const std::vector<Tensor> out = session.Run({{"x", {ElementType::kFloat, {n, 3}, x.data()}}});
+    REQUIRE(out.size() == 1);
+    std::vector<float> want;
+    if (n > 2) {
+      for (std::int64_t r = 0; r < n; ++r)
+        want.push_back(*std::max_element(x.begin() + r * 3, x.begin() + r * 3 + 3));
+    } else {
+      for (std::int64_t c = 0; c < 3; ++c) want.push_back(std::max(x[std::size_t(c)], x[std::size_t(3 + c)]));
+    }
+    CHECK(out[0].data == want);
+  }
 }
 
 TEST_CASE("session: fixed input shapes compile at construction", "[session]") {

@@ -1,0 +1,64 @@
+#include "load/shape_inference.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "onnxfuse/error.h"
+
+namespace onnxfuse {
+
+void PinInputShapes(onnx::ModelProto& model, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
+                    const std::string& source) {
+  std::map<std::string, std::int64_t> symbols;
+  std::set<std::string> found;
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    auto it = input_shapes.find(input.name());
+    if (it == input_shapes.end()) continue;
+    found.insert(input.name());
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() != 0 && shape->dim_size() != static_cast<int>(it->second.size()))
+      throw Error(ErrorKind::kUsage, source + ": " +
+           "--input-shape " + input.name() + " has rank " + std::to_string(it->second.size()) +
+               " but the model declares rank " + std::to_string(shape->dim_size()));
+    for (std::size_t i = 0; i < it->second.size(); ++i) {
+      auto* dim = i < static_cast<std::size_t>(shape->dim_size()) ? shape->mutable_dim(static_cast<int>(i))
+                                                                  : shape->add_dim();
+      if (dim->has_dim_value() && dim->dim_value() != it->second[i])
+        throw Error(ErrorKind::kUsage, source + ": " +
+             "--input-shape " + input.name() + " dim " + std::to_string(i) + " is " +
+                 std::to_string(it->second[i]) + " but the model fixes it to " + std::to_string(dim->dim_value()));
+      if (dim->has_dim_param()) symbols[dim->dim_param()] = it->second[i];
+      dim->set_dim_value(it->second[i]);
+    }
+  }
+  for (const auto& [name, shape] : input_shapes)
+    if (!found.count(name)) throw Error(ErrorKind::kUsage, source + ": --input-shape names '" + name + "', which is not a graph input");
+  if (symbols.empty()) return;
+  auto substitute = [&](onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    for (auto& dim : *vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
+      if (dim.has_dim_param() && symbols.count(dim.dim_param())) dim.set_dim_value(symbols[dim.dim_param()]);
+  };
+  for (auto& vi : *model.mutable_graph()->mutable_input()) substitute(vi);
+  for (auto& vi : *model.mutable_graph()->mutable_output()) substitute(vi);
+  for (auto& vi : *model.mutable_graph()->mutable_value_info()) substitute(vi);
+}
+
+void InferValueShapes(onnx::ModelProto& model) {
+  std::vector<std::pair<int, onnx::NodeProto>> with_subgraphs;
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const auto& attributes = model.graph().node(i).attribute();
+    if (std::any_of(attributes.begin(), attributes.end(),
+                    [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; }))
+      with_subgraphs.emplace_back(i, model.graph().node(i));
+  }
+  onnx::ShapeInferenceOptions inference(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
+  onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+  for (auto& [index, node] : with_subgraphs) model.mutable_graph()->mutable_node(index)->Swap(&node);
+}
+
+}  // namespace onnxfuse

@@ -1,0 +1,58 @@
+// A prepared model at other input shapes, without loading it again.
+//
+// A model is loaded, checked, converted, rewritten and fused once, on its
+// symbolic graph (pipeline/prepare_model.h). What a new input shape changes is
+// only the shape of each value: ShapeModel pins the new input shapes on a copy
+// of that graph's model and runs ONNX shape inference (shape_inference.h)
+// again, nothing else: no parsing, checks, opset conversion or rewrites. The
+// copy leaves out the data of the large initializers (the weights), which
+// shape inference never reads; the graph it gives borrows them from the
+// prepared graph (Graph::BorrowConstants), so graphs at many shapes hold the
+// weights once. Small initializers keep their data, for the values data
+// propagation reads (Reshape targets, Slice bounds).
+//
+// Declared value types the prepared graph had with symbolic or unknown dims
+// are dropped and inferred again at the new shapes; fully static ones are
+// kept (they hold for every input shape: a graph input a caller pins keeps
+// its dims in both).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "ir/graph.h"
+
+namespace onnxfuse {
+
+class ShapeModel {
+ public:
+  /// Initializers of more elements than this are borrowed, not copied.
+  static constexpr std::int64_t kCopiedElements = 4096;
+
+  /// Keeps a copy of `prepared`'s model without its large initializers' data.
+  explicit ShapeModel(std::shared_ptr<const Graph> prepared);
+
+  /// The prepared graph with `input_shapes` (full shapes by input name; inputs
+  /// not named keep their declared dims) pinned and every value's shape
+  /// inferred again; same nodes, in the same order, so the prepared graph's
+  /// node ids and fusion groups hold for it. Throws Error: kUsage (from
+  /// PinInputShapes) for a name that is no input, a rank the model does not
+  /// declare or a dim it fixes; kInvalidModel, naming the model, when shape
+  /// inference fails at these shapes (inputs whose dims contradict each
+  /// other, e.g. an Add of lengths 7 and 9).
+  Graph At(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) const;
+
+  const Graph& prepared() const { return *prepared_; }
+
+ private:
+  std::shared_ptr<const Graph> prepared_;
+  onnx::ModelProto model_;            ///< prepared_'s model: large initializers as name, type and dims
+  std::vector<std::string> borrowed_;  ///< those initializers' names
+};
+
+}  // namespace onnxfuse
