@@ -242,19 +242,9 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
 }
 
 nlohmann::json WritePlanFileForJob(const FuseJob& job, const Graph& graph, const FusionPlan& fusion) {
-  // Fusion decisions that depend on sizes (an Add of two same-shape operands
-  // is elementwise only when the shapes are known) are made again at the
-  // built shapes, where the schedule is compiled; the plan keeps those groups
-  // for every shape it runs at.
-  FusionPlan groups;
-  if (planshapes::HasOpenDims(graph)) {
-    const Graph pinned = LoadModelProto(graph.model(), graph.source_path(), LoadOptions{planshapes::BuiltShapes(graph)});
-    groups = FuseGraph(pinned, FuseSettingsOf(job));
-    spdlog::info("{}: open input dims: fused again at the built shapes, {} groups (the open model: {})",
-                 job.output_path, groups.groups.size(), fusion.groups.size());
-  }
-  PlanFileInfo info = WritePlanFile(job.output_path, graph, planshapes::HasOpenDims(graph) ? groups : fusion,
-                                    CompileOptions{}, job.input_path, job.verify);
+  // The groups fused on the symbolic graph hold at every shape the plan runs
+  // at (shapes equal by number or symbol are equal to the fusers).
+  PlanFileInfo info = WritePlanFile(job.output_path, graph, fusion, CompileOptions{}, job.input_path, job.verify);
   spdlog::info("{}: executable plan of {} steps, {} prepacked constants, {:.1f} MB, for {}", job.output_path,
                info.steps, info.constants, static_cast<double>(info.file_bytes) / 1e6, info.built_isa);
   return {{"path", job.output_path},         {"format_version", kPlanFormatVersion},
