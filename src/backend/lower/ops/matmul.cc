@@ -177,7 +177,9 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
   eval::FoldIntoBias(bias, chain.affine);
 
   const memory::desc weights_view({k, n}, DataType::f32, Dims{1, k});  // [N, K] data read as [K, N]
-  if (!trans_a && EmitOwnGemm(b, chain, node.inputs[0], {a[0], n}, k, weights_view, w.data.data(), bias)) return;
+  if (!trans_a && EmitOwnGemm(b, chain, node.inputs[0], {a[0], n}, k, weights_view, [&] { return w.data.data(); },
+                              bias))
+    return;
 
   // oneDNN's matmul, not inner_product: the same kernels family (brgemm), but
   // at 2 threads matmul splits [197, 768] x [768, 768] (ViT's attention
@@ -295,7 +297,7 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   const Dims pd_out = collapse ? Dims{ae[0], we[1]} : out;
   // On AVX2: our own GEMM (backend/lower/own_kernels/own_gemm.cc).
   if (const_weights && (rank == 2 || collapse) && chain.affine.scale.empty() &&
-      EmitOwnGemm(b, chain, in_a, out, we[0], PlainDesc(we), b.Const(in_b, node).data.data(), {}))
+      EmitOwnGemm(b, chain, in_a, out, we[0], PlainDesc(we), [&] { return b.Const(in_b, node).data.data(); }, {}))
     return;
   // Fused: a run-time operand that is a strided view (a transpose) is read in
   // place when a fast kernel takes its strides; otherwise it is made plain.
@@ -354,9 +356,8 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   Arg src = operand(in_a, ae, !in_place(in_a, ae, pd.src_desc())), weights;
   if (!const_weights) weights = operand(in_b, we, !in_place(in_b, we, pd.weights_desc()));
   if (const_weights) {
-    const Tensor& t = b.Const(in_b, node);
     memory m = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
-                                [&] { return b.HostView(PlainDesc(we), t.data.data()); });
+                                [&] { return b.HostView(PlainDesc(we), b.Const(in_b, node).data.data()); });
     weights = Arg{-1, m.get_desc(), m};
   }
   args.emplace_back(DNNL_ARG_SRC, src);

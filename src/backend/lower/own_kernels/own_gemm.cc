@@ -126,11 +126,11 @@ bool ResidualFirst(const std::vector<PointwiseOp>& epilogue) {
 // {1, depth}, so that a plan file's constant has the dims oneDNN's matmul
 // weights would. MatVec applies the epilogue's steps in any order.
 void EmitGemv(Builder& b, const Chain& chain, ValueId input, const Dims& out, std::int64_t depth, std::int64_t cols,
-              const memory::desc& weights_md, const float* weights, const std::vector<double>& bias,
+              const memory::desc& weights_md, const std::function<const float*()>& weights, const std::vector<double>& bias,
               const PostOp* sum, std::vector<PointwiseOp> epilogue, const std::string& label) {
   const Node& node = b.graph.node(chain.anchor);
   const memory::desc rows_md(Dims{depth, cols}, memory::data_type::f32, Dims{1, depth});
-  memory packed = b.PackedConstant(chain.anchor, "weights", rows_md, [&] { return b.HostView(weights_md, weights); });
+  memory packed = b.PackedConstant(chain.anchor, "weights", rows_md, [&] { return b.HostView(weights_md, weights()); });
   std::optional<memory> bias_mem;
   if (!bias.empty()) bias_mem = BiasMemory(b, chain.anchor, bias);
   const Arg src = b.Use(input, PlainDesc({1, depth}), node);
@@ -158,7 +158,8 @@ std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const
 }
 
 bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& out, std::int64_t depth,
-                 const memory::desc& weights_md, const float* weights, std::vector<double> bias) {
+                 const memory::desc& weights_md, const std::function<const float*()>& weights,
+                 std::vector<double> bias) {
   const Node& node = b.graph.node(chain_in.anchor);
   const std::int64_t cols = out.back(), rows = Product(out) / cols;
   if (!b.fuse || !HaveGemm() || (rows > 1 && (cols % kGemmPanel != 0 || rows < kMinRows))) return false;
@@ -175,7 +176,7 @@ bool EmitOwnGemm(Builder& b, const Chain& chain_in, ValueId input, const Dims& o
   if (!ResidualFirst(*epilogue)) return false;
 
   memory packed = b.PackedConstant(chain.anchor, "weights", PanelDesc(depth, cols),
-                                   [&] { return b.HostView(weights_md, weights); });
+                                   [&] { return b.HostView(weights_md, weights()); });
   std::optional<memory> bias_mem;
   if (!bias.empty()) bias_mem = BiasMemory(b, chain.anchor, bias);
   Arg src = b.Use(input, PlainDesc({rows, depth}), node);

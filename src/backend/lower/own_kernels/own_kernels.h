@@ -9,6 +9,7 @@
 // channel_scale.h.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,8 +45,9 @@ Act ResidualDestination(Builder& b, const Node& node, const PostOp* sum, const A
 /// (backend/lower/own_kernels/own_gemm.cc).
 std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const PostOp** sum);
 /// A product of a run-time operand `input` (read as [rows, depth] row-major)
-/// and constant weights (`weights`, `weights_md` a view of dims [depth,
-/// cols]) into `out` (cols its last dim, rows the product of the others), its
+/// and constant weights (`weights()` gives their data, `weights_md` a view of
+/// dims [depth, cols]; called only when they are packed here, not when a
+/// session's earlier schedule packed them already) into `out` (cols its last dim, rows the product of the others), its
 /// bias (empty: none, or a first post-op adding one constant per column) and
 /// post-ops as the epilogue, as Gemm (backend/kernels/gemm.h) on AVX2 CPUs. A folded
 /// BatchNormalization (chain.affine) must be in `weights` and `bias` already
@@ -55,7 +57,8 @@ std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const
 /// multiple of 16 and at least 16 rows) or the post-ops do not fit
 /// (backend/lower/own_kernels/own_gemm.cc).
 bool EmitOwnGemm(Builder& b, const Chain& chain, ValueId input, const Dims& out, std::int64_t depth,
-                 const dnnl::memory::desc& weights_md, const float* weights, std::vector<double> bias);
+                 const dnnl::memory::desc& weights_md, const std::function<const float*()>& weights,
+                 std::vector<double> bias);
 /// A group-1, undilated Conv of one channel-blocked (nChw8c) image into at
 /// most 64 output pixels (196 for a spatial kernel with an im2col row of at
 /// least 512: ConvFitsGemm), output channels a multiple of 16 and at least 64, as our own GEMM
