@@ -14,8 +14,11 @@ the same dim of the inputs that share the batch and that extent) made
 symbolic too, run at its own extent and at another at the last batch. A
 shape ORT cannot run (a Reshape to a fixed batch, a MatMul whose K changed,
 ...) is left out, and so is one where ONNX Runtime 1.30 is known to die
-(ort_dies_at: TopK over rows of no elements, Einsum over an empty batch); a shape the session refuses
-(UnsupportedError, InvalidModelError) is a note, not a failure. Anything
+(ort_dies_at: TopK over rows of no elements, Einsum over an empty batch); a
+shape the session refuses (UnsupportedError, InvalidModelError) is a note
+when `onnx-fuse run` refuses it too (--input-shape pinned to it), and a
+failure (session-refused) when run accepts it: both prepare a model through
+one front door. Anything
 else the session raises, a crash, or outputs beyond the tester's tolerance
 (runner.RTOL) are failures; a mismatch records the shape it happened at,
 where trial.keep_real judges it.
@@ -267,6 +270,27 @@ def shape_inputs(model, shape):
     return feed
 
 
+def run_accepts(runner, path, feed, strategy):
+    """Whether `onnx-fuse run` runs the model at PATH with every input pinned
+    to FEED's shape (--input-shape) and STRATEGY: what the session, which
+    prepares a model through the same front door, must then run too."""
+    args = ["run", path, "--iterations", "1", "--warmup", "0", "--threads", "1", "--strategy", strategy]
+    for name, value in feed.items():
+        args += ["--input-shape", "%s=%s" % (name, "x".join(str(d) for d in value.shape))]
+    rc, _, _ = runner._exec(args)
+    return rc == 0
+
+
+def refusal(runner, path, feed, strategy, message, via, at):
+    """A shape the session refused (MESSAGE): a note when `run` refuses it
+    too, a failure when `run` accepts it."""
+    kind = message.split(":")[0]
+    if run_accepts(runner, path, feed, strategy):
+        return {"kind": "session-refused", "check": "InferenceSession at N=%s" % at,
+                "message": "the session refuses what run accepts: " + message[:300], "via": via}, None
+    return None, "session check: a shape refused by run and the session (%s)" % kind
+
+
 def run_session(runner, b, strategy):
     """The session check of built graph B (B.seed: its recipe's seed, drawing
     its shapes). Returns (failures, note, shapes checked)."""
@@ -306,7 +330,9 @@ def run_session(runner, b, strategy):
     if p.returncode == 3 and err.startswith(("ModuleNotFoundError", "ImportError")):
         raise ToolMissing("the session check cannot import onnxfuse: " + err[:200])
     if p.returncode == 3 and err.startswith(REFUSALS):
-        return [], "session check: " + err.split(":")[0], 0
+        at = next(iter(feeds))
+        failure, note = refusal(runner, path, feeds[at], strategy, err, via, at)
+        return ([failure] if failure else []), note, 0
     if p.returncode != 0:
         return [{"kind": "session-crash" if p.returncode < 0 else "session-error", "check": "InferenceSession",
                  "message": err[:300] or "exit %d" % p.returncode, "via": via}], None, 0
@@ -316,7 +342,11 @@ def run_session(runner, b, strategy):
         if "%s|error" % at in out.files:
             message = str(out["%s|error" % at])
             if message.startswith(REFUSALS):
-                note = "session check: a shape refused (%s)" % message.split(":")[0]
+                failure, refused = refusal(runner, path, feeds[at], strategy, message, via, at)
+                if failure:
+                    fails.append(failure)
+                else:
+                    note = refused
                 continue
             fails.append({"kind": "session-error", "check": "InferenceSession at N=%s" % at,
                           "message": message, "via": via})

@@ -298,3 +298,25 @@ def test_orts_noise_excuses_no_more_than_twice_itself_nor_our_plans_disagreeing(
         # Fused against unfused is never judged by ORT's noise.
         g = dict(ort_failure("a", 1e-3, 5e-4), kind="fused-vs-unfused", via=["check", "pattern", 1])
         assert trial.keep_real(fake, b, [g]) == [g]
+
+
+class FakeRun:
+    """A runner whose `onnx-fuse run` exits with RC, recording its arguments."""
+
+    def __init__(self, rc):
+        self.rc, self.args = rc, None
+
+    def _exec(self, args):
+        self.args = args
+        return self.rc, "", ""
+
+
+def test_a_shape_the_session_refuses_fails_when_run_accepts_it():
+    from difftest import session_check
+    feed = {"x": np.zeros((3, 4), np.float32)}
+    accepts = FakeRun(0)
+    failure, note = session_check.refusal(accepts, "m.onnx", feed, "pattern", "UnsupportedError: no", ["session"], "3")
+    assert failure["kind"] == "session-refused" and note is None
+    assert accepts.args[accepts.args.index("--input-shape") + 1] == "x=3x4"
+    failure, note = session_check.refusal(FakeRun(4), "m.onnx", feed, "pattern", "UnsupportedError: no", [], "3")
+    assert failure is None and "refused by run and the session" in note
