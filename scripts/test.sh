@@ -39,13 +39,15 @@ stage_done "set-up and build"
 # resnet18 and mobilenet_v2 for the e2e tests, convnext_tiny and
 # mobilenet_v3_large for their opset-18 twins (ctest opset_twins); --full: all
 # eleven, for the fusion agreement on each. The recurrent models of ctest
-# e2e.rnn with ONNX Runtime's reference outputs.
+# e2e.rnn with ONNX Runtime's reference outputs, and the two transformers of
+# ctest e2e.dynamic_shapes, whose shapes change from call to call.
 if $full; then
   /usr/bin/python3 scripts/export_models.py
 else
   /usr/bin/python3 scripts/export_models.py resnet18 mobilenet_v2 mobilenet_v3_large convnext_tiny
 fi
 /usr/bin/python3 scripts/export_zoo.py --out models/rnn lstm_bidir2 gru_bidir2
+/usr/bin/python3 scripts/export_dynamic.py
 stage_done "model export"
 exclude='^(zoo|full)$'
 $full && exclude='^zoo$'

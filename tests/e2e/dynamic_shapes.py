@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""Run-time shapes against ONNX Runtime: the two transformer workloads of
+scripts/export_dynamic.py (models/dynamic/), each through one
+onnxfuse.InferenceSession at changing shapes and through `onnx-fuse run
+--input-shape` at two of them, every output against ONNX Runtime's at the
+same inputs (scripts/ort/infer.js) within 1e-4 relative (zoo_check.max_rel,
+compare.js's measure).
+
+    tests/e2e/dynamic_shapes.py BIN MODELS_DIR WORK_DIR
+
+bert_encoder: sequence lengths 8, 37, 128 and 37 again (a cached shape).
+gpt2_decoder_step: 5 tokens after a 16-token cache, each call's present_*
+fed back as the next call's past_*. The session must have fused once
+(stats()["fused_once"]) and compiled once per distinct shape. A missing
+model, module or tool fails; nothing is skipped.
+
+Exit status: 0 every output within tolerance; 1 otherwise.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from zoo_check import max_rel  # noqa: E402
+
+RTOL = 1e-4
+INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
+
+
+def write_dir(folder, tensors, prefix):
+    os.makedirs(folder, exist_ok=True)
+    for i, (name, value) in enumerate(tensors):
+        with open(os.path.join(folder, "%s_%d.pb" % (prefix, i)), "wb") as f:
+            f.write(numpy_helper.from_array(value, name).SerializeToString())
+
+
+def read_dir(folder, prefix, count):
+    return [numpy_helper.to_array(onnx.load_tensor(os.path.join(folder, "%s_%d.pb" % (prefix, i))))
+            for i in range(count)]
+
+
+class Check:
+    def __init__(self, binary, work):
+        self.bin, self.work, self.failures, self.calls = binary, work, [], 0
+
+    def ort(self, model, feed, outputs):
+        """ONNX Runtime's outputs of MODEL at FEED (input order)."""
+        folder = os.path.join(self.work, "ort_%d" % self.calls)
+        self.calls += 1
+        write_dir(folder, feed, "input")
+        p = subprocess.run(["node", INFER_JS, model, folder, "--threads", "1"], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError("ONNX Runtime failed on %s: %s" % (model, p.stderr.strip()[-300:]))
+        return read_dir(folder, "output", outputs)
+
+    def compare(self, what, ref, ours, names):
+        for name, r, o in zip(names, ref, ours):
+            rel = max_rel(np.asarray(r), np.asarray(o))
+            ok = rel is not None and rel <= RTOL
+            print("%-4s %-48s %-20s max rel %s" % ("ok" if ok else "FAIL", what, name, rel))
+            if not ok:
+                self.failures.append("%s %s: max rel %s" % (what, name, rel))
+
+    def run_cli(self, model, feed, names, tag):
+        """`onnx-fuse run` with every input pinned to FEED's shape."""
+        inputs, outputs = os.path.join(self.work, tag + "_in"), os.path.join(self.work, tag + "_out")
+        write_dir(inputs, feed, "input")
+        args = [self.bin, "run", model, "--inputs", inputs, "--outputs", outputs, "--iterations", "1",
+                "--warmup", "0", "--threads", "1"]
+        for name, value in feed:
+            args += ["--input-shape", "%s=%s" % (name, "x".join(str(d) for d in value.shape))]
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode != 0:
+            self.failures.append("run %s: exit %d: %s" % (tag, p.returncode, p.stderr.strip()[-300:]))
+            return None
+        return read_dir(outputs, "output", len(names))
+
+
+def encoder(check, onnxfuse, models):
+    model = os.path.join(models, "bert_encoder", "model.onnx")
+    session = onnxfuse.InferenceSession(model, threads=1)
+    names = [o.name for o in session.get_outputs()]
+    rng = np.random.default_rng(7)
+    lengths = [8, 37, 128, 37]
+    for i, length in enumerate(lengths):
+        ids = rng.integers(0, 1000, (1, length), dtype=np.int64)
+        mask = np.ones((1, length), np.int64)
+        mask[0, length - length // 8:] = 0
+        feed = [("input_ids", ids), ("attention_mask", mask)]
+        ref = check.ort(model, feed, len(names))
+        check.compare("encoder session S=%d" % length, ref, session.run(None, dict(feed)), names)
+        if i < 2:
+            ours = check.run_cli(model, feed, names, "encoder_%d" % length)
+            if ours is not None:
+                check.compare("encoder run S=%d" % length, ref, ours, names)
+    stats = session.stats()
+    if not stats["fused_once"] or stats["compiles"] != len(set(lengths)):
+        check.failures.append("encoder session: fused_once %s, %d compiles for %d shapes" % (
+            stats["fused_once"], stats["compiles"], len(set(lengths))))
+
+
+def decoder(check, onnxfuse, models):
+    model = os.path.join(models, "gpt2_decoder_step", "model.onnx")
+    session = onnxfuse.InferenceSession(model, threads=1)
+    inputs = [i.name for i in session.get_inputs()]
+    names = [o.name for o in session.get_outputs()]
+    rng = np.random.default_rng(11)
+    past = {n: rng.standard_normal((1, 4, 16, 64)).astype(np.float32) for n in inputs if n.startswith("past")}
+    tokens = 5
+    for t in range(tokens):
+        feed = [(n, np.array([[17 + 31 * t]], np.int64) if n == "input_ids" else past[n]) for n in inputs]
+        ref = check.ort(model, feed, len(names))
+        ours = session.run(None, dict(feed))
+        length = 16 + t
+        check.compare("decoder session past=%d" % length, ref, ours, names)
+        if t in (0, tokens - 1):
+            cli = check.run_cli(model, feed, names, "decoder_%d" % length)
+            if cli is not None:
+                check.compare("decoder run past=%d" % length, ref, cli, names)
+        past = {n: ref[names.index(n.replace("past", "present"))] for n in past}  # ORT's cache feeds both
+    stats = session.stats()
+    if not stats["fused_once"] or stats["compiles"] != tokens:
+        check.failures.append("decoder session: fused_once %s, %d compiles for %d shapes" % (
+            stats["fused_once"], stats["compiles"], tokens))
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__.strip().splitlines()[7].strip(), file=sys.stderr)
+        return 2
+    binary, models, work = sys.argv[1:]
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(binary)), "python"))
+    import onnxfuse
+    os.makedirs(work, exist_ok=True)
+    check = Check(binary, work)
+    encoder(check, onnxfuse, models)
+    decoder(check, onnxfuse, models)
+    for f in check.failures:
+        print("FAIL " + f)
+    return 1 if check.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
