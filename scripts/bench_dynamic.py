@@ -66,6 +66,7 @@ import numpy as np
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_session import last_line  # noqa: E402
 from zoo_check import max_rel  # noqa: E402  (compare.js's measure)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -185,15 +186,8 @@ def run_variant(variant, folder, threads, dump, env):
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--measure", folder, "--threads", str(threads),
                "--dump", dump]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
-    except subprocess.TimeoutExpired:
-        return None, "timed out after 1800 s"
-    lines = [l for l in p.stdout.splitlines() if l.strip()]
-    if p.returncode != 0 or not lines:
-        err = [l for l in p.stderr.splitlines() if l.strip()]
-        return None, f"exit {p.returncode}: {(err or ['?'])[-1][:300]}"
-    return json.loads(lines[-1]), None
+    line, error = last_line(cmd, env, 1800)
+    return (None, error) if error else (json.loads(line), None)
 
 
 def compare_dumps(ours, ort, ort_dir, our_dir):

@@ -112,6 +112,20 @@ def tiny_relu(folder):
     return path
 
 
+def last_line(cmd, env, timeout):
+    """(the last non-empty line CMD prints, error): one measuring process;
+    the error names a timeout, or the exit status and the last line of stderr."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s"
+    lines = [l for l in p.stdout.splitlines() if l.strip()]
+    if p.returncode != 0 or not lines:
+        err = [l for l in p.stderr.splitlines() if l.strip()]
+        return None, f"exit {p.returncode}: {(err or ['?'])[-1][:300]}"
+    return lines[-1], None
+
+
 def run_variant(variant, path, batch, threads, iterations, env):
     """(median_ms, error) of one process."""
     if variant == "ort":
@@ -120,18 +134,13 @@ def run_variant(variant, path, batch, threads, iterations, env):
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--measure", path, "--dim", f"N={batch}",
                "--threads", str(threads), "--iterations", str(iterations)]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-    except subprocess.TimeoutExpired:
-        return None, "timed out after 900 s"
-    lines = [l for l in p.stdout.splitlines() if l.strip()]
-    if p.returncode != 0 or not lines:
-        err = [l for l in p.stderr.splitlines() if l.strip()]
-        return None, f"exit {p.returncode}: {(err or ['?'])[-1][:160]}"
+    line, error = last_line(cmd, env, 900)
+    if error:
+        return None, error
     if variant == "ort":
-        words = lines[-1].split()
+        words = line.split()
         return float(words[words.index("median") + 1]), None
-    return json.loads(lines[-1])["median_ms"], None
+    return json.loads(line)["median_ms"], None
 
 
 def cold_start(args):
