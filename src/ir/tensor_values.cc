@@ -2,6 +2,7 @@
 #include "ir/tensor_values.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "onnxfuse/error.h"
 #include "ir/tensor_data.h"
@@ -26,6 +27,11 @@ std::vector<T> Decode(const TensorProto& tensor, const Field& field, std::int64_
       const auto need = CheckedMultiply(count, static_cast<std::int64_t>(sizeof(Stored)));
       throw Error(ErrorKind::kInvalidModel, where + ": raw_data has " + std::to_string(raw.size()) +
                                                 " bytes, dims need " + (need ? std::to_string(*need) : "over 2^63"));
+    }
+    if constexpr (std::is_same_v<Stored, T>) {  // little-endian bytes as they are: one copy
+      out.resize(static_cast<std::size_t>(count));
+      if (count > 0) std::memcpy(out.data(), raw.data(), raw.size());  // never with a null pointer
+      return out;
     }
     out.reserve(static_cast<std::size_t>(count));
     for (std::size_t i = 0; i < static_cast<std::size_t>(count); ++i) {
