@@ -193,11 +193,18 @@ __attribute__((target("avx2,fma"))) __m256 Gelu8(__m256 x) {
   return _mm256_blendv_ps(_mm256_sub_ps(x, h), h, negative);
 }
 
-template <__m256 (*F)(__m256), Kernel Scalar>
+// The tail through the same vector formula (masked), as the AVX-512 path
+// does: equal inputs give equal outputs wherever they lie, so a later ArgMax
+// or TopK over equal values sees the tie it should.
+template <__m256 (*F)(__m256)>
 __attribute__((target("avx2,fma"))) void Avx2(const float* x, float* y, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i)));
-  Scalar(x + i, y + i, n - i);
+  if (i < n) {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(y + i, mask, F(_mm256_maskload_ps(x + i, mask)));
+  }
 }
 
 // --- dispatch ----------------------------------------------------------------
@@ -265,7 +272,7 @@ void AddBlockRows(const float* x, std::int64_t rows, std::int64_t lanes, float* 
 
 Kernel SwishKernel() {
   static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Swish16>
-                               : CpuIsa() == Isa::kAvx2 ? Avx2<Swish8, SwishScalar>
+                               : CpuIsa() == Isa::kAvx2 ? Avx2<Swish8>
                                                         : SwishScalar;
   return kernel;
 }
@@ -316,21 +323,21 @@ void SwishInPlace(float* data, std::int64_t count) {
 
 void Gelu(const float* src, float* dst, std::int64_t count) {
   static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Gelu16>
-                               : CpuIsa() == Isa::kAvx2 ? Avx2<Gelu8, GeluScalar>
+                               : CpuIsa() == Isa::kAvx2 ? Avx2<Gelu8>
                                                         : GeluScalar;
   Apply(kernel, src, dst, count);
 }
 
 void Sigmoid(const float* src, float* dst, std::int64_t count) {
   static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Sigmoid16>
-                               : CpuIsa() == Isa::kAvx2 ? Avx2<Sigmoid8, SigmoidScalar>
+                               : CpuIsa() == Isa::kAvx2 ? Avx2<Sigmoid8>
                                                         : SigmoidScalar;
   kernel(src, dst, count);
 }
 
 void Tanh(const float* src, float* dst, std::int64_t count) {
   static const Kernel kernel = CpuIsa() == Isa::kAvx512 ? Avx512<Tanh16>
-                               : CpuIsa() == Isa::kAvx2 ? Avx2<Tanh8, TanhScalar>
+                               : CpuIsa() == Isa::kAvx2 ? Avx2<Tanh8>
                                                         : TanhScalar;
   kernel(src, dst, count);
 }
