@@ -66,7 +66,7 @@ import numpy as np
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_session import last_line  # noqa: E402
+from bench_session import last_line, print_table  # noqa: E402
 from zoo_check import max_rel  # noqa: E402  (compare.js's measure)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -359,13 +359,7 @@ def main():
               "shape cache evicted a schedule that was needed again); load_ms, compile_ms: "
               "session.stats() per schedule made; max rel: worst output of any call "
               f"against ORT's in the same round (FAIL above {RTOL:g})."]
-    if errors:
-        lines += ["", "### Failed runs", ""] + [f"- {e}" for e in errors]
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(table + "\n")
+    print_table(lines, errors, args.out)
     return 1 if failed else 0
 
 

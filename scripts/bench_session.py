@@ -126,6 +126,18 @@ def last_line(cmd, env, timeout):
     return lines[-1], None
 
 
+def print_table(lines, errors, out):
+    """Prints the Markdown LINES, then the failed runs ERRORS, and writes the
+    same to OUT when given."""
+    if errors:
+        lines = lines + ["", "### Failed runs", ""] + [f"- {e}" for e in errors]
+    table = "\n".join(lines)
+    print(table)
+    if out:
+        with open(out, "w") as f:
+            f.write(table + "\n")
+
+
 def run_variant(variant, path, batch, threads, iterations, env):
     """(median_ms, error) of one process."""
     if variant == "ort":
@@ -265,13 +277,7 @@ def main():
                          f"| {spread([x / batch for x in ours.values()])} | {ratio} |")
     lines += ["", f"- onnxfuse ≤ 1.0× ORT everywhere: {'**met**' if not over and not errors else '**NOT met**'}"
               + (" — over: " + ", ".join(over) if over else "")]
-    if errors:
-        lines += ["", "### Failed runs", ""] + [f"- {e}" for e in errors]
-    table = "\n".join(lines)
-    print(table)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(table + "\n")
+    print_table(lines, errors, args.out)
 
 
 if __name__ == "__main__":
