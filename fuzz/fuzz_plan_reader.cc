@@ -60,7 +60,7 @@ void RunPlan(const std::uint8_t* data, std::size_t size) {
     for (std::int64_t d : type.dims) dims.push_back(d >= 0 ? d : 2), open = open || d < 0;
   }
   if (!open) return;
-  PlanGraph at = PlanModelAt(plan.model, plan.fusion, shapes);
+  PlanGraph at = PlanModelAt(ShapeModel(plan.model), plan.fusion, shapes);
   ExecutablePlan::Compile(*at.graph, at.fusion, CompileOptions{plan.info.fused}).Run(RandomInputs(*at.graph));
 }
 

@@ -12,11 +12,11 @@
 
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include "ir/names.h"
 #include "load/conversion_steps.h"
 #include "load/down_adapters.h"
+#include "load/shape_inference.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::load {
@@ -230,9 +230,7 @@ class DownConverter {
     *graph->add_output() = graph->input(0);  // the checker wants an output; every value gets inferred anyway
     try {
       onnx::checker::check_model(copy);
-      // The loader's own options: strict, stopping at the first inconsistency.
-      onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
-      onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(), options);
+      InferValueShapes(copy);  // the loader's own inference: strict, stopping at the first inconsistency
     } catch (const std::exception& e) {
       inference_failure_ = e.what();
       return false;

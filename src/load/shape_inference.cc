@@ -21,22 +21,23 @@ void PinInputShapes(onnx::ModelProto& model, const std::map<std::string, std::ve
     found.insert(input.name());
     auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
     if (shape->dim_size() != 0 && shape->dim_size() != static_cast<int>(it->second.size()))
-      throw Error(ErrorKind::kUsage, source + ": " +
-           "--input-shape " + input.name() + " has rank " + std::to_string(it->second.size()) +
-               " but the model declares rank " + std::to_string(shape->dim_size()));
+      throw Error(ErrorKind::kUsage, source + ": --input-shape " + input.name() + " has rank " +
+                                         std::to_string(it->second.size()) + " but the model declares rank " +
+                                         std::to_string(shape->dim_size()));
     for (std::size_t i = 0; i < it->second.size(); ++i) {
       auto* dim = i < static_cast<std::size_t>(shape->dim_size()) ? shape->mutable_dim(static_cast<int>(i))
                                                                   : shape->add_dim();
       if (dim->has_dim_value() && dim->dim_value() != it->second[i])
-        throw Error(ErrorKind::kUsage, source + ": " +
-             "--input-shape " + input.name() + " dim " + std::to_string(i) + " is " +
-                 std::to_string(it->second[i]) + " but the model fixes it to " + std::to_string(dim->dim_value()));
+        throw Error(ErrorKind::kUsage, source + ": --input-shape " + input.name() + " dim " + std::to_string(i) +
+                                           " is " + std::to_string(it->second[i]) + " but the model fixes it to " +
+                                           std::to_string(dim->dim_value()));
       if (dim->has_dim_param()) symbols[dim->dim_param()] = it->second[i];
       dim->set_dim_value(it->second[i]);
     }
   }
   for (const auto& [name, shape] : input_shapes)
-    if (!found.count(name)) throw Error(ErrorKind::kUsage, source + ": --input-shape names '" + name + "', which is not a graph input");
+    if (!found.count(name))
+      throw Error(ErrorKind::kUsage, source + ": --input-shape names '" + name + "', which is not a graph input");
   if (symbols.empty()) return;
   auto substitute = [&](onnx::ValueInfoProto& vi) {
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;

@@ -30,7 +30,6 @@
 #include "session/pass_runner.h"
 #include "session/shape_schedule.h"
 #include "load/shape_model.h"
-#include "backend/plan/plan_shapes.h"
 
 namespace onnxfuse {
 
@@ -111,9 +110,8 @@ struct InferenceSession::Impl {
     if (symbolic) {
       std::map<std::string, std::vector<std::int64_t>> shapes;
       for (std::size_t i = 0; i < inputs.size(); ++i) shapes[inputs[i].name] = signature[i];
-      auto graph = std::make_unique<Graph>(symbolic->At(shapes));
-      FusionPlan fusion = planshapes::SameGroupsOn(*graph, groups);
-      return {std::move(graph), std::move(fusion), groups_fused};
+      PlanGraph at = PlanModelAt(*symbolic, groups, shapes);
+      return {std::move(at.graph), std::move(at.fusion), groups_fused};
     }
     if (plan_file)  // a version 2 plan; CheckShapes let its open dims through
       throw Error(ErrorKind::kUsage, path + ": this plan (format version 2) runs only at the input shapes it was "

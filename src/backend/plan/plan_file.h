@@ -52,6 +52,7 @@
 #include "backend/runtime/executor.h"
 #include "fuse/fusion_plan.h"
 #include "ir/graph.h"
+#include "load/shape_model.h"
 #include "pipeline/pipeline.h"
 
 namespace onnxfuse {
@@ -188,14 +189,15 @@ struct PlanGraph {
   FusionPlan fusion;
 };
 
-/// `model` (LoadedPlan::model) at `input_shapes` (full shapes by input
-/// name), its shapes inferred again (load/shape_model.h: no second load; the
-/// graph borrows `model`'s weights), with `groups` (LoadedPlan::fusion, or the
-/// groups of any load of the same model) applied to it node for node. Throws
+/// `model`'s prepared graph (LoadedPlan::model, or a session's model prepared
+/// once) at `input_shapes` (full shapes by input name), its shapes inferred
+/// again (load/shape_model.h: no second load; the graph borrows the prepared
+/// graph's weights), with `groups` (LoadedPlan::fusion, or the groups of any
+/// load of the same model) applied to it node for node. Throws
 /// Error(kUsage) naming the input and dim for a shape that changes a fixed dim
 /// or the rank, kInvalidModel when shape inference fails at those shapes or
 /// the groups do not fit the model.
-PlanGraph PlanModelAt(std::shared_ptr<const Graph> model, const FusionPlan& groups,
+PlanGraph PlanModelAt(const ShapeModel& model, const FusionPlan& groups,
                       const std::map<std::string, std::vector<std::int64_t>>& input_shapes);
 
 }  // namespace onnxfuse

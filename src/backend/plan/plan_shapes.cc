@@ -121,10 +121,10 @@ FusionPlan SameGroupsOn(const Graph& graph, const FusionPlan& fusion) {
 
 namespace onnxfuse {
 
-PlanGraph PlanModelAt(std::shared_ptr<const Graph> model, const FusionPlan& groups,
+PlanGraph PlanModelAt(const ShapeModel& model, const FusionPlan& groups,
                       const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {
   PlanGraph out;
-  out.graph = std::make_unique<Graph>(ShapeModel(std::move(model)).At(input_shapes));
+  out.graph = std::make_unique<Graph>(model.At(input_shapes));
   out.fusion = planshapes::SameGroupsOn(*out.graph, groups);
   return out;
 }
