@@ -182,12 +182,11 @@ bool TryAttach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& g
   if (node.outputs.empty() || node.inputs.empty()) return false;
   auto uses = Uses(b, chain.out);
   bool sole_use = uses.size() == 1 && uses[0] == id;
+  // The batch normalization primitive takes no post-ops, and its fused Relu
+  // (fuse_norm_relu) turns NaN into 0: a Relu after it is a step of its own.
+  if (anchor.op_type == "BatchNormalization") return false;
   bool extend = false;
-  if (anchor.op_type == "BatchNormalization") {
-    // The batch normalization primitive takes a fused Relu and nothing else.
-    extend = node.op_type == "Relu" && sole_use && !chain.norm_relu;
-    if (extend) chain.norm_relu = true;
-  } else if (node.op_type == "BatchNormalization") {
+  if (node.op_type == "BatchNormalization") {
     extend = sole_use && node.inputs[0] == chain.out && FoldBatchNorm(b, chain, node);
   } else if (node.op_type == "Div" && !sole_use && node.inputs[0] == chain.out) {
     // Gelu's decomposition reads x twice (Div and the Mul): taken whole, its nodes consumed.
@@ -267,7 +266,7 @@ void Flush(Builder& b, Chain chain) {
   const PostOp* last = chain.post_ops.empty() ? nullptr : &chain.post_ops.back();
   const bool swish = last && last->kind == Kind::kEltwise && last->alg == dnnl::algorithm::eltwise_swish && last->alpha == 1.f;
   const bool gelu = last && last->kind == Kind::kEltwise && last->alg == dnnl::algorithm::eltwise_gelu_erf;
-  if (!b.fuse || chain.norm_relu || !(swish || gelu)) return EmitAnchor(b, chain);
+  if (!b.fuse || !(swish || gelu)) return EmitAnchor(b, chain);
   const std::size_t first = last->member;  // swish: the Sigmoid, then the Mul; Gelu: the Div
   std::vector<NodeId> removed(chain.members.begin() + static_cast<std::ptrdiff_t>(first), chain.members.end());
   const ValueId out = chain.out;
@@ -382,7 +381,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
     // Their uses are consumed where the product is used.
     if (DeferChannelScale(b, id) || DeferScalarScale(b, id)) continue;
     if (StartsChain(b, node)) {
-      chain = Chain{id, node.outputs.at(0), {id}, {}, {}, false};
+      chain = Chain{id, node.outputs.at(0), {id}, {}, {}};
     } else if (!LowerView(b, id) && !LowerSlice(b, id)) {
       const std::string& op = node.op_type;
       if (IsPooling(op)) EmitPool(b, id);

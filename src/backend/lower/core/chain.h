@@ -67,9 +67,7 @@ struct Chain {
   std::vector<NodeId> members;        ///< anchor first
   eval::ChannelAffine affine;         ///< folded BatchNormalization(s) (empty: none)
   std::vector<PostOp> post_ops;
-  bool norm_relu = false;             ///< BatchNormalization anchor: fused Relu (fuse_norm_relu)
 };
-
 
 /// Lowers node `id` of a group together with the other nodes of a larger
 /// pattern it starts, absorbing them; false, with nothing done, when it does not.

@@ -38,7 +38,6 @@ void EmitBatchNorm(Builder& b, const Chain& chain) {
   Dims dims = b.ActOf(node.inputs[0], node).dims;
   auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                dnnl::normalization_flags::use_shift;
-  if (chain.norm_relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
   dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md,
                                                AttrFloat(node, "epsilon", 1e-5f), flags);
   auto pd = MakePd<dnnl::batch_normalization_forward::primitive_desc>(b, node, desc, b.Attr());

@@ -14,8 +14,8 @@ namespace onnxfuse::backend {
 /// at build time, or parameters of different lengths.
 std::optional<eval::ChannelAffine> BatchNormAffine(Builder& b, const Node& bn);
 /// Inference BatchNormalization as batch_normalization_forward with global
-/// statistics, the chain's post-ops after it (a Relu as fuse_norm_relu,
-/// Chain::norm_relu), over its source in place where FinishChain allows.
+/// statistics, over its source in place where FinishChain allows (it takes no
+/// post-ops).
 /// Error(kUnsupported) for training_mode=1 and for parameters of other than
 /// one value per channel.
 void EmitBatchNorm(Builder& b, const Chain& chain);

@@ -38,7 +38,11 @@ bool LowerBroadcastBinary(Builder& b, NodeId id) {
   } catch (const std::invalid_argument&) {
     Unsupported(b, node, "the dims " + DimsString(dx) + " and " + DimsString(dy) + " do not broadcast");
   }
-  if ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out)) return false;  // oneDNN's binary takes it
+  // oneDNN's binary takes the rest of Add, Sub, Mul and Div. Max and Min stay
+  // here: oneDNN's binary_max and binary_min return the second operand where
+  // the first is NaN, and ONNX Runtime's (and numpy's) give NaN.
+  const bool nan_kept = alg == BinaryAlg::kMax || alg == BinaryAlg::kMin;
+  if (!nan_kept && ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out))) return false;
   std::vector<std::pair<int, Arg>> args;
   const std::array<KernelOperand<float>, 2> xy = {FloatKernelOperand(b, x, node, args), FloatKernelOperand(b, y, node, args)};
   const Act dst = b.NewAct(out, PlainDesc(out));

@@ -1,11 +1,14 @@
 // LowerBroadcastBinary (src/backend/lower/ops/broadcast_binary.cc): Add, Sub, Mul,
 // Div and two-input Max whose operands both broadcast run as one "binary" step of our own,
 // not as a host step, in either operand order and with a constant operand;
-// a binary with a full-shape operand stays on oneDNN. Expected values are
+// a binary with a full-shape operand stays on oneDNN, except Max and Min,
+// which keep NaN. Expected values are
 // computed in double.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -58,4 +61,34 @@ TEST_CASE("a binary with an operand of the output's shape stays on oneDNN's bina
   INFO(test::StepList(run));
   test::CheckClose(run.outputs[0], {1, 4, 9, 4, 10, 18});
   CHECK(test::StepsContaining(run, "onnxfuse:broadcast_binary") == 0);
+}
+
+TEST_CASE("Max and Min keep NaN in either operand, with or without an operand of the output's shape",
+          "[broadcast_binary]") {
+  // As ONNX Runtime and numpy.maximum: oneDNN's binary_max returns its second
+  // operand where the first is NaN, so these run on our kernel.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3] x, float[2,3] z, float[3] b = {0.0, 2.0, 3.0}) => (float[2,3] m, float[2,3] n, float[2,3] p, float[2,3] q) {
+      m = Max (x, b)
+      n = Min (b, x)
+      p = Max (x, z)
+      q = Min (z, x)
+    })";
+  const Tensor x = TensorOf("x", {2, 3}, {nan, 1, 5, -inf, nan, 2}), z = TensorOf("z", {2, 3}, {1, nan, 0, 1, 2, nan});
+  const double b[3] = {0, 2, 3};
+  for (bool fuse : {false, true}) {
+    PlanRun run = test::RunPlan(test::GraphFromText(text), fuse, {x, z});
+    INFO(test::StepList(run));
+    CHECK(test::StepsContaining(run, "onnxfuse:broadcast_binary") == 4);
+    for (std::size_t i = 0; i < 6; ++i) {
+      const double xi = x.data[i], zi = z.data[i], bi = b[i % 3];
+      const auto same = [](float got, double want) { return std::isnan(want) ? std::isnan(got) : got == want; };
+      INFO("element " << i);
+      CHECK(same(run.outputs[0].data[i], std::isnan(xi) ? xi : std::max(xi, bi)));
+      CHECK(same(run.outputs[1].data[i], std::isnan(xi) ? xi : std::min(xi, bi)));
+      CHECK(same(run.outputs[2].data[i], std::isnan(xi) || std::isnan(zi) ? NAN : std::max(xi, zi)));
+      CHECK(same(run.outputs[3].data[i], std::isnan(xi) || std::isnan(zi) ? NAN : std::min(xi, zi)));
+    }
+  }
 }

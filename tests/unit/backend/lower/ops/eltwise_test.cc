@@ -1,8 +1,12 @@
-// PRelu (src/backend/lower/ops/eltwise.cc, EmitPrelu): a prelu primitive, its slope
+// Elementwise activations (src/backend/lower/ops/eltwise.cc): Relu keeps NaN
+// on every path that runs it; PRelu (EmitPrelu) is a prelu primitive, its slope
 // per channel after a Conv's layout or broadcast along the last axis. Numbers
 // are checked against naive loops in double.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "backend/runtime/executor.h"
@@ -14,6 +18,116 @@ using test::CheckBoth;
 using test::PlanRun;
 using test::TensorFrom;
 using test::Wave;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Relu as ONNX Runtime and the ONNX reference (numpy.maximum(x, 0)) compute
+// it: NaN stays NaN, -inf is 0.
+void CheckRelu(const Tensor& y, const std::vector<double>& pre) {
+  REQUIRE(static_cast<std::size_t>(y.NumElements()) == pre.size());
+  int nan = 0, zero = 0;
+  for (std::size_t i = 0; i < pre.size(); ++i) {
+    INFO("element " << i << " of " << y.name << ": Relu of " << pre[i] << " gave " << y.data[i]);
+    if (std::isnan(pre[i])) {
+      CHECK(std::isnan(y.data[i]));
+      ++nan;
+    } else {
+      CHECK(y.data[i] == static_cast<float>(std::max(pre[i], 0.0)));
+      zero += pre[i] <= 0;
+    }
+  }
+  CHECK(nan > 0);  // the case tests something
+  CHECK(zero > 0);
+}
+
+// A [1, 8, 6, 6] input of small integers (so that sums of them are exact),
+// NaN at a few pixels of channel 0 and -inf at one of channel 1.
+Tensor SpecialInput() {
+  Tensor x = TensorFrom({1, 8, 6, 6}, [](std::int64_t i) { return static_cast<float>(i % 7) - 3.f; });
+  x.data[7] = x.data[30] = kNaN;
+  x.data[36 + 20] = -kInf;
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("Relu keeps NaN: alone, after BatchNormalization, and fused into a Conv, a Gemm and a MatMul", "[backend_ops]") {
+  const Tensor x = SpecialInput();
+  std::vector<double> pre(x.data.begin(), x.data.end());
+  SECTION("alone") {
+    Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[1,8,6,6] x) => (float[1,8,6,6] y) {
+        y = Relu (x)
+      })");
+    for (bool fuse : {false, true}) CheckRelu(test::RunPlan(graph, fuse, {x}).outputs.at(0), pre);
+  }
+  SECTION("after BatchNormalization (no fuse_norm_relu: it turns NaN into 0)") {
+    Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[1,8,6,6] x, float[8] s, float[8] b, float[8] m, float[8] v) => (float[1,8,6,6] y) {
+        n = BatchNormalization <epsilon = 0.0> (x, s, b, m, v)
+        y = Relu (n)
+      })");
+    const auto all = [](float value, const char* name) { return TensorFrom({8}, [value](std::int64_t) { return value; }, name); };
+    for (bool fuse : {false, true})
+      CheckRelu(test::RunPlan(graph, fuse, {x, all(1, "s"), all(0, "b"), all(0, "m"), all(1, "v")}).outputs.at(0), pre);
+  }
+  SECTION("as the post-op or epilogue of a 3x3 and a 1x1 Conv") {
+    // Weights of ones: each output is an exact sum of the window's inputs
+    // over all channels, NaN or -inf where the window holds one.
+    for (int k : {1, 3}) {
+      const std::string kernel = std::to_string(k), pad = std::to_string(k / 2);
+      Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17]>
+        g (float[1,8,6,6] x) => (float[1,16,6,6] y) {
+          wd = Constant <value = int64[4] {16, 8, )" + kernel + ", " + kernel + R"(}> ()
+          w = ConstantOfShape <value = float[1] {1}> (wd)
+          c = Conv <pads = [)" + pad + ", " + pad + ", " + pad + ", " + pad + R"(]> (x, w)
+          y = Relu (c)
+        })");
+      std::vector<double> conv;
+      for (int o = 0; o < 16; ++o)
+        for (int h = 0; h < 6; ++h)
+          for (int w = 0; w < 6; ++w) {
+            double acc = 0;
+            for (int c = 0; c < 8; ++c)
+              for (int dh = -k / 2; dh <= k / 2; ++dh)
+                for (int dw = -k / 2; dw <= k / 2; ++dw)
+                  if (h + dh >= 0 && h + dh < 6 && w + dw >= 0 && w + dw < 6) acc += x.data[static_cast<std::size_t>((c * 6 + h + dh) * 6 + w + dw)];
+            conv.push_back(acc);
+          }
+      INFO("kernel " << k);
+      for (bool fuse : {false, true}) {
+        PlanRun run = test::RunPlan(graph, fuse, {x});
+        INFO((fuse ? "fused:\n" : "unfused:\n") << test::StepList(run));
+        CheckRelu(run.outputs.at(0), conv);
+      }
+    }
+  }
+  SECTION("as the post-op or epilogue of a MatMul and a Gemm") {
+    // [36, 8] rows of x's channels 0 and 1 laid out by pixel, times ones [8, 16].
+    Tensor a = TensorFrom({36, 8}, [&](std::int64_t i) { return x.data[static_cast<std::size_t>(i)]; }, "a");
+    std::vector<double> product;
+    for (int r = 0; r < 36; ++r)
+      for (int c = 0; c < 16; ++c) {
+        double acc = 0;
+        for (int k = 0; k < 8; ++k) acc += a.data[static_cast<std::size_t>(r * 8 + k)];
+        product.push_back(acc);
+      }
+    for (const char* op : {"MatMul", "Gemm"}) {
+      Graph graph = test::GraphFromText(std::string(R"(<ir_version: 8, opset_import: ["" : 17]>
+        g (float[36,8] a) => (float[36,16] y) {
+          wd = Constant <value = int64[2] {8, 16}> ()
+          w = ConstantOfShape <value = float[1] {1}> (wd)
+          p = )") + op + R"( (a, w)
+          y = Relu (p)
+        })");
+      INFO(op);
+      for (bool fuse : {false, true}) CheckRelu(test::RunPlan(graph, fuse, {a}).outputs.at(0), product);
+    }
+  }
+}
 
 TEST_CASE("PRelu: a prelu primitive, per-channel after a Conv's layout, or broadcast along the last axis", "[backend_ops]") {
   const char* text = R"(<ir_version: 8, opset_import: ["" : 13]>
