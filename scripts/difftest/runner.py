@@ -20,6 +20,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from .nan_semantics import with_onnx_fuse_nan
+
 RTOL = 1e-4
 TIMEOUT = 60
 
@@ -271,12 +273,16 @@ class Runner:
         return o
 
     # --- ONNX Runtime ---------------------------------------------------------
-    def ort(self, model, inputs, optimize=True):
+    def ort(self, model, inputs, optimize=True, onnx_fuse_nan=False):
         """Runs MODEL in ORT on {name: array}; returns {name: array}, or ORT's
         error string when it refuses the model. optimize=False runs it with
-        ORT's graph optimizations disabled (its kernels alone). Raises
+        ORT's graph optimizations disabled (its kernels alone). onnx_fuse_nan:
+        as the reference for onnx-fuse's plans, with onnx-fuse's NaN semantics
+        for Relu, Clip and HardSigmoid (nan_semantics.py). Raises
         OrtCrashed when the worker dies on the model (it restarts on the next
         call), ToolMissing when it cannot start or dies three times in a row."""
+        if onnx_fuse_nan:
+            model = with_onnx_fuse_nan(model)
         if self.ort_proc is None or self.ort_proc.poll() is not None:
             js = os.path.join(self.node_dir, "serve.js")
             try:

@@ -303,7 +303,7 @@ def run_session(runner, b, strategy):
     for shape in shapes:
         feed = shape_inputs(sym, shape)
         try:
-            ref = runner.ort(path, feed)
+            ref = runner.ort(path, feed, onnx_fuse_nan=True)
         except OrtCrashed:
             dies = ort_dies_at(runner, sym, feed, b.folder)  # only a death of known cause is left out
             if not dies:
@@ -358,7 +358,7 @@ def run_session(runner, b, strategy):
             # 91129247: Transpose then MatMul by a 1-D constant, wrong in ORT 1.30
             # optimized, right with its kernels alone).
             from .trial import OPTIMIZER_NOTE, ort_optimizer_differs  # trial imports this module
-            plain = runner.ort(path, feeds[at], optimize=False)
+            plain = runner.ort(path, feeds[at], optimize=False, onnx_fuse_nan=True)
             if not isinstance(plain, str) and ort_optimizer_differs(b, refs[at], plain,
                                                                     [runs["passes"], runs["whole"]]):
                 note = OPTIMIZER_NOTE

@@ -65,7 +65,7 @@ def run_ort(runner, b, strategy):
     ind = os.path.join(b.folder, "inputs")
     os.makedirs(ind, exist_ok=True)
     inputs = make_inputs(b.model, ind)
-    ref = ort_reference(runner, b.path, inputs)
+    ref = ort_reference(runner, b.path, inputs, onnx_fuse_nan=True)
     if isinstance(ref, str):
         return [], "ORT cannot run the model: " + ref
     ref = [ref[n] for n in b.names]
@@ -89,20 +89,21 @@ def run_ort(runner, b, strategy):
             f["via"] = ["ort", strategy, 1]
             fails.append(f)
     if fails and len(ours) == 2 and all(f.get("max_rel") is not None for f in fails):
-        plain = runner.ort(b.path, inputs, optimize=False)
+        plain = runner.ort(b.path, inputs, optimize=False, onnx_fuse_nan=True)
         if not isinstance(plain, str) and ort_optimizer_differs(b, ref, plain, ours):
             return [], OPTIMIZER_NOTE
     return fails, None
 
 
-def ort_reference(runner, path, inputs):
+def ort_reference(runner, path, inputs, onnx_fuse_nan=False):
     """ORT's outputs; with its graph optimizations disabled when the optimized
     session cannot be built (ORT 1.30's LayerNormFusion takes in a Cast from
     double and makes a LayerNormalization of doubles, which has no kernel:
-    seed 23100110)."""
-    ref = runner.ort(path, inputs)
+    seed 23100110). onnx_fuse_nan: as Runner.ort's, for the reference of
+    onnx-fuse's plans (the fuse path compares ORT with ORT)."""
+    ref = runner.ort(path, inputs, onnx_fuse_nan=onnx_fuse_nan)
     if isinstance(ref, str) and "Failed to find kernel" in ref:
-        plain = runner.ort(path, inputs, optimize=False)
+        plain = runner.ort(path, inputs, optimize=False, onnx_fuse_nan=onnx_fuse_nan)
         return plain if not isinstance(plain, str) else ref
     return ref
 
@@ -196,7 +197,7 @@ def sensitivity(runner, b, strategy, tries=3, shape=None, peer=False):
                 fh.write(numpy_helper.from_array(arr, name).SerializeToString())
     def run(model_path, folder, arrays):
         if peer:
-            got = runner.ort(model_path, arrays)
+            got = runner.ort(model_path, arrays, onnx_fuse_nan=True)
             return [got[n] for n in b.names] if isinstance(got, dict) and all(n in got for n in b.names) else None
         return runner.outputs(model_path, strategy, 1, False, folder, folder + "_out")[1]
     a = run(path, base, inputs)

@@ -55,7 +55,7 @@ std::optional<UnaryFn> UnaryFunction(const Node& node) {
       {"Asinh", [](double x) { return std::asinh(x); }},
       {"Acosh", [](double x) { return std::acosh(x); }},
       {"Atanh", [](double x) { return std::atanh(x); }},
-      {"Relu", [](double x) { return x > 0 || std::isnan(x) ? x : 0.0; }},
+      {"Relu", [](double x) { return x > 0 ? x : 0.0; }},
       {"Sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
       {"Tanh", [](double x) { return std::tanh(x); }},
       {"Softplus", Softplus},

@@ -1,6 +1,7 @@
 """The differential tester's own rules (scripts/difftest): when a mismatch is
-explained by the graph's conditioning, when a check that cannot run fails, and
-that every output is compared. Run by ctest as difftest.rules:
+explained by the graph's conditioning, when a check that cannot run fails,
+that every output is compared, and that ORT as the reference differs from ORT
+only by onnx-fuse's documented NaN semantics. Run by ctest as difftest.rules:
     /usr/bin/python3 -m pytest tests/difftest/test_rules.py
 ONNXFUSE_BIN names the onnx-fuse binary for the replay of a refused case."""
 import os
@@ -47,7 +48,7 @@ class FakeRunner:
         arrays = [self.base[n] + (self.move.get(n, 0.0) if perturbed else 0.0) for n in ("a", "b")]
         return runner.Outcome("ok"), [a.astype(np.float32) for a in arrays]
 
-    def ort(self, model, inputs, optimize=True):
+    def ort(self, model, inputs, optimize=True, onnx_fuse_nan=False):
         if self.ort_answer is None or "cond_b" not in model:
             return self.ort_answer
         return {n: v + self.ort_move.get(n, 0.0) for n, v in self.ort_answer.items()}
@@ -320,3 +321,49 @@ def test_a_shape_the_session_refuses_fails_when_run_accepts_it():
     assert accepts.args[accepts.args.index("--input-shape") + 1] == "x=3x4"
     failure, note = session_check.refusal(FakeRun(4), "m.onnx", feed, "pattern", "UnsupportedError: no", [], "3")
     assert failure is None and "refused by run and the session" in note
+
+
+def nan_clamp_model():
+    """Relu, Clip (both bounds; the upper one only), HardSigmoid and, as a
+    control, LeakyRelu of x [6], which holds NaN."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [6])
+    names = ["relu", "clip", "clip_hi", "hsig", "leaky"]
+    outs = [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [6]) for n in names]
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("lo", -1.0), ("hi", 2.0))]
+    nodes = [helper.make_node("Relu", ["x"], ["relu"]), helper.make_node("Clip", ["x", "lo", "hi"], ["clip"]),
+             helper.make_node("Clip", ["x", "", "hi"], ["clip_hi"]),
+             helper.make_node("HardSigmoid", ["x"], ["hsig"], alpha=0.5, beta=0.25),
+             helper.make_node("LeakyRelu", ["x"], ["leaky"])]
+    g = helper.make_graph(nodes, "g", [x], outs, inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), names
+
+
+def test_ort_as_reference_gives_nan_clamps_onnx_fuses_values_and_nothing_else():
+    binary = os.environ.get("ONNXFUSE_BIN")
+    assert binary, "set ONNXFUSE_BIN to the onnx-fuse binary"
+    model, names = nan_clamp_model()
+    x = np.array([np.nan, -3.0, -0.5, 0.75, 5.0, np.nan], np.float32)
+    r = runner.Runner(binary, os.path.join(ROOT, "scripts", "ort"))
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.onnx")
+            onnx.save(model, path)
+            plain, ours_ref = r.ort(path, {"x": x}), r.ort(path, {"x": x}, onnx_fuse_nan=True)
+            ind, outd = os.path.join(d, "in"), os.path.join(d, "out")
+            os.makedirs(ind)
+            with open(os.path.join(ind, "input_0.pb"), "wb") as fh:
+                fh.write(onnx.numpy_helper.from_array(x, "x").SerializeToString())
+            outcome, ours = r.outputs(path, "pattern", 1, True, ind, outd)
+    finally:
+        r.close()
+    assert outcome.status == "ok", outcome.message
+    nan = np.isnan(x)
+    for name, got in zip(names, ours):
+        # ORT keeps NaN in all five; onnx-fuse gives a number in all but LeakyRelu.
+        assert np.isnan(plain[name][nan]).all(), name
+        assert np.array_equal(ours_ref[name][~nan], plain[name][~nan]), name
+        assert np.array_equal(got, ours_ref[name], equal_nan=True), (name, got, ours_ref[name])
+    assert (ours_ref["relu"][nan] == 0).all() and (ours_ref["hsig"][nan] == 0).all()
+    assert (ours_ref["clip"][nan] == -1).all()
+    assert (ours_ref["clip_hi"][nan] == np.finfo(np.float32).min).all()
+    assert np.isnan(ours_ref["leaky"][nan]).all()

@@ -89,12 +89,11 @@ struct Expected {
 };
 
 /// One epilogue step (backend/kernels/pointwise.h, PointwiseOp) in double: kAdd
-/// adds `addend`, kRelu is max(y, 0), kClamp clamps to [a, b], kLinear is a y + b, kHardSwish
+/// adds `addend`, kClamp clamps to [a, b], kLinear is a y + b, kHardSwish
 /// y clamp(a y + b, 0, 1).
 inline Expected ApplyOp(Expected y, const PointwiseOp& op, double addend) {
   switch (op.kind) {
     case PointwiseOp::Kind::kAdd: return {y.value + addend, y.magnitude + std::abs(addend)};
-    case PointwiseOp::Kind::kRelu: return {std::max(y.value, 0.0), y.magnitude};
     case PointwiseOp::Kind::kClamp: return {std::min(std::max(y.value, double{op.a}), double{op.b}), y.magnitude};
     case PointwiseOp::Kind::kLinear:
       return {op.a * y.value + op.b, std::abs(double{op.a}) * y.magnitude + std::abs(double{op.b})};
@@ -119,13 +118,10 @@ inline Expected ApplyEpilogue(Expected y, const std::vector<PointwiseOp>& epilog
 /// step (gemm.h, winograd.h) get it there.
 inline std::vector<std::vector<PointwiseOp>> EpiloguesToTest(bool add_first) {
   using K = PointwiseOp::Kind;
-  const PointwiseOp add{K::kAdd, 0, 0}, relu{K::kRelu, 0, 0},
-      clamp{K::kClamp, 0, std::numeric_limits<float>::infinity()}, relu6{K::kClamp, 0, 6},
-      linear{K::kLinear, -1.5f, 0.25f}, hardswish{K::kHardSwish, 1.f / 6, 0.5f};
-  std::vector<std::vector<PointwiseOp>> all = {{},     {add},         {relu},
-                                               {clamp}, {relu6},      {linear},
-                                               {hardswish}, {add, relu}, {linear, hardswish, relu6},
-                                               {add, linear, relu}};
+  const PointwiseOp add{K::kAdd, 0, 0}, relu{K::kClamp, 0, std::numeric_limits<float>::infinity()},
+      relu6{K::kClamp, 0, 6}, linear{K::kLinear, -1.5f, 0.25f}, hardswish{K::kHardSwish, 1.f / 6, 0.5f};
+  std::vector<std::vector<PointwiseOp>> all = {
+      {}, {add}, {relu}, {relu6}, {linear}, {hardswish}, {add, relu}, {linear, hardswish, relu6}, {add, linear, relu}};
   if (!add_first) all.push_back({relu, linear, add, hardswish});
   return all;
 }
@@ -134,7 +130,7 @@ inline std::vector<std::vector<PointwiseOp>> EpiloguesToTest(bool add_first) {
 inline std::string Describe(const std::vector<PointwiseOp>& epilogue) {
   std::ostringstream s;
   for (const PointwiseOp& op : epilogue) {
-    const char* names[] = {"add", "relu", "clamp", "linear", "hardswish"};
+    const char* names[] = {"add", "clamp", "linear", "hardswish"};
     s << names[static_cast<int>(op.kind)];
     if (op.kind != PointwiseOp::Kind::kAdd) s << "(" << op.a << ", " << op.b << ")";
     s << " ";

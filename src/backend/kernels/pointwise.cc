@@ -76,12 +76,6 @@ __attribute__((target("avx512f"), always_inline)) inline void Block(const float*
           for (int v = 0; v < kV; ++v)
             acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_loadu_ps(epilogue.addend + addend_offset + r * ldy + 16 * v));
         break;
-      case PointwiseOp::Kind::kRelu:  // max returns its second operand where either is NaN
-#pragma GCC unroll 16
-        for (int r = 0; r < kR; ++r)
-#pragma GCC unroll 4
-          for (int v = 0; v < kV; ++v) acc[r][v] = _mm512_max_ps(zero, acc[r][v]);
-        break;
       case PointwiseOp::Kind::kClamp:
 #pragma GCC unroll 16
         for (int r = 0; r < kR; ++r)

@@ -31,12 +31,9 @@ bool HavePointwiseConv();
 
 /// One step of the epilogue, applied in order to each output.
 struct PointwiseOp {
-  enum class Kind { kAdd, kRelu, kClamp, kLinear, kHardSwish };
+  enum class Kind { kAdd, kClamp, kLinear, kHardSwish };
   Kind kind = Kind::kClamp;
-  /// kRelu: max(y, 0), NaN kept (ONNX Relu as ONNX Runtime computes it);
-  /// kClamp: [a, b], NaN to a (oneDNN's eltwise_clip); kLinear: a * y + b;
-  /// kHardSwish: y * clamp(a * y + b, 0, 1).
-  float a = 0, b = 0;
+  float a = 0, b = 0;  ///< kClamp: [a, b]; kLinear: a * y + b; kHardSwish: y * clamp(a * y + b, 0, 1)
 };
 
 /// The GEMM's shapes. out_channels is a multiple of 16.

@@ -14,7 +14,6 @@ namespace onnxfuse::backend {
 __attribute__((target("avx2,fma"), always_inline)) inline __m256 ApplyPointwise(__m256 v, const PointwiseOp& op) {
   const __m256 a = _mm256_set1_ps(op.a), b = _mm256_set1_ps(op.b);
   switch (op.kind) {
-    case PointwiseOp::Kind::kRelu: return _mm256_max_ps(_mm256_setzero_ps(), v);  // NaN: the second operand
     case PointwiseOp::Kind::kClamp: return _mm256_min_ps(_mm256_max_ps(v, a), b);
     case PointwiseOp::Kind::kLinear: return _mm256_fmadd_ps(v, a, b);
     case PointwiseOp::Kind::kHardSwish:

@@ -41,7 +41,7 @@ template <bool kRelu>
 inline void ScaleShiftRun(const float* in, float* out, const float* k, const float* t, std::int64_t n) {
   for (std::int64_t c = 0; c < n; ++c) {
     float y = in[c] * k[c] + t[c];
-    out[c] = kRelu ? std::max(y, 0.f) : y;
+    out[c] = kRelu && !(y > 0.f) ? 0.f : y;  // NaN to 0, as oneDNN's Relu
   }
 }
 
@@ -84,7 +84,7 @@ __attribute__((always_inline)) inline void ScaleShiftPixels(const float* in, flo
   for (std::int64_t p = 0; p < pixels; ++p, in += kBlock, out += kBlock)
     for (int c = 0; c < kBlock; ++c) {
       const float y = in[c] * kk[c] + tt[c];
-      out[c] = kRelu ? std::max(y, 0.f) : y;
+      out[c] = kRelu && !(y > 0.f) ? 0.f : y;  // NaN to 0, as oneDNN's Relu
     }
 }
 

@@ -87,7 +87,7 @@ void EmitSqueezeExcite(Builder& b, const SqueezeExcite& se) {
     auto* z = static_cast<float*>(data[5]);
     auto* y = static_cast<float*>(data[6]);
     MatVec(static_cast<const float*>(data[1]), static_cast<const float*>(data[2]), x, z, reduced, channels);
-    for (std::int64_t i = 0; i < reduced; ++i) z[i] = act1 == Act1::kRelu ? std::max(z[i], 0.f) : z[i] / (1.f + std::exp(-z[i]));
+    for (std::int64_t i = 0; i < reduced; ++i) z[i] = act1 == Act1::kRelu ? (z[i] > 0.f ? z[i] : 0.f) : z[i] / (1.f + std::exp(-z[i]));
     MatVec(static_cast<const float*>(data[3]), static_cast<const float*>(data[4]), z, y, channels, reduced);
     for (std::int64_t c = 0; c < channels; ++c)
       y[c] = hard ? std::clamp(alpha * y[c] + beta, 0.f, 1.f) : 1.f / (1.f + std::exp(-y[c]));

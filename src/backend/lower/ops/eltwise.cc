@@ -37,11 +37,10 @@ PostOp Eltwise(algorithm alg, float alpha = 0, float beta = 0) {
 std::vector<PostOp> EltwiseOf(Builder& b, const Node& node) {
   const std::string& op = node.op_type;
   if (!node.domain.empty() || node.outputs.size() != 1) return {};
-  // Relu as elu with alpha 0 (x > 0 ? x : 0 * expm1(x)): the same numbers, and
-  // NaN stays NaN, as ONNX Runtime and the ONNX reference (numpy.maximum) give.
-  // oneDNN's eltwise_relu with alpha 0 is max(x, 0) in its JIT kernels, which
-  // turns NaN into 0 (vmaxps returns its second operand).
-  if (op == "Relu") return {Eltwise(algorithm::eltwise_elu, 0.f)};
+  // max(x, 0): NaN becomes 0 (oneDNN's JIT kernels; ONNX Runtime keeps NaN).
+  // Keeping NaN would need eltwise_elu with alpha 0, whose exp costs 2x on a
+  // 1x1 convolution of few channels (docs/correctness.md, NaN).
+  if (op == "Relu") return {Eltwise(algorithm::eltwise_relu)};
   if (op == "LeakyRelu") return {Eltwise(algorithm::eltwise_relu, AttrFloat(node, "alpha", 0.01f))};
   if (op == "Sigmoid") return {Eltwise(algorithm::eltwise_logistic)};
   if (op == "Tanh") return {Eltwise(algorithm::eltwise_tanh)};

@@ -3,6 +3,7 @@
 #include "backend/lower/own_kernels/own_kernels.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -52,8 +53,8 @@ std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const Pos
       *sum = &po;
     } else if (po.kind != Kind::kEltwise) {
       return std::nullopt;
-    } else if (po.alg == dnnl::algorithm::eltwise_elu && po.alpha == 0) {  // Relu (EltwiseOf)
-      op = {PointwiseOp::Kind::kRelu, 0.0f, 0.0f};
+    } else if (po.alg == dnnl::algorithm::eltwise_relu && po.alpha == 0) {
+      op = {PointwiseOp::Kind::kClamp, 0.0f, std::numeric_limits<float>::infinity()};
     } else if (po.alg == dnnl::algorithm::eltwise_clip) {
       op = {PointwiseOp::Kind::kClamp, po.alpha, po.beta};
     } else if (po.alg == dnnl::algorithm::eltwise_linear) {
