@@ -229,10 +229,39 @@ dnnl::memory Builder::Prepack(const dnnl::memory& plain, const dnnl::memory::des
   return m;
 }
 
+namespace {
+
+// What identifies a memory desc's layout: its kind, type, padded dims and
+// blocking. Lookups compare the descs themselves too, so a coarse key is safe.
+std::string LayoutKey(const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  std::string key = std::to_string(d.format_kind) + "/" + std::to_string(d.data_type);
+  for (int i = 0; i < d.ndims; ++i) key += "/" + std::to_string(d.padded_dims[i]);
+  if (d.format_kind == dnnl_blocked) {
+    const dnnl_blocking_desc_t& blocking = d.format_desc.blocking;
+    for (int i = 0; i < d.ndims; ++i) key += "," + std::to_string(blocking.strides[i]);
+    for (int i = 0; i < blocking.inner_nblks; ++i)
+      key += ";" + std::to_string(blocking.inner_idxs[i]) + "x" + std::to_string(blocking.inner_blks[i]);
+  }
+  return key;
+}
+
+}  // namespace
+
 dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, const dnnl::memory::desc& want,
                                      const std::function<dnnl::memory()>& plain) {
   const std::string key = std::to_string(node) + ":" + graph.node(node).op_type + ":" + argument;
+  // Replaying, every layout made for the constant is kept under this key as
+  // well: a session's schedules at other shapes may want one of several
+  // layouts (oneDNN's matmul or our GEMM, by rows), and each is made once.
+  const std::string in_layout = key + "@" + LayoutKey(want);
   if (packed_ && packed_->replay) {
+    auto made = packed_->by_key.find(in_layout);
+    if (made != packed_->by_key.end() && made->second.get_desc() == want) {
+      weight_bytes += static_cast<std::int64_t>(want.get_size());
+      ++packed_->reused;
+      return made->second;
+    }
     auto it = packed_->by_key.find(key);
     // A stored layout that is not blocked (Winograd's) is never a reorder
     // source: oneDNN only writes those, and only one it made itself is trusted.
@@ -250,6 +279,7 @@ dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, c
       dnnl::memory m(want, engine);
       dnnl::reorder(stored, m).execute(stream, stored, m);
       stream.wait();
+      packed_->by_key[in_layout] = m;
       return m;
     }
     ++packed_->recomputed;  // this CPU lowered the node differently from the building one
@@ -259,7 +289,10 @@ dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, c
   dnnl::memory m = Prepack(plain(), want);
   // Replaying records too: a constant packed here is then found by the next
   // plan replaying the same map (a session's schedules for other shapes).
-  if (packed_) packed_->by_key[key] = m;
+  if (packed_) {
+    packed_->by_key[key] = m;
+    if (packed_->replay) packed_->by_key[in_layout] = m;
+  }
   return m;
 }
 

@@ -16,7 +16,8 @@ struct PackedConstants {
   /// true: it takes them from by_key (loaded from a plan file).
   bool replay = false;
   /// "<node index>:<op_type>:<argument>" -> the constant in its primitive's layout.
-  /// Replaying also adds the constants it had to pack (recomputed).
+  /// Replaying also adds the constants it had to pack (recomputed), and every
+  /// layout it made, under "<key>@<layout>" too (Builder::PackedConstant).
   std::map<std::string, dnnl::memory> by_key;
   /// replay: "<kind>:<anchor node name>" -> the oneDNN implementation the
   /// plan's schedule ran for it (ChooseImpl keeps it when available here).

@@ -204,3 +204,39 @@ TEST_CASE("slow implementations: oneDNN's reference kernels, and gemm-based (de)
   CHECK_FALSE(backend::IsSlowImpl("conv", "brg:avx512_core"));
   CHECK_FALSE(backend::IsSlowImpl("conv", "jit:avx2"));
 }
+
+TEST_CASE("replaying, a constant wanted in another layout is reordered once, then shared in each layout",
+          "[builder]") {
+  // A session's schedules at other shapes may want a weight in one of several
+  // layouts (oneDNN's matmul or our GEMM, by rows): each layout is made once.
+  std::vector<float> plain(8 * 16);
+  for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = static_cast<float>(i);
+  const dnnl::memory::desc ab = PlainDesc({8, 16});
+  const dnnl::memory::desc ba({8, 16}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ba);
+  backend::PackedConstants packed;
+  packed.replay = true;
+  int packs = 0;
+  const auto pack = [&](backend::Builder& b, NodeId node, const dnnl::memory::desc& want) {
+    return b.PackedConstant(node, "weights", want, [&] {
+      ++packs;
+      return b.HostView(ab, plain.data());
+    });
+  };
+  void* first_ab = nullptr;
+  void* first_ba = nullptr;
+  for (int schedule = 0; schedule < 3; ++schedule) {  // as three shapes of one session, alternating layouts
+    INFO("schedule " << schedule);
+    Fixture f(&packed);
+    const NodeId add = f.WriterId("a");
+    const dnnl::memory in_ab = pack(f.b, add, ab), in_ba = pack(f.b, add, ba);
+    CHECK(static_cast<const float*>(in_ba.get_data_handle())[1] == 16.f);  // ba: column 0 first
+    if (schedule == 0) {
+      first_ab = in_ab.get_data_handle(), first_ba = in_ba.get_data_handle();
+    } else {
+      CHECK(in_ab.get_data_handle() == first_ab);
+      CHECK(in_ba.get_data_handle() == first_ba);
+    }
+  }
+  CHECK(packs == 1);
+  CHECK(packed.relaid == 1);
+}
