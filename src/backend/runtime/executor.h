@@ -9,7 +9,7 @@
 // later; `binary` for broadcast Add/Sub/Mul/Div such as squeeze-and-excitation
 // gates), x*Sigmoid(x) as swish, x*HardSigmoid(x) as hardswish. The exporters'
 // decompositions of LayerNormalization (ReduceMean/Sub/Pow/Sqrt/Div[/Mul/Add])
-// and of erf-Gelu become one layer_normalization / gelu_erf primitive each.
+// and of erf-Gelu become one LayerNorm kernel step / gelu_erf primitive each.
 // Also lowered: ConvTranspose (deconvolution_forward, BN folded, post-ops),
 // pooling (max, average, global), Concat, Softmax, reductions, the
 // LayerNormalization op (layer_normalization), InstanceNormalization

@@ -3,17 +3,17 @@
 // (patterns/layer_norm.onnxtxt):
 //   m = ReduceMean(x, [-1]); d = Sub(x, m); v = ReduceMean(Pow(d, 2), [-1]);
 //   y = Div(d, Sqrt(Add(v, eps))) [; y = Mul(y, gamma)] [; y = Add(y, beta)]
-//   -> layer_normalization_forward (use_scale | use_shift)
+//   -> one pass of our LayerNorm kernel (backend/kernels/layer_norm.h)
 // Its nodes may belong to several fusion groups (they are absorbed wherever
-// they are). The
-// primitive itself (EmitLayerNormPrimitive) serves the LayerNormalization op
-// too (backend/lower/ops/normalization.cc).
+// they are). The kernel's step (EmitLayerNormKernel) serves the
+// LayerNormalization op too (backend/lower/ops/normalization.cc).
 #include "backend/lower/fused/layer_norm.h"
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "backend/kernels/layer_norm.h"
 #include "backend/lower/core/graph_queries.h"
 #include "backend/lower/core/unsupported.h"
 #include "ir/attributes.h"
@@ -44,38 +44,32 @@ void EmitLayerNorm(Builder& b, const LayerNormParts& parts) {
   Arg src = b.UsePlain(parts.x, r1);
   dnnl::memory scale_mem = b.HostMemory(PlainDesc({channels}), parts.scale.data());
   dnnl::memory shift_mem = b.HostMemory(PlainDesc({channels}), parts.shift.data());
-  Act dst = EmitLayerNormPrimitive(b, r1, r1.name + "+LayerNormalization", src, b.ActOf(parts.x, r1).dims,
-                                   static_cast<float>(parts.epsilon), Arg{-1, scale_mem.get_desc(), scale_mem},
-                                   Arg{-1, shift_mem.get_desc(), shift_mem});
+  Act dst = EmitLayerNormKernel(b, r1.name + "+LayerNormalization", src, b.ActOf(parts.x, r1).dims, channels,
+                                static_cast<float>(parts.epsilon), Arg{-1, scale_mem.get_desc(), scale_mem},
+                                Arg{-1, shift_mem.get_desc(), shift_mem});
   Absorb(b, parts.nodes);
   b.SetAct(parts.out, dst);
 }
 
-Act EmitLayerNormPrimitive(Builder& b, const Node& node, const std::string& label, const Arg& src, const Dims& dims,
-                           float epsilon, const Arg& scale, const Arg& shift, Act* mean, Act* variance) {
-  const bool stats = mean || variance;
-  auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-  dnnl::layer_normalization_forward::desc desc(
-      stats ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, src.md, epsilon, flags);
-  dnnl::layer_normalization_forward::primitive_desc pd;
-  try {
-    pd = dnnl::layer_normalization_forward::primitive_desc(desc, b.Attr(), b.engine);
-  } catch (const dnnl::error& e) {
-    Unsupported(b, node, std::string("oneDNN has no layer normalization: ") + e.what());
-  }
-  Act dst = b.NewAct(dims, pd.dst_desc());
-  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}};
-  if (stats) {  // forward_training writes both statistics
-    Dims rows = DimsOf(pd.mean_desc());
-    Act m = b.NewAct(rows, pd.mean_desc()), v = b.NewAct(rows, pd.variance_desc());
-    args.emplace_back(DNNL_ARG_MEAN, Arg{m.slot, m.md, {}});
-    args.emplace_back(DNNL_ARG_VARIANCE, Arg{v.slot, v.md, {}});
-    if (mean) *mean = m;
-    if (variance) *variance = v;
-  }
-  args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, pd.dst_desc(), {}});
-  b.Emit(pd, "layer_norm", label, std::move(args), pd.dst_desc());
-  dst.md = PlainDesc(dims);  // the same bytes as the 2-D view the primitive wrote
+Act EmitLayerNormKernel(Builder& b, const std::string& label, const Arg& src, const Dims& dims, std::int64_t n,
+                        float epsilon, const Arg& scale, const Arg& shift, Act* mean, Act* inv_std_dev) {
+  const std::int64_t rows = n == 0 ? 0 : Product(dims) / n;
+  std::vector<std::pair<int, Arg>> args = {{0, src}, {1, scale}, {2, shift}};
+  const Act dst = b.NewAct(dims, PlainDesc(dims));
+  args.emplace_back(3, Arg{dst.slot, dst.md, {}});
+  const Dims stat = {rows};
+  for (Act* out : {mean, inv_std_dev})
+    if (out) {
+      *out = b.NewAct(stat, PlainDesc(stat));
+      args.emplace_back(static_cast<int>(args.size()), Arg{out->slot, out->md, {}});
+    }
+  const int mean_arg = mean ? 4 : -1, inv_arg = inv_std_dev ? (mean ? 5 : 4) : -1;
+  CustomKernel kernel = [rows, n, epsilon, mean_arg, inv_arg](const std::vector<void*>& data) {
+    const auto out = [&](int i) { return i < 0 ? nullptr : static_cast<float*>(data[static_cast<std::size_t>(i)]); };
+    LayerNorm(static_cast<const float*>(data[0]), static_cast<const float*>(data[1]), static_cast<const float*>(data[2]),
+              static_cast<float*>(data[3]), out(mean_arg), out(inv_arg), rows, n, epsilon);
+  };
+  b.EmitCustom("layer_norm", label, std::move(args), std::move(kernel), dst.md, "onnxfuse:layer_norm");
   return dst;
 }
 

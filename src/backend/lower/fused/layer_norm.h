@@ -1,6 +1,6 @@
 // The LayerNormalization decomposition (ReduceMean, Sub, Pow, ReduceMean, Add,
-// Sqrt, Div, optional Mul and Add) as one primitive, and that primitive, which
-// the LayerNormalization op uses too (backend/lower/fused/layer_norm.cc).
+// Sqrt, Div, optional Mul and Add) as one step of our LayerNorm kernel
+// (backend/kernels/layer_norm.h), which the LayerNormalization op uses too.
 #pragma once
 
 #include <cstdint>
@@ -31,16 +31,16 @@ bool LastAxisMean(const Node& n, std::size_t rank);
 /// `parts` when its other input is a float constant of one value per channel
 /// ([C]); false, with `parts` unchanged, otherwise.
 bool TakeLayerNormAffine(Builder& b, const Node& n, LayerNormParts& parts);
-/// One layer_normalization_forward step "<first ReduceMean>+LayerNormalization"
-/// for `parts`; absorbs its nodes and sets `parts.out`.
+/// One LayerNorm step "<first ReduceMean>+LayerNormalization" for `parts`;
+/// absorbs its nodes and sets `parts.out`.
 void EmitLayerNorm(Builder& b, const LayerNormParts& parts);
-/// One layer_normalization_forward over the last axis of `src` (a plain view
-/// [.., C] of `dims`' elements): y = (x - mean) / sqrt(var + epsilon) * scale + shift,
-/// `scale` and `shift` [C]. With `mean` / `variance` not null, the primitive runs
-/// as forward_training and also writes the statistics ([rows]) there.
-/// Returns the destination (plain, logical dims `dims`).
-Act EmitLayerNormPrimitive(Builder& b, const Node& node, const std::string& label, const Arg& src, const Dims& dims,
-                           float epsilon, const Arg& scale, const Arg& shift, Act* mean = nullptr,
-                           Act* variance = nullptr);
+/// One LayerNorm kernel step (backend/kernels/layer_norm.h) over rows of `n`
+/// elements of `src` (a dense plain view of `dims`' elements): y = (x - mean) /
+/// sqrt(var + epsilon) * scale + shift, `scale` and `shift` [n] float32. With
+/// `mean` / `inv_std_dev` not null, it also writes those statistics ([rows],
+/// plain) there. Returns the destination (plain, dims `dims`).
+Act EmitLayerNormKernel(Builder& b, const std::string& label, const Arg& src, const Dims& dims, std::int64_t n,
+                        float epsilon, const Arg& scale, const Arg& shift, Act* mean = nullptr,
+                        Act* inv_std_dev = nullptr);
 
 }  // namespace onnxfuse::backend

@@ -1,14 +1,13 @@
-// The ONNX normalization ops, each one oneDNN normalization primitive on a
-// plain view of its input (no copy):
+// The ONNX normalization ops, each one step on a plain view of its input (no
+// copy):
 //
 //   LayerNormalization (opset 17), X [d0..d(r-1)], axis a (default -1):
 //     statistics over d(a)..d(r-1) for each index of d0..d(a-1);
 //     Scale and B broadcast to d(a)..d(r-1) (B optional).
-//     -> layer_normalization_forward on the view [rows, cols],
-//        rows = d0*..*d(a-1), cols = d(a)*..*d(r-1), scale/shift [cols].
-//     Mean and InvStdDev (shape d0..d(a-1), 1, .., 1), when read: the primitive
-//     runs as forward_training and also writes mean and variance; InvStdDev =
-//     (variance + epsilon)^-1/2 is two eltwise steps (linear, pow).
+//     -> our LayerNorm kernel (backend/kernels/layer_norm.h, sums in double)
+//        on the view [rows, cols], rows = d0*..*d(a-1), cols = d(a)*..*d(r-1),
+//        scale/shift [cols]. Mean and InvStdDev (shape d0..d(a-1), 1, .., 1),
+//        when read, are written by the same step.
 //     stash_type other than 1 (float) is refused.
 //   InstanceNormalization, X [N, C, D1..Dk]: statistics over D1..Dk for each
 //     (n, c); scale and B [C].
@@ -75,21 +74,6 @@ bool Read(const Builder& b, const Node& node, std::size_t output) {
   return v.is_graph_output || !v.consumers.empty();
 }
 
-// y = (x + epsilon)^-1/2 of a [rows] tensor, as eltwise linear then pow (in place).
-Act InvStdDev(Builder& b, const Node& node, const Act& variance, float epsilon) {
-  Act dst = b.NewAct(variance.dims, variance.md);
-  Arg from{variance.slot, variance.md, {}}, to{dst.slot, dst.md, {}};
-  const std::pair<dnnl::algorithm, float> steps[] = {{dnnl::algorithm::eltwise_linear, epsilon},
-                                                     {dnnl::algorithm::eltwise_pow, -0.5f}};
-  for (const auto& [alg, beta] : steps) {
-    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, alg, variance.md, 1.f, beta);
-    auto pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, desc, b.Attr());
-    b.Emit(pd, "eltwise", node.name + " (InvStdDev)", {{DNNL_ARG_SRC, from}, {DNNL_ARG_DST, to}}, dst.md);
-    from = to;
-  }
-  return dst;
-}
-
 }  // namespace
 
 void EmitLayerNormalization(Builder& b, NodeId id) {
@@ -108,17 +92,14 @@ void EmitLayerNormalization(Builder& b, NodeId id) {
   const bool want_mean = Read(b, node, 1), want_inv = Read(b, node, 2);
   Arg src = b.UsePlain(node.inputs[0], node);
   src.md = PlainDesc({rows, cols});
-  Act mean, variance;
-  Act dst = EmitLayerNormPrimitive(b, node, node.name, src, dims, epsilon, scale, shift,
-                                   want_mean || want_inv ? &mean : nullptr, want_mean || want_inv ? &variance : nullptr);
+  Act mean, inv;
+  Act dst = EmitLayerNormKernel(b, node.name, src, dims, cols, epsilon, scale, shift, want_mean ? &mean : nullptr,
+                                want_inv ? &inv : nullptr);
   b.SetAct(node.outputs[0], dst);
   Dims stat(dims.begin(), dims.begin() + axis);
   stat.resize(dims.size(), 1);
   if (want_mean) b.SetAct(node.outputs[1], Act{mean.slot, PlainDesc(stat), stat});
-  if (want_inv) {
-    Act inv = InvStdDev(b, node, variance, epsilon);
-    b.SetAct(node.outputs[2], Act{inv.slot, PlainDesc(stat), stat});
-  }
+  if (want_inv) b.SetAct(node.outputs[2], Act{inv.slot, PlainDesc(stat), stat});
 }
 
 void EmitInstanceNormalization(Builder& b, NodeId id) {

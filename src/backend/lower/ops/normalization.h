@@ -6,7 +6,7 @@
 
 namespace onnxfuse::backend {
 
-/// LayerNormalization (opset 17) as layer_normalization_forward over a 2-D view;
+/// LayerNormalization (opset 17) as our LayerNorm kernel over a 2-D view;
 /// InstanceNormalization as batch_normalization over a [1, N*C, spatial] view.
 void EmitLayerNormalization(Builder& b, NodeId node);
 void EmitInstanceNormalization(Builder& b, NodeId node);
