@@ -162,8 +162,10 @@ def save(folder, recipe, failure, seed, graph, secs):
     path = os.path.join(folder, name + ".onnxtxt")
     how, strategy, threads = failure["via"]
     diff = failure["kind"]
-    if "max_rel" in failure:
+    if failure.get("max_rel") is not None:  # a failure without figures (an output not written) has None
         diff += ", output %s: max_abs %.3e, max_rel %.3e" % (failure["output"], failure["max_abs"], failure["max_rel"])
+    elif failure.get("output"):
+        diff += ", output %s" % failure["output"]
     if failure.get("message"):
         diff += ": " + failure["message"]
     header = ["difftest case %s (shrunk in %.0f s)" % (name, secs),
