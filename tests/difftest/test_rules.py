@@ -367,3 +367,18 @@ def test_ort_as_reference_gives_nan_clamps_onnx_fuses_values_and_nothing_else():
     assert (ours_ref["clip"][nan] == -1).all()
     assert (ours_ref["clip_hi"][nan] == np.finfo(np.float32).min).all()
     assert np.isnan(ours_ref["leaky"][nan]).all()
+
+
+def test_a_failure_without_figures_is_saved_as_a_case():
+    # An output not written compares with max_rel None; saving it must not
+    # stop the campaign (seed 39122124's campaign died there).
+    from difftest import generator
+    recipe = generator.make_recipe(39122124)
+    b_dir = tempfile.mkdtemp()
+    built = trial.Built(recipe, os.path.join(b_dir, "g"))
+    failure = {"kind": "fusepath-vs-original", "check": "ORT: fuse -o output", "output": "v1", "max_abs": None,
+               "max_rel": None, "via": ["fuse", "pattern", 1]}
+    path = cases.save(os.path.join(b_dir, "cases"), recipe, failure, 39122124, built.graph, 1.0)
+    with open(path) as fh:
+        text = fh.read()
+    assert "# differs: fusepath-vs-original, output v1\n" in text
