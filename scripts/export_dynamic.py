@@ -70,7 +70,7 @@ import torch
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_models import INPUT_SEED, model_seed, randomize_constant_init, write_test_data  # noqa: E402
-from export_zoo import as_arrays, first_line, read_outputs  # noqa: E402
+from export_zoo import as_arrays, export_each, first_line, read_outputs  # noqa: E402
 from zoo_check import compare_outputs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -348,21 +348,7 @@ def main():
     unknown = [n for n in args.names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s): {' '.join(unknown)}")
-    failed = []
-    for name in args.names or MODELS:
-        try:
-            why = export(name, args.out, args.force)
-        except Exception as exc:  # noqa: BLE001  (building or running the model in torch)
-            why = first_line(exc)
-        if why is not None:
-            print(f"{name:20s} FAILED: {why}", flush=True)
-            failed.append((name, why))
-    if failed:
-        print(f"export_dynamic: {len(failed)} of {len(args.names or MODELS)} models not exported:", file=sys.stderr)
-        for name, why in failed:
-            print(f"  {name}: {why}", file=sys.stderr)
-        return 1
-    return 0
+    return export_each("export_dynamic", args.names or list(MODELS), lambda name: export(name, args.out, args.force), 20)
 
 
 if __name__ == "__main__":

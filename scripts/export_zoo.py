@@ -344,6 +344,30 @@ def read_outputs(data_dir, count):
     return arrays
 
 
+def export_each(tool, names, export_one, width):
+    """Tries export_one(name) for every name, whatever happens to the others:
+    it returns None when the model is exported, else why not, and an
+    exception is that model's failure too (printed as FAILED, `width` the
+    name's column). Lists the models not exported, with why, on stderr.
+    Returns 0 when all were exported, else 1 (export_zoo.py and
+    export_dynamic.py's exit status)."""
+    not_exported = []
+    for name in names:
+        try:
+            why = export_one(name)
+        except Exception as exc:  # noqa: BLE001  (reported below, then exit 1)
+            why = first_line(exc)
+            print(f"{name:{width}s} FAILED: {why}", flush=True)
+        if why is not None:
+            not_exported.append((name, why))
+    if not_exported:
+        print(f"{tool}: {len(not_exported)} of {len(names)} models not exported:", file=sys.stderr)
+        for name, why in not_exported:
+            print(f"  {name}: {why}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def export(name, out_dir, force):
     """Exports one model. Returns None when it is exported (or its files
     exist), else why not: one line per failed opset or the exception."""
@@ -444,24 +468,7 @@ def main():
     unknown = [n for n in args.names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s): {' '.join(unknown)}")
-    # Every requested model is tried, whatever happens to the others; a
-    # failure outside the per-opset attempts (building the model, running it
-    # in torch, writing files) is recorded for that model too.
-    not_exported = []
-    for name in args.names or MODELS:
-        try:
-            why = export(name, args.out, args.force)
-        except Exception as exc:  # noqa: BLE001  (reported below, then exit 1)
-            why = first_line(exc)
-            print(f"{name:38s} FAILED: {why}", flush=True)
-        if why is not None:
-            not_exported.append((name, why))
-    if not_exported:
-        print(f"export_zoo: {len(not_exported)} of {len(args.names or MODELS)} models not exported:", file=sys.stderr)
-        for name, why in not_exported:
-            print(f"  {name}: {why}", file=sys.stderr)
-        return 1
-    return 0
+    return export_each("export_zoo", args.names or list(MODELS), lambda name: export(name, args.out, args.force), 38)
 
 
 if __name__ == "__main__":

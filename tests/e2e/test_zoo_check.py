@@ -1,5 +1,6 @@
 """scripts/zoo_check.py's tolerance: max(rtol, min(2 s, 10 s, 1e-3)) for the
-torch-vs-ORT spread s, rtol the floor, and a NaN or infinite spread an error.
+torch-vs-ORT spread s, rtol the floor, and a NaN or infinite spread an error;
+and the export scripts' exit status when a model is not exported.
 
     /usr/bin/python3 -m pytest -q tests/e2e/test_zoo_check.py
 """
@@ -81,3 +82,19 @@ def test_model_spread_keeps_nan_and_inf_of_any_output(field):
     assert not math.isfinite(spread)
     with pytest.raises(ValueError):
         tolerance(RTOL, spread)
+
+
+def test_an_export_that_fails_or_raises_makes_the_exit_status_1(capsys):
+    from export_zoo import export_each  # noqa: E402  (imports torch)
+
+    def one(name):
+        if name == "raises":
+            raise RuntimeError("boom")
+        return None if name == "ok" else "no opset works"
+
+    assert export_each("export_zoo", ["ok"], one, 10) == 0
+    assert export_each("export_zoo", ["raises", "ok", "fails"], one, 10) == 1
+    out, err = capsys.readouterr()
+    assert "raises     FAILED: RuntimeError: boom" in out
+    assert "export_zoo: 2 of 3 models not exported:" in err
+    assert "  fails: no opset works" in err
