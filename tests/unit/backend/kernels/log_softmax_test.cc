@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "backend/kernels/log_softmax.h"
+#include "ulps.h"
 
 using onnxfuse::backend::LogSoftmax;
+using onnxfuse::test::Ulps;
 
 namespace {
 
@@ -30,14 +32,6 @@ std::vector<long double> Reference(const std::vector<float>& x) {
   std::vector<long double> y;
   for (float v : x) y.push_back(static_cast<long double>(v) - max - std::log1p(rest));
   return y;
-}
-
-// |y - exact| in float ulps at the exact value's size.
-double Ulps(float y, long double exact) {
-  const float rounded = static_cast<float>(exact);
-  if (rounded == 0) return y == 0 ? 0 : std::numeric_limits<double>::infinity();
-  const double ulp = std::nextafter(std::fabs(rounded), std::numeric_limits<float>::infinity()) - std::fabs(rounded);
-  return static_cast<double>(std::fabs(static_cast<long double>(y) - exact)) / ulp;
 }
 
 void CheckRow(const std::vector<float>& x) {

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "backend/kernels/softmax.h"
+#include "ulps.h"
 
 using onnxfuse::backend::Softmax;
+using onnxfuse::test::Ulps;
 
 namespace {
 
@@ -24,15 +26,6 @@ std::vector<long double> Reference(const std::vector<float>& x) {
   std::vector<long double> y;
   for (float v : x) y.push_back(std::exp(static_cast<long double>(v) - max) / sum);
   return y;
-}
-
-// |y - exact| in float ulps at the exact value's size (the ulp of the
-// smallest subnormal below it); an exact value that rounds to 0 must be 0.
-double Ulps(float y, long double exact) {
-  const float rounded = static_cast<float>(exact);
-  const float up = std::nextafter(rounded, std::numeric_limits<float>::infinity());
-  if (rounded == 0) return y == 0 ? 0 : std::numeric_limits<double>::infinity();
-  return static_cast<double>(std::fabs(static_cast<long double>(y) - exact) / (static_cast<long double>(up) - rounded));
 }
 
 void CheckRow(const std::vector<float>& x) {

@@ -13,10 +13,12 @@
 #include "pipeline/prepare_model.h"
 #include "plan_check.h"
 #include "test_models.h"
+#include "ulps.h"
 
 using namespace onnxfuse;
 using test::CheckBoth;
 using test::TensorFrom;
+using test::Ulps;
 using test::Wave;
 
 TEST_CASE("Softmax and LogSoftmax: over one axis from opset 13, over all trailing axes before", "[backend_ops]") {
@@ -64,14 +66,6 @@ std::vector<test::PlanRun> RunBoth(const char* op, const Tensor& x) {
       })";
   const Graph graph = test::GraphFromText(text);
   return {test::RunPlan(graph, false, {x}), test::RunPlan(graph, true, {x})};
-}
-
-// |y - exact| in float ulps at the exact value's size (0 must be exactly 0).
-double Ulps(float y, long double exact) {
-  const float rounded = static_cast<float>(exact);
-  if (rounded == 0) return y == 0 ? 0 : INFINITY;
-  const double ulp = std::nextafter(std::fabs(rounded), INFINITY) - std::fabs(rounded);
-  return static_cast<double>(std::fabs(static_cast<long double>(y) - exact)) / ulp;
 }
 
 // Row r of x [rows, n]: log-probabilities in long double (the sum's logarithm
