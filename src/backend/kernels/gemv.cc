@@ -3,7 +3,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "backend/kernels/cpu_isa.h"
 
@@ -67,8 +66,8 @@ __attribute__((target("avx2,fma"))) void DotsAvx2(const float* w, std::int64_t s
 float Epilogue(float y, const std::vector<PointwiseOp>& epilogue, const float* addend) {
   for (const PointwiseOp& op : epilogue) switch (op.kind) {
       case PointwiseOp::Kind::kAdd: y += *addend; break;
-      case PointwiseOp::Kind::kClamp:  // NaN to a, as oneDNN's eltwise_clip and the AVX2 epilogue
-        y = std::isnan(y) ? op.a : std::min(std::max(y, op.a), op.b);
+      case PointwiseOp::Kind::kClamp:  // as vmaxps then vminps (oneDNN's eltwise_clip, the AVX2 epilogue): NaN to a
+        y = std::min(y > op.a ? y : op.a, op.b);
         break;
       case PointwiseOp::Kind::kLinear: y = op.a * y + op.b; break;
       case PointwiseOp::Kind::kHardSwish: y *= std::min(std::max(op.a * y + op.b, 0.f), 1.f); break;

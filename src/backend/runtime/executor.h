@@ -12,7 +12,7 @@
 // and of erf-Gelu become one LayerNorm kernel step / gelu_erf primitive each.
 // Also lowered: ConvTranspose (deconvolution_forward, BN folded, post-ops),
 // pooling (max, average, global), Concat, Softmax, reductions, the
-// LayerNormalization op (layer_normalization), InstanceNormalization
+// LayerNormalization op (our LayerNorm kernel), InstanceNormalization
 // (batch_normalization over an [1, N*C, spatial] view), PRelu (prelu), Resize
 // (resampling, only where its pixel mapping equals ONNX's), Transpose, Pad,
 // Slice (any steps), Gather (constant indices), Erf (a parallel loop: oneDNN

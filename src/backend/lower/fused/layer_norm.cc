@@ -57,13 +57,14 @@ Act EmitLayerNormKernel(Builder& b, const std::string& label, const Arg& src, co
   std::vector<std::pair<int, Arg>> args = {{0, src}, {1, scale}, {2, shift}};
   const Act dst = b.NewAct(dims, PlainDesc(dims));
   args.emplace_back(3, Arg{dst.slot, dst.md, {}});
-  const Dims stat = {rows};
-  for (Act* out : {mean, inv_std_dev})
-    if (out) {
-      *out = b.NewAct(stat, PlainDesc(stat));
-      args.emplace_back(static_cast<int>(args.size()), Arg{out->slot, out->md, {}});
-    }
-  const int mean_arg = mean ? 4 : -1, inv_arg = inv_std_dev ? (mean ? 5 : 4) : -1;
+  // A statistic wanted: a new [rows] slot, the kernel's next argument (its index); -1 when not.
+  const auto statistic = [&](Act* out) {
+    if (!out) return -1;
+    *out = b.NewAct({rows}, PlainDesc({rows}));
+    args.emplace_back(static_cast<int>(args.size()), Arg{out->slot, out->md, {}});
+    return static_cast<int>(args.size()) - 1;
+  };
+  const int mean_arg = statistic(mean), inv_arg = statistic(inv_std_dev);
   CustomKernel kernel = [rows, n, epsilon, mean_arg, inv_arg](const std::vector<void*>& data) {
     const auto out = [&](int i) { return i < 0 ? nullptr : static_cast<float*>(data[static_cast<std::size_t>(i)]); };
     LayerNorm(static_cast<const float*>(data[0]), static_cast<const float*>(data[1]), static_cast<const float*>(data[2]),
