@@ -181,6 +181,8 @@ PYBIND11_MODULE(_core, m) {
         return py::dict(py::arg("compiles") = st.compiles, py::arg("cache_hits") = st.cache_hits,
                         py::arg("evictions") = st.evictions, py::arg("cached_shapes") = st.cached_shapes,
                         py::arg("plan_instances") = st.plan_instances, py::arg("fused_once") = st.fused_once,
+                        py::arg("staged_runs") = st.staged_runs, py::arg("stages_compiled") = st.stages_compiled,
+                        py::arg("stage_hits") = st.stage_hits, py::arg("nodes_evaluated") = st.nodes_evaluated,
                         py::arg("shapes") = shapes);
       });
 

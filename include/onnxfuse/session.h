@@ -148,6 +148,15 @@ struct SessionStats {
   /// that needs a shape the symbolic graph leaves open: logged once, at
   /// info level), prepared again at each new shape, and for a version 2 plan file.
   bool fused_once = false;
+  /// Runs made in stages because, at their input shapes, some shapes follow
+  /// the values of tensors (NonZero, NonMaxSuppression, a TopK or Reshape of
+  /// a computed size, an If or Loop decided at run time): each stage is
+  /// compiled at the shapes its inputs have, and the nodes between stages
+  /// are evaluated one by one (src/session/staged_model.h).
+  int staged_runs = 0;
+  int stages_compiled = 0;  ///< stages made for them (cache misses)
+  int stage_hits = 0;       ///< stages found in the stage cache
+  int nodes_evaluated = 0;  ///< nodes evaluated one by one between stages (host, If, Loop)
   std::vector<CachedShape> shapes;  ///< the cached schedules, most recently used first
 };
 

@@ -146,6 +146,8 @@ class InferenceSession:
         compiling); and shapes, one dict per cached schedule, most recently
         used first: input_shapes, load_ms and compile_ms (milliseconds: the
         cost of that new shape), kernels and reorders (its compiled
-        schedule's), samples_per_pass (0: one pass) and concurrent_passes
-        (session.h, SessionStats and CachedShape)."""
+        schedule's), samples_per_pass (0: one pass) and concurrent_passes;
+        for runs whose shapes follow values (NonZero, NonMaxSuppression, an
+        If decided at run time): staged_runs, stages_compiled, stage_hits
+        and nodes_evaluated (session.h, SessionStats and CachedShape)."""
         return self._session.stats()

@@ -229,7 +229,9 @@ bool HostEvaluable(const Node& node) {
       "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot", "Compress",
       "ReverseSequence", "NonZero",
       // host_eval_tensor.cc, host_eval_einsum.cc
-      "LpNormalization", "MeanVarianceNormalization", "Shape", "Size", "EyeLike", "Det", "Einsum"};
+      "LpNormalization", "MeanVarianceNormalization", "Shape", "Size", "EyeLike", "Det", "Einsum",
+      // host_eval_detection.cc
+      "NonMaxSuppression"};
   if (!node.domain.empty()) return false;
   return kOps.count(node.op_type) > 0 || IsHostLayoutOp(node.op_type) ||  // host_eval_layout.cc: Split, Pad
          IsHostSampleOp(node.op_type);  // host_eval_sample.cc, host_eval_window.cc
@@ -389,7 +391,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
       throw Error(ErrorKind::kUnsupported,
                   NodeLabel(node) + ": domain '" + node.domain + "' cannot be evaluated on the host");
     for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalLayoutOp,
-                       EvalSampleOp})
+                       EvalSampleOp, EvalDetectionOp})
       if (HostOutputs family = eval(node, in, opset)) return std::move(*family);
     return EvalBasicOp(node, in, opset);
   } catch (const std::invalid_argument& e) {  // BroadcastDims: shapes that do not broadcast

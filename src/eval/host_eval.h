@@ -33,6 +33,7 @@ bool HostEvaluable(const Node& node);
 /// Hardmax, CumSum, Trilu; GatherElements, GatherND, Scatter,
 /// ScatterElements, ScatterND, OneHot, Compress, ReverseSequence, NonZero;
 /// LpNormalization, MeanVarianceNormalization, Shape, Size, EyeLike, Det;
+/// NonMaxSuppression (host_eval_detection.cc);
 /// Einsum (any subscripts: implicit or explicit output, repeated labels
 /// within an operand for diagonals, "..." for broadcast dimensions).
 ///

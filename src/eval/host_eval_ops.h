@@ -50,6 +50,9 @@ HostOutputs EvalMathOp(const Node& node, const HostInputs& in, std::int64_t opse
 /// ops over whole tensors (host_eval_tensor.cc).
 HostOutputs EvalTensorOp(const Node& node, const HostInputs& in, std::int64_t opset);
 
+/// NonMaxSuppression (host_eval_detection.cc).
+HostOutputs EvalDetectionOp(const Node& node, const HostInputs& in, std::int64_t opset);
+
 /// Einsum in its general form (host_eval_einsum.cc).
 HostOutputs EvalEinsum(const Node& node, const HostInputs& in, std::int64_t opset);
 

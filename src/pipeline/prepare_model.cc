@@ -46,7 +46,7 @@ PreparedModel PrepareGraph(Graph graph, const PrepareOptions& options) {
   // An executable graph runs an If decided at run time as both branches and a
   // Where; a written model keeps the If, which other runtimes run one branch of.
   p.control_flow = InlineControlFlow(*p.graph, ControlFlowOptions{/*select_run_time_if=*/executable});
-  if (executable) RequireNoControlFlow(*p.graph, p.control_flow);
+  if (executable && !options.keep_run_time_control_flow) RequireNoControlFlow(*p.graph, p.control_flow);
   if (options.fold_bn) p.bn_folding = FoldBatchNormIntoConv(*p.graph);
   // Function ops the backend has no lowering for run as their ONNX bodies; a
   // written model keeps them as the model wrote them.

@@ -8,7 +8,8 @@
 //   2. control   InlineControlFlow (rewrite/inline_control_flow.h): If, Loop and
 //      flow      Scan decided at build time become dataflow. For an executable
 //                target also an If decided at run time (both branches and a
-//                Where), and whatever stays is an error (RequireNoControlFlow);
+//                Where), and whatever stays is an error (RequireNoControlFlow)
+//                unless options.keep_run_time_control_flow;
 //                an ONNX target keeps it in the written model;
 //   3. fold BN   FoldBatchNormIntoConv, when options.fold_bn;
 //   4. functions executable target only: ExpandFunctionOps with the backend's
@@ -61,6 +62,10 @@ struct PrepareOptions {
   LoadOptions load;
   bool fold_bn = false;  ///< fold inference BatchNormalization into the preceding Conv/ConvTranspose
   bool fuse = true;      ///< false: no fusion plan (an unfused baseline: `run --no-fuse`)
+  /// Executable target: an If/Loop/Scan decided only at run time stays in
+  /// the graph instead of being an error, for a runner that evaluates it
+  /// between stages (session/staged_model.h).
+  bool keep_run_time_control_flow = false;
   FuseSettings fusion;
   /// Executable target: the backend's LowersOp (backend/lower/core/lowered_ops.h),
   /// the function ops it keeps. Empty: nothing is expanded (a build without

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <future>
 #include <list>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -29,6 +31,8 @@
 #include "session/input_check.h"
 #include "session/pass_runner.h"
 #include "session/shape_schedule.h"
+#include "session/stage_split.h"
+#include "session/staged_model.h"
 #include "load/shape_model.h"
 
 namespace onnxfuse {
@@ -78,6 +82,11 @@ struct InferenceSession::Impl {
   // its own (batch_passes.h): a large batch may then run in passes.
   std::string batch_symbol;
   session::SharedPackedConstants packed;
+  // Shapes that follow values (staged_model.h): the prepared graph with its
+  // run-time control flow kept, which the staged model runs; null when the
+  // model never needs it (a plan file, a model prepared only per shape).
+  std::shared_ptr<const Graph> staged_source;
+  bool staged_all = false;  // every signature runs in stages (fixed inputs, shapes that follow values)
 
   mutable std::mutex mutex;  // guards lru, stats, step_bytes_at_one
   std::list<std::pair<ShapeSignature, std::shared_ptr<ShapeSchedule>>> lru;  // most recent first
@@ -86,6 +95,49 @@ struct InferenceSession::Impl {
   // Bytes of the largest step at one sample, by the signature at batch 1:
   // what a batch's passes are sized from (Build), measured once.
   std::map<ShapeSignature, std::int64_t> step_bytes_at_one;
+  std::set<ShapeSignature> staged_signatures;  // signatures whose shapes follow values
+  std::unique_ptr<session::StagedModel> staged;  // made on first use, under staged_mutex
+  std::mutex staged_mutex;
+
+  session::StagedModel& Staged() {
+    std::lock_guard<std::mutex> lock(staged_mutex);
+    if (!staged)
+      staged = std::make_unique<session::StagedModel>(staged_source, prepare, /*fuse=*/true,
+                                                      static_cast<std::size_t>(options.shape_cache_size) * 4);
+    return *staged;
+  }
+
+  // True when `graph` (at one signature) has shapes that follow values and a
+  // staged model can run it.
+  bool RunsStaged(const Graph& graph) const { return staged_source && session::ShapesFollowValues(graph); }
+
+  // The outputs of one staged run, in model order.
+  std::vector<Tensor> RunStaged(const NamedInputs& views) {
+    session::KnownValues known;
+    for (const auto& [name, view] : views) {
+      Tensor t;
+      t.name = name;
+      t.data_type = static_cast<std::int32_t>(view.dtype);
+      t.dims = view.shape;
+      const auto count = static_cast<std::size_t>(view.NumElements());
+      void* dst = nullptr;
+      if (session::StorageOf(view.dtype) == ElementType::kInt64) {
+        t.elem_type = onnx::TensorProto::INT64;
+        t.int_data.resize(count);
+        dst = t.int_data.data();
+      } else {
+        t.elem_type = onnx::TensorProto::FLOAT;
+        t.data.resize(count);
+        dst = t.data.data();
+      }
+      session::WidenToStorage(view.dtype, view.data, view.NumElements(), dst);
+      known.emplace(name, std::move(t));
+    }
+    std::vector<Tensor> results = Staged().Run(known);
+    std::lock_guard<std::mutex> lock(mutex);
+    ++stats.staged_runs;
+    return results;
+  }
 
   void SetThreads() const {
     // oneDNN's OpenMP build fixes a primitive's team when it is created, our
@@ -145,6 +197,7 @@ struct InferenceSession::Impl {
       }
       if (step == 0) {  // measured once per shape of the other dims
         one = LoadAt(at_one);
+        if (RunsStaged(*one->graph)) return nullptr;
         step = std::max<std::int64_t>(1, session::LargestStepBytes(*one->graph));
         std::lock_guard<std::mutex> lock(mutex);
         step_bytes_at_one[at_one] = step;
@@ -162,6 +215,7 @@ struct InferenceSession::Impl {
       }
     }
     Loaded at = LoadAt(signature);
+    if (RunsStaged(*at.graph)) return nullptr;
     return std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed, nullptr,
                                            MsSince(start));
   }
@@ -181,12 +235,14 @@ struct InferenceSession::Impl {
     }
   }
 
+  // The schedule of `signature`, or nullptr when it runs in stages.
   std::shared_ptr<ShapeSchedule> ScheduleFor(const ShapeSignature& signature) {
     // Compiled outside the lock: Runs at cached shapes go on meanwhile. A call
     // missing on a shape another call is compiling waits for that schedule.
     std::promise<std::shared_ptr<ShapeSchedule>> promise;
     {
       std::unique_lock<std::mutex> lock(mutex);
+      if (staged_all || staged_signatures.count(signature)) return nullptr;
       for (auto it = lru.begin(); it != lru.end(); ++it)
         if (it->first == signature) {
           lru.splice(lru.begin(), lru, it);
@@ -205,7 +261,8 @@ struct InferenceSession::Impl {
       SetThreads();
       std::shared_ptr<ShapeSchedule> schedule = Build(signature);
       std::lock_guard<std::mutex> lock(mutex);
-      Insert(signature, schedule);
+      if (schedule) Insert(signature, schedule);
+      else staged_signatures.insert(signature);
       building.erase(signature);
       promise.set_value(schedule);
       return schedule;
@@ -220,20 +277,32 @@ struct InferenceSession::Impl {
   // What both Runs start with, in this order: the call's team size set
   // before anything compiles (a schedule, or another instance of one, made by
   // this call creates its primitives for it), the inputs checked, the
-  // schedule found or made, an instance of it leased for the call.
+  // schedule found or made, an instance of it leased for the call. No
+  // schedule: the signature runs in stages (RunStaged).
   struct Call {
     Call(Impl& s, const NamedInputs& inputs)
         : signature((s.SetThreads(), session::CheckInputs(s.inputs, inputs))),
           schedule(s.ScheduleFor(signature)),
-          team(TeamFor(*schedule)),
-          lease(schedule->Acquire()),
-          bindings(lease.plan().OutputBindings()) {}
+          team(schedule ? TeamFor(*schedule) : 0) {
+      if (!schedule) return;
+      lease.emplace(schedule->Acquire());
+      bindings = lease->plan().OutputBindings();
+    }
     const ShapeSignature signature;
     const std::shared_ptr<ShapeSchedule> schedule;
     OmpTeam team;
-    ShapeSchedule::Lease lease;
-    const std::vector<ExecutablePlan::Binding> bindings;
+    std::optional<ShapeSchedule::Lease> lease;
+    std::vector<ExecutablePlan::Binding> bindings;
   };
+
+  // Output `name`'s index in the model's outputs; Error(kUsage) when none.
+  std::size_t ModelOutputIndex(const std::string& name) const {
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i].name == name) return i;
+    std::string list;
+    for (const auto& o : outputs) list += (list.empty() ? "" : ", ") + o.name;
+    throw Error(ErrorKind::kUsage, "unknown output '" + name + "'; the model's outputs are: " + list);
+  }
 
   // Output `name`'s index in the plan's outputs; Error(kUsage) when none.
   static std::size_t OutputIndex(const std::vector<ExecutablePlan::Binding>& bindings, const std::string& name) {
@@ -289,6 +358,8 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     // Every strategy matches the library (the pattern regions of postdom and greedy).
     s.prepare.fusion.patterns = std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs));
     s.prepare.lowers = backend::LowersOp;
+    // An If or Loop decided only at run time stays, for the staged model.
+    s.prepare.keep_run_time_control_flow = true;
     // The model as declared: its inputs and outputs, and whether they are fixed.
     graph = std::make_unique<Graph>(LoadModel(path, s.prepare.load));
     for (ValueId v : graph->inputs()) s.inputs.push_back(session::ValueInfoOf(*graph, v));
@@ -301,16 +372,29 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
       s.batch_symbol = session::SeparableBatchSymbol(*graph, &why);
       if (s.batch_symbol.empty()) spdlog::debug("{}: a batch runs in one pass: {}", path, why);
     }
-    if (fixed) {  // prepared and compiled now, as `run` does
+    if (fixed) {  // prepared and compiled now, as `run` does, or run in stages
       PreparedModel prepared = PrepareGraph(std::move(*graph), s.prepare);
-      for (const ValueInfo& in : s.inputs) signature.push_back(in.dims);
-      schedule = std::make_shared<ShapeSchedule>(std::move(prepared.graph), std::move(prepared.fusion), true,
-                                                 &s.packed, nullptr, MsSince(start));
+      if (session::ShapesFollowValues(*prepared.graph)) {
+        s.staged_source = std::move(prepared.graph);
+        s.staged_all = true;
+      } else {
+        for (const ValueInfo& in : s.inputs) signature.push_back(in.dims);
+        schedule = std::make_shared<ShapeSchedule>(std::move(prepared.graph), std::move(prepared.fusion), true,
+                                                   &s.packed, nullptr, MsSince(start));
+      }
     } else {  // prepared and fused now, with its symbolic dims; compiled per shape on its first Run
       try {
         PreparedModel prepared = PrepareGraph(std::move(*graph), s.prepare);
-        s.groups = std::move(prepared.fusion);
-        s.symbolic.emplace(std::shared_ptr<const Graph>(std::move(prepared.graph)));
+        s.staged_source = std::move(prepared.graph);
+        if (session::HasControlFlow(*s.staged_source)) {
+          // An If or Loop decided at run time: prepared again at each shape,
+          // where pinned dims may decide it; else run in stages.
+          s.fused_once = false;
+          spdlog::info("{}: prepared again at each input shape: it has control flow decided at run time", path);
+        } else {
+          s.groups = std::move(prepared.fusion);
+          s.symbolic.emplace(s.staged_source);
+        }
       } catch (const Error& e) {
         // A rewrite that needs a shape the symbolic graph leaves open (an If
         // on a dim, an expansion that needs a rank) may still succeed once
@@ -333,9 +417,16 @@ const std::vector<ValueInfo>& InferenceSession::outputs() const { return impl_->
 
 std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::vector<std::string>& output_names) {
   Impl::Call call(*impl_, inputs);
+  if (!call.schedule) {  // in stages: every output computed, the named ones returned
+    std::vector<Tensor> all = impl_->RunStaged(inputs);
+    if (output_names.empty()) return all;
+    std::vector<Tensor> outputs;
+    for (const std::string& name : output_names) outputs.push_back(all[impl_->ModelOutputIndex(name)]);
+    return outputs;
+  }
   const ShapeSignature& signature = call.signature;
   ShapeSchedule& schedule = *call.schedule;
-  ExecutablePlan& plan = call.lease.plan();
+  ExecutablePlan& plan = call.lease->plan();
   const std::vector<ExecutablePlan::Binding>& bindings = call.bindings;
   std::vector<std::size_t> wanted;
   for (const std::string& name : output_names) wanted.push_back(Impl::OutputIndex(bindings, name));
@@ -367,16 +458,21 @@ std::vector<Tensor> InferenceSession::Run(const NamedInputs& inputs, const std::
 void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string, MutableTensorView>& outputs) {
   Impl::Call call(*impl_, inputs);
   const ShapeSignature& signature = call.signature;
-  ShapeSchedule& schedule = *call.schedule;
-  ExecutablePlan& plan = call.lease.plan();
+  // In stages, the outputs are known only once it has run: they are bound as constants.
+  std::vector<Tensor> staged;
+  if (!call.schedule) {
+    staged = impl_->RunStaged(inputs);
+    for (const Tensor& t : staged) call.bindings.push_back({t.name, t.dims, t.DataType(), &t});
+  }
+  const bool in_passes = call.schedule && call.schedule->samples_per_pass() > 0;
   const std::vector<ExecutablePlan::Binding>& bindings = call.bindings;
-  // Everything about the caller's buffers is checked before anything runs or is written.
+  // Everything about the caller's buffers is checked before anything is written.
   std::vector<std::pair<std::size_t, const MutableTensorView*>> targets;
   for (const auto& [name, view] : outputs) {
     const std::size_t i = Impl::OutputIndex(bindings, name);
     const ExecutablePlan::Binding& out = bindings[i];
     std::vector<std::int64_t> dims = out.constant ? out.constant->dims : out.dims;
-    if (schedule.samples_per_pass() > 0) dims[0] = signature[0][0];  // the whole batch, over the passes
+    if (in_passes) dims[0] = signature[0][0];  // the whole batch, over the passes
     const auto type = static_cast<ElementType>(out.data_type);
     if (view.dtype != type)
       throw Error(ErrorKind::kUsage, "output '" + name + "' is " + ElementTypeName(type) + ", the buffer is " +
@@ -388,23 +484,32 @@ void InferenceSession::Run(const NamedInputs& inputs, const std::map<std::string
       throw Error(ErrorKind::kUsage, "output '" + name + "' has no buffer (a null pointer)");
     targets.emplace_back(i, &view);
   }
-  auto collect = [&](const ExecutablePlan& ran, std::int64_t pass, std::int64_t passes) {
+  // Writes pass `pass` of `passes`; `buffer` gives output i's storage when it is not a constant.
+  auto collect = [&](const std::function<const void*(std::size_t)>& buffer, std::int64_t pass, std::int64_t passes) {
     for (const auto& [i, view] : targets) {
       const ExecutablePlan::Binding& out = bindings[i];
-      const void* src = ran.OutputBuffer(i);
-      if (out.constant)
-        src = out.constant->elem_type == onnx::TensorProto::INT64 ? static_cast<const void*>(out.constant->int_data.data())
-                                                                  : static_cast<const void*>(out.constant->data.data());
+      const void* src = !out.constant ? buffer(i)
+                        : out.constant->elem_type == onnx::TensorProto::INT64
+                            ? static_cast<const void*>(out.constant->int_data.data())
+                            : static_cast<const void*>(out.constant->data.data());
       const std::int64_t count = view->NumElements() / passes;  // this pass's rows
       char* dst = static_cast<char*>(view->data) + static_cast<std::size_t>(pass * count) * ElementSize(view->dtype);
       session::NarrowFromStorage(view->dtype, src, count, dst);
     }
   };
-  session::RunPasses(plan, schedule, inputs, Samples(signature), collect);
+  if (!call.schedule) return collect([](std::size_t) -> const void* { return nullptr; }, 0, 1);
+  session::RunPasses(call.lease->plan(), *call.schedule, inputs, Samples(signature),
+                     [&](const ExecutablePlan& ran, std::int64_t pass, std::int64_t passes) {
+                       collect([&](std::size_t i) { return ran.OutputBuffer(i); }, pass, passes);
+                     });
 }
 
 PlanStats InferenceSession::PlanStatsFor(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) {
-  return impl_->ScheduleFor(session::CheckShapes(impl_->inputs, input_shapes))->stats();
+  const std::shared_ptr<ShapeSchedule> schedule = impl_->ScheduleFor(session::CheckShapes(impl_->inputs, input_shapes));
+  if (!schedule)
+    throw Error(ErrorKind::kUsage, impl_->path + ": at these input shapes the model runs in stages, whose shapes "
+                                                 "follow values; it has no one schedule (see stats())");
+  return schedule->stats();
 }
 
 SessionStats InferenceSession::stats() const {
@@ -412,6 +517,13 @@ SessionStats InferenceSession::stats() const {
   SessionStats stats = impl_->stats;
   stats.cached_shapes = static_cast<int>(impl_->lru.size());
   stats.fused_once = impl_->fused_once;
+  std::lock_guard<std::mutex> staged_lock(impl_->staged_mutex);
+  if (impl_->staged) {
+    const session::StagedStats staged = impl_->staged->stats();
+    stats.stages_compiled = staged.stages_compiled;
+    stats.stage_hits = staged.stage_hits;
+    stats.nodes_evaluated = staged.nodes_evaluated;
+  }
   stats.plan_instances = 0;
   for (const auto& [signature, schedule] : impl_->lru) {
     stats.plan_instances += schedule->instances();

@@ -53,7 +53,8 @@ def test_symbolic_batch_at_several_sizes(symbolic_model):
     stats = session.stats()
     assert [shape["input_shapes"] for shape in stats.pop("shapes")] == [{"x": [3, 4]}, {"x": [8, 4]}]
     assert stats == {"compiles": 3, "cache_hits": 1, "evictions": 1, "cached_shapes": 2, "plan_instances": 2,
-                     "fused_once": True}
+                     "fused_once": True, "staged_runs": 0, "stages_compiled": 0, "stage_hits": 0,
+                     "nodes_evaluated": 0}
 
 
 def test_batch_in_passes_gives_the_one_pass_outputs(symbolic_model):

@@ -1,0 +1,225 @@
+#include "session/stage_split.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <set>
+#include <utility>
+
+#include "ir/tensor_io.h"
+#include "load/onnx_guards.h"
+#include "load/shape_inference.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::session {
+
+namespace {
+
+bool IsControlFlow(const Node& node) {
+  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
+}
+
+// Ops whose output shapes follow the elements of their inputs, whatever their shapes.
+bool DataDependent(const std::string& op) {
+  return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique";
+}
+
+bool Static(const TensorType& type) {
+  return type.elem_type != 0 && type.has_shape &&
+         std::all_of(type.dims.begin(), type.dims.end(), [](std::int64_t d) { return d >= 0; });
+}
+
+// Whether known value `v` (holding `tensor`) enters the stage after `done`
+// as a constant: a small tensor that a remaining node reads as a shape.
+bool GivenAsConstant(const Graph& graph, const std::vector<bool>& done, ValueId v, const Tensor& tensor) {
+  if (tensor.NumElements() > kMaxShapeConstant) return false;
+  for (NodeId reader : graph.value(v).consumers) {
+    if (done[reader]) continue;
+    const Node& node = graph.node(reader);
+    for (std::size_t slot = 0; slot < node.num_explicit_inputs && slot < node.inputs.size(); ++slot)
+      if (node.inputs[slot] == v && node.domain.empty() && ReadsAsShape(node.op_type, slot)) return true;
+  }
+  return false;
+}
+
+// The known values the nodes not in `done` read, each once, in name order.
+std::vector<ValueId> KnownRead(const Graph& graph, const std::vector<bool>& done, const KnownValues& known) {
+  std::vector<ValueId> read;
+  for (const auto& [name, tensor] : known) {
+    const std::optional<ValueId> v = graph.FindValue(name);
+    if (!v) continue;
+    const auto& readers = graph.value(*v).consumers;
+    if (std::any_of(readers.begin(), readers.end(), [&](NodeId n) { return !done[n]; })) read.push_back(*v);
+  }
+  return read;
+}
+
+onnx::ValueInfoProto InfoOf(const std::string& name, std::int32_t elem_type, const std::vector<std::int64_t>* dims) {
+  onnx::ValueInfoProto info;
+  info.set_name(name);
+  auto* tensor_type = info.mutable_type()->mutable_tensor_type();
+  tensor_type->set_elem_type(elem_type);
+  if (dims) {
+    auto* shape = tensor_type->mutable_shape();
+    for (std::int64_t d : *dims) shape->add_dim()->set_dim_value(d);
+  }
+  return info;
+}
+
+}  // namespace
+
+bool ReadsAsShape(const std::string& op, std::size_t slot) {
+  if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "TopK" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Split" || op == "ReduceSum" || op == "OneHot" || op == "Upsample")
+    return slot == 1;
+  if (op == "Slice") return slot >= 1 && slot <= 4;
+  if (op == "Pad") return slot == 1 || slot == 3;
+  if (op == "Resize") return slot >= 1 && slot <= 3;
+  if (op == "ConstantOfShape" || op == "If") return slot == 0;
+  if (op == "Range") return slot <= 2;
+  if (op == "Loop") return slot <= 1;
+  return false;
+}
+
+bool HasControlFlow(const Graph& graph) {
+  return std::any_of(graph.nodes().begin(), graph.nodes().end(), IsControlFlow);
+}
+
+bool ShapesFollowValues(const Graph& graph) {
+  // Two marks per value, in node order: its elements depend on the inputs'
+  // elements (`data`), its shape does (`shape`). The inputs' shapes are the
+  // signature's, known; shapes read from shapes (Shape, Size) are known too.
+  std::vector<bool> data(graph.values().size(), false), shape(graph.values().size(), false);
+  for (ValueId v : graph.inputs()) data[v] = true;
+  for (const Node& node : graph.nodes()) {
+    if (IsControlFlow(node)) return true;
+    const std::string& op = node.op_type;
+    const bool standard = node.domain.empty();
+    bool out_data = false, out_shape = false;
+    for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
+      const ValueId v = node.inputs[slot];
+      if (v == kNoValue) continue;
+      const bool explicit_input = slot < node.num_explicit_inputs;
+      out_shape = out_shape || shape[v] ||
+                  (data[v] && standard && explicit_input && (DataDependent(op) || ReadsAsShape(op, slot)));
+      out_data = out_data || data[v] || shape[v];
+    }
+    if (standard && (op == "Shape" || op == "Size")) out_data = node.inputs.empty() ? false : shape[node.inputs[0]];
+    if (out_shape) return true;
+    for (ValueId v : node.outputs)
+      if (v != kNoValue) data[v] = out_data;
+  }
+  return false;
+}
+
+std::string StageKey(const Graph& graph, const std::vector<bool>& done, const KnownValues& known) {
+  std::string key;
+  key.reserve(done.size() / 4 + 64);
+  for (std::size_t i = 0; i < done.size(); i += 4) {
+    int nibble = 0;
+    for (std::size_t j = i; j < std::min(i + 4, done.size()); ++j) nibble = nibble * 2 + (done[j] ? 1 : 0);
+    key += "0123456789abcdef"[nibble];
+  }
+  for (ValueId v : KnownRead(graph, done, known)) {
+    const Tensor& t = known.at(graph.value(v).name);
+    key += "|" + graph.value(v).name + ":" + std::to_string(t.DataType()) + ":";
+    for (std::int64_t d : t.dims) key += std::to_string(d) + "x";
+    if (GivenAsConstant(graph, done, v, t)) {
+      for (std::int64_t e : t.int_data) key += "," + std::to_string(e);
+      for (float e : t.data) {  // bit-exact: scales that differ in the last place are other stages
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &e, sizeof bits);
+        key += ",f" + std::to_string(bits);
+      }
+    }
+  }
+  return key;
+}
+
+Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const KnownValues& known) {
+  const Graph& graph = shapes.prepared();
+  const onnx::ModelProto& stripped = shapes.stripped();
+  Check(static_cast<std::size_t>(stripped.graph().node_size()) == graph.num_nodes() && done.size() == graph.num_nodes(),
+        "SplitStage: the stripped model and the prepared graph differ");
+
+  // The remaining nodes, reading the known values as inputs or constants.
+  onnx::ModelProto model = stripped;
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.clear_node(), g.clear_input(), g.clear_output();
+  std::vector<NodeId> remaining;
+  for (NodeId id = 0; id < graph.num_nodes(); ++id)
+    if (!done[id]) {
+      onnx::NodeProto& node = *g.add_node() = stripped.graph().node(static_cast<int>(id));
+      node.set_name(graph.node(id).name);  // the loader's name for an unnamed node, not one by its index here
+      remaining.push_back(id);
+    }
+  for (ValueId v : KnownRead(graph, done, known)) {
+    const Tensor& t = known.at(graph.value(v).name);
+    if (GivenAsConstant(graph, done, v, t)) {
+      Tensor named = t;
+      named.name = graph.value(v).name;
+      *g.add_initializer() = TensorToProto(named);
+    } else {
+      *g.add_input() = InfoOf(graph.value(v).name, t.DataType(), &t.dims);
+    }
+  }
+  for (ValueId v : graph.outputs())
+    if (!known.count(graph.value(v).name)) *g.add_output() = InfoOf(graph.value(v).name, graph.value(v).type.elem_type, nullptr);
+
+  detail::InstallOnnxInferenceGuards();
+  try {
+    InferValueShapes(model);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    if (auto cut = message.find('\n'); cut != std::string::npos) message.resize(cut);
+    throw Error(ErrorKind::kInvalidModel,
+                graph.source_path() + ": shape inference failed at the shapes of this run's values: " + message);
+  }
+  const Graph probe(model, graph.source_path());
+
+  // Ready nodes, in order: a reader of a not-ready node's output is not ready.
+  std::vector<bool> ready(probe.num_nodes(), false);
+  for (NodeId i = 0; i < probe.num_nodes(); ++i) {
+    const Node& node = probe.node(i);
+    bool ok = !IsControlFlow(node);
+    for (ValueId v : node.inputs)
+      if (ok && v != kNoValue && probe.value(v).producer != kNoNode) ok = ready[probe.value(v).producer];
+    for (ValueId v : node.outputs)
+      if (ok && v != kNoValue) ok = Static(probe.value(v).type);
+    ready[i] = ok;
+  }
+
+  // The stage: ready nodes; the inputs and initializers they read; the values
+  // they compute that a node left for later, or the model's outputs, read.
+  Stage stage;
+  stage.model = model;
+  onnx::GraphProto& s = *stage.model.mutable_graph();
+  s.clear_node(), s.clear_input(), s.clear_output(), s.clear_initializer();
+  std::set<std::string> read;
+  for (NodeId i = 0; i < probe.num_nodes(); ++i) {
+    if (!ready[i]) continue;
+    *s.add_node() = model.graph().node(static_cast<int>(i));
+    stage.nodes.push_back(remaining[i]);
+    for (ValueId v : probe.node(i).inputs)
+      if (v != kNoValue) read.insert(probe.value(v).name);
+  }
+  for (const onnx::ValueInfoProto& input : model.graph().input())
+    if (read.count(input.name())) *s.add_input() = input;
+  for (const onnx::TensorProto& init : model.graph().initializer())
+    if (read.count(init.name())) *s.add_initializer() = init;
+  for (const std::string& name : shapes.borrowed())
+    if (read.count(name)) stage.borrowed.push_back(name);
+  for (NodeId i = 0; i < probe.num_nodes(); ++i) {
+    if (!ready[i]) continue;
+    for (ValueId v : probe.node(i).outputs) {
+      if (v == kNoValue) continue;
+      const Value& value = probe.value(v);
+      const bool later = value.is_graph_output || std::any_of(value.consumers.begin(), value.consumers.end(),
+                                                              [&](NodeId reader) { return !ready[reader]; });
+      if (later) *s.add_output() = InfoOf(value.name, value.type.elem_type, &value.type.dims);
+    }
+  }
+  return stage;
+}
+
+}  // namespace onnxfuse::session

@@ -1,0 +1,81 @@
+// Stages of a run whose shapes follow values (staged_model.h): which nodes of
+// a prepared graph can be compiled with what a run knows so far.
+//
+// A node is ready when every value it reads (its subgraphs' captures
+// included) is known or computed by a ready node, it is not an If, Loop or
+// Scan, and ONNX shape inference gives each of its outputs a static shape and
+// an element type. Inference runs on the not-yet-run nodes with the known
+// values as graph inputs of their actual shapes; a small value that a node
+// reads as a shape, a count, bounds, scales or a branch condition (Reshape's
+// shape, TopK's K, Range's limits, Resize's scales, an If's condition:
+// ReadsAsShape) is given
+// as an initializer instead, so that inference and the compiler see its
+// elements. Nodes whose output shapes depend on other values (NonZero,
+// NonMaxSuppression, a TopK whose K comes from one of them) are not ready:
+// the runner evaluates them one by one, or in a later stage once what they
+// read is known.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "ir/graph.h"
+#include "load/shape_model.h"
+#include "onnxfuse/tensor.h"
+
+namespace onnxfuse::session {
+
+/// The values a run knows so far, by name: the model's inputs, and the
+/// outputs of the stages and nodes it has run.
+using KnownValues = std::map<std::string, Tensor>;
+
+/// Values of at most this many elements that a node reads as a shape
+/// (ReadsAsShape) are constants of a stage, so its cache key holds their elements.
+inline constexpr std::int64_t kMaxShapeConstant = 64;
+
+/// True when input `slot` of a node of `op_type` (default domain) gives a
+/// shape, a count, bounds, axes or a branch condition: the second input of
+/// Reshape, Expand, Tile, TopK, Squeeze, Unsqueeze, Split, ReduceSum, OneHot
+/// and Upsample; Slice's starts, ends, axes and steps; Pad's pads and axes;
+/// Resize's roi, scales and sizes; ConstantOfShape's input; Range's three;
+/// If's condition; Loop's trip count and condition.
+bool ReadsAsShape(const std::string& op_type, std::size_t slot);
+
+/// True when an If, Loop or Scan stays in `graph`'s top level.
+bool HasControlFlow(const Graph& graph);
+
+/// True when one schedule cannot run `graph` at every signature of its
+/// input shapes: an If, Loop or Scan stays in it, or some value's shape
+/// depends on the elements of a graph input: NonZero, NonMaxSuppression,
+/// Compress or Unique of them, or a node that reads them as a shape
+/// (ReadsAsShape), directly or through other ops (not through Shape or
+/// Size, whose elements follow shapes only). A static analysis of the
+/// graph, the same at every signature.
+bool ShapesFollowValues(const Graph& graph);
+
+/// One stage: the ready nodes as a model of their own.
+struct Stage {
+  /// Graph inputs: the known values the ready nodes read (those ReadsAsShape
+  /// as initializers with their elements); outputs: the values they compute
+  /// that a later node or the model's outputs read, with inferred types.
+  /// Large initializers come without data (ShapeModel::stripped).
+  onnx::ModelProto model;
+  std::vector<NodeId> nodes;          ///< the ready nodes' ids in the prepared graph, in order
+  std::vector<std::string> borrowed;  ///< model's initializers to borrow from the prepared graph
+};
+
+/// The stage of `shapes.prepared()` after the nodes marked in `done` have run
+/// (`done` has one entry per node). Throws Error(kInvalidModel) naming the
+/// model when shape inference fails at the known values' shapes.
+Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const KnownValues& known);
+
+/// What decides a stage, as a string for its cache: the nodes done, and each
+/// known value a remaining node reads (name, element type, dims, and the
+/// elements of those given as constants, floats bit-exact).
+std::string StageKey(const Graph& prepared, const std::vector<bool>& done, const KnownValues& known);
+
+}  // namespace onnxfuse::session

@@ -1,0 +1,401 @@
+#include "session/staged_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "eval/host_eval.h"
+#include "eval/host_tensor.h"
+#include "ir/tensor_io.h"
+#include "load/loader.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::session {
+
+namespace {
+
+// Ops whose output shapes follow the values of their inputs, whatever is known
+// of them: evaluated one by one once their inputs are known.
+bool OutputsFollowValues(const Node& node) {
+  if (!node.domain.empty()) return false;
+  const std::string& op = node.op_type;
+  return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique" || op == "If" ||
+         op == "Loop" || op == "Scan";
+}
+
+std::string NodeText(const Graph& graph, const Node& node) {
+  return graph.source_path() + ": node '" + node.name + "' (" + node.op_type + ")";
+}
+
+Tensor Scalar(std::int32_t data_type, std::int64_t value) {
+  Tensor t;
+  t.elem_type = onnx::TensorProto::INT64;
+  t.data_type = data_type;
+  t.int_data = {value};
+  return t;
+}
+
+bool Truth(const Tensor& t) {
+  return t.elem_type == onnx::TensorProto::INT64 ? t.int_data.at(0) != 0 : t.data.at(0) != 0.0f;
+}
+
+// `items` (one tensor per iteration, equal shapes) stacked along a new leading axis.
+Tensor Stack(const std::vector<Tensor>& items, const std::string& name) {
+  Tensor t;
+  t.name = name;
+  t.elem_type = items.front().elem_type;
+  t.data_type = items.front().data_type;
+  t.dims = items.front().dims;
+  t.dims.insert(t.dims.begin(), static_cast<std::int64_t>(items.size()));
+  for (const Tensor& item : items) {
+    if (item.dims != items.front().dims)
+      throw Error(ErrorKind::kInvalidModel, "scan output '" + name + "' changes shape between Loop iterations");
+    t.data.insert(t.data.end(), item.data.begin(), item.data.end());
+    t.int_data.insert(t.int_data.end(), item.int_data.begin(), item.int_data.end());
+  }
+  return t;
+}
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+struct StagedModel::CachedStage {
+  std::vector<NodeId> nodes;
+  // null: no node is ready, or the nodes are evaluated one by one on the
+  // host (a stage with an empty tensor, which the compiled kernels refuse).
+  std::unique_ptr<ShapeSchedule> schedule;
+};
+
+StagedModel::StagedModel(std::shared_ptr<const Graph> prepared, PrepareOptions prepare, bool fuse,
+                         std::size_t cache_size)
+    : prepared_(prepared), shapes_(prepared), prepare_(std::move(prepare)), fuse_(fuse), cache_size_(cache_size) {}
+
+StagedModel::~StagedModel() = default;
+
+StagedStats StagedModel::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  StagedStats total = stats_;
+  for (const auto& [key, body] : bodies_) {
+    const StagedStats nested = body->stats();
+    total.stages_compiled += nested.stages_compiled, total.stage_hits += nested.stage_hits;
+    total.stages_run += nested.stages_run, total.nodes_evaluated += nested.nodes_evaluated;
+    total.compile_ms += nested.compile_ms;
+  }
+  return total;
+}
+
+std::vector<Tensor> StagedModel::Run(const KnownValues& inputs) {
+  const Graph& graph = *prepared_;
+  KnownValues known;
+  for (ValueId v : graph.inputs()) {
+    const std::string& name = graph.value(v).name;
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw Error(ErrorKind::kUsage, graph.source_path() + ": input '" + name + "' is missing");
+    known[name] = it->second;
+  }
+  std::vector<bool> done(graph.num_nodes(), false);
+  auto outputs_known = [&] {
+    return std::all_of(graph.outputs().begin(), graph.outputs().end(), [&](ValueId v) {
+      return known.count(graph.value(v).name) > 0 || graph.value(v).initializer >= 0;
+    });
+  };
+  while (!outputs_known()) {
+    const std::shared_ptr<CachedStage> stage = StageFor(done, known);
+    bool progress = false;
+    if (stage->schedule) {
+      RunStage(*stage, done, known), progress = true;
+    } else if (!stage->nodes.empty()) {
+      for (NodeId id : stage->nodes) Evaluated(id, EvaluateNode(id, known), done, known);
+      progress = true;
+    }
+    progress = EvaluateKnown(done, known, /*any=*/false) || progress;
+    if (!progress && !EvaluateKnown(done, known, /*any=*/true)) {
+      for (NodeId id = 0; id < graph.num_nodes(); ++id)
+        if (!done[id])
+          throw Error(ErrorKind::kUnsupported, NodeText(graph, graph.node(id)) +
+                                                   ": its output shapes are not known from what this run has "
+                                                   "computed, and the host evaluator does not run it");
+      Check(false, "StagedModel::Run: outputs missing after every node ran");
+    }
+  }
+  std::vector<Tensor> outputs;
+  std::vector<Tensor> held;
+  for (ValueId v : graph.outputs()) {
+    const std::string& name = graph.value(v).name;
+    auto it = known.find(name);
+    Tensor out = it != known.end() ? it->second : TensorFromProto(*graph.ConstantTensor(v), graph.source_path());
+    out.name = name;
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+std::shared_ptr<StagedModel::CachedStage> StagedModel::StageFor(const std::vector<bool>& done,
+                                                                 const KnownValues& known) {
+  const std::string key = StageKey(*prepared_, done, known);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = stages_.begin(); it != stages_.end(); ++it)
+      if (it->first == key) {
+        stages_.splice(stages_.begin(), stages_, it);
+        ++stats_.stage_hits;
+        return stages_.front().second;
+      }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Stage split = SplitStage(shapes_, done, known);
+  auto cached = std::make_shared<CachedStage>();
+  cached->nodes = split.nodes;
+  if (!split.nodes.empty()) {
+    auto graph = std::make_unique<Graph>(std::move(split.model), prepared_->source_path());
+    const bool host = std::all_of(graph->nodes().begin(), graph->nodes().end(), [](const Node& n) {
+      return n.domain.empty() && eval::HostEvaluable(n);
+    });
+    graph->set_conversion(prepared_->conversion());
+    if (!split.borrowed.empty()) graph->BorrowConstants(prepared_, split.borrowed);
+    FusionPlan fusion;
+    if (fuse_) {
+      fusion = FuseGraph(*graph, prepare_.fusion);
+      ValidateFusionPlan(*graph, fusion);
+    }
+    std::string nodes_key;
+    for (NodeId id : split.nodes) nodes_key += std::to_string(id) + ",";
+    SharedPackedConstants* packed = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& slot = packed_[nodes_key];
+      if (!slot) slot = std::make_unique<SharedPackedConstants>();
+      packed = slot.get();
+    }
+    try {
+      cached->schedule = std::make_unique<ShapeSchedule>(std::move(graph), std::move(fusion), fuse_, packed, nullptr,
+                                                         MsSince(start));
+    } catch (const Error& e) {
+      // What the compiled kernels refuse at these shapes (an empty tensor:
+      // no detection) is evaluated on the host, where every op knows them.
+      if (e.kind() != ErrorKind::kUnsupported || !host) throw;
+      spdlog::debug("{}: a stage of {} nodes runs on the host evaluator: {}", prepared_->source_path(),
+                    split.nodes.size(), e.what());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.stages_compiled;
+  stats_.compile_ms += MsSince(start);
+  stages_.emplace_front(key, cached);
+  while (stages_.size() > cache_size_) stages_.pop_back();
+  return cached;
+}
+
+void StagedModel::RunStage(const CachedStage& stage, std::vector<bool>& done, KnownValues& known) {
+  ShapeSchedule::Lease lease = stage.schedule->Acquire();
+  ExecutablePlan& plan = lease.plan();
+  const std::vector<ExecutablePlan::Binding> inputs = plan.InputBindings();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = known.at(inputs[i].name);
+    Check(t.dims == inputs[i].dims, "StagedModel: a stage's input '" + inputs[i].name + "' has other dims than its key");
+    if (t.elem_type == onnx::TensorProto::INT64)
+      std::copy(t.int_data.begin(), t.int_data.end(), static_cast<std::int64_t*>(plan.InputBuffer(i)));
+    else
+      std::copy(t.data.begin(), t.data.end(), static_cast<float*>(plan.InputBuffer(i)));
+  }
+  plan.RunSteps();
+  const std::size_t outputs = plan.OutputBindings().size();
+  for (std::size_t i = 0; i < outputs; ++i) {
+    Tensor t = plan.OutputTensor(i);
+    known[t.name] = std::move(t);
+  }
+  for (NodeId id : stage.nodes) done[id] = true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.stages_run;
+}
+
+bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, bool any) {
+  const Graph& graph = *prepared_;
+  bool evaluated = false;
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    if (done[id]) continue;
+    const Node& node = graph.node(id);
+    const bool inputs_known = std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
+      return v == kNoValue || graph.value(v).initializer >= 0 || known.count(graph.value(v).name) > 0;
+    });
+    if (!inputs_known) continue;
+    const bool follows = OutputsFollowValues(node);
+    if (!follows && !(any && node.domain.empty() && eval::HostEvaluable(node))) continue;
+    Evaluated(id, EvaluateNode(id, known), done, known);
+    evaluated = true;
+    if (!follows) return true;  // one at a time: the next stage may compile what it unblocked
+  }
+  return evaluated;
+}
+
+void StagedModel::Evaluated(NodeId id, std::vector<Tensor> outputs, std::vector<bool>& done, KnownValues& known) {
+  const Node& node = prepared_->node(id);
+  for (std::size_t k = 0; k < node.outputs.size() && k < outputs.size(); ++k) {
+    if (node.outputs[k] == kNoValue) continue;
+    const std::string& name = prepared_->value(node.outputs[k]).name;
+    outputs[k].name = name;
+    known[name] = std::move(outputs[k]);
+  }
+  done[id] = true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++stats_.nodes_evaluated;
+}
+
+const Tensor* StagedModel::InputOf(const Node& node, std::size_t slot, const KnownValues& known,
+                                   std::vector<Tensor>& held) const {
+  if (slot >= node.num_explicit_inputs || node.inputs[slot] == kNoValue) return nullptr;
+  const Value& value = prepared_->value(node.inputs[slot]);
+  if (auto it = known.find(value.name); it != known.end()) return &it->second;
+  held.push_back(TensorFromProto(*prepared_->ConstantTensor(node.inputs[slot]), prepared_->source_path()));
+  return &held.back();
+}
+
+std::vector<Tensor> StagedModel::EvaluateNode(NodeId id, const KnownValues& known) {
+  const Node& node = prepared_->node(id);
+  std::vector<Tensor> held;
+  held.reserve(node.num_explicit_inputs);  // InputOf's pointers into it stay valid
+  std::vector<const Tensor*> inputs;
+  for (std::size_t slot = 0; slot < node.num_explicit_inputs; ++slot) inputs.push_back(InputOf(node, slot, known, held));
+  if (node.domain.empty() && node.op_type == "If") return RunIf(id, inputs, known);
+  if (node.domain.empty() && node.op_type == "Loop") return RunLoop(id, inputs, known);
+  if (!node.domain.empty() || !eval::HostEvaluable(node))
+    throw Error(ErrorKind::kUnsupported, NodeText(*prepared_, node) +
+                                             ": its output shapes follow values at run time, and the host "
+                                             "evaluator does not run it");
+  std::vector<Tensor> outputs = eval::EvalOnHost(node, inputs, prepared_->opset());
+  for (std::size_t k = 0; k < outputs.size() && k < node.outputs.size(); ++k)
+    if (node.outputs[k] != kNoValue && prepared_->value(node.outputs[k]).type.elem_type != 0)
+      eval::NarrowTo(outputs[k], prepared_->value(node.outputs[k]).type.elem_type);
+  return outputs;
+}
+
+StagedModel& StagedModel::Body(NodeId id, const std::string& attribute, const KnownValues& known) {
+  const std::string key = std::to_string(id) + "/" + attribute;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = bodies_.find(key); it != bodies_.end()) return *it->second;
+  }
+  const Node& node = prepared_->node(id);
+  const onnx::GraphProto* body = nullptr;
+  for (const onnx::AttributeProto& a : node.proto.attribute())
+    if (a.name() == attribute) body = &a.g();
+  if (!body)
+    throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": it has no '" + attribute + "' attribute");
+  // The body as a model: its own inputs, then each value it reads from
+  // outside (the node's captures) as an input of its type.
+  onnx::ModelProto model;
+  model.set_ir_version(prepared_->model().ir_version());
+  *model.mutable_opset_import() = prepared_->model().opset_import();
+  *model.mutable_graph() = *body;
+  model.mutable_graph()->set_name(node.name + "/" + attribute);
+  std::vector<std::string> declared;
+  for (const auto& input : body->input()) declared.push_back(input.name());
+  for (std::size_t slot = node.num_explicit_inputs; slot < node.inputs.size(); ++slot) {
+    const Value& captured = prepared_->value(node.inputs[slot]);
+    if (std::find(declared.begin(), declared.end(), captured.name) != declared.end()) continue;
+    // Of its element type and rank, every dim left open: the body serves any shape.
+    auto* input = model.mutable_graph()->add_input();
+    input->set_name(captured.name);
+    auto* type = input->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(captured.type.elem_type);
+    auto* shape = type->mutable_shape();
+    const auto it = known.find(captured.name);
+    const std::size_t rank = captured.type.has_shape ? captured.type.dims.size()
+                             : it != known.end()     ? it->second.dims.size()
+                                                     : 0;
+    for (std::size_t d = 0; d < rank; ++d) shape->add_dim();
+  }
+  const std::string where = prepared_->source_path() + " (node '" + node.name + "' " + attribute + ")";
+  PrepareOptions options = prepare_;
+  options.fuse = false;
+  options.keep_run_time_control_flow = true;
+  PreparedModel prepared = PrepareGraph(LoadModelProto(std::move(model), where), options);
+  auto nested = std::make_unique<StagedModel>(std::shared_ptr<const Graph>(std::move(prepared.graph)), prepare_, fuse_,
+                                              cache_size_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = bodies_[key];
+  if (!slot) slot = std::move(nested);
+  return *slot;
+}
+
+std::vector<Tensor> StagedModel::RunIf(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known) {
+  const Node& node = prepared_->node(id);
+  if (!inputs[0] || inputs[0]->NumElements() != 1)
+    throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": its condition is not one element");
+  StagedModel& branch = Body(id, Truth(*inputs[0]) ? "then_branch" : "else_branch", known);
+  KnownValues feed;
+  std::vector<Tensor> held;
+  for (ValueId v : branch.prepared().inputs()) {
+    const std::string& name = branch.prepared().value(v).name;
+    if (auto it = known.find(name); it != known.end()) {
+      feed[name] = it->second;
+    } else if (auto outer = prepared_->FindValue(name); outer && prepared_->value(*outer).initializer >= 0) {
+      feed[name] = TensorFromProto(*prepared_->ConstantTensor(*outer), prepared_->source_path());
+    }
+  }
+  return branch.Run(feed);
+}
+
+std::vector<Tensor> StagedModel::RunLoop(NodeId id, const std::vector<const Tensor*>& inputs,
+                                         const KnownValues& known) {
+  // ONNX Operators.md, Loop-16: body inputs (iteration_num, condition,
+  // loop-carried...), outputs (condition, loop-carried..., scan outputs...).
+  const Node& node = prepared_->node(id);
+  StagedModel& body = Body(id, "body", known);
+  const Graph& g = body.prepared();
+  const std::size_t carried = inputs.size() > 2 ? inputs.size() - 2 : 0;
+  if (g.inputs().size() < 2 + carried || g.outputs().size() < 1 + carried)
+    throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": its body does not take and give " +
+                                              std::to_string(carried) + " loop-carried values");
+  const std::int64_t trip = inputs[0] ? eval::AsInts(*inputs[0]).at(0) : std::numeric_limits<std::int64_t>::max();
+  bool condition = inputs.size() < 2 || !inputs[1] || Truth(*inputs[1]);
+  std::vector<Tensor> state;
+  for (std::size_t k = 0; k < carried; ++k) state.push_back(*inputs[2 + k]);
+  const std::size_t scans = g.outputs().size() - 1 - carried;
+  std::vector<std::vector<Tensor>> scanned(scans);
+  KnownValues outer;  // what the body reads from outside
+  for (std::size_t i = 2 + carried; i < g.inputs().size(); ++i) {
+    const std::string& name = g.value(g.inputs()[i]).name;
+    if (auto it = known.find(name); it != known.end()) {
+      outer[name] = it->second;
+    } else if (auto v = prepared_->FindValue(name); v && prepared_->value(*v).initializer >= 0) {
+      outer[name] = TensorFromProto(*prepared_->ConstantTensor(*v), prepared_->source_path());
+    }
+  }
+  for (std::int64_t i = 0; i < trip && condition; ++i) {
+    KnownValues feed = outer;
+    feed[g.value(g.inputs()[0]).name] = Scalar(onnx::TensorProto::INT64, i);
+    feed[g.value(g.inputs()[1]).name] = Scalar(onnx::TensorProto::BOOL, condition ? 1 : 0);
+    for (std::size_t k = 0; k < carried; ++k) feed[g.value(g.inputs()[2 + k]).name] = state[k];
+    std::vector<Tensor> results = body.Run(feed);
+    condition = Truth(results[0]);
+    for (std::size_t k = 0; k < carried; ++k) state[k] = std::move(results[1 + k]);
+    for (std::size_t k = 0; k < scans; ++k) scanned[k].push_back(std::move(results[1 + carried + k]));
+  }
+  std::vector<Tensor> outputs = std::move(state);
+  for (std::size_t k = 0; k < scans; ++k) {
+    const std::string& name = g.value(g.outputs()[1 + carried + k]).name;
+    if (!scanned[k].empty()) {
+      outputs.push_back(Stack(scanned[k], name));
+      continue;
+    }
+    // No iteration: an empty scan output, of the rank the body declares where it does.
+    const TensorType& type = g.value(g.outputs()[1 + carried + k]).type;
+    Tensor empty;
+    empty.name = name;
+    empty.data_type = type.elem_type;
+    empty.elem_type = StorageTypeOf(type.elem_type);
+    empty.dims = {0};
+    for (std::int64_t d : type.dims) empty.dims.push_back(std::max<std::int64_t>(d, 0));
+    outputs.push_back(std::move(empty));
+  }
+  return outputs;
+}
+
+}  // namespace onnxfuse::session

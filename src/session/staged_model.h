@@ -1,0 +1,109 @@
+// A model whose shapes follow values, run in stages.
+//
+// Where an output's shape depends on the values of a tensor (NonZero,
+// NonMaxSuppression, a TopK whose K is computed, a Reshape, Expand, Range or
+// ConstantOfShape of a computed shape, an If whose condition is known only
+// when it runs, a Loop with a run-time trip count or condition), one schedule
+// cannot be compiled for the whole model. A run then goes in stages:
+//   1. the ready nodes (stage_split.h) are compiled as a stage of their own,
+//      at the shapes the values it reads actually have, fused by the
+//      session's strategy, or found in a cache of stages (keyed by StageKey:
+//      the nodes done, the values' shapes, and the elements of the small
+//      values read as shapes), and run;
+//   2. the nodes left whose inputs are now all known and whose outputs follow
+//      values are evaluated one by one: NonZero, NonMaxSuppression, Compress
+//      and Unique on the host evaluator (eval/host_eval.h); an If by running
+//      the branch its condition picks; a Loop by running its body once per
+//      iteration. Branches and bodies are models of their own, prepared once
+//      and run in stages the same way;
+//   3. again from 1 until every output of the model is known.
+// A model without such nodes is one stage: its one schedule per input shape
+// (the session's usual path). This is how ONNX Runtime runs such models, one
+// node at a time with the shapes it finds, except that what can be compiled
+// together is, and fused.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+#include "load/shape_model.h"
+#include "onnxfuse/tensor.h"
+#include "pipeline/prepare_model.h"
+#include "session/shape_schedule.h"
+#include "session/stage_split.h"
+
+namespace onnxfuse::session {
+
+/// What a staged model did, summed over its runs (nested branches and bodies included).
+struct StagedStats {
+  int stages_compiled = 0;  ///< stages made (a cache miss)
+  int stage_hits = 0;       ///< stages found in the cache
+  int stages_run = 0;
+  int nodes_evaluated = 0;  ///< nodes evaluated one by one (host, If, Loop)
+  double compile_ms = 0;    ///< wall-clock ms making stages (inference, fusion, compile)
+};
+
+class StagedModel {
+ public:
+  /// `prepared`: the model prepared for an executable target with its
+  /// run-time control flow kept (PrepareOptions::keep_run_time_control_flow);
+  /// `prepare`: those options, for its branches and bodies (loaded and
+  /// prepared the same way; prepare.fusion fuses each stage, unless `fuse`
+  /// is false); `cache_size`: stages kept (LRU). Stages of the same nodes at
+  /// other shapes share their prepacked weights.
+  StagedModel(std::shared_ptr<const Graph> prepared, PrepareOptions prepare, bool fuse, std::size_t cache_size);
+  ~StagedModel();
+
+  /// Runs the model. `inputs`: every graph input by name, in its storage
+  /// type (tensor_io.h). Returns the graph outputs in order, named. Thread-safe.
+  /// Throws Error: kUsage for a missing input; kUnsupported naming the node
+  /// that neither a stage nor the evaluator can run; what compiling a stage
+  /// throws; kInvalidModel for values the model's ops refuse (an If condition
+  /// that is not one element, a Loop body output of the wrong count).
+  std::vector<Tensor> Run(const KnownValues& inputs);
+
+  StagedStats stats() const;
+  const Graph& prepared() const { return *prepared_; }
+
+ private:
+  struct CachedStage;
+  std::shared_ptr<CachedStage> StageFor(const std::vector<bool>& done, const KnownValues& known);
+  void RunStage(const CachedStage& stage, std::vector<bool>& done, KnownValues& known);
+  /// Evaluates the remaining nodes whose inputs are known and whose outputs
+  /// follow values (or, with `any`, the first remaining node the host
+  /// evaluator knows). Returns whether it evaluated one.
+  bool EvaluateKnown(std::vector<bool>& done, KnownValues& known, bool any);
+  std::vector<Tensor> EvaluateNode(NodeId id, const KnownValues& known);
+  /// Records node `id`'s `outputs` in `known` and marks it done.
+  void Evaluated(NodeId id, std::vector<Tensor> outputs, std::vector<bool>& done, KnownValues& known);
+  std::vector<Tensor> RunIf(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known);
+  std::vector<Tensor> RunLoop(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known);
+  /// The nested model of `node`'s subgraph attribute `attribute`, made once
+  /// (a captured value of unknown rank takes the rank it has in `known`).
+  StagedModel& Body(NodeId id, const std::string& attribute, const KnownValues& known);
+  /// Input `slot` of `node`, from `known` or the prepared graph's constants (nullptr when omitted).
+  const Tensor* InputOf(const Node& node, std::size_t slot, const KnownValues& known, std::vector<Tensor>& held) const;
+
+  std::shared_ptr<const Graph> prepared_;
+  ShapeModel shapes_;
+  PrepareOptions prepare_;
+  bool fuse_;
+  std::size_t cache_size_;
+
+  mutable std::mutex mutex_;  // guards the members below
+  std::list<std::pair<std::string, std::shared_ptr<CachedStage>>> stages_;  // most recent first
+  std::map<std::string, std::unique_ptr<StagedModel>> bodies_;  // "<node id>/<attribute>"
+  // Builder keys constants by node index, which is the same in every stage of
+  // the same nodes: those share one map (by their node ids).
+  std::map<std::string, std::unique_ptr<SharedPackedConstants>> packed_;
+  StagedStats stats_;
+};
+
+}  // namespace onnxfuse::session
