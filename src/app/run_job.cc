@@ -24,9 +24,11 @@
 #include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
+#include "app/run_staged.h"
 #include "backend/plan/plan_file.h"
 #include "backend/runtime/verify.h"
 #include "pipeline/prepare_model.h"
+#include "session/stage_split.h"
 
 namespace onnxfuse {
 
@@ -83,6 +85,10 @@ struct Prepared {
   std::string strategy;
   double load_ms = 0;  // reading the model or plan file (and fusing a model), before compiling
   std::optional<PlanFileInfo> plan_file;
+  // A model whose shapes follow values: no `executable`; it runs in stages
+  // (run_staged.h) from this graph, prepared with these options.
+  std::shared_ptr<const Graph> staged;
+  PrepareOptions prepare;
 };
 
 // Every graph input of known rank with the dims it is compiled at (unknown ones as 1).
@@ -126,7 +132,14 @@ Prepared Prepare(const RunOptions& options) {
   prepare.fuse = options.fuse || options.check;  // --check runs the fused plan too
   prepare.fusion.strategy = options.strategy;
   prepare.lowers = backend::LowersOp;
+  prepare.keep_run_time_control_flow = true;  // run in stages when it stays
   PreparedModel prepared = PrepareModel(options.model_path, prepare);
+  if (session::ShapesFollowValues(*prepared.graph)) {
+    p.staged = std::move(prepared.graph);
+    p.prepare = prepare;
+    p.load_ms = MsSince(start);
+    return p;
+  }
   p.graph = std::move(prepared.graph);
   p.fusion = std::move(prepared.fusion);
   p.fused = options.fuse;
@@ -241,6 +254,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   const int threads = omp_get_max_threads();
 
   Prepared prepared = Prepare(options);
+  if (prepared.staged) return RunStagedJob(options, prepared.staged, prepared.prepare, prepared.load_ms, out);
   const Graph& graph = *prepared.graph;
   const FusionPlan& plan = prepared.fusion;
   ExecutablePlan& exec = *prepared.executable;
