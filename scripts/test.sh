@@ -62,14 +62,17 @@ cmake --build build-core -j"$(nproc)"
 stage_done "build and ctest without oneDNN"
 
 # The zoo models that export in seconds: a pass or a clean refusal each, never
-# an internal error or a wrong output (ssdlite320 is the detector whose
-# Constant -> ReduceMax was an internal error). gpt2_decoder (a causal mask:
-# Where) and detector_small (TopK, ArgMax, Gather, Greater, Where) must pass
-# both paths.
-zoo_ci=(mnasnet1_0 deeplabv3_mobilenet_v3_large ssdlite320_mobilenet_v3_large bert_encoder_op14 bert_encoder_op17 gpt2_decoder
-        detector_small)
+# an internal error or a wrong output. gpt2_decoder (a causal mask: Where),
+# detector_small (TopK, ArgMax, Gather, Greater, Where) and the two
+# torchvision detectors (NonZero, TopK, NonMaxSuppression and an If decided at
+# run time: they run in stages) must pass both paths; the detectors also
+# through the session (tests/e2e/detectors.py).
+zoo_ci=(mnasnet1_0 deeplabv3_mobilenet_v3_large ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn
+        bert_encoder_op14 bert_encoder_op17 gpt2_decoder detector_small)
 /usr/bin/python3 scripts/export_zoo.py "${zoo_ci[@]}"
-bash scripts/zoo_check.sh --must-pass gpt2_decoder detector_small -- "${zoo_ci[@]}"
+bash scripts/zoo_check.sh --must-pass gpt2_decoder detector_small ssdlite320_mobilenet_v3_large \
+  fasterrcnn_mobilenet_v3_large_320_fpn -- "${zoo_ci[@]}"
+PYTHONPATH=build/python /usr/bin/python3 tests/e2e/detectors.py models/zoo build/e2e/detectors
 stage_done "zoo subset"
 
 if $full; then

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""The detectors through onnxfuse.InferenceSession against ONNX Runtime:
+torchvision's SSDlite320 and Faster R-CNN (mobilenet_v3_large_320_fpn) as
+scripts/export_zoo.py exports them (random weights), whose shapes follow
+values (NonZero, TopK, NonMaxSuppression, an If decided at run time), so
+the session runs them in stages (src/session/staged_model.h).
+
+    tests/e2e/detectors.py ZOO_DIR WORK_DIR
+
+Each detector, in one session at 1 thread, on three images: the export's
+test image (whose torch-vs-ORT spread sets the tolerance), uniform noise
+(where SSDlite finds nothing), and the test image again; the session's boxes, labels and scores against ONNX Runtime's at
+the same image (scripts/ort/infer.js), as sets of detections
+(zoo_check.compare_detections: ties at the top-k cut may fall either way)
+within the model's zoo tolerance (zoo_check.tolerance). An image where ORT
+finds no detection must give empty outputs of ranks 2, 1, 1. The session
+must have run every call in stages and found its stages in the cache on the
+repeated image. A missing model, module or tool fails; nothing is skipped.
+
+Exit status: 0 every call matches; 1 otherwise.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from zoo_check import compare_detections, model_spread, tolerance  # noqa: E402
+
+RTOL = 1e-4
+INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
+DETECTORS = ["ssdlite320_mobilenet_v3_large", "fasterrcnn_mobilenet_v3_large_320_fpn"]
+
+
+def ort_outputs(model, image, folder):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(image, "image").SerializeToString())
+    p = subprocess.run(["node", INFER_JS, model, folder, "--threads", "1"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("ONNX Runtime failed on %s: %s" % (model, p.stderr.strip()[-300:]))
+    return [numpy_helper.to_array(onnx.load_tensor(os.path.join(folder, "output_%d.pb" % i))) for i in range(3)]
+
+
+def images(test_image):
+    noise = np.random.default_rng(0).random(test_image.shape, dtype=np.float32)
+    return [("test image", test_image), ("noise", noise), ("test image again", test_image)]
+
+
+def check_detector(onnxfuse, zoo, name, work, failures):
+    folder = os.path.join(zoo, name)
+    model = os.path.join(folder, "model.onnx")
+    with open(os.path.join(folder, "export.json")) as f:
+        tol = tolerance(RTOL, model_spread(json.load(f)))
+    test_image = numpy_helper.to_array(onnx.load_tensor(os.path.join(folder, "test_data_set_0", "input_0.pb")))
+    session = onnxfuse.InferenceSession(model, threads=1)
+    for k, (what, image) in enumerate(images(test_image)):
+        ref = ort_outputs(model, image, os.path.join(work, "%s_%d" % (name, k)))
+        ours = session.run(None, {"image": image})
+        worst, problem = compare_detections(ref, ours, tol)
+        if not problem and len(ref[0]) == 0 and [o.ndim for o in ours] != [2, 1, 1]:
+            problem = "no detection, but outputs of ranks %s" % [o.ndim for o in ours]
+        print("%-4s %-40s %-18s %3d detections (ORT %3d)  worst %s" % (
+            "ok" if not problem else "FAIL", name, what, len(ours[0]), len(ref[0]), worst))
+        if problem:
+            failures.append("%s, %s: %s" % (name, what, problem))
+    stats = session.stats()
+    if stats["staged_runs"] != 3 or stats["stage_hits"] == 0:
+        failures.append("%s: %d of 3 runs staged, %d stages found in the cache" % (
+            name, stats["staged_runs"], stats["stage_hits"]))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    zoo, work = sys.argv[1:]
+    import onnxfuse
+    failures = []
+    for name in DETECTORS:
+        check_detector(onnxfuse, zoo, name, work, failures)
+    for failure in failures:
+        print("FAIL " + failure)
+    print("detectors: %s" % ("FAIL" if failures else "OK"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
