@@ -12,6 +12,8 @@
 // decided the same way: corners are ordered first (any diagonal pair is a box),
 // and a box of zero area or a pair with no overlap is never suppressed.
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <vector>
 
 #include "eval/host_eval_ops.h"
@@ -23,8 +25,7 @@ namespace onnxfuse::eval {
 namespace {
 
 // The boxes of one batch as corners and areas, in float (ONNX Runtime's order
-// of operations), one array each so that the test against every kept box is
-// a loop the compiler vectorizes.
+// of operations).
 struct Boxes {
   std::vector<float> x_min, y_min, x_max, y_max, area;
 
@@ -46,22 +47,43 @@ struct Boxes {
   std::size_t size() const { return area.size(); }
 };
 
-// Whether box `i` of `all` overlaps any of `kept` by an intersection over
-// union above `threshold`. No overlap, or a box of no area, never suppresses.
-bool Suppressed(const Boxes& kept, const Boxes& all, std::size_t i, float threshold) {
-  const float x0 = all.x_min[i], y0 = all.y_min[i], x1 = all.x_max[i], y1 = all.y_max[i], area = all.area[i];
-  int hit = 0;
-  for (std::size_t j = 0; j < kept.size(); ++j) {
-    const float w = std::min(kept.x_max[j], x1) - std::max(kept.x_min[j], x0);
-    const float h = std::min(kept.y_max[j], y1) - std::max(kept.y_min[j], y0);
-    const float intersection = w * h;
-    const float union_area = kept.area[j] + area - intersection;
-    const bool valid = w > 0.0f && h > 0.0f && intersection > 0.0f && kept.area[j] > 0.0f && area > 0.0f &&
-                       union_area > 0.0f;
-    hit |= static_cast<int>(valid && intersection / union_area > threshold);
-  }
-  return hit != 0;
+// IoU(box i of `all`, box j of `kept`) > threshold, in ONNX Runtime's order
+// of operations. No overlap, or a box of no area, never suppresses.
+bool Overlaps(const Boxes& kept, std::size_t j, const Boxes& all, std::size_t i, float threshold) {
+  const float w = std::min(kept.x_max[j], all.x_max[i]) - std::max(kept.x_min[j], all.x_min[i]);
+  const float h = std::min(kept.y_max[j], all.y_max[i]) - std::max(kept.y_min[j], all.y_min[i]);
+  const float intersection = w * h;
+  const float union_area = kept.area[j] + all.area[i] - intersection;
+  return w > 0.0f && h > 0.0f && intersection > 0.0f && kept.area[j] > 0.0f && all.area[i] > 0.0f &&
+         union_area > 0.0f && intersection / union_area > threshold;
 }
+
+// The kept boxes that can suppress (finite, positive area) by their left
+// edge, so that a candidate is tested only against those whose x-extent can
+// meet its own: an exact pruning (a box that does not overlap never
+// suppresses), and most of the work when a detector offsets each class's
+// boxes apart (torchvision's batched_nms) and keeps thousands.
+class KeptByX {
+ public:
+  void Add(const Boxes& kept, std::size_t j) {
+    const double width = static_cast<double>(kept.x_max[j]) - kept.x_min[j];
+    if (!(kept.area[j] > 0.0f) || !std::isfinite(kept.area[j]) || !std::isfinite(width)) return;
+    by_x_min_.emplace(kept.x_min[j], j);
+    max_width_ = std::max(max_width_, width);
+  }
+  bool Suppressed(const Boxes& kept, const Boxes& all, std::size_t i, float threshold) const {
+    const double x0 = all.x_min[i], x1 = all.x_max[i];
+    if (!(x1 > x0)) return false;  // no width, or NaN: no intersection has area
+    // A kept box meets [x0, x1) only if its left edge is in (x0 - width, x1).
+    for (auto it = by_x_min_.lower_bound(x0 - 2 * max_width_ - 1); it != by_x_min_.end() && it->first < x1; ++it)
+      if (Overlaps(kept, it->second, all, i, threshold)) return true;
+    return false;
+  }
+
+ private:
+  std::multimap<double, std::size_t> by_x_min_;
+  double max_width_ = 0;
+};
 
 Tensor NonMaxSuppression(const Node& node, const HostInputs& in) {
   const Tensor& boxes = NeedInput(node, in, 0);
@@ -91,10 +113,12 @@ Tensor NonMaxSuppression(const Node& node, const HostInputs& in) {
         if (!has_score_threshold || s[i] > score_threshold) order.push_back(i);
       std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return s[x] > s[y]; });
       Boxes kept;
+      KeptByX index;
       for (std::int64_t i : order) {
         if (static_cast<std::int64_t>(kept.size()) >= max_per_class) break;
-        if (Suppressed(kept, all, static_cast<std::size_t>(i), iou_threshold)) continue;
+        if (index.Suppressed(kept, all, static_cast<std::size_t>(i), iou_threshold)) continue;
         kept.Copy(all, static_cast<std::size_t>(i));
+        index.Add(kept, kept.size() - 1);
         selected.insert(selected.end(), {b, c, i});
       }
     }

@@ -49,9 +49,13 @@ std::string Reduction(const Node& node) {
 // The flat index into `dims` of the element at flat index i of `index_dims`
 // with the coordinate on `axis` replaced by `k`.
 std::int64_t ReplaceAxis(std::int64_t i, const Dims& index_dims, const Dims& dims, std::size_t axis, std::int64_t k) {
-  const Dims is = DenseStrides(index_dims), ds = DenseStrides(dims);
-  std::int64_t flat = 0;
-  for (std::size_t d = 0; d < dims.size(); ++d) flat += (d == axis ? k : i / is[d] % index_dims[d]) * ds[d];
+  std::int64_t flat = 0, stride = 1;  // from the last dim on, without allocating (once per element)
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    const std::int64_t coord = i % index_dims[d];
+    i /= index_dims[d];
+    flat += (d == axis ? k : coord) * stride;
+    stride *= dims[d];
+  }
   return flat;
 }
 

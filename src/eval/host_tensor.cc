@@ -50,11 +50,18 @@ double ElementAt(const Tensor& t, std::int64_t i) {
 }
 
 std::int64_t BroadcastIndex(std::int64_t i, const Dims& out, const Dims& in) {
-  Dims x = ExpandRank(in, out.size()), s = DenseStrides(x), os = DenseStrides(out);
-  std::int64_t idx = 0;
-  for (std::size_t d = 0; d < out.size(); ++d) {
-    std::int64_t coord = (i / os[d]) % out[d];
-    if (x[d] != 1) idx += coord * s[d];
+  // From the last dim on: i's coordinate along out's dim, and in's stride
+  // there (in's dims align with out's last ones). No allocation: the host
+  // evaluator calls this once per element.
+  std::int64_t idx = 0, stride = 1;
+  const std::size_t lead = out.size() - in.size();
+  for (std::size_t d = out.size(); d-- > 0;) {
+    const std::int64_t coord = i % out[d];
+    i /= out[d];
+    if (d < lead) continue;
+    const std::int64_t n = in[d - lead];
+    if (n != 1) idx += coord * stride;
+    stride *= n;
   }
   return idx;
 }

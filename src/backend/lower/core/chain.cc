@@ -66,7 +66,10 @@ bool StartsChain(Builder& b, const Node& node) {
   } catch (const std::invalid_argument&) {
     return true;  // EmitBinary names the node and the shapes
   }
-  return (b.IsAct(node.inputs[0]) && d0 == out) || (b.IsAct(node.inputs[1]) && d1 == out);
+  // Nor when oneDNN's binary would run its reference kernel on the node's
+  // plain operands (OneDnnBinaryIsSlow): LowerBroadcastBinary's too.
+  return ((b.IsAct(node.inputs[0]) && d0 == out) || (b.IsAct(node.inputs[1]) && d1 == out)) &&
+         !OneDnnBinaryIsSlow(b, node);
 }
 
 // Fully known inferred dims of a value, or empty.

@@ -1,6 +1,7 @@
 #include "backend/lower/ops/broadcast_binary.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "backend/kernels/broadcast_binary.h"
 #include "backend/lower/core/dnnl_util.h"
@@ -24,6 +25,39 @@ bool AlgOf(const std::string& op, BinaryAlg& alg) {
 
 }  // namespace
 
+bool OneDnnBinaryIsSlow(Builder& b, const Node& node) {
+  if (!node.domain.empty() || node.num_explicit_inputs != 2) return false;
+  const std::string& op = node.op_type;
+  if (op != "Add" && op != "Sub" && op != "Mul" && op != "Div") return false;
+  const ValueId x = node.inputs[0], y = node.inputs[1];
+  if (StorageOf(b, x, node) != onnx::TensorProto::FLOAT || StorageOf(b, y, node) != onnx::TensorProto::FLOAT) return false;
+  const Dims dx = b.DimsOfValue(x, node), dy = b.DimsOfValue(y, node);
+  Dims out;
+  try {
+    out = BroadcastDims(dx, dy);
+  } catch (const std::invalid_argument&) {
+    return false;  // EmitBinary names the node and the shapes
+  }
+  const bool x_full = b.IsAct(x) && dx == out;
+  const ValueId full = x_full ? x : y;
+  if (!b.IsAct(full) || b.DimsOfValue(full, node) != out || out.empty()) return false;
+  const dnnl::memory::desc src0 = b.ActOf(full, node).md;
+  if (!IsPlainEquivalent(src0)) return false;  // a blocked src0: EmitBinary picks the operand's layout
+  Dims other = x_full ? dy : dx;
+  other.insert(other.begin(), out.size() - other.size(), 1);
+  const auto alg = op == "Add" ? dnnl::algorithm::binary_add
+                   : op == "Sub" ? dnnl::algorithm::binary_sub
+                   : op == "Mul" ? dnnl::algorithm::binary_mul
+                                 : dnnl::algorithm::binary_div;
+  try {
+    const dnnl::memory::desc plain = PlainDesc(out);
+    const dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, plain, PlainDesc(other), plain), b.engine);
+    return IsSlowImpl("binary", pd.impl_info_str());
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 bool LowerBroadcastBinary(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   BinaryAlg alg{};
@@ -42,7 +76,8 @@ bool LowerBroadcastBinary(Builder& b, NodeId id) {
   // here: oneDNN's binary_max and binary_min return the second operand where
   // the first is NaN, and ONNX Runtime's (and numpy's) give NaN.
   const bool nan_kept = alg == BinaryAlg::kMax || alg == BinaryAlg::kMin;
-  if (!nan_kept && ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out))) return false;
+  if (!nan_kept && ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out)) && !OneDnnBinaryIsSlow(b, node))
+    return false;
   std::vector<std::pair<int, Arg>> args;
   const std::array<KernelOperand<float>, 2> xy = {FloatKernelOperand(b, x, node, args), FloatKernelOperand(b, y, node, args)};
   const Act dst = b.NewAct(out, PlainDesc(out));

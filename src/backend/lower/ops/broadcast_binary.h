@@ -11,10 +11,17 @@
 
 namespace onnxfuse::backend {
 
+/// True for an Add, Sub, Mul or Div of float32 whose input of the output's
+/// dims is a plain activation, and whose other input broadcasts in a way
+/// oneDNN 2.6's binary runs only on its reference kernel (IsSlowImpl): a
+/// [3,1,1] mean subtracted from a [3,H,W] image (no per-channel broadcast of
+/// a rank-3 tensor's first dim), which ran at 44 ms against 1 ms here.
+bool OneDnnBinaryIsSlow(Builder& b, const Node& node);
+
 /// Lowers Add, Sub, Mul, Div, Max or Min node `id` of two float32 inputs
 /// (activations or constants, at least one an activation; for Add, Sub, Mul
-/// and Div none an activation of the output's dims: oneDNN's binary takes
-/// those) to one custom step
+/// and Div none an activation of the output's dims unless OneDnnBinaryIsSlow:
+/// oneDNN's binary takes those) to one custom step
 /// writing a fresh plain float32 activation of the broadcast dims. Returns
 /// false, emitting nothing, for any other node.
 /// Throws Error(kUnsupported) naming the node when the dims do not broadcast.
