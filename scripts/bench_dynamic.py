@@ -5,8 +5,9 @@ the Python API against ONNX Runtime.
     scripts/bench.sh --dynamic [--rounds 3] [--threads "1 2"] [--out FILE] [WORKLOAD ...]
 
 (scripts/bench.sh --dynamic runs this file.) The models come from
-scripts/export_dynamic.py (models/dynamic/NAME/model.onnx). WORKLOAD
-(default: both):
+scripts/export_dynamic.py (models/dynamic/NAME/model.onnx) and, for the
+detectors, scripts/export_zoo.py (models/zoo/NAME/model.onnx). WORKLOAD
+(default: all four):
 
     encoder   bert_encoder, 40 requests of random lengths 8..128 (seed 2026),
               random input_ids, attention_mask with the last length // 8
@@ -17,6 +18,13 @@ scripts/export_dynamic.py (models/dynamic/NAME/model.onnx). WORKLOAD
               previous call's present_* as its past_* (past 17, 18, ..., 79);
               the token ids are fixed random ids (fed, not sampled, so both
               runtimes see the same sequence).
+    ssdlite, fasterrcnn
+              torchvision's SSDlite320 and Faster R-CNN
+              (mobilenet_v3_large_320_fpn), 10 images each: the export's
+              test image blended with 0%, 5%, ..., 45% uniform noise. Their
+              shapes follow values (NonZero, TopK, NonMaxSuppression, an If
+              decided at run time): onnxfuse runs them in stages. Outputs
+              are compared as sets of detections (zoo_check.compare_detections).
 
 A variant is one process that runs the whole workload: onnxfuse
 (`onnxfuse.InferenceSession(model, threads=T)`, this file with --measure;
@@ -67,7 +75,7 @@ import numpy as np
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_session import last_line, print_table  # noqa: E402
-from zoo_check import max_rel  # noqa: E402  (compare.js's measure)
+from zoo_check import compare_detections, max_rel  # noqa: E402  (compare.js's measure)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQUENCE_JS = os.path.join(ROOT, "scripts", "ort", "sequence.js")
@@ -77,7 +85,11 @@ RTOL = 1e-3
 LAYERS, HEADS, HEAD_DIM = 4, 4, 64
 ENCODER_REQUESTS, ENCODER_LENGTHS = 40, (8, 128)
 DECODER_PAST, DECODER_TOKENS = 16, 64
-WORKLOADS = {"encoder": "bert_encoder", "decoder": "gpt2_decoder_step"}
+DETECTOR_IMAGES = 10
+# Workload -> its model, under models/.
+WORKLOADS = {"encoder": "dynamic/bert_encoder", "decoder": "dynamic/gpt2_decoder_step",
+             "ssdlite": "zoo/ssdlite320_mobilenet_v3_large", "fasterrcnn": "zoo/fasterrcnn_mobilenet_v3_large_320_fpn"}
+DETECTORS = ("ssdlite", "fasterrcnn")
 DTYPES = {"float32": np.float32, "int64": np.int64}
 
 
@@ -120,6 +132,21 @@ def decoder_workload(folder, model):
                        for _ in range(DECODER_TOKENS - 1)]
     write_workload(folder, model, calls, {f"present_{c}": f"past_{c}" for c in cache})
     return list(range(DECODER_PAST, DECODER_PAST + DECODER_TOKENS))
+
+
+def detector_workload(folder, model):
+    """The export's test image, then that image blended with more and more
+    uniform noise: other boxes and other numbers of them at every call."""
+    from onnx import load_tensor, numpy_helper
+    image = numpy_helper.to_array(load_tensor(os.path.join(os.path.dirname(model), "test_data_set_0", "input_0.pb")))
+    rng = np.random.default_rng(SEED + 2)
+    calls = []
+    for n in range(DETECTOR_IMAGES):
+        noise = rng.random(image.shape, dtype=np.float32)
+        mix = np.float32(n / (2 * DETECTOR_IMAGES))
+        calls.append({"image": ((1 - mix) * image + mix * noise).astype(np.float32)})
+    write_workload(folder, model, calls, {})
+    return [image.shape]
 
 
 # --- one process -----------------------------------------------------------------
@@ -174,6 +201,7 @@ def measure(args):
         "create_ms": create_ms, "call_ms": call_ms, "rss_before_kb": rss_before,
         "peak_rss_kb": proc_status("VmHWM"), "rss_kb": proc_status("VmRSS"), "shapes": shapes,
         "compiles": stats["compiles"], "cache_hits": stats["cache_hits"], "evictions": stats["evictions"],
+        "staged_runs": stats["staged_runs"], "stages_compiled": stats["stages_compiled"],
         "distinct_shapes": len({signature for signature, _, _ in schedules}),
         "load_ms": [v[0] for v in schedules.values()], "compile_ms": [v[1] for v in schedules.values()],
     }))
@@ -190,12 +218,29 @@ def run_variant(variant, folder, threads, dump, env):
     return (None, error) if error else (json.loads(line), None)
 
 
+def read_detections(folder, n, shapes):
+    """Call n's boxes (float32), labels (int64) and scores (float32) as dumped."""
+    types = {"boxes": np.float32, "labels": np.int64, "scores": np.float32}
+    return [np.fromfile(os.path.join(folder, f"call_{n}_{name}.bin"), types[name]).reshape(shapes[name])
+            for name in ("boxes", "labels", "scores")]
+
+
 def compare_dumps(ours, ort, ort_dir, our_dir):
-    """(worst max rel over every output of every call, problem or None)."""
+    """(worst max rel over every output of every call, problem or None). A
+    detector's outputs are compared as sets of detections
+    (zoo_check.compare_detections): the order of near-tied scores, and which
+    of them survives a top-k cut, follow the last bits of the scores."""
     if len(ours["shapes"]) != len(ort["shapes"]):
         return None, f"{len(ours['shapes'])} calls, ORT {len(ort['shapes'])}"
     worst = 0.0
     for n, (mine, theirs) in enumerate(zip(ours["shapes"], ort["shapes"])):
+        if sorted(theirs) == ["boxes", "labels", "scores"]:
+            rel, problem = compare_detections(read_detections(ort_dir, n, theirs), read_detections(our_dir, n, mine),
+                                              RTOL)
+            if problem:
+                return None, f"call {n}: {problem}"
+            worst = max(worst, rel)
+            continue
         for name, dims in theirs.items():
             if mine.get(name) != dims:
                 return None, f"call {n} output {name}: shape {mine.get(name)}, ORT {dims}"
@@ -260,10 +305,11 @@ def main():
     if not threads or min(threads) < 1:
         ap.error(f"bad --threads {args.threads!r}")
     workloads = args.workloads or list(WORKLOADS)
-    models = {w: os.path.join(ROOT, "models", "dynamic", WORKLOADS[w], "model.onnx") for w in workloads}
+    models = {w: os.path.join(ROOT, "models", WORKLOADS[w], "model.onnx") for w in workloads}
     missing = [m for m in models.values() if not os.path.exists(m)]
     if missing:
-        print(f"bench_dynamic: no {', '.join(missing)} (run /usr/bin/python3 scripts/export_dynamic.py)",
+        print(f"bench_dynamic: no {', '.join(missing)} (run /usr/bin/python3 scripts/export_dynamic.py, "
+              "scripts/export_zoo.py ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn)",
               file=sys.stderr)
         return 2
     if not os.path.isdir(os.path.join(ROOT, "scripts", "ort", "node_modules", "onnxruntime-node")):
@@ -275,7 +321,7 @@ def main():
     work = tempfile.mkdtemp(prefix="bench_dynamic.")
     lengths = {}
     for w in workloads:
-        make = encoder_workload if w == "encoder" else decoder_workload
+        make = (encoder_workload if w == "encoder" else decoder_workload if w == "decoder" else detector_workload)
         lengths[w] = make(os.path.join(work, w), models[w])
     variants = ["ort", "onnxfuse"]
     results, rels, errors = {}, {}, []
@@ -317,6 +363,7 @@ def main():
         "encoder": f"bert_encoder, {ENCODER_REQUESTS} requests, lengths {ENCODER_LENGTHS[0]}–{ENCODER_LENGTHS[1]} "
                    f"({len(lengths.get('encoder', []))} distinct)",
         "decoder": f"gpt2_decoder_step, {DECODER_TOKENS} tokens, past {DECODER_PAST}–{DECODER_PAST + DECODER_TOKENS - 1}",
+        **{d: f"{os.path.basename(WORKLOADS[d])}, {DETECTOR_IMAGES} images 320x320 (run in stages)" for d in DETECTORS},
     }
     command = (f"scripts/bench.sh --dynamic --rounds {args.rounds} --threads \"{args.threads}\""
                + (" " + " ".join(args.workloads) if args.workloads else ""))
@@ -342,6 +389,8 @@ def main():
             failed |= line_failed
             compiles = spread([x["compiles"] for x in ours.values()], "{:.0f}") + (
                 f" / {max(x['distinct_shapes'] for x in ours.values())}" if ours else "")
+            if ours and all(x.get("staged_runs") for x in ours.values()):  # no schedule per shape: stages
+                compiles = spread([x["stages_compiled"] for x in ours.values()], "{:.0f}") + " stages"
             load_ms = spread([statistics.median(x["load_ms"]) for x in ours.values() if x["load_ms"]], "{:.1f}")
             compile_ms = spread([statistics.median(x["compile_ms"]) for x in ours.values() if x["compile_ms"]], "{:.1f}")
             memory = lambda s: (f"{spread([x['peak_mb'] for x in s.values()], '{:.0f}')}; "  # noqa: E731
@@ -356,7 +405,8 @@ def main():
     lines += ["", "total s: session creation + every call; ms/call: median call (first calls at new shapes "
               "included); growth: peak RSS minus the RSS before the session was created; compiles / shapes: "
               "schedules onnxfuse made / distinct input shapes among them (more compiles than shapes: the "
-              "shape cache evicted a schedule that was needed again); load_ms, compile_ms: "
+              "shape cache evicted a schedule that was needed again), or for a model run in stages the stages "
+              "it compiled; load_ms, compile_ms: "
               "session.stats() per schedule made; max rel: worst output of any call "
               f"against ORT's in the same round (FAIL above {RTOL:g})."]
     print_table(lines, errors, args.out)
