@@ -98,7 +98,7 @@ OPS = {
     "pow_rt": lambda st: "Pow(run-time exponent)", "einsum_x": lambda st: "Einsum(%s)" % st.get("form"),
     "hardmax": lambda st: "Hardmax", "lrn": lambda st: "LRN", "lp_norm": lambda st: "LpNormalization",
     "mvn": lambda st: "MeanVarianceNormalization", "tile": lambda st: "Tile", "expand": lambda st: "Expand",
-    "range": lambda st: "Range", "cos": lambda st: "ConstantOfShape",
+    "range": lambda st: "Range", "cos": lambda st: "ConstantOfShape", "nonzero": lambda st: "NonZero",
     "if": lambda st: "If(%s){%s}" % (st.get("cond"), _body(st)),
     "loop": lambda st: "Loop(%s){%s}" % (st.get("trips"), _body(st)),
     "scan": lambda st: "Scan{%s}" % _body(st),

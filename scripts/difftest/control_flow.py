@@ -1,7 +1,10 @@
 """Rendering of control-flow steps: If with a constant condition
 (inlined at build time), If decided at run time (a bool graph input, or the
-maximum of the value against a threshold), Loop with a constant trip count
-and Scan. A step's "branches" hold its sub-step lists (If: then, else; Loop
+maximum of the value against a threshold; with "grow", its else branch
+gives the value twice along axis 0, so that its output's shape follows the
+condition, sliced back after it), Loop with a constant trip count or one
+the values decide ("rt_trips": 1 + (max(v) > 0)), and Scan. Control flow
+decided at run time with shapes that follow it runs in stages. A step's "branches" hold its sub-step lists (If: then, else; Loop
 and Scan: the body), rendered by renderer.apply_steps like fork branches, so
 the shrinker drops and simplifies steps inside them as anywhere else.
 
@@ -58,6 +61,13 @@ def if_step(g, st, v, rng):
         raise Skip()
     then_lines, a = _subgraph(g, st["branches"][0], v)
     else_lines, b = _subgraph(g, st["branches"][1], v)
+    grow = st.get("grow") and v.rank and st.get("cond", "const") != "const"
+    b_dims = b.dims
+    if grow:  # the else branch's output twice as long along axis 0
+        n = len(g.nodes)
+        b = V(g.node("Concat", [b.name, b.name], {"axis": 0}), b.dims, b.mag, exact=b.exact)
+        else_lines += _take(g, n)
+        b_dims = [2 * b.dims[0]] + b.dims[1:]
     cond = st.get("cond", "const")
     if cond == "input":
         name = "in%d" % (len(g.inputs) + 1)
@@ -69,8 +79,10 @@ def if_step(g, st, v, rng):
     else:
         c = g.const(np.array(int(st.get("value", 1))), "b", "bool")
     t = _body_text(g.fresh("then"), [], ["float%s %s" % (_dims(a.dims), a.name)], then_lines)
-    e = _body_text(g.fresh("else"), [], ["float%s %s" % (_dims(b.dims), b.name)], else_lines)
+    e = _body_text(g.fresh("else"), [], ["float%s %s" % (_dims(b_dims), b.name)], else_lines)
     y = g.node("If", [c], {"then_branch": t, "else_branch": e})
+    if grow:  # the first rows: either branch's value at v's dims
+        y = g.node("Slice", [y, g.ints([0]), g.ints([v.dims[0]]), g.ints([0])])
     return V(y, v.dims, max(a.mag, b.mag), exact=a.exact and b.exact)
 
 
@@ -104,7 +116,11 @@ def loop_step(g, st, v, rng):
     body = _body_text(g.fresh("body"), ["int64 %s" % it, "bool %s" % cin, "float%s %s" % (_dims(v.dims), xin)],
                       outs, lines + extra)
     cond = g.const(np.array(1), "b", "bool") if st.get("cin") else ""
-    res = g.node("Loop", [g.ints(trips), cond, v.name], {"body": body}, nout=2 if sname else 1)
+    count = g.ints(trips)
+    if st.get("rt_trips") and v.rank and not sname:  # 1 or 2 iterations, as the values say
+        positive = g.node("Greater", [g.node("ReduceMax", [v.name], {"keepdims": 0}), g.const(np.array(0.0))])
+        count = g.node("Add", [g.node("Cast", [positive], {"to": 7}), g.ints(1)])
+    res = g.node("Loop", [count, cond, v.name], {"body": body}, nout=2 if sname else 1)
     final = V(res[0] if sname else res, v.dims, max(v.mag, y.mag))
     if not sname:
         return final

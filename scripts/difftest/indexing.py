@@ -1,6 +1,7 @@
 """Rendering of index steps: ScatterND, ScatterElements, OneHot,
 GatherElements, GatherND, TopK as a sort (values and indices), ArgMax and
-ArgMin along any axis. Each gives back a float value of the incoming dims.
+ArgMin along any axis; NonZero, whose count follows the values (the graph
+then runs in stages). Each gives back a float value of the incoming dims.
 
 Indices are constants in range by construction, or graph inputs (0..3, as
 RandomInputs draws them) clamped by Min or offset into the negative range the
@@ -168,5 +169,18 @@ def arg(g, st, v, rng):
     return V(g.node("Add", [v.name, f]), v.dims, v.mag + 1)
 
 
-RENDER = {"scatter_nd": scatter_nd, "scatter_el": scatter_elements, "one_hot": one_hot,
+def nonzero(g, st, v, rng):
+    """v + the mean over v's n elements of those above t, picked by
+    NonZero (a count only the values decide: `run` and the session run the
+    graph in stages) and Gather; none above t adds 0."""
+    n = int(np.prod(v.dims)) if v.dims else 1
+    flat = g.node("Reshape", [v.name, g.ints([-1])])
+    above = g.node("Greater", [flat, g.const(np.array(st.get("t", 0.0)))])
+    picked = g.node("Gather", [flat, g.node("Squeeze", [g.node("NonZero", [above]), g.ints([0])])])
+    total = g.node("ReduceSum", [picked, g.ints([0])], {"keepdims": 0})
+    y = g.node("Add", [v.name, g.node("Mul", [total, g.const(np.array(1.0 / n))])])
+    return V(y, v.dims, v.mag * 2)
+
+
+RENDER = {"nonzero": nonzero, "scatter_nd": scatter_nd, "scatter_el": scatter_elements, "one_hot": one_hot,
           "gather_el": gather_elements, "gather_nd": gather_nd, "sort": sort, "arg": arg}

@@ -182,10 +182,13 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
   for (NodeId i = 0; i < probe.num_nodes(); ++i) {
     const Node& node = probe.node(i);
     bool ok = !IsControlFlow(node);
-    for (ValueId v : node.inputs)
-      if (ok && v != kNoValue && probe.value(v).producer != kNoNode) ok = ready[probe.value(v).producer];
+    for (ValueId v : node.inputs) {
+      if (!ok || v == kNoValue) continue;
+      if (probe.value(v).producer != kNoNode) ok = ready[probe.value(v).producer];
+      ok = ok && probe.value(v).type.NumElements() != 0;  // an empty input: the host evaluator's (staged_model.h)
+    }
     for (ValueId v : node.outputs)
-      if (ok && v != kNoValue) ok = Static(probe.value(v).type);
+      if (ok && v != kNoValue) ok = Static(probe.value(v).type) && probe.value(v).type.NumElements() != 0;
     ready[i] = ok;
   }
 

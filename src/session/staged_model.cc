@@ -225,7 +225,12 @@ bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, boo
       return v == kNoValue || graph.value(v).initializer >= 0 || known.count(graph.value(v).name) > 0;
     });
     if (!inputs_known) continue;
-    const bool follows = OutputsFollowValues(node);
+    const bool empty_input = std::any_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
+      if (v == kNoValue) return false;
+      auto it = known.find(graph.value(v).name);
+      return it != known.end() && it->second.NumElements() == 0;
+    });
+    const bool follows = OutputsFollowValues(node) || (empty_input && node.domain.empty() && eval::HostEvaluable(node));
     if (!follows && !(any && node.domain.empty() && eval::HostEvaluable(node))) continue;
     Evaluated(id, EvaluateNode(id, known), done, known);
     evaluated = true;

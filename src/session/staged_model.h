@@ -12,7 +12,8 @@
 //      values read as shapes), and run;
 //   2. the nodes left whose inputs are now all known and whose outputs follow
 //      values are evaluated one by one: NonZero, NonMaxSuppression, Compress
-//      and Unique on the host evaluator (eval/host_eval.h); an If by running
+//      and Unique on the host evaluator (eval/host_eval.h), as is a node that
+//      reads an empty tensor (no detection; compiled kernels refuse them); an If by running
 //      the branch its condition picks; a Loop by running its body once per
 //      iteration. Branches and bodies are models of their own, prepared once
 //      and run in stages the same way;
