@@ -269,6 +269,10 @@ std::vector<Tensor> StagedModel::EvaluateNode(NodeId id, const KnownValues& know
   for (std::size_t slot = 0; slot < node.num_explicit_inputs; ++slot) inputs.push_back(InputOf(node, slot, known, held));
   if (node.domain.empty() && node.op_type == "If") return RunIf(id, inputs, known);
   if (node.domain.empty() && node.op_type == "Loop") return RunLoop(id, inputs, known);
+  if (node.domain.empty() && node.op_type == "Scan")
+    throw Error(ErrorKind::kUnsupported, NodeText(*prepared_, node) +
+                                             ": a Scan that cannot be unrolled at build time (a scanned length "
+                                             "not static) is not supported");
   if (!node.domain.empty() || !eval::HostEvaluable(node))
     throw Error(ErrorKind::kUnsupported, NodeText(*prepared_, node) +
                                              ": its output shapes follow values at run time, and the host "
