@@ -34,6 +34,16 @@
 // is compiled in the constructor. A plan file of format version 2 runs at the
 // one shape it was built at: another is Error(kUsage).
 //
+// Shapes that follow values: where a shape depends on the elements of an
+// input (NonZero, NonMaxSuppression, a Reshape, TopK or Range of a computed
+// size, an If or Loop decided at run time: detectors), no one schedule serves
+// the model, and each Run goes in stages (src/session/staged_model.h): the
+// nodes whose shapes are known from what the run has computed so far are
+// compiled and fused as a stage at those shapes (cached), and the nodes
+// between stages are evaluated one by one (an If as the branch its condition
+// picks, a Loop as its body per iteration). SessionStats::staged_runs counts
+// such Runs; PlanStatsFor has no schedule for them (Error(kUsage)).
+//
 // Batches in passes: when the model computes each sample of its leading
 // symbolic dim on its own (src/session/batch_passes.h proves it from the
 // graph), a batch whose largest step would outgrow half the L3 cache gets a

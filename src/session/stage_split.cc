@@ -24,6 +24,12 @@ bool DataDependent(const std::string& op) {
   return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique";
 }
 
+// An empty float tensor: the compiled kernels refuse them (integer ones run on
+// host steps, which take them: a Shape of a scalar is an empty int64 tensor).
+bool EmptyFloat(const TensorType& type) {
+  return type.NumElements() == std::int64_t{0} && StorageTypeOf(type.elem_type) == onnx::TensorProto::FLOAT;
+}
+
 bool Static(const TensorType& type) {
   return type.elem_type != 0 && type.has_shape &&
          std::all_of(type.dims.begin(), type.dims.end(), [](std::int64_t d) { return d >= 0; });
@@ -142,13 +148,26 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
   Check(static_cast<std::size_t>(stripped.graph().node_size()) == graph.num_nodes() && done.size() == graph.num_nodes(),
         "SplitStage: the stripped model and the prepared graph differ");
 
+  // Nodes that cannot be ready yet: control flow, ops whose shapes follow
+  // values, and every node downstream of one (not-yet-run). Shape inference
+  // leaves them out: it costs as much as the nodes it sees.
+  std::vector<bool> blocked(graph.num_nodes(), false);
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    if (done[id]) continue;
+    const Node& node = graph.node(id);
+    bool b = IsControlFlow(node) || (node.domain.empty() && DataDependent(node.op_type));
+    for (ValueId v : node.inputs)
+      if (!b && v != kNoValue && graph.value(v).producer != kNoNode) b = blocked[graph.value(v).producer];
+    blocked[id] = b;
+  }
+
   // The remaining nodes, reading the known values as inputs or constants.
   onnx::ModelProto model = stripped;
   onnx::GraphProto& g = *model.mutable_graph();
   g.clear_node(), g.clear_input(), g.clear_output();
   std::vector<NodeId> remaining;
   for (NodeId id = 0; id < graph.num_nodes(); ++id)
-    if (!done[id]) {
+    if (!done[id] && !blocked[id]) {
       onnx::NodeProto& node = *g.add_node() = stripped.graph().node(static_cast<int>(id));
       node.set_name(graph.node(id).name);  // the loader's name for an unnamed node, not one by its index here
       remaining.push_back(id);
@@ -163,8 +182,11 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
       *g.add_input() = InfoOf(graph.value(v).name, t.DataType(), &t.dims);
     }
   }
-  for (ValueId v : graph.outputs())
-    if (!known.count(graph.value(v).name)) *g.add_output() = InfoOf(graph.value(v).name, graph.value(v).type.elem_type, nullptr);
+  for (ValueId v : graph.outputs()) {
+    const NodeId producer = graph.value(v).producer;
+    if (!known.count(graph.value(v).name) && producer != kNoNode && !done[producer] && !blocked[producer])
+      *g.add_output() = InfoOf(graph.value(v).name, graph.value(v).type.elem_type, nullptr);
+  }
 
   detail::InstallOnnxInferenceGuards();
   try {
@@ -185,10 +207,10 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
     for (ValueId v : node.inputs) {
       if (!ok || v == kNoValue) continue;
       if (probe.value(v).producer != kNoNode) ok = ready[probe.value(v).producer];
-      ok = ok && probe.value(v).type.NumElements() != 0;  // an empty input: the host evaluator's (staged_model.h)
+      ok = ok && !EmptyFloat(probe.value(v).type);  // the host evaluator's (staged_model.h)
     }
     for (ValueId v : node.outputs)
-      if (ok && v != kNoValue) ok = Static(probe.value(v).type) && probe.value(v).type.NumElements() != 0;
+      if (ok && v != kNoValue) ok = Static(probe.value(v).type) && !EmptyFloat(probe.value(v).type);
     ready[i] = ok;
   }
 
@@ -212,13 +234,16 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
     if (read.count(init.name())) *s.add_initializer() = init;
   for (const std::string& name : shapes.borrowed())
     if (read.count(name)) stage.borrowed.push_back(name);
+  std::vector<bool> in_stage(graph.num_nodes(), false);
+  for (NodeId id : stage.nodes) in_stage[id] = true;
   for (NodeId i = 0; i < probe.num_nodes(); ++i) {
     if (!ready[i]) continue;
     for (ValueId v : probe.node(i).outputs) {
       if (v == kNoValue) continue;
       const Value& value = probe.value(v);
-      const bool later = value.is_graph_output || std::any_of(value.consumers.begin(), value.consumers.end(),
-                                                              [&](NodeId reader) { return !ready[reader]; });
+      const Value& whole = graph.value(*graph.FindValue(value.name));  // its readers in the whole graph
+      const bool later = whole.is_graph_output || std::any_of(whole.consumers.begin(), whole.consumers.end(),
+                                                              [&](NodeId reader) { return !in_stage[reader]; });
       if (later) *s.add_output() = InfoOf(value.name, value.type.elem_type, &value.type.dims);
     }
   }

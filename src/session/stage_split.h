@@ -4,9 +4,9 @@
 // A node is ready when every value it reads (its subgraphs' captures
 // included) is known or computed by a ready node, it is not an If, Loop or
 // Scan, and ONNX shape inference gives each of its outputs a static shape and
-// an element type, and it reads and writes no empty tensor (the compiled
-// kernels refuse those: no detection; the runner evaluates such nodes on the
-// host, where every op knows them). Inference runs on the not-yet-run nodes with the known
+// an element type, and it reads and writes no empty float tensor (the
+// compiled kernels refuse those: no detection; the runner evaluates such
+// nodes on the host, where every op knows them). Inference runs on the not-yet-run nodes with the known
 // values as graph inputs of their actual shapes; a small value that a node
 // reads as a shape, a count, bounds, scales or a branch condition (Reshape's
 // shape, TopK's K, Range's limits, Resize's scales, an If's condition:

@@ -228,7 +228,7 @@ bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, boo
     const bool empty_input = std::any_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
       if (v == kNoValue) return false;
       auto it = known.find(graph.value(v).name);
-      return it != known.end() && it->second.NumElements() == 0;
+      return it != known.end() && it->second.NumElements() == 0 && it->second.elem_type == onnx::TensorProto::FLOAT;
     });
     const bool follows = OutputsFollowValues(node) || (empty_input && node.domain.empty() && eval::HostEvaluable(node));
     if (!follows && !(any && node.domain.empty() && eval::HostEvaluable(node))) continue;

@@ -1,5 +1,6 @@
 #include "backend/lower/ops/broadcast_binary.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -23,6 +24,26 @@ bool AlgOf(const std::string& op, BinaryAlg& alg) {
   return true;
 }
 
+// A two-input node's float32 operands: their dims, and the broadcast dims
+// (`broadcasts` false when they do not broadcast). nullopt when an input is
+// not float32.
+struct FloatOperands {
+  Dims x, y, out;
+  bool broadcasts = true;
+};
+std::optional<FloatOperands> FloatOperandsOf(Builder& b, const Node& node) {
+  const ValueId x = node.inputs[0], y = node.inputs[1];
+  if (StorageOf(b, x, node) != onnx::TensorProto::FLOAT || StorageOf(b, y, node) != onnx::TensorProto::FLOAT)
+    return std::nullopt;
+  FloatOperands f{b.DimsOfValue(x, node), b.DimsOfValue(y, node), {}};
+  try {
+    f.out = BroadcastDims(f.x, f.y);
+  } catch (const std::invalid_argument&) {
+    f.broadcasts = false;
+  }
+  return f;
+}
+
 }  // namespace
 
 bool OneDnnBinaryIsSlow(Builder& b, const Node& node) {
@@ -30,14 +51,9 @@ bool OneDnnBinaryIsSlow(Builder& b, const Node& node) {
   const std::string& op = node.op_type;
   if (op != "Add" && op != "Sub" && op != "Mul" && op != "Div") return false;
   const ValueId x = node.inputs[0], y = node.inputs[1];
-  if (StorageOf(b, x, node) != onnx::TensorProto::FLOAT || StorageOf(b, y, node) != onnx::TensorProto::FLOAT) return false;
-  const Dims dx = b.DimsOfValue(x, node), dy = b.DimsOfValue(y, node);
-  Dims out;
-  try {
-    out = BroadcastDims(dx, dy);
-  } catch (const std::invalid_argument&) {
-    return false;  // EmitBinary names the node and the shapes
-  }
+  const std::optional<FloatOperands> f = FloatOperandsOf(b, node);
+  if (!f || !f->broadcasts) return false;  // EmitBinary names the node and the shapes
+  const Dims &dx = f->x, &dy = f->y, &out = f->out;
   const bool x_full = b.IsAct(x) && dx == out;
   const ValueId full = x_full ? x : y;
   if (!b.IsAct(full) || b.DimsOfValue(full, node) != out || out.empty()) return false;
@@ -64,14 +80,10 @@ bool LowerBroadcastBinary(Builder& b, NodeId id) {
   if (!node.domain.empty() || node.num_explicit_inputs != 2 || !AlgOf(node.op_type, alg)) return false;
   const ValueId x = node.inputs[0], y = node.inputs[1];
   if (!b.IsAct(x) && !b.IsAct(y)) return false;
-  if (StorageOf(b, x, node) != onnx::TensorProto::FLOAT || StorageOf(b, y, node) != onnx::TensorProto::FLOAT) return false;
-  const Dims dx = b.DimsOfValue(x, node), dy = b.DimsOfValue(y, node);
-  Dims out;
-  try {
-    out = BroadcastDims(dx, dy);
-  } catch (const std::invalid_argument&) {
-    Unsupported(b, node, "the dims " + DimsString(dx) + " and " + DimsString(dy) + " do not broadcast");
-  }
+  const std::optional<FloatOperands> f = FloatOperandsOf(b, node);
+  if (!f) return false;
+  const Dims &dx = f->x, &dy = f->y, &out = f->out;
+  if (!f->broadcasts) Unsupported(b, node, "the dims " + DimsString(dx) + " and " + DimsString(dy) + " do not broadcast");
   // oneDNN's binary takes the rest of Add, Sub, Mul and Div. Max and Min stay
   // here: oneDNN's binary_max and binary_min return the second operand where
   // the first is NaN, and ONNX Runtime's (and numpy's) give NaN.
