@@ -390,6 +390,7 @@ def main():
                 f" / {max(x['distinct_shapes'] for x in ours.values())}" if ours else "")
             if ours and all(x.get("staged_runs") for x in ours.values()):  # no schedule per shape: stages
                 compiles = spread([x["stages_compiled"] for x in ours.values()], "{:.0f}") + " stages"
+                load_ms = compile_ms = "–"
             load_ms = spread([statistics.median(x["load_ms"]) for x in ours.values() if x["load_ms"]], "{:.1f}")
             compile_ms = spread([statistics.median(x["compile_ms"]) for x in ours.values() if x["compile_ms"]], "{:.1f}")
             memory = lambda s: (f"{spread([x['peak_mb'] for x in s.values()], '{:.0f}')}; "  # noqa: E731
