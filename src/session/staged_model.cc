@@ -125,7 +125,6 @@ std::vector<Tensor> StagedModel::Run(const KnownValues& inputs) {
     }
   }
   std::vector<Tensor> outputs;
-  std::vector<Tensor> held;
   for (ValueId v : graph.outputs()) {
     const std::string& name = graph.value(v).name;
     auto it = known.find(name);
