@@ -238,7 +238,8 @@ def replay(binary, node_dir, target, log=print):
             if bad:
                 failed += 1
                 f = bad[0]
-                what = ("output %s max_rel %.3e" % (f["output"], f["max_rel"])) if "max_rel" in f else f.get("message", "")
+                what = (("output %s max_rel %.3e" % (f["output"], f["max_rel"])) if f.get("max_rel") is not None
+                        else f.get("message", ""))  # a failure without figures has max_rel None
                 log("FAIL %s: %s (%s): %s%s" % (name, f["kind"], f["check"], what,
                                               " (+%d more)" % (len(bad) - 1) if len(bad) > 1 else ""))
             elif ref:     # a case exists to be checked: one no longer run checks nothing

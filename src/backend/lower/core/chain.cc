@@ -140,11 +140,16 @@ bool AttachBinary(Builder& b, Chain& chain, const Node& node) {
       return true;
     }
     if (main == 1 && (op == "Sub" || op == "Div")) return false;
+    if (op == "Div") return false;  // see below: a binary_div post-op makes padded channels 0/0
     po.kind = Kind::kBinary;
     po.constant = c;
     po.constant->dims = ExpandRank(c.dims, out.size());
   } else {
-    if (!b.IsAct(other) || (main == 1 && (op == "Sub" || op == "Div"))) return false;
+    // A binary_div post-op divides the padded channels of a blocked
+    // destination too (2 channels of nChw8c: 6 zeros), by the operand's zero
+    // padding: 0/0 = NaN there, which the next convolution reads (its zero
+    // weights times NaN). Div by a tensor runs as a step of its own.
+    if (!b.IsAct(other) || op == "Div" || (main == 1 && op == "Sub")) return false;
     bool has_sum = std::any_of(chain.post_ops.begin(), chain.post_ops.end(),
                                [](const PostOp& p) { return p.kind == Kind::kSum; });
     // `sum` accumulates into the destination of a (de)convolution or matmul.
