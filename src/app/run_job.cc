@@ -27,6 +27,7 @@
 #include "app/run_staged.h"
 #include "backend/plan/plan_file.h"
 #include "backend/runtime/verify.h"
+#include "common/stopwatch.h"
 #include "pipeline/prepare_model.h"
 #include "session/stage_split.h"
 
@@ -35,10 +36,6 @@ namespace onnxfuse {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 // "input=1x3x224x224, mask=1x7"; "no inputs" for none.
 std::string ShapesText(const std::map<std::string, std::vector<std::int64_t>>& shapes) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/stopwatch.h"
 #include "ir/tensor_io.h"
 #include "onnxfuse/error.h"
 #include "pipeline/prepare_model.h"
@@ -21,10 +22,6 @@ namespace onnxfuse {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 // Stages kept by `run`: every stage of one input signature, with room to spare.
 constexpr std::size_t kStagesKept = 64;

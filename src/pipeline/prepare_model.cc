@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "common/stopwatch.h"
 #include "fuse/greedy_fuser.h"
 #include "fuse/pattern_fuser.h"
 #include "fuse/pattern_regions.h"
@@ -11,14 +12,6 @@
 #include "pipeline/pipeline.h"
 
 namespace onnxfuse {
-
-namespace {
-
-double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 FusionPlan FuseGraph(const Graph& graph, const FuseSettings& settings) {
   const std::vector<Pattern> loaded = settings.patterns ? std::vector<Pattern>{} : LoadPatterns(settings.pattern_dirs);

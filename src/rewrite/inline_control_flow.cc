@@ -16,9 +16,6 @@ namespace onnxfuse {
 
 namespace {
 
-bool IsControlFlow(const Node& node) {
-  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
-}
 
 // The node's outputs take their names from the expansion: a value one of its
 // nodes writes is renamed to the output's name, anything else (an outer value,
@@ -193,6 +190,10 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
 void RequireNoControlFlow(const Graph& graph, const ControlFlowResult& result) {
   if (!result.refused.empty())
     throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + result.refused.front().detail);
+}
+
+bool IsControlFlow(const Node& node) {
+  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
 }
 
 }  // namespace onnxfuse

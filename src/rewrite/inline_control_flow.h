@@ -87,6 +87,9 @@ struct ControlFlowResult {
   std::vector<ControlFlowRefusal> refused;     ///< the nodes left after the last round, in node order
 };
 
+/// True for an If, Loop or Scan of the default domain.
+bool IsControlFlow(const Node& node);
+
 /// Expands what it can of `graph` in place (replacing it with the reloaded
 /// rewritten model; its conversion record is kept). Without If/Loop/Scan nodes
 /// the graph is not touched. Throws Error(kInvalidModel) naming the node when

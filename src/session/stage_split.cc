@@ -10,19 +10,11 @@
 #include "load/onnx_guards.h"
 #include "load/shape_inference.h"
 #include "onnxfuse/error.h"
+#include "rewrite/inline_control_flow.h"
 
 namespace onnxfuse::session {
 
 namespace {
-
-bool IsControlFlow(const Node& node) {
-  return node.domain.empty() && (node.op_type == "If" || node.op_type == "Loop" || node.op_type == "Scan");
-}
-
-// Ops whose output shapes follow the elements of their inputs, whatever their shapes.
-bool DataDependent(const std::string& op) {
-  return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique";
-}
 
 // An empty float tensor: the compiled kernels refuse them (integer ones run on
 // host steps, which take them: a Shape of a scalar is an empty int64 tensor).
@@ -74,6 +66,10 @@ onnx::ValueInfoProto InfoOf(const std::string& name, std::int32_t elem_type, con
 
 }  // namespace
 
+bool ShapeFollowsElements(const std::string& op) {
+  return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique";
+}
+
 bool ReadsAsShape(const std::string& op, std::size_t slot) {
   if (op == "Reshape" || op == "Expand" || op == "Tile" || op == "TopK" || op == "Squeeze" || op == "Unsqueeze" ||
       op == "Split" || op == "ReduceSum" || op == "OneHot" || op == "Upsample")
@@ -92,26 +88,25 @@ bool HasControlFlow(const Graph& graph) {
 }
 
 bool ShapesFollowValues(const Graph& graph) {
-  // Two marks per value, in node order: its elements depend on the inputs'
-  // elements (`data`), its shape does (`shape`). The inputs' shapes are the
-  // signature's, known; shapes read from shapes (Shape, Size) are known too.
-  std::vector<bool> data(graph.values().size(), false), shape(graph.values().size(), false);
+  // One mark per value, in node order: its elements depend on the inputs'
+  // elements. The inputs' shapes are the signature's, known, so the first
+  // node whose output shape reads a marked value decides; Shape and Size
+  // read shapes only, so their outputs stay unmarked.
+  std::vector<bool> data(graph.values().size(), false);
   for (ValueId v : graph.inputs()) data[v] = true;
   for (const Node& node : graph.nodes()) {
     if (IsControlFlow(node)) return true;
     const std::string& op = node.op_type;
     const bool standard = node.domain.empty();
-    bool out_data = false, out_shape = false;
+    bool out_data = false;
     for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
       const ValueId v = node.inputs[slot];
-      if (v == kNoValue) continue;
-      const bool explicit_input = slot < node.num_explicit_inputs;
-      out_shape = out_shape || shape[v] ||
-                  (data[v] && standard && explicit_input && (DataDependent(op) || ReadsAsShape(op, slot)));
-      out_data = out_data || data[v] || shape[v];
+      if (v == kNoValue || !data[v]) continue;
+      if (standard && slot < node.num_explicit_inputs && (ShapeFollowsElements(op) || ReadsAsShape(op, slot)))
+        return true;
+      out_data = true;
     }
-    if (standard && (op == "Shape" || op == "Size")) out_data = node.inputs.empty() ? false : shape[node.inputs[0]];
-    if (out_shape) return true;
+    if (standard && (op == "Shape" || op == "Size")) out_data = false;
     for (ValueId v : node.outputs)
       if (v != kNoValue) data[v] = out_data;
   }
@@ -155,7 +150,7 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     if (done[id]) continue;
     const Node& node = graph.node(id);
-    bool b = IsControlFlow(node) || (node.domain.empty() && DataDependent(node.op_type));
+    bool b = IsControlFlow(node) || (node.domain.empty() && ShapeFollowsElements(node.op_type));
     for (ValueId v : node.inputs)
       if (!b && v != kNoValue && graph.value(v).producer != kNoNode) b = blocked[graph.value(v).producer];
     blocked[id] = b;

@@ -39,6 +39,10 @@ using KnownValues = std::map<std::string, Tensor>;
 /// (ReadsAsShape) are constants of a stage, so its cache key holds their elements.
 inline constexpr std::int64_t kMaxShapeConstant = 64;
 
+/// True for ops whose output shapes follow the elements of their inputs,
+/// whatever their shapes: NonZero, NonMaxSuppression, Compress, Unique.
+bool ShapeFollowsElements(const std::string& op_type);
+
 /// True when input `slot` of a node of `op_type` (default domain) gives a
 /// shape, a count, bounds, axes or a branch condition: the second input of
 /// Reshape, Expand, Tile, TopK, Squeeze, Unsqueeze, Split, ReduceSum, OneHot

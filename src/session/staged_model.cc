@@ -7,11 +7,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/stopwatch.h"
 #include "eval/host_eval.h"
 #include "eval/host_tensor.h"
 #include "ir/tensor_io.h"
 #include "load/loader.h"
 #include "onnxfuse/error.h"
+#include "rewrite/inline_control_flow.h"
 
 namespace onnxfuse::session {
 
@@ -20,10 +22,7 @@ namespace {
 // Ops whose output shapes follow the values of their inputs, whatever is known
 // of them: evaluated one by one once their inputs are known.
 bool OutputsFollowValues(const Node& node) {
-  if (!node.domain.empty()) return false;
-  const std::string& op = node.op_type;
-  return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique" || op == "If" ||
-         op == "Loop" || op == "Scan";
+  return IsControlFlow(node) || (node.domain.empty() && ShapeFollowsElements(node.op_type));
 }
 
 std::string NodeText(const Graph& graph, const Node& node) {
@@ -57,10 +56,6 @@ Tensor Stack(const std::vector<Tensor>& items, const std::string& name) {
     t.int_data.insert(t.int_data.end(), item.int_data.begin(), item.int_data.end());
   }
   return t;
-}
-
-double MsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -332,22 +327,25 @@ StagedModel& StagedModel::Body(NodeId id, const std::string& attribute, const Kn
   return *slot;
 }
 
+KnownValues StagedModel::OuterValues(const Graph& body, std::size_t first, const KnownValues& known) const {
+  KnownValues outer;
+  for (std::size_t i = first; i < body.inputs().size(); ++i) {
+    const std::string& name = body.value(body.inputs()[i]).name;
+    if (auto it = known.find(name); it != known.end()) {
+      outer[name] = it->second;
+    } else if (auto v = prepared_->FindValue(name); v && prepared_->value(*v).initializer >= 0) {
+      outer[name] = TensorFromProto(*prepared_->ConstantTensor(*v), prepared_->source_path());
+    }
+  }
+  return outer;
+}
+
 std::vector<Tensor> StagedModel::RunIf(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known) {
   const Node& node = prepared_->node(id);
   if (!inputs[0] || inputs[0]->NumElements() != 1)
     throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": its condition is not one element");
   StagedModel& branch = Body(id, Truth(*inputs[0]) ? "then_branch" : "else_branch", known);
-  KnownValues feed;
-  std::vector<Tensor> held;
-  for (ValueId v : branch.prepared().inputs()) {
-    const std::string& name = branch.prepared().value(v).name;
-    if (auto it = known.find(name); it != known.end()) {
-      feed[name] = it->second;
-    } else if (auto outer = prepared_->FindValue(name); outer && prepared_->value(*outer).initializer >= 0) {
-      feed[name] = TensorFromProto(*prepared_->ConstantTensor(*outer), prepared_->source_path());
-    }
-  }
-  return branch.Run(feed);
+  return branch.Run(OuterValues(branch.prepared(), 0, known));  // a branch has no inputs of its own
 }
 
 std::vector<Tensor> StagedModel::RunLoop(NodeId id, const std::vector<const Tensor*>& inputs,
@@ -367,15 +365,7 @@ std::vector<Tensor> StagedModel::RunLoop(NodeId id, const std::vector<const Tens
   for (std::size_t k = 0; k < carried; ++k) state.push_back(*inputs[2 + k]);
   const std::size_t scans = g.outputs().size() - 1 - carried;
   std::vector<std::vector<Tensor>> scanned(scans);
-  KnownValues outer;  // what the body reads from outside
-  for (std::size_t i = 2 + carried; i < g.inputs().size(); ++i) {
-    const std::string& name = g.value(g.inputs()[i]).name;
-    if (auto it = known.find(name); it != known.end()) {
-      outer[name] = it->second;
-    } else if (auto v = prepared_->FindValue(name); v && prepared_->value(*v).initializer >= 0) {
-      outer[name] = TensorFromProto(*prepared_->ConstantTensor(*v), prepared_->source_path());
-    }
-  }
+  const KnownValues outer = OuterValues(g, 2 + carried, known);
   for (std::int64_t i = 0; i < trip && condition; ++i) {
     KnownValues feed = outer;
     feed[g.value(g.inputs()[0]).name] = Scalar(onnx::TensorProto::INT64, i);

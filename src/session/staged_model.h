@@ -89,6 +89,9 @@ class StagedModel {
   /// The nested model of `node`'s subgraph attribute `attribute`, made once
   /// (a captured value of unknown rank takes the rank it has in `known`).
   StagedModel& Body(NodeId id, const std::string& attribute, const KnownValues& known);
+  /// The values a branch or body (`body`, made by Body) reads from outside,
+  /// its inputs from `first` on: from `known`, or the prepared graph's initializers.
+  KnownValues OuterValues(const Graph& body, std::size_t first, const KnownValues& known) const;
   /// Input `slot` of `node`, from `known` or the prepared graph's constants (nullptr when omitted).
   const Tensor* InputOf(const Node& node, std::size_t slot, const KnownValues& known, std::vector<Tensor>& held) const;
 
