@@ -106,4 +106,23 @@ void NarrowFromStorage(ElementType type, const void* src, std::int64_t count, vo
   throw Error(ErrorKind::kUnsupported, "element type " + ElementTypeName(type) + " has no run-time storage");
 }
 
+Tensor TensorFromView(const std::string& name, const TensorView& view) {
+  Tensor t;
+  t.name = name;
+  t.data_type = static_cast<std::int32_t>(view.dtype);
+  t.dims = view.shape;
+  t.elem_type = static_cast<std::int32_t>(StorageOf(view.dtype));  // ElementType numbers as ONNX does
+  const auto count = static_cast<std::size_t>(view.NumElements());
+  void* dst = nullptr;
+  if (StorageOf(view.dtype) == ElementType::kInt64) {
+    t.int_data.resize(count);
+    dst = t.int_data.data();
+  } else {
+    t.data.resize(count);
+    dst = t.data.data();
+  }
+  WidenToStorage(view.dtype, view.data, view.NumElements(), dst);
+  return t;
+}
+
 }  // namespace onnxfuse::session

@@ -5,6 +5,9 @@
 
 #include <cstdint>
 
+#include <string>
+
+#include "onnxfuse/tensor.h"
 #include "onnxfuse/tensor_view.h"
 
 namespace onnxfuse::session {
@@ -21,5 +24,9 @@ void WidenToStorage(ElementType type, const void* src, std::int64_t count, void*
 /// float32 rounded to float16 or widened to float64, int64 wrapped to the
 /// integer type's width (two's complement), bool as 0/1 (non-zero is 1).
 void NarrowFromStorage(ElementType type, const void* src, std::int64_t count, void* dst);
+
+/// An owned copy of `view` named `name`, in its storage (WidenToStorage):
+/// Tensor::data_type the view's type.
+Tensor TensorFromView(const std::string& name, const TensorView& view);
 
 }  // namespace onnxfuse::session

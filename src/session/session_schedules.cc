@@ -1,0 +1,142 @@
+// How each input signature of an InferenceSession gets its schedule: found in
+// the LRU cache, waited for while another call compiles it, or made (the
+// prepared model at those shapes, compiled, perhaps for passes of a batch),
+// and the signatures whose shapes follow values, which run in stages.
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include "backend/plan/plan_file.h"
+#include "common/stopwatch.h"
+#include "session/batch_passes.h"
+#include "session/element_convert.h"
+#include "session/session_impl.h"
+#include "session/stage_split.h"
+
+namespace onnxfuse {
+
+using session::ShapeSchedule;
+using session::ShapeSignature;
+
+session::StagedModel& InferenceSession::Impl::Staged() {
+  std::lock_guard<std::mutex> lock(staged_mutex);
+  if (!staged)
+    staged = std::make_unique<session::StagedModel>(staged_source, prepare, /*fuse=*/true,
+                                                    static_cast<std::size_t>(options.shape_cache_size) * 4);
+  return *staged;
+}
+
+std::vector<Tensor> InferenceSession::Impl::RunStaged(const NamedInputs& views) {
+  session::KnownValues known;
+  for (const auto& [name, view] : views) known.emplace(name, session::TensorFromView(name, view));
+  std::vector<Tensor> results = Staged().Run(known);
+  std::lock_guard<std::mutex> lock(mutex);
+  ++stats.staged_runs;
+  return results;
+}
+
+InferenceSession::Impl::Loaded InferenceSession::Impl::LoadAt(const ShapeSignature& signature) const {
+  if (symbolic) {
+    std::map<std::string, std::vector<std::int64_t>> shapes;
+    for (std::size_t i = 0; i < inputs.size(); ++i) shapes[inputs[i].name] = signature[i];
+    PlanGraph at = PlanModelAt(*symbolic, groups, shapes);
+    return {std::move(at.graph), std::move(at.fusion), groups_fused};
+  }
+  if (plan_file)  // a version 2 plan; CheckShapes let its open dims through
+    throw Error(ErrorKind::kUsage, path + ": this plan (format version 2) runs only at the input shapes it was "
+                                          "built with; rebuild it with this onnx-fuse to run it at others");
+  PrepareOptions at = prepare;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& in = inputs[i];
+    const bool fixed = in.has_shape && std::all_of(in.dims.begin(), in.dims.end(), [](auto d) { return d >= 0; });
+    if (!fixed) at.load.input_shapes[in.name] = signature[i];
+  }
+  PreparedModel prepared = PrepareModel(path, at);
+  return {std::move(prepared.graph), std::move(prepared.fusion), true};
+}
+
+std::shared_ptr<ShapeSchedule> InferenceSession::Impl::Build(const ShapeSignature& signature) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::int64_t batch = batch_symbol.empty() ? 0 : signature[0][0];
+  if (batch > 1) {
+    const ShapeSignature at_one = WithBatch(signature, 1);
+    std::optional<Loaded> one;
+    std::int64_t step = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = step_bytes_at_one.find(at_one);
+      if (it != step_bytes_at_one.end()) step = it->second;
+    }
+    if (step == 0) {  // measured once per shape of the other dims
+      one = LoadAt(at_one);
+      if (RunsStaged(*one->graph)) return nullptr;
+      step = std::max<std::int64_t>(1, session::LargestStepBytes(*one->graph));
+      std::lock_guard<std::mutex> lock(mutex);
+      step_bytes_at_one[at_one] = step;
+    }
+    const session::PassPlan passes = session::PlanPasses(batch, step, session::PassBudgetBytes(),
+                                                         options.max_samples_per_pass, TeamSize());
+    if (const std::int64_t per_pass = passes.samples_per_pass; per_pass > 0) {
+      Loaded at = per_pass == 1 && one ? std::move(*one) : LoadAt(WithBatch(signature, per_pass));
+      OmpTeam compile_team(passes.concurrent_passes > 1 ? 1 : 0);
+      auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed,
+                                                      nullptr, MsSince(start));
+      schedule->set_samples_per_pass(per_pass);
+      schedule->set_concurrent_passes(passes.concurrent_passes);
+      return schedule;
+    }
+  }
+  Loaded at = LoadAt(signature);
+  if (RunsStaged(*at.graph)) return nullptr;
+  return std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed, nullptr,
+                                         MsSince(start));
+}
+
+void InferenceSession::Impl::Insert(const ShapeSignature& signature, std::shared_ptr<ShapeSchedule> schedule) {
+  lru.emplace_front(signature, std::move(schedule));
+  ++stats.compiles;
+  while (lru.size() > static_cast<std::size_t>(options.shape_cache_size)) {
+    lru.pop_back();
+    ++stats.evictions;
+  }
+}
+
+std::shared_ptr<ShapeSchedule> InferenceSession::Impl::ScheduleFor(const ShapeSignature& signature) {
+  // Compiled outside the lock: Runs at cached shapes go on meanwhile. A call
+  // missing on a shape another call is compiling waits for that schedule.
+  std::promise<std::shared_ptr<ShapeSchedule>> promise;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (staged_all || staged_signatures.count(signature)) return nullptr;
+    for (auto it = lru.begin(); it != lru.end(); ++it)
+      if (it->first == signature) {
+        lru.splice(lru.begin(), lru, it);
+        ++stats.cache_hits;
+        return lru.front().second;
+      }
+    if (auto it = building.find(signature); it != building.end()) {
+      std::shared_future<std::shared_ptr<ShapeSchedule>> pending = it->second;
+      ++stats.cache_hits;
+      lock.unlock();
+      return pending.get();  // rethrows that compile's error
+    }
+    building.emplace(signature, promise.get_future().share());
+  }
+  try {
+    SetThreads();
+    std::shared_ptr<ShapeSchedule> schedule = Build(signature);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (schedule) Insert(signature, schedule);
+    else staged_signatures.insert(signature);
+    building.erase(signature);
+    promise.set_value(schedule);
+    return schedule;
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex);
+    building.erase(signature);
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+}  // namespace onnxfuse
