@@ -224,12 +224,14 @@ bool HostEvaluable(const Node& node) {
       "Softsign", "Mish", "HardSigmoid", "HardSwish", "Elu", "Selu", "LeakyRelu", "ThresholdedRelu", "Celu", "IsNaN",
       "IsInf", "Mod", "BitShift", "Xor", "Min", "Max", "Sum", "Mean", "Clip",
       // host_eval_axis.cc
-      "ArgMax", "ArgMin", "TopK", "Hardmax", "CumSum", "Trilu",
+      "ArgMax", "ArgMin", "TopK", "Hardmax", "Softmax", "LogSoftmax", "CumSum", "Trilu",
       // host_eval_index.cc
       "GatherElements", "GatherND", "Scatter", "ScatterElements", "ScatterND", "OneHot", "Compress",
       "ReverseSequence", "NonZero",
       // host_eval_tensor.cc, host_eval_einsum.cc
       "LpNormalization", "MeanVarianceNormalization", "Shape", "Size", "EyeLike", "Det", "Einsum",
+      // host_eval_matmul.cc
+      "MatMul",
       // host_eval_detection.cc
       "NonMaxSuppression"};
   if (!node.domain.empty()) return false;
@@ -244,11 +246,11 @@ namespace {
 std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int64_t opset) {
   const std::string& op = node.op_type;
   auto need = [&](std::size_t i) -> const Tensor& { return NeedInput(node, in, i); };
-  if (op == "Constant") return {ConstantValue(node)};
+  if (op == "Constant") return One(ConstantValue(node));
   if (op == "Dropout" && DropoutDrops(in.size() > 1 ? in[1] : nullptr, in.size() > 2 ? in[2] : nullptr))
     throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": training_mode is true and ratio above 0: random dropping "
                                                          "(training) is not supported");
-  if (op == "Identity") return {need(0)};
+  if (op == "Identity") return One(need(0));
   if (op == "Dropout") {  // the identity, and a mask of all true (BOOL, held as int64 ones)
     Tensor mask;
     mask.elem_type = onnx::TensorProto::INT64, mask.data_type = onnx::TensorProto::BOOL, mask.dims = need(0).dims;
@@ -256,11 +258,11 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
     return {need(0), mask};
   }
   if (op == "Cast")  // Cast-6 and later: `to` is required
-    return {CastToElemType(need(0), static_cast<std::int32_t>(AttrInt(node, "to", onnx::TensorProto::UNDEFINED)),
-                           NodeLabel(node))};
+    return One(CastToElemType(need(0), static_cast<std::int32_t>(AttrInt(node, "to", onnx::TensorProto::UNDEFINED)),
+                           NodeLabel(node)));
   if (op == "CastLike")  // to target_type's type: exact where the tensor carries it, else its storage type
-    return {CastToElemType(need(0), need(1).DataType(), NodeLabel(node))};
-  if (op == "Gather") return {Gather(node, need(0), need(1))};
+    return One(CastToElemType(need(0), need(1).DataType(), NodeLabel(node)));
+  if (op == "Gather") return One(Gather(node, need(0), need(1)));
   if (op == "Unsqueeze" || op == "Squeeze") {
     Tensor t = need(0);
     auto axes = AxesOf(node, in, opset);
@@ -278,28 +280,39 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
       }
       t.dims = out;
     }
-    return {t};
+    return One(std::move(t));
   }
   if (op == "Concat") {
     const Tensor& first = need(0);
     auto axis = static_cast<std::size_t>(NormAxis(AttrInt(node, "axis", 0), first.dims.size(), node));
     Dims out = first.dims;
     out[axis] = 0;
-    bool is_int = true;
-    for (std::size_t k = 0; k < in.size(); ++k) out[axis] += need(k).dims[axis], is_int &= IsInt64(need(k));
-    std::int64_t outer = Product(Dims(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(axis)));
-    std::vector<double> values;
-    for (std::int64_t o = 0; o < outer; ++o)
-      for (std::size_t k = 0; k < in.size(); ++k) {
-        std::int64_t chunk = Product(Dims(need(k).dims.begin() + static_cast<std::ptrdiff_t>(axis), need(k).dims.end()));
-        for (std::int64_t i = 0; i < chunk; ++i) values.push_back(ElementAt(need(k), o * chunk + i));
-      }
-    return {MakeHostTensor(is_int, out, values)};
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      if (need(k).elem_type != first.elem_type) InvalidNode(node, "inputs of different element types");
+      out[axis] += need(k).dims[axis];
+    }
+    const std::int64_t outer = Product(Dims(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(axis)));
+    Tensor t;
+    t.elem_type = first.elem_type, t.data_type = first.data_type, t.dims = out;
+    // Each input's rows of `chunk` elements in turn, row by row: copies in the storage type.
+    auto concat = [&](auto field) {
+      auto& values = t.*field;
+      values.reserve(static_cast<std::size_t>(Product(out)));
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::size_t k = 0; k < in.size(); ++k) {
+          const auto& from = need(k).*field;
+          const auto chunk = static_cast<std::ptrdiff_t>(from.size()) / static_cast<std::ptrdiff_t>(std::max<std::int64_t>(outer, 1));
+          values.insert(values.end(), from.begin() + o * chunk, from.begin() + (o + 1) * chunk);
+        }
+    };
+    if (IsInt64(first)) concat(&Tensor::int_data);
+    else concat(&Tensor::data);
+    return One(std::move(t));
   }
   if (op == "Reshape") {
     Tensor t = need(0);
     t.dims = ReshapeDims(node, t.dims, AsInts(need(1)));
-    return {t};
+    return One(std::move(t));
   }
   if (op == "Flatten") {
     Tensor t = need(0);
@@ -308,29 +321,45 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
     axis = NormAxis(axis, t.dims.size() + 1, node);
     std::int64_t outer = Product(Dims(t.dims.begin(), t.dims.begin() + axis));
     t.dims = {outer, t.NumElements() / std::max<std::int64_t>(outer, 1)};
-    return {t};
+    return One(std::move(t));
   }
-  if (op == "Slice") return {Slice(node, in, opset)};
+  if (op == "Slice") return One(Slice(node, in, opset));
   if (op == "Transpose") {
     const Tensor& x = need(0);
     auto perm = AttrInts(node, "perm");
     if (perm.empty())
       for (std::size_t d = x.dims.size(); d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
-    Dims out, is = DenseStrides(x.dims);
-    for (auto p : perm) out.push_back(x.dims[static_cast<std::size_t>(p)]);
-    Dims os = DenseStrides(out);
-    std::vector<double> values(static_cast<std::size_t>(Product(out)));
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      std::int64_t src = 0;
-      for (std::size_t d = 0; d < out.size(); ++d)
-        src += (static_cast<std::int64_t>(i) / os[d] % out[d]) * is[static_cast<std::size_t>(perm[d])];
-      values[i] = ElementAt(x, src);
-    }
-    return {MakeHostTensor(IsInt64(x), out, values)};
+    if (perm.size() != x.dims.size()) InvalidNode(node, "perm has " + std::to_string(perm.size()) + " axes");
+    const Dims is = DenseStrides(x.dims);
+    Dims out, from;  // the output's dims, and the input stride each of them steps
+    for (auto p : perm) out.push_back(x.dims[static_cast<std::size_t>(p)]), from.push_back(is[static_cast<std::size_t>(p)]);
+    Tensor t;
+    t.elem_type = x.elem_type, t.data_type = x.data_type, t.dims = out;
+    // The output in order, its index counted like an odometer: the source
+    // offset moves by the stride of the digit that turns.
+    auto transpose = [&](auto field) {
+      const auto& src = x.*field;
+      auto& dst = t.*field;
+      dst.resize(static_cast<std::size_t>(Product(out)));
+      std::vector<std::int64_t> index(out.size(), 0);
+      std::int64_t offset = 0;
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        dst[i] = src[static_cast<std::size_t>(offset)];
+        for (std::size_t d = out.size(); d-- > 0;) {
+          offset += from[d];
+          if (++index[d] < out[d]) break;
+          offset -= from[d] * out[d];
+          index[d] = 0;
+        }
+      }
+    };
+    if (IsInt64(x)) transpose(&Tensor::int_data);
+    else transpose(&Tensor::data);
+    return One(std::move(t));
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
       op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" || op == "And" || op == "Or")
-    return {Binary(node, need(0), need(1))};
+    return One(Binary(node, need(0), need(1)));
   if (op == "Where") {
     const Tensor &c = need(0), &x = need(1), &y = need(2);
     Dims out = BroadcastDims(BroadcastDims(c.dims, x.dims), y.dims);
@@ -340,7 +369,7 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
       values[i] = ElementAt(c, BroadcastIndex(k, out, c.dims)) != 0 ? ElementAt(x, BroadcastIndex(k, out, x.dims))
                                                                     : ElementAt(y, BroadcastIndex(k, out, y.dims));
     }
-    return {MakeHostTensor(IsInt64(x) && IsInt64(y), out, values)};
+    return One(MakeHostTensor(IsInt64(x) && IsInt64(y), out, values));
   }
   if (op == "Expand") {
     const Tensor& x = need(0);
@@ -348,7 +377,7 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
     std::vector<double> values(static_cast<std::size_t>(Product(out)));
     for (std::size_t i = 0; i < values.size(); ++i)
       values[i] = ElementAt(x, BroadcastIndex(static_cast<std::int64_t>(i), out, x.dims));
-    return {MakeHostTensor(IsInt64(x), out, values)};
+    return One(MakeHostTensor(IsInt64(x), out, values));
   }
   if (op == "Tile") {  // ONNX Operators.md, Tile-13: dim d repeated repeats[d] times
     const Tensor& x = need(0);
@@ -365,20 +394,20 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
       for (std::size_t d = 0; d < out.size(); ++d) src += (static_cast<std::int64_t>(i) / os[d] % out[d] % x.dims[d]) * is[d];
       values[i] = ElementAt(x, src);
     }
-    return {MakeHostTensor(IsInt64(x), out, values)};
+    return One(MakeHostTensor(IsInt64(x), out, values));
   }
   if (op == "ConstantOfShape") {
     Dims out = AsInts(need(0));
     const auto* attr = FindAttr(node, "value");
     Tensor v = attr ? TensorFromProto(attr->t(), NodeLabel(node)) : MakeHostTensor(false, {1}, {0.0});
-    return {MakeHostTensor(IsInt64(v), out, std::vector<double>(static_cast<std::size_t>(Product(out)), ElementAt(v, 0)))};
+    return One(MakeHostTensor(IsInt64(v), out, std::vector<double>(static_cast<std::size_t>(Product(out)), ElementAt(v, 0))));
   }
   if (op == "Range") {
     double start = ElementAt(need(0), 0), limit = ElementAt(need(1), 0), delta = ElementAt(need(2), 0);
     auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil((limit - start) / delta)));
     std::vector<double> values;
     for (std::int64_t i = 0; i < n; ++i) values.push_back(start + static_cast<double>(i) * delta);
-    return {MakeHostTensor(IsInt64(need(0)), {n}, values)};
+    return One(MakeHostTensor(IsInt64(need(0)), {n}, values));
   }
   throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": cannot be evaluated on the host");
 }
@@ -390,7 +419,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     if (!node.domain.empty())
       throw Error(ErrorKind::kUnsupported,
                   NodeLabel(node) + ": domain '" + node.domain + "' cannot be evaluated on the host");
-    for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalLayoutOp,
+    for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalMatMul, EvalLayoutOp,
                        EvalSampleOp, EvalDetectionOp})
       if (HostOutputs family = eval(node, in, opset)) return std::move(*family);
     return EvalBasicOp(node, in, opset);

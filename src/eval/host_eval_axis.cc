@@ -111,6 +111,35 @@ Tensor Hardmax(const Node& node, const Tensor& x, std::int64_t opset) {
   return MakeHostTensor(IsInt64(x), x.dims, y);
 }
 
+// Softmax-13 and LogSoftmax-13 along `axis` (default -1); before 13 over the
+// input seen as 2-D from `axis` (default 1), as Hardmax. Each slice in double:
+// exp(x - max) / sum, and (x - max) - log(sum), so that large inputs do not
+// overflow (the form ONNX's reference implementation uses).
+Tensor Softmax(const Node& node, const Tensor& x, std::int64_t opset) {
+  const bool coerced = opset < 13, log = node.op_type == "LogSoftmax";
+  const std::int64_t axis = NormAxis(AttrInt(node, "axis", coerced ? 1 : -1), x.dims.size(), node);
+  AxisView v = ViewAround(x.dims, static_cast<std::size_t>(axis));
+  if (coerced) v = {v.outer, v.n * v.inner, 1};
+  Tensor y = x;
+  std::vector<double> e(static_cast<std::size_t>(v.n));
+  for (std::int64_t o = 0; o < v.outer; ++o)
+    for (std::int64_t i = 0; i < v.inner && v.n > 0; ++i) {
+      double max = ElementAt(x, v.At(o, 0, i));
+      for (std::int64_t k = 1; k < v.n; ++k) max = std::max(max, ElementAt(x, v.At(o, k, i)));
+      double sum = 0;
+      for (std::int64_t k = 0; k < v.n; ++k) {
+        e[static_cast<std::size_t>(k)] = ElementAt(x, v.At(o, k, i)) - max;
+        sum += std::exp(e[static_cast<std::size_t>(k)]);
+      }
+      const double log_sum = std::log(sum);
+      for (std::int64_t k = 0; k < v.n; ++k) {
+        const double d = e[static_cast<std::size_t>(k)];
+        y.data[static_cast<std::size_t>(v.At(o, k, i))] = static_cast<float>(log ? d - log_sum : std::exp(d) / sum);
+      }
+    }
+  return y;
+}
+
 // CumSum-14 (from 11): running sums along the axis given as input 1;
 // exclusive leaves out the element itself, reverse runs from the end.
 Tensor CumSum(const Node& node, const Tensor& x, const Tensor& axis_tensor) {
@@ -169,11 +198,16 @@ Tensor Trilu(const Node& node, const HostInputs& in) {
 
 HostOutputs EvalAxisOp(const Node& node, const HostInputs& in, std::int64_t opset) {
   const std::string& op = node.op_type;
-  if (op == "ArgMax" || op == "ArgMin") return std::vector<Tensor>{ArgExtreme(node, NeedInput(node, in, 0))};
+  if (op == "ArgMax" || op == "ArgMin") return One(ArgExtreme(node, NeedInput(node, in, 0)));
   if (op == "TopK") return TopK(node, in, opset);
-  if (op == "Hardmax") return std::vector<Tensor>{Hardmax(node, NeedInput(node, in, 0), opset)};
-  if (op == "CumSum") return std::vector<Tensor>{CumSum(node, NeedInput(node, in, 0), NeedInput(node, in, 1))};
-  if (op == "Trilu") return std::vector<Tensor>{Trilu(node, in)};
+  if (op == "Hardmax") return One(Hardmax(node, NeedInput(node, in, 0), opset));
+  if (op == "Softmax" || op == "LogSoftmax") {
+    const Tensor& x = NeedInput(node, in, 0);
+    if (IsInt64(x)) InvalidNode(node, "an integer input");
+    return One(Softmax(node, x, opset));
+  }
+  if (op == "CumSum") return One(CumSum(node, NeedInput(node, in, 0), NeedInput(node, in, 1)));
+  if (op == "Trilu") return One(Trilu(node, in));
   return std::nullopt;
 }
 

@@ -133,7 +133,7 @@ Tensor NonMaxSuppression(const Node& node, const HostInputs& in) {
 }  // namespace
 
 HostOutputs EvalDetectionOp(const Node& node, const HostInputs& in, std::int64_t /*opset*/) {
-  if (node.op_type == "NonMaxSuppression") return std::vector<Tensor>{NonMaxSuppression(node, in)};
+  if (node.op_type == "NonMaxSuppression") return One(NonMaxSuppression(node, in));
   return std::nullopt;
 }
 

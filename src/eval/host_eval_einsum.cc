@@ -159,7 +159,7 @@ Tensor Einsum(const Node& node, const HostInputs& in) {
 
 HostOutputs EvalEinsum(const Node& node, const HostInputs& in, std::int64_t) {
   if (node.op_type != "Einsum") return std::nullopt;
-  return std::vector<Tensor>{Einsum(node, in)};
+  return One(Einsum(node, in));
 }
 
 }  // namespace onnxfuse::eval

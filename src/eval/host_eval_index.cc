@@ -278,7 +278,7 @@ HostOutputs EvalIndexOp(const Node& node, const HostInputs& in, std::int64_t) {
   else if (op == "ReverseSequence") r = ReverseSequence(node, need(0), need(1));
   else if (op == "NonZero") r = NonZero(need(0));
   else return std::nullopt;
-  return std::vector<Tensor>{std::move(r)};
+  return One(std::move(r));
 }
 
 }  // namespace onnxfuse::eval

@@ -107,7 +107,7 @@ bool IsHostLayoutOp(const std::string& op_type) { return op_type == "Split" || o
 std::optional<std::vector<Tensor>> EvalLayoutOp(const Node& node, const std::vector<const Tensor*>& inputs,
                                                 std::int64_t opset) {
   if (node.op_type == "Split") return Split(node, inputs, opset);
-  if (node.op_type == "Pad") return std::vector<Tensor>{Pad(node, inputs, opset)};
+  if (node.op_type == "Pad") return One(Pad(node, inputs, opset));
   return std::nullopt;
 }
 

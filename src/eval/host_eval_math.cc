@@ -236,17 +236,17 @@ Tensor Clip(const Node& node, const HostInputs& in, std::int64_t opset) {
 
 HostOutputs EvalMathOp(const Node& node, const HostInputs& in, std::int64_t opset) {
   const std::string& op = node.op_type;
-  if (auto fn = UnaryFunction(node)) return std::vector<Tensor>{Unary(node, *fn, NeedInput(node, in, 0))};
-  if (op == "Mod") return std::vector<Tensor>{Mod(node, NeedInput(node, in, 0), NeedInput(node, in, 1))};
-  if (op == "BitShift") return std::vector<Tensor>{BitShift(node, NeedInput(node, in, 0), NeedInput(node, in, 1))};
+  if (auto fn = UnaryFunction(node)) return One(Unary(node, *fn, NeedInput(node, in, 0)));
+  if (op == "Mod") return One(Mod(node, NeedInput(node, in, 0), NeedInput(node, in, 1)));
+  if (op == "BitShift") return One(BitShift(node, NeedInput(node, in, 0), NeedInput(node, in, 1)));
   if (op == "Xor") {
     const Tensor &a = NeedInput(node, in, 0), &b = NeedInput(node, in, 1);
     return std::vector<Tensor>{BroadcastPair(a, b, true, [&](std::size_t i, std::size_t j) {
       return (ElementAt(a, static_cast<std::int64_t>(i)) != 0) != (ElementAt(b, static_cast<std::int64_t>(j)) != 0);
     })};
   }
-  if (op == "Min" || op == "Max" || op == "Sum" || op == "Mean") return std::vector<Tensor>{Variadic(node, in)};
-  if (op == "Clip") return std::vector<Tensor>{Clip(node, in, opset)};
+  if (op == "Min" || op == "Max" || op == "Sum" || op == "Mean") return One(Variadic(node, in));
+  if (op == "Clip") return One(Clip(node, in, opset));
   return std::nullopt;
 }
 

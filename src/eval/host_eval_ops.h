@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -19,6 +20,13 @@ namespace onnxfuse::eval {
 
 using HostInputs = std::vector<const Tensor*>;
 using HostOutputs = std::optional<std::vector<Tensor>>;
+
+/// `t` as an op's one output, moved in (a braced list would copy it).
+inline std::vector<Tensor> One(Tensor t) {
+  std::vector<Tensor> outputs;
+  outputs.push_back(std::move(t));
+  return outputs;
+}
 
 /// `axis` in [-rank, rank) made non-negative (rank 0 accepts 0 and -1).
 /// Throws Error(kInvalidModel) naming the node when out of range.
@@ -33,8 +41,8 @@ const Tensor& NeedInput(const Node& node, const HostInputs& in, std::size_t i);
 /// Every Reduce* (host_eval_reduce.cc).
 HostOutputs EvalReduceOp(const Node& node, const HostInputs& in, std::int64_t opset);
 
-/// ArgMax, ArgMin, TopK, Hardmax, CumSum, Trilu: ops along one axis or over
-/// the last two (host_eval_axis.cc).
+/// ArgMax, ArgMin, TopK, Hardmax, Softmax, LogSoftmax, CumSum, Trilu: ops
+/// along one axis or over the last two (host_eval_axis.cc).
 HostOutputs EvalAxisOp(const Node& node, const HostInputs& in, std::int64_t opset);
 
 /// GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot,
@@ -55,5 +63,8 @@ HostOutputs EvalDetectionOp(const Node& node, const HostInputs& in, std::int64_t
 
 /// Einsum in its general form (host_eval_einsum.cc).
 HostOutputs EvalEinsum(const Node& node, const HostInputs& in, std::int64_t opset);
+
+/// MatMul (host_eval_matmul.cc).
+HostOutputs EvalMatMul(const Node& node, const HostInputs& in, std::int64_t opset);
 
 }  // namespace onnxfuse::eval

@@ -62,7 +62,7 @@ HostOutputs EvalReduceOp(const Node& node, const HostInputs& in, std::int64_t) {
                                "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum"};
   if (std::none_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return node.op_type == op; }))
     return std::nullopt;
-  return std::vector<Tensor>{Reduce(node, in)};
+  return One(Reduce(node, in));
 }
 
 }  // namespace onnxfuse::eval

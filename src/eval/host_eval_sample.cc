@@ -343,8 +343,8 @@ bool IsHostSampleOp(const std::string& op_type) {
 
 std::optional<std::vector<Tensor>> EvalSampleOp(const Node& node, const std::vector<const Tensor*>& inputs,
                                                 std::int64_t opset) {
-  if (node.op_type == "Resize" || node.op_type == "Upsample") return std::vector<Tensor>{Resize(node, inputs, opset)};
-  if (node.op_type == "GridSample") return std::vector<Tensor>{GridSample(node, inputs)};
+  if (node.op_type == "Resize" || node.op_type == "Upsample") return One(Resize(node, inputs, opset));
+  if (node.op_type == "GridSample") return One(GridSample(node, inputs));
   return EvalWindowOp(node, inputs, opset);
 }
 

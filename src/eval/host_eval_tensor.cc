@@ -145,7 +145,7 @@ HostOutputs EvalTensorOp(const Node& node, const HostInputs& in, std::int64_t) {
   else if (op == "EyeLike") r = EyeLike(node, NeedInput(node, in, 0));
   else if (op == "Det") r = Det(node, NeedInput(node, in, 0));
   else return std::nullopt;
-  return std::vector<Tensor>{std::move(r)};
+  return One(std::move(r));
 }
 
 }  // namespace onnxfuse::eval

@@ -278,9 +278,9 @@ bool IsHostWindowOp(const std::string& op_type) {
 std::optional<std::vector<Tensor>> EvalWindowOp(const Node& node, const std::vector<const Tensor*>& inputs,
                                                 std::int64_t opset) {
   if (node.op_type == "MaxPool") return MaxPool(node, inputs);
-  if (node.op_type == "MaxUnpool") return std::vector<Tensor>{MaxUnpool(node, inputs)};
-  if (node.op_type == "RoiAlign") return std::vector<Tensor>{RoiAlign(node, inputs, opset)};
-  if (node.op_type == "LRN") return std::vector<Tensor>{Lrn(node, inputs)};
+  if (node.op_type == "MaxUnpool") return One(MaxUnpool(node, inputs));
+  if (node.op_type == "RoiAlign") return One(RoiAlign(node, inputs, opset));
+  if (node.op_type == "LRN") return One(Lrn(node, inputs));
   return std::nullopt;
 }
 

@@ -76,6 +76,14 @@ struct InferenceSession::Impl {
   // The staged model (staged_model.h) of `staged_source`, made on first use.
   session::StagedModel& Staged();
 
+  // A KV cache's dim: when the nodes whose dims changed between the
+  // schedules of two signatures (`before`, `after`) read no weights and the
+  // host evaluator runs them all, every signature from now on runs in stages
+  // around them (session_schedules.cc): the stages keep their shapes, so a
+  // new length compiles nothing. False (nothing changes) otherwise, or when
+  // the staged model already serves shapes that follow values.
+  bool StageAroundChangedDims(const ShapeSchedule& before, const ShapeSchedule& after);
+
   // True when `graph` (at one signature) has shapes that follow values and a
   // staged model can run it.
   bool RunsStaged(const Graph& graph) const { return staged_source && session::ShapesFollowValues(graph); }

@@ -7,7 +7,10 @@
 #include <exception>
 
 #include "backend/plan/plan_file.h"
+#include <spdlog/spdlog.h>
+
 #include "common/stopwatch.h"
+#include "eval/host_eval.h"
 #include "session/batch_passes.h"
 #include "session/element_convert.h"
 #include "session/session_impl.h"
@@ -26,10 +29,37 @@ session::StagedModel& InferenceSession::Impl::Staged() {
   return *staged;
 }
 
+bool InferenceSession::Impl::StageAroundChangedDims(const ShapeSchedule& before, const ShapeSchedule& after) {
+  const Graph& prepared = *staged_source;
+  if (before.value_dims().size() != prepared.values().size() || after.value_dims().size() != prepared.values().size())
+    return false;
+  std::vector<bool> host = session::NodesFollowingChangedDims(prepared, before.value_dims(), after.value_dims());
+  std::size_t count = 0;
+  for (NodeId id = 0; id < prepared.num_nodes(); ++id) {
+    if (!host[id]) continue;
+    ++count;
+    if (!eval::HostEvaluable(prepared.node(id))) return false;
+  }
+  if (count == 0 || count == prepared.num_nodes() || session::ReadsWeights(prepared, host)) return false;
+  {
+    std::lock_guard<std::mutex> lock(staged_mutex);
+    if (staged) return false;
+    staged = std::make_unique<session::StagedModel>(staged_source, prepare, /*fuse=*/true,
+                                                    static_cast<std::size_t>(options.shape_cache_size) * 4,
+                                                    std::move(host));
+  }
+  spdlog::info("{}: {} of {} nodes follow the dims that changed between calls and read no weights; from now on "
+               "they run on the host evaluator, the rest as stages that keep their shapes",
+               path, count, prepared.num_nodes());
+  std::lock_guard<std::mutex> lock(mutex);
+  staged_all = true;
+  return true;
+}
+
 std::vector<Tensor> InferenceSession::Impl::RunStaged(const NamedInputs& views) {
   session::KnownValues known;
   for (const auto& [name, view] : views) known.emplace(name, session::TensorFromView(name, view));
-  std::vector<Tensor> results = Staged().Run(known);
+  std::vector<Tensor> results = Staged().Run(std::move(known));
   std::lock_guard<std::mutex> lock(mutex);
   ++stats.staged_runs;
   return results;
@@ -88,8 +118,15 @@ std::shared_ptr<ShapeSchedule> InferenceSession::Impl::Build(const ShapeSignatur
   }
   Loaded at = LoadAt(signature);
   if (RunsStaged(*at.graph)) return nullptr;
-  return std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed, nullptr,
-                                         MsSince(start));
+  auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed,
+                                                  nullptr, MsSince(start));
+  std::shared_ptr<ShapeSchedule> before;  // the last signature's: which dims change between calls
+  if (symbolic && staged_source) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!lru.empty() && lru.front().second->samples_per_pass() == 0) before = lru.front().second;
+  }
+  if (before) StageAroundChangedDims(*before, *schedule);
+  return schedule;
 }
 
 void InferenceSession::Impl::Insert(const ShapeSignature& signature, std::shared_ptr<ShapeSchedule> schedule) {

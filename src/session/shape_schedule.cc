@@ -35,6 +35,7 @@ ShapeSchedule::ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bo
     : graph_(std::move(graph)), fusion_(std::move(fusion)), fuse_(fuse), packed_(packed), load_ms_(load_ms) {
   if (!first) first = std::make_unique<ExecutablePlan>(packed_->Compile(*graph_, fusion_, fuse_));
   stats_ = first->stats();
+  value_dims_ = first->ValueDims();
   for (const ScheduleStep& step : first->Schedule())  // a step's label starts with its anchor node's name
     implementations_.emplace(step.kind + ":" + step.label.substr(0, step.label.find('+')), step.impl);
   idle_.push_back(std::move(first));

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,8 @@ class ShapeSchedule {
   const Graph& graph() const { return *graph_; }
   /// The schedule's statistics (the same for every instance).
   const PlanStats& stats() const { return stats_; }
+  /// Each value's dims as compiled (ExecutablePlan::ValueDims), by ValueId of graph().
+  const std::vector<std::optional<std::vector<std::int64_t>>>& value_dims() const { return value_dims_; }
   /// The constructor's load_ms (its first compile is stats().compile_ms).
   double load_ms() const { return load_ms_; }
   int instances() const;
@@ -94,6 +97,7 @@ class ShapeSchedule {
   bool fuse_;
   SharedPackedConstants* packed_;
   PlanStats stats_;
+  std::vector<std::optional<std::vector<std::int64_t>>> value_dims_;
   double load_ms_;
   std::int64_t samples_per_pass_ = 0;
   int concurrent_passes_ = 1;

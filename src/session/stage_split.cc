@@ -64,7 +64,63 @@ onnx::ValueInfoProto InfoOf(const std::string& name, std::int32_t elem_type, con
   return info;
 }
 
+// `done` with the nodes of `host` (empty: none) marked too: the nodes a stage
+// never holds, whose reads do not decide one.
+std::vector<bool> Skipped(const std::vector<bool>& done, const std::vector<bool>& host) {
+  std::vector<bool> skip = done;
+  for (std::size_t i = 0; i < host.size() && i < skip.size(); ++i) skip[i] = skip[i] || host[i];
+  return skip;
+}
+
 }  // namespace
+
+std::vector<bool> NodesFollowingChangedDims(const Graph& graph, const ValueDimsList& before,
+                                            const ValueDimsList& after) {
+  const std::size_t count = graph.values().size();
+  Check(before.size() == count && after.size() == count,
+        "NodesFollowingChangedDims: the dims are not of this graph's values");
+  // Per value: its dims changed; its elements follow changed dims (only
+  // through integer and bool values, the shape arithmetic: a float result
+  // that reads one is data, whose own dims are compared).
+  std::vector<bool> changed(count, false), follows(count, false);
+  for (ValueId v : graph.inputs()) changed[v] = !before[v] || before[v] != after[v];
+  std::vector<bool> nodes(graph.num_nodes(), false);
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const Node& node = graph.node(id);
+    const bool standard = node.domain.empty();
+    bool reads_changed = false, reads_follows = false, as_shape = false;
+    for (std::size_t slot = 0; slot < node.inputs.size(); ++slot) {
+      const ValueId v = node.inputs[slot];
+      if (v == kNoValue) continue;
+      reads_changed = reads_changed || changed[v];
+      reads_follows = reads_follows || follows[v];
+      as_shape = as_shape || (follows[v] && standard && slot < node.num_explicit_inputs &&
+                              ReadsAsShape(node.op_type, slot));
+    }
+    const bool measures = standard && (node.op_type == "Shape" || node.op_type == "Size");  // reads dims only
+    bool writes = false;
+    for (ValueId v : node.outputs) {
+      if (v == kNoValue) continue;
+      changed[v] = before[v] && after[v] ? before[v] != after[v] : reads_changed || as_shape;
+      const bool integer = StorageTypeOf(graph.value(v).type.elem_type) == onnx::TensorProto::INT64;
+      follows[v] = integer && (reads_changed || (!measures && reads_follows));
+      writes = writes || changed[v] || follows[v];
+    }
+    nodes[id] = reads_changed || writes || as_shape;
+  }
+  return nodes;
+}
+
+bool ReadsWeights(const Graph& graph, const std::vector<bool>& nodes) {
+  for (NodeId id = 0; id < graph.num_nodes() && id < nodes.size(); ++id) {
+    if (!nodes[id]) continue;
+    for (ValueId v : graph.node(id).inputs)
+      if (v != kNoValue && graph.value(v).initializer >= 0 &&
+          graph.value(v).type.NumElements() > ShapeModel::kCopiedElements)
+        return true;
+  }
+  return false;
+}
 
 bool ShapeFollowsElements(const std::string& op) {
   return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique";
@@ -113,7 +169,9 @@ bool ShapesFollowValues(const Graph& graph) {
   return false;
 }
 
-std::string StageKey(const Graph& graph, const std::vector<bool>& done, const KnownValues& known) {
+std::string StageKey(const Graph& graph, const std::vector<bool>& done, const KnownValues& known,
+                     const std::vector<bool>& host) {
+  const std::vector<bool> skip = Skipped(done, host);
   std::string key;
   key.reserve(done.size() / 4 + 64);
   for (std::size_t i = 0; i < done.size(); i += 4) {
@@ -121,11 +179,11 @@ std::string StageKey(const Graph& graph, const std::vector<bool>& done, const Kn
     for (std::size_t j = i; j < std::min(i + 4, done.size()); ++j) nibble = nibble * 2 + (done[j] ? 1 : 0);
     key += "0123456789abcdef"[nibble];
   }
-  for (ValueId v : KnownRead(graph, done, known)) {
+  for (ValueId v : KnownRead(graph, skip, known)) {
     const Tensor& t = known.at(graph.value(v).name);
     key += "|" + graph.value(v).name + ":" + std::to_string(t.DataType()) + ":";
     for (std::int64_t d : t.dims) key += std::to_string(d) + "x";
-    if (GivenAsConstant(graph, done, v, t)) {
+    if (GivenAsConstant(graph, skip, v, t)) {
       for (std::int64_t e : t.int_data) key += "," + std::to_string(e);
       for (float e : t.data) {  // bit-exact: scales that differ in the last place are other stages
         std::uint32_t bits = 0;
@@ -137,20 +195,23 @@ std::string StageKey(const Graph& graph, const std::vector<bool>& done, const Kn
   return key;
 }
 
-Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const KnownValues& known) {
+Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const KnownValues& known,
+                 const std::vector<bool>& host) {
   const Graph& graph = shapes.prepared();
   const onnx::ModelProto& stripped = shapes.stripped();
   Check(static_cast<std::size_t>(stripped.graph().node_size()) == graph.num_nodes() && done.size() == graph.num_nodes(),
         "SplitStage: the stripped model and the prepared graph differ");
 
   // Nodes that cannot be ready yet: control flow, ops whose shapes follow
-  // values, and every node downstream of one (not-yet-run). Shape inference
-  // leaves them out: it costs as much as the nodes it sees.
+  // values, the runner's `host` nodes, and every node downstream of one
+  // (not-yet-run). Shape inference leaves them out: it costs as much as the
+  // nodes it sees.
   std::vector<bool> blocked(graph.num_nodes(), false);
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     if (done[id]) continue;
     const Node& node = graph.node(id);
-    bool b = IsControlFlow(node) || (node.domain.empty() && ShapeFollowsElements(node.op_type));
+    bool b = (id < host.size() && host[id]) || IsControlFlow(node) ||
+             (node.domain.empty() && ShapeFollowsElements(node.op_type));
     for (ValueId v : node.inputs)
       if (!b && v != kNoValue && graph.value(v).producer != kNoNode) b = blocked[graph.value(v).producer];
     blocked[id] = b;
@@ -167,9 +228,10 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
       node.set_name(graph.node(id).name);  // the loader's name for an unnamed node, not one by its index here
       remaining.push_back(id);
     }
-  for (ValueId v : KnownRead(graph, done, known)) {
+  const std::vector<bool> skip = Skipped(done, host);
+  for (ValueId v : KnownRead(graph, skip, known)) {
     const Tensor& t = known.at(graph.value(v).name);
-    if (GivenAsConstant(graph, done, v, t)) {
+    if (GivenAsConstant(graph, skip, v, t)) {
       Tensor named = t;
       named.name = graph.value(v).name;
       *g.add_initializer() = TensorToProto(named);

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,28 @@ bool HasControlFlow(const Graph& graph);
 /// graph, the same at every signature.
 bool ShapesFollowValues(const Graph& graph);
 
+/// Each value's dims at one input signature, by ValueId (nullopt: not known
+/// there): ExecutablePlan::ValueDims of the graph compiled at it.
+using ValueDimsList = std::vector<std::optional<std::vector<std::int64_t>>>;
+
+/// Nodes of `graph` whose work changes with a dim that changed between two
+/// signatures (`before`, `after`: the dims of its values at each): those that
+/// read or write a value whose dims differ; those whose integer or bool
+/// outputs follow such dims (Shape and Size of it, and the shape arithmetic
+/// on their results); and those that read such a result as a shape
+/// (ReadsAsShape). A value whose dims are not known at both (kept inside a
+/// fused kernel) is taken as changed when its node reads a changed value.
+/// The stages between these nodes keep their shapes and constants whatever
+/// that dim is: in a decoder step with a KV cache, they are the cache's
+/// Concat and the attention over it.
+std::vector<bool> NodesFollowingChangedDims(const Graph& graph, const ValueDimsList& before,
+                                            const ValueDimsList& after);
+
+/// True when one of `nodes` reads an initializer of more than
+/// ShapeModel::kCopiedElements elements: weights, whose products the
+/// compiled kernels are there for.
+bool ReadsWeights(const Graph& graph, const std::vector<bool>& nodes);
+
 /// One stage: the ready nodes as a model of their own.
 struct Stage {
   /// Graph inputs: the known values the ready nodes read (those ReadsAsShape
@@ -75,13 +98,17 @@ struct Stage {
 };
 
 /// The stage of `shapes.prepared()` after the nodes marked in `done` have run
-/// (`done` has one entry per node). Throws Error(kInvalidModel) naming the
-/// model when shape inference fails at the known values' shapes.
-Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const KnownValues& known);
+/// (`done` has one entry per node). Nodes marked in `host` (empty: none)
+/// never enter a stage: the runner evaluates them. Throws
+/// Error(kInvalidModel) naming the model when shape inference fails at the
+/// known values' shapes.
+Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const KnownValues& known,
+                 const std::vector<bool>& host = {});
 
 /// What decides a stage, as a string for its cache: the nodes done, and each
-/// known value a remaining node reads (name, element type, dims, and the
-/// elements of those given as constants, floats bit-exact).
-std::string StageKey(const Graph& prepared, const std::vector<bool>& done, const KnownValues& known);
+/// known value a remaining node outside `host` reads (name, element type,
+/// dims, and the elements of those given as constants, floats bit-exact).
+std::string StageKey(const Graph& prepared, const std::vector<bool>& done, const KnownValues& known,
+                     const std::vector<bool>& host = {});
 
 }  // namespace onnxfuse::session

@@ -68,8 +68,13 @@ struct StagedModel::CachedStage {
 };
 
 StagedModel::StagedModel(std::shared_ptr<const Graph> prepared, PrepareOptions prepare, bool fuse,
-                         std::size_t cache_size)
-    : prepared_(prepared), shapes_(prepared), prepare_(std::move(prepare)), fuse_(fuse), cache_size_(cache_size) {}
+                         std::size_t cache_size, std::vector<bool> host_nodes)
+    : prepared_(prepared),
+      shapes_(prepared),
+      prepare_(std::move(prepare)),
+      fuse_(fuse),
+      cache_size_(cache_size),
+      host_nodes_(std::move(host_nodes)) {}
 
 StagedModel::~StagedModel() = default;
 
@@ -85,14 +90,14 @@ StagedStats StagedModel::stats() const {
   return total;
 }
 
-std::vector<Tensor> StagedModel::Run(const KnownValues& inputs) {
+std::vector<Tensor> StagedModel::Run(KnownValues inputs) {
   const Graph& graph = *prepared_;
   KnownValues known;
   for (ValueId v : graph.inputs()) {
     const std::string& name = graph.value(v).name;
     auto it = inputs.find(name);
     if (it == inputs.end()) throw Error(ErrorKind::kUsage, graph.source_path() + ": input '" + name + "' is missing");
-    known[name] = it->second;
+    known[name] = std::move(it->second);
   }
   std::vector<bool> done(graph.num_nodes(), false);
   auto outputs_known = [&] {
@@ -120,10 +125,14 @@ std::vector<Tensor> StagedModel::Run(const KnownValues& inputs) {
     }
   }
   std::vector<Tensor> outputs;
-  for (ValueId v : graph.outputs()) {
-    const std::string& name = graph.value(v).name;
+  const std::vector<ValueId>& results = graph.outputs();
+  for (auto v = results.begin(); v != results.end(); ++v) {
+    const std::string& name = graph.value(*v).name;
     auto it = known.find(name);
-    Tensor out = it != known.end() ? it->second : TensorFromProto(*graph.ConstantTensor(v), graph.source_path());
+    Tensor out;
+    if (it == known.end()) out = TensorFromProto(*graph.ConstantTensor(*v), graph.source_path());
+    else if (std::find(v + 1, results.end(), *v) != results.end()) out = it->second;  // given again below
+    else out = std::move(it->second);
     out.name = name;
     outputs.push_back(std::move(out));
   }
@@ -132,7 +141,7 @@ std::vector<Tensor> StagedModel::Run(const KnownValues& inputs) {
 
 std::shared_ptr<StagedModel::CachedStage> StagedModel::StageFor(const std::vector<bool>& done,
                                                                  const KnownValues& known) {
-  const std::string key = StageKey(*prepared_, done, known);
+  const std::string key = StageKey(*prepared_, done, known, host_nodes_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = stages_.begin(); it != stages_.end(); ++it)
@@ -143,7 +152,7 @@ std::shared_ptr<StagedModel::CachedStage> StagedModel::StageFor(const std::vecto
       }
   }
   const auto start = std::chrono::steady_clock::now();
-  Stage split = SplitStage(shapes_, done, known);
+  Stage split = SplitStage(shapes_, done, known, host_nodes_);
   auto cached = std::make_shared<CachedStage>();
   cached->nodes = split.nodes;
   if (!split.nodes.empty()) {
@@ -224,7 +233,8 @@ bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, boo
       auto it = known.find(graph.value(v).name);
       return it != known.end() && it->second.NumElements() == 0 && it->second.elem_type == onnx::TensorProto::FLOAT;
     });
-    const bool follows = OutputsFollowValues(node) || (empty_input && node.domain.empty() && eval::HostEvaluable(node));
+    const bool follows = OutputsFollowValues(node) || (id < host_nodes_.size() && host_nodes_[id]) ||
+                         (empty_input && node.domain.empty() && eval::HostEvaluable(node));
     if (!follows && !(any && node.domain.empty() && eval::HostEvaluable(node))) continue;
     Evaluated(id, EvaluateNode(id, known), done, known);
     evaluated = true;
@@ -371,7 +381,7 @@ std::vector<Tensor> StagedModel::RunLoop(NodeId id, const std::vector<const Tens
     feed[g.value(g.inputs()[0]).name] = Scalar(onnx::TensorProto::INT64, i);
     feed[g.value(g.inputs()[1]).name] = Scalar(onnx::TensorProto::BOOL, condition ? 1 : 0);
     for (std::size_t k = 0; k < carried; ++k) feed[g.value(g.inputs()[2 + k]).name] = state[k];
-    std::vector<Tensor> results = body.Run(feed);
+    std::vector<Tensor> results = body.Run(std::move(feed));
     condition = Truth(results[0]);
     for (std::size_t k = 0; k < carried; ++k) state[k] = std::move(results[1 + k]);
     for (std::size_t k = 0; k < scans; ++k) scanned[k].push_back(std::move(results[1 + carried + k]));

@@ -11,7 +11,8 @@
 //      the nodes done, the values' shapes, and the elements of the small
 //      values read as shapes), and run;
 //   2. the nodes left whose inputs are now all known and whose outputs follow
-//      values are evaluated one by one: NonZero, NonMaxSuppression, Compress
+//      values (or that the model was made to evaluate: host_nodes) are
+//      evaluated one by one: NonZero, NonMaxSuppression, Compress
 //      and Unique on the host evaluator (eval/host_eval.h), as is a node that
 //      reads an empty tensor (no detection; compiled kernels refuse them); an If by running
 //      the branch its condition picks; a Loop by running its body once per
@@ -58,17 +59,22 @@ class StagedModel {
   /// `prepare`: those options, for its branches and bodies (loaded and
   /// prepared the same way; prepare.fusion fuses each stage, unless `fuse`
   /// is false); `cache_size`: stages kept (LRU). Stages of the same nodes at
-  /// other shapes share their prepacked weights.
-  StagedModel(std::shared_ptr<const Graph> prepared, PrepareOptions prepare, bool fuse, std::size_t cache_size);
+  /// other shapes share their prepacked weights. `host_nodes` (one entry per
+  /// node, or empty): nodes always evaluated one by one, never compiled
+  /// (NodesFollowingChangedDims: a KV cache's attention), so that the stages
+  /// between them are found in the cache whatever the cache's length.
+  StagedModel(std::shared_ptr<const Graph> prepared, PrepareOptions prepare, bool fuse, std::size_t cache_size,
+              std::vector<bool> host_nodes = {});
   ~StagedModel();
 
   /// Runs the model. `inputs`: every graph input by name, in its storage
-  /// type (tensor_io.h). Returns the graph outputs in order, named. Thread-safe.
+  /// type (tensor_io.h); taken over (a caller that keeps them passes a copy).
+  /// Returns the graph outputs in order, named. Thread-safe.
   /// Throws Error: kUsage for a missing input; kUnsupported naming the node
   /// that neither a stage nor the evaluator can run; what compiling a stage
   /// throws; kInvalidModel for values the model's ops refuse (an If condition
   /// that is not one element, a Loop body output of the wrong count).
-  std::vector<Tensor> Run(const KnownValues& inputs);
+  std::vector<Tensor> Run(KnownValues inputs);
 
   StagedStats stats() const;
   const Graph& prepared() const { return *prepared_; }
@@ -100,6 +106,7 @@ class StagedModel {
   PrepareOptions prepare_;
   bool fuse_;
   std::size_t cache_size_;
+  std::vector<bool> host_nodes_;
 
   mutable std::mutex mutex_;  // guards the members below
   std::list<std::pair<std::string, std::shared_ptr<CachedStage>>> stages_;  // most recent first

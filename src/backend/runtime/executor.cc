@@ -136,6 +136,7 @@ struct ExecutablePlan::Impl {
   Buffer arena, scratchpad;
   std::vector<IoBinding> inputs, outputs;
   PlanStats stats;
+  std::vector<std::optional<std::vector<std::int64_t>>> value_dims;  // by ValueId
 
   char* SlotData(int slot) const { return arena.get() + slots[static_cast<std::size_t>(slot)].offset; }
 };
@@ -145,6 +146,9 @@ ExecutablePlan::ExecutablePlan(ExecutablePlan&&) noexcept = default;
 ExecutablePlan& ExecutablePlan::operator=(ExecutablePlan&&) noexcept = default;
 ExecutablePlan::~ExecutablePlan() = default;
 const PlanStats& ExecutablePlan::stats() const { return impl_->stats; }
+const std::vector<std::optional<std::vector<std::int64_t>>>& ExecutablePlan::ValueDims() const {
+  return impl_->value_dims;
+}
 
 ExecutablePlan ExecutablePlan::Compile(const Graph& graph, const FusionPlan& plan, const CompileOptions& options) {
   return CompileInto(graph, nullptr, plan, options);
@@ -198,6 +202,14 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
   }
   b.group = -1, b.group_pattern.clear();
   LinkPointwise(b);
+  impl->value_dims.resize(graph.values().size());
+  for (ValueId v = 0; v < graph.values().size(); ++v) {
+    Node pseudo;
+    pseudo.name = graph.value(v).name, pseudo.op_type = "value";
+    if (b.IsAct(v)) impl->value_dims[v] = b.AnyActOf(v, pseudo).dims;
+    else if (graph.value(v).initializer >= 0) impl->value_dims[v] = graph.value(v).type.dims;  // its data may be released
+    else if (b.IsConst(v)) impl->value_dims[v] = b.ConstDims(v, pseudo);
+  }
 
   for (ValueId v : graph.outputs()) {
     const Value& value = graph.value(v);

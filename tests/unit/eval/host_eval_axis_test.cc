@@ -1,4 +1,4 @@
-// ArgMax, ArgMin, TopK, Hardmax, CumSum and Trilu on the host evaluator
+// ArgMax, ArgMin, TopK, Hardmax, Softmax, LogSoftmax, CumSum and Trilu on the host evaluator
 // (src/eval/host_eval_axis.cc): ONNX's node tests, then edge cases
 // the spec settles (ties, negative axes, k out of range).
 #include <catch2/catch.hpp>
@@ -17,6 +17,8 @@ TEST_CASE("ArgMax, ArgMin, TopK, Hardmax, CumSum and Trilu reproduce ONNX's node
   test::CheckNodeTestsOnHost("argmin", 16);
   test::CheckNodeTestsOnHost("top_k", 3);
   test::CheckNodeTestsOnHost("hardmax", 7);
+  test::CheckNodeTestsOnHost("softmax", 7);
+  test::CheckNodeTestsOnHost("logsoftmax", 7);
   test::CheckNodeTestsOnHost("cumsum", 7);
   test::CheckNodeTestsOnHost("tril", 9);
   test::CheckNodeTestsOnHost("triu", 9);
@@ -65,4 +67,19 @@ TEST_CASE("CumSum of integers is exact beyond 2^53, and Hardmax before 13 flatte
   const Tensor h = test::TensorOf("", {1, 2, 2}, {1, 4, 4, 2});
   CHECK(eval::EvalOnHost(NodeOf("Hardmax"), {&h}, 11).at(0).data == std::vector<float>{0, 1, 0, 0});
   CHECK(eval::EvalOnHost(NodeOf("Hardmax"), {&h}, 13).at(0).data == std::vector<float>{0, 1, 1, 0});
+}
+
+TEST_CASE("Softmax before 13 spans every dim from the axis, from 13 one axis, and large values do not overflow",
+          "[host_eval]") {
+  const Tensor x = test::TensorOf("", {1, 2, 2}, {0, 0, 1000, 1000});
+  // Opset 11, axis 1: one row of four, e^1000 taken relative to the maximum.
+  auto out = eval::EvalOnHost(NodeOf("Softmax", {IntAttr("axis", 1)}), {&x}, 11);
+  CHECK(out.at(0).data == std::vector<float>{0, 0, 0.5f, 0.5f});
+  // Opset 13, axis 1: two rows of two along dim 1, for each of the last dim's columns.
+  out = eval::EvalOnHost(NodeOf("Softmax", {IntAttr("axis", 1)}), {&x}, 13);
+  CHECK(out.at(0).data == std::vector<float>{0, 0, 1, 1});
+  out = eval::EvalOnHost(NodeOf("LogSoftmax"), {&x}, 13);  // axis -1: rows of two equal values
+  for (float v : out.at(0).data) CHECK(v == Approx(-0.6931471805599453));
+  const Tensor ints = test::IntTensorOf("", {2}, {1, 2});
+  CHECK(test::ErrorOf([&] { eval::EvalOnHost(NodeOf("Softmax"), {&ints}, 13); }).kind == ErrorKind::kInvalidModel);
 }
