@@ -388,11 +388,14 @@ def main():
             failed |= line_failed
             compiles = spread([x["compiles"] for x in ours.values()], "{:.0f}") + (
                 f" / {max(x['distinct_shapes'] for x in ours.values())}" if ours else "")
-            if ours and all(x.get("staged_runs") for x in ours.values()):  # no schedule per shape: stages
-                compiles = spread([x["stages_compiled"] for x in ours.values()], "{:.0f}") + " stages"
-                load_ms = compile_ms = "–"
+            if ours and all(x.get("staged_runs") for x in ours.values()):  # stages (after any schedules)
+                stages = spread([x["stages_compiled"] for x in ours.values()], "{:.0f}") + " stages"
+                made = [x["compiles"] for x in ours.values()]
+                compiles = stages if not any(made) else spread(made, "{:.0f}") + " + " + stages
             load_ms = spread([statistics.median(x["load_ms"]) for x in ours.values() if x["load_ms"]], "{:.1f}")
             compile_ms = spread([statistics.median(x["compile_ms"]) for x in ours.values() if x["compile_ms"]], "{:.1f}")
+            if not any(x["load_ms"] for x in ours.values()):  # no schedule made: stages only
+                load_ms = compile_ms = "–"
             memory = lambda s: (f"{spread([x['peak_mb'] for x in s.values()], '{:.0f}')}; "  # noqa: E731
                                 f"+{statistics.median(x['growth_mb'] for x in s.values()):.0f}") if s else "fail"
             lines.append(
@@ -406,7 +409,7 @@ def main():
               "included); growth: peak RSS minus the RSS before the session was created; compiles / shapes: "
               "schedules onnxfuse made / distinct input shapes among them (more compiles than shapes: the "
               "shape cache evicted a schedule that was needed again), or for a model run in stages the stages "
-              "it compiled; load_ms, compile_ms: "
+              "it compiled (after the schedules of its first shapes, for a KV cache); load_ms, compile_ms: "
               "session.stats() per schedule made; max rel: worst output of any call "
               f"against ORT's in the same round (FAIL above {RTOL:g})."]
     print_table(lines, errors, args.out)

@@ -167,24 +167,32 @@ Tensor MaxUnpool(const Node& node, const std::vector<const Tensor*>& in) {
 
 // ---- RoiAlign ---------------------------------------------------------------
 
-// Bilinear interpolation of plane `v` (h x w) at (y, x), as RoiAlign's
-// reference (Caffe2's, which ONNX Runtime and the ONNX reference share): a
-// point more than one pixel outside the image is 0; otherwise coordinates
-// below 0 read row/column 0 and the last row/column is not interpolated past.
-// Returns the 4 weighted corner values, for avg (their sum) and max (their
-// largest, as the reference takes).
-std::array<double, 4> BilinearCorners(const Tensor& x, std::int64_t offset, std::int64_t h, std::int64_t w, double y,
-                                      double xc) {
-  if (y < -1.0 || y > static_cast<double>(h) || xc < -1.0 || xc > static_cast<double>(w)) return {0, 0, 0, 0};
+// One bilinear sample of a plane (h x w) at (y, x), as RoiAlign's reference
+// (Caffe2's, which ONNX Runtime and the ONNX reference share) takes it: a
+// point more than one pixel outside the image is 0 (`inside` false);
+// otherwise coordinates below 0 read row/column 0 and the last row/column is
+// not interpolated past. Its 4 corners' offsets in the plane and weights; the
+// same for every channel, so a roi's samples are worked out once (as ONNX
+// Runtime's pre_calc does) and each channel reads them.
+struct Sample {
+  bool inside = false;
+  std::array<std::int64_t, 4> at{};
+  std::array<double, 4> weight{};
+};
+
+Sample BilinearSample(std::int64_t h, std::int64_t w, double y, double xc) {
+  Sample s;
+  if (y < -1.0 || y > static_cast<double>(h) || xc < -1.0 || xc > static_cast<double>(w)) return s;
   y = std::max(y, 0.0), xc = std::max(xc, 0.0);
   auto y_low = static_cast<std::int64_t>(y), x_low = static_cast<std::int64_t>(xc);
   std::int64_t y_high = y_low + 1, x_high = x_low + 1;
   if (y_low >= h - 1) y_high = y_low = h - 1, y = static_cast<double>(y_low);
   if (x_low >= w - 1) x_high = x_low = w - 1, xc = static_cast<double>(x_low);
   const double ly = y - static_cast<double>(y_low), lx = xc - static_cast<double>(x_low), hy = 1 - ly, hx = 1 - lx;
-  auto at = [&](std::int64_t r, std::int64_t c) { return ElementAt(x, offset + r * w + c); };
-  return {hy * hx * at(y_low, x_low), hy * lx * at(y_low, x_high), ly * hx * at(y_high, x_low),
-          ly * lx * at(y_high, x_high)};
+  s.inside = true;
+  s.at = {y_low * w + x_low, y_low * w + x_high, y_high * w + x_low, y_high * w + x_high};
+  s.weight = {hy * hx, hy * lx, ly * hx, ly * lx};
+  return s;
 }
 
 // ONNX Operators.md, RoiAlign-16 (RoiAlign-10: output_half_pixel, the only
@@ -195,7 +203,7 @@ std::array<double, 4> BilinearCorners(const Tensor& x, std::int64_t offset, std:
 // their mean, max the largest weighted corner value of any sample.
 Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int64_t opset) {
   const Tensor &x = SpatialInput(node, in), &rois = NeedInput(node, in, 1), &batch = NeedInput(node, in, 2);
-  if (x.dims.size() != 4) InvalidNode(node, "X must be 4-D [N, C, H, W]");
+  if (x.dims.size() != 4 || IsInt64(x)) InvalidNode(node, "X must be a 4-D [N, C, H, W] float tensor");
   const std::int64_t num = rois.dims.empty() ? 0 : rois.dims[0];
   if (rois.dims.size() != 2 || rois.dims[1] != 4 || batch.NumElements() != num)
     InvalidNode(node, "rois of shape " + DimsString(rois.dims) + " and batch_indices of shape " + DimsString(batch.dims) +
@@ -211,9 +219,13 @@ Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int
   const double scale = AttrFloat(node, "spatial_scale", 1.f), offset = transform == "half_pixel" ? 0.5 : 0.0;
   if (oh < 1 || ow < 1 || ratio < 0) InvalidNode(node, "output_height, output_width must be positive, sampling_ratio >= 0");
   const std::int64_t channels = x.dims[1], h = x.dims[2], w = x.dims[3];
-  std::vector<double> values;
+  const std::vector<std::int64_t> images = AsInts(batch);
+  Tensor y;
+  y.elem_type = x.elem_type, y.data_type = x.data_type, y.dims = {num, channels, oh, ow};
+  y.data.reserve(static_cast<std::size_t>(Product(y.dims)));
+  std::vector<Sample> samples;
   for (std::int64_t r = 0; r < num; ++r) {
-    const std::int64_t b = AsInts(batch)[static_cast<std::size_t>(r)];
+    const std::int64_t b = images[static_cast<std::size_t>(r)];
     if (b < 0 || b >= x.dims[0]) InvalidNode(node, "batch index " + std::to_string(b) + " outside X");
     const double x1 = ElementAt(rois, r * 4) * scale - offset, y1 = ElementAt(rois, r * 4 + 1) * scale - offset;
     double roi_w = ElementAt(rois, r * 4 + 2) * scale - offset - x1, roi_h = ElementAt(rois, r * 4 + 3) * scale - offset - y1;
@@ -222,24 +234,35 @@ Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int
     const auto grid_h = ratio > 0 ? ratio : static_cast<std::int64_t>(std::ceil(bin_h));
     const auto grid_w = ratio > 0 ? ratio : static_cast<std::int64_t>(std::ceil(bin_w));
     const double count = static_cast<double>(std::max<std::int64_t>(grid_h * grid_w, 1));
-    for (std::int64_t c = 0; c < channels; ++c)
-      for (std::int64_t ph = 0; ph < oh; ++ph)
-        for (std::int64_t pw = 0; pw < ow; ++pw) {
-          double sum = 0, best = 0;
-          bool first = true;
-          for (std::int64_t iy = 0; iy < grid_h; ++iy)
-            for (std::int64_t ix = 0; ix < grid_w; ++ix) {
-              const double y = y1 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
-              const double xc = x1 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
-              const auto corners = BilinearCorners(x, (b * channels + c) * h * w, h, w, y, xc);
-              const double largest = *std::max_element(corners.begin(), corners.end());
-              sum += corners[0] + corners[1] + corners[2] + corners[3];
-              best = first ? largest : std::max(best, largest), first = false;
-            }
-          values.push_back(mode == "avg" ? sum / count : best);
+    // The roi's samples, bin by bin (ph, pw), each bin's grid in order (iy, ix).
+    samples.clear();
+    for (std::int64_t ph = 0; ph < oh; ++ph)
+      for (std::int64_t pw = 0; pw < ow; ++pw)
+        for (std::int64_t iy = 0; iy < grid_h; ++iy)
+          for (std::int64_t ix = 0; ix < grid_w; ++ix) {
+            const double yc = y1 + static_cast<double>(ph) * bin_h + (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+            const double xc = x1 + static_cast<double>(pw) * bin_w + (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+            samples.push_back(BilinearSample(h, w, yc, xc));
+          }
+    const auto per_bin = static_cast<std::size_t>(grid_h * grid_w);
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const float* plane = x.data.data() + (b * channels + c) * h * w;
+      for (std::size_t bin = 0; bin < static_cast<std::size_t>(oh * ow); ++bin) {
+        double sum = 0, best = 0;
+        for (std::size_t k = 0; k < per_bin; ++k) {
+          const Sample& s = samples[bin * per_bin + k];
+          std::array<double, 4> corners{0, 0, 0, 0};
+          if (s.inside)
+            for (std::size_t q = 0; q < 4; ++q) corners[q] = s.weight[q] * plane[s.at[q]];
+          const double largest = *std::max_element(corners.begin(), corners.end());
+          sum += corners[0] + corners[1] + corners[2] + corners[3];
+          best = k == 0 ? largest : std::max(best, largest);
         }
+        y.data.push_back(static_cast<float>(mode == "avg" ? sum / count : best));
+      }
+    }
   }
-  return MakeHostTensor(false, {num, channels, oh, ow}, values);
+  return y;
 }
 
 // ---- LRN --------------------------------------------------------------------

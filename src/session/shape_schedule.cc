@@ -31,9 +31,10 @@ std::size_t SharedPackedConstants::size() const {
 }
 
 ShapeSchedule::ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bool fuse,
-                             SharedPackedConstants* packed, std::unique_ptr<ExecutablePlan> first, double load_ms)
+                             SharedPackedConstants* packed, std::unique_ptr<ExecutablePlan> first, double load_ms,
+                             const std::map<std::string, std::string>& implementations)
     : graph_(std::move(graph)), fusion_(std::move(fusion)), fuse_(fuse), packed_(packed), load_ms_(load_ms) {
-  if (!first) first = std::make_unique<ExecutablePlan>(packed_->Compile(*graph_, fusion_, fuse_));
+  if (!first) first = std::make_unique<ExecutablePlan>(packed_->Compile(*graph_, fusion_, fuse_, implementations));
   stats_ = first->stats();
   value_dims_ = first->ValueDims();
   for (const ScheduleStep& step : first->Schedule())  // a step's label starts with its anchor node's name

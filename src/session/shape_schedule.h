@@ -52,9 +52,13 @@ class ShapeSchedule {
  public:
   /// `graph` keeps its weights (more instances compile from it); `first`, when
   /// given, is an already compiled instance (a plan file's). `load_ms`: the
-  /// wall-clock ms it took to load `graph` and fuse it (or apply a plan's groups).
+  /// wall-clock ms it took to load `graph` and fuse it (or apply a plan's
+  /// groups). `implementations`: the oneDNN implementation to keep per step
+  /// ("<kind>:<anchor node>", those of a schedule of the same nodes at other
+  /// shapes), instead of timing the candidates again where it is one of them.
   ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bool fuse, SharedPackedConstants* packed,
-                std::unique_ptr<ExecutablePlan> first = nullptr, double load_ms = 0);
+                std::unique_ptr<ExecutablePlan> first = nullptr, double load_ms = 0,
+                const std::map<std::string, std::string>& implementations = {});
 
   /// Exclusive use of one instance until destroyed (returned to the pool).
   class Lease {
@@ -78,6 +82,8 @@ class ShapeSchedule {
   const PlanStats& stats() const { return stats_; }
   /// Each value's dims as compiled (ExecutablePlan::ValueDims), by ValueId of graph().
   const std::vector<std::optional<std::vector<std::int64_t>>>& value_dims() const { return value_dims_; }
+  /// The implementation of each step ("<kind>:<anchor node>" -> oneDNN's name).
+  const std::map<std::string, std::string>& implementations() const { return implementations_; }
   /// The constructor's load_ms (its first compile is stats().compile_ms).
   double load_ms() const { return load_ms_; }
   int instances() const;

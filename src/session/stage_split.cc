@@ -64,6 +64,17 @@ onnx::ValueInfoProto InfoOf(const std::string& name, std::int32_t elem_type, con
   return info;
 }
 
+// `model` without its graph's nodes, inputs, outputs, initializers and value
+// types: what a model cut from it starts from.
+onnx::ModelProto Header(const onnx::ModelProto& model) {
+  onnx::ModelProto header;
+  header.set_ir_version(model.ir_version());
+  *header.mutable_opset_import() = model.opset_import();
+  *header.mutable_functions() = model.functions();
+  header.mutable_graph()->set_name(model.graph().name());
+  return header;
+}
+
 // `done` with the nodes of `host` (empty: none) marked too: the nodes a stage
 // never holds, whose reads do not decide one.
 std::vector<bool> Skipped(const std::vector<bool>& done, const std::vector<bool>& host) {
@@ -217,17 +228,27 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
     blocked[id] = b;
   }
 
-  // The remaining nodes, reading the known values as inputs or constants.
-  onnx::ModelProto model = stripped;
+  // The remaining nodes, reading the known values as inputs or constants,
+  // and of the stripped model only what they read: its header, functions,
+  // and the initializers and static value types of the values they touch.
+  onnx::ModelProto model = Header(stripped);
   onnx::GraphProto& g = *model.mutable_graph();
-  g.clear_node(), g.clear_input(), g.clear_output();
   std::vector<NodeId> remaining;
+  std::set<std::string> touched;
   for (NodeId id = 0; id < graph.num_nodes(); ++id)
     if (!done[id] && !blocked[id]) {
       onnx::NodeProto& node = *g.add_node() = stripped.graph().node(static_cast<int>(id));
       node.set_name(graph.node(id).name);  // the loader's name for an unnamed node, not one by its index here
       remaining.push_back(id);
+      for (ValueId v : graph.node(id).inputs)
+        if (v != kNoValue) touched.insert(graph.value(v).name);
+      for (ValueId v : graph.node(id).outputs)
+        if (v != kNoValue) touched.insert(graph.value(v).name);
     }
+  for (const onnx::TensorProto& init : stripped.graph().initializer())
+    if (touched.count(init.name())) *g.add_initializer() = init;
+  for (const onnx::ValueInfoProto& info : stripped.graph().value_info())
+    if (touched.count(info.name())) *g.add_value_info() = info;
   const std::vector<bool> skip = Skipped(done, host);
   for (ValueId v : KnownRead(graph, skip, known)) {
     const Tensor& t = known.at(graph.value(v).name);
@@ -274,9 +295,9 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
   // The stage: ready nodes; the inputs and initializers they read; the values
   // they compute that a node left for later, or the model's outputs, read.
   Stage stage;
-  stage.model = model;
+  stage.model = Header(model);
   onnx::GraphProto& s = *stage.model.mutable_graph();
-  s.clear_node(), s.clear_input(), s.clear_output(), s.clear_initializer();
+  *s.mutable_value_info() = model.graph().value_info();  // the types inference gave
   std::set<std::string> read;
   for (NodeId i = 0; i < probe.num_nodes(); ++i) {
     if (!ready[i]) continue;

@@ -169,16 +169,20 @@ std::shared_ptr<StagedModel::CachedStage> StagedModel::StageFor(const std::vecto
     }
     std::string nodes_key;
     for (NodeId id : split.nodes) nodes_key += std::to_string(id) + ",";
-    SharedPackedConstants* packed = nullptr;
+    SameNodes* same = nullptr;
+    std::map<std::string, std::string> implementations;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto& slot = packed_[nodes_key];
-      if (!slot) slot = std::make_unique<SharedPackedConstants>();
-      packed = slot.get();
+      auto& slot = same_nodes_[nodes_key];
+      if (!slot) slot = std::make_unique<SameNodes>();
+      same = slot.get();
+      implementations = same->implementations;
     }
     try {
-      cached->schedule = std::make_unique<ShapeSchedule>(std::move(graph), std::move(fusion), fuse_, packed, nullptr,
-                                                         MsSince(start));
+      cached->schedule = std::make_unique<ShapeSchedule>(std::move(graph), std::move(fusion), fuse_, &same->packed,
+                                                         nullptr, MsSince(start), implementations);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (same->implementations.empty()) same->implementations = cached->schedule->implementations();
     } catch (const Error& e) {
       // What the compiled kernels refuse at these shapes (an empty tensor:
       // no detection) is evaluated on the host, where every op knows them.

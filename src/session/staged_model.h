@@ -111,9 +111,15 @@ class StagedModel {
   mutable std::mutex mutex_;  // guards the members below
   std::list<std::pair<std::string, std::shared_ptr<CachedStage>>> stages_;  // most recent first
   std::map<std::string, std::unique_ptr<StagedModel>> bodies_;  // "<node id>/<attribute>"
-  // Builder keys constants by node index, which is the same in every stage of
-  // the same nodes: those share one map (by their node ids).
-  std::map<std::string, std::unique_ptr<SharedPackedConstants>> packed_;
+  // What the stages of the same nodes at other shapes share (by their node
+  // ids): their prepacked constants (Builder keys them by node index, the same
+  // in each), and the implementation the first one timed for each step, so
+  // that a new count of boxes does not time its candidates again.
+  struct SameNodes {
+    SharedPackedConstants packed;
+    std::map<std::string, std::string> implementations;
+  };
+  std::map<std::string, std::unique_ptr<SameNodes>> same_nodes_;
   StagedStats stats_;
 };
 

@@ -3,6 +3,7 @@
 #include "backend/lower/ops/matmul.h"
 
 #include <functional>
+#include <optional>
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
@@ -129,28 +130,16 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
     return EmitGemmRuntime(b, chain_in);
   Chain chain = chain_in;
   const Dims stored_a = b.ActOf(node.inputs[0], node).dims;
-  Tensor w = b.Const(node.inputs[1], node);
-  if (stored_a.size() != 2 || w.dims.size() != 2) Unsupported(b, node, "A and B must be 2-D");
+  const Dims stored_w = b.ConstDims(node.inputs[1], node);
+  if (stored_a.size() != 2 || stored_w.size() != 2) Unsupported(b, node, "A and B must be 2-D");
   // transA = 1: A is stored [K, M]; the product reads it as [M, K] through
   // swapped strides (a plain buffer, no copy).
-  const bool trans_a = AttrInt(node, "transA", 0) != 0;
+  const bool trans_a = AttrInt(node, "transA", 0) != 0, trans_b = AttrInt(node, "transB", 0) != 0;
   const Dims a = trans_a ? Dims{stored_a[1], stored_a[0]} : stored_a;
   const memory::desc src_md = trans_a ? memory::desc(a, DataType::f32, Dims{1, a[0]}) : PlainDesc(a);
   const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
-  // B as [N, K] (one row per output, as eval::ScaleWeights scales it), viewed as the
-  // [K, N] operand of the product.
-  if (AttrInt(node, "transB", 0) == 0) {  // [K,N] -> [N,K]
-    Tensor t = w;
-    for (std::int64_t k = 0; k < w.dims[0]; ++k)
-      for (std::int64_t n = 0; n < w.dims[1]; ++n)
-        t.data[static_cast<std::size_t>(n * w.dims[0] + k)] = w.data[static_cast<std::size_t>(k * w.dims[1] + n)];
-    t.dims = {w.dims[1], w.dims[0]};
-    w = std::move(t);
-  }
-  const std::int64_t n = w.dims[0], k = w.dims[1];
+  const std::int64_t n = trans_b ? stored_w[0] : stored_w[1], k = trans_b ? stored_w[1] : stored_w[0];
   if (k != a[1]) throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
-  if (alpha != 1.f)
-    for (auto& v : w.data) v *= alpha;
   // C, unidirectionally broadcast to [M, N] (ONNX Gemm-13): one value per
   // output ([N], [1, N], a scalar) is the matmul's bias; any other shape
   // ([M, 1], [M, N]) is added as beta * C, scaled per output by a folded
@@ -173,12 +162,31 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
     chain.post_ops.insert(chain.post_ops.begin(),
                           PostOp{PostOp::Kind::kBinary, dnnl::algorithm::binary_add, 0.f, 0.f, kNoValue, added, 0});
   }
-  eval::ScaleWeights(w.data, w.dims, eval::WeightLayout::kOutputMajor, 1, chain.affine.scale);
   eval::FoldIntoBias(bias, chain.affine);
+  // B as [N, K] (one row per output, as eval::ScaleWeights scales it), viewed
+  // as the [K, N] operand of the product; alpha and a folded
+  // BatchNormalization's scale applied. Made only when a packing needs it: a
+  // schedule of the same node at another M replays the packed weights.
+  std::optional<Tensor> prepared;
+  auto weights_data = [&]() -> const float* {
+    if (prepared) return prepared->data.data();
+    const Tensor& w = b.Const(node.inputs[1], node);
+    Tensor t = w;
+    if (!trans_b) {  // [K,N] -> [N,K]
+      for (std::int64_t kk = 0; kk < k; ++kk)
+        for (std::int64_t nn = 0; nn < n; ++nn)
+          t.data[static_cast<std::size_t>(nn * k + kk)] = w.data[static_cast<std::size_t>(kk * n + nn)];
+      t.dims = {n, k};
+    }
+    if (alpha != 1.f)
+      for (auto& v : t.data) v *= alpha;
+    eval::ScaleWeights(t.data, t.dims, eval::WeightLayout::kOutputMajor, 1, chain.affine.scale);
+    prepared = std::move(t);
+    return prepared->data.data();
+  };
 
   const memory::desc weights_view({k, n}, DataType::f32, Dims{1, k});  // [N, K] data read as [K, N]
-  if (!trans_a && EmitOwnGemm(b, chain, node.inputs[0], {a[0], n}, k, weights_view, [&] { return w.data.data(); },
-                              bias))
+  if (!trans_a && EmitOwnGemm(b, chain, node.inputs[0], {a[0], n}, k, weights_view, weights_data, bias))
     return;
 
   // oneDNN's matmul, not inner_product: the same kernels family (brgemm), but
@@ -205,7 +213,7 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
     src = b.Use(node.inputs[0], pd.src_desc(), node);
   }
   memory weights = b.PackedConstant(chain.anchor, "weights", pd.weights_desc(),
-                                    [&] { return b.HostView(weights_view, w.data.data()); });
+                                    [&] { return b.HostView(weights_view, weights_data()); });
   memory bias_mem = BiasMemory(b, chain.anchor, bias, true);
   args.emplace_back(DNNL_ARG_SRC, src);
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
