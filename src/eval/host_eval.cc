@@ -335,17 +335,24 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
     for (auto p : perm) out.push_back(x.dims[static_cast<std::size_t>(p)]), from.push_back(is[static_cast<std::size_t>(p)]);
     Tensor t;
     t.elem_type = x.elem_type, t.data_type = x.data_type, t.dims = out;
-    // The output in order, its index counted like an odometer: the source
-    // offset moves by the stride of the digit that turns.
+    // The output in rows of its last dim (a fixed source stride each), the
+    // rows counted like an odometer: the source offset moves by the stride
+    // of the digit that turns.
     auto transpose = [&](auto field) {
       const auto& src = x.*field;
       auto& dst = t.*field;
       dst.resize(static_cast<std::size_t>(Product(out)));
+      if (out.empty() || dst.empty()) {  // a scalar is itself; an empty tensor has no rows
+        std::copy(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(dst.size()), dst.begin());
+        return;
+      }
+      const std::size_t last = out.size() - 1;
+      const std::int64_t row = out[last], step = from[last];
       std::vector<std::int64_t> index(out.size(), 0);
       std::int64_t offset = 0;
-      for (std::size_t i = 0; i < dst.size(); ++i) {
-        dst[i] = src[static_cast<std::size_t>(offset)];
-        for (std::size_t d = out.size(); d-- > 0;) {
+      for (std::size_t i = 0; i < dst.size(); i += static_cast<std::size_t>(row)) {
+        for (std::int64_t j = 0; j < row; ++j) dst[i + static_cast<std::size_t>(j)] = src[static_cast<std::size_t>(offset + j * step)];
+        for (std::size_t d = last; d-- > 0;) {
           offset += from[d];
           if (++index[d] < out[d]) break;
           offset -= from[d] * out[d];

@@ -169,6 +169,39 @@ TEST_CASE("plan shapes: a session on the plan runs batches 1, 3 and 8 as the ses
   CHECK(stats.shapes[1].input_shapes.at("input")[0] == 3);
 }
 
+TEST_CASE("plan shapes: a plan's mapped constants outlive its own schedule in the shape cache",
+          "[session][models]") {
+  // The decoder step's weights are used in place from the mapped file at
+  // every cache length (one token: the same gemv layout). The file's shape
+  // (past 1) and lengths 2 to 4 in a cache of 3 evict the file's schedule;
+  // the others still read the mapping.
+  test::TempDir dir("plan_shapes_mapped");
+  FuseJob job;
+  job.input_path = std::string(ONNXFUSE_MODELS_DIR) + "/dynamic/gpt2_decoder_step/model.onnx";
+  job.output_path = (dir.path / "decoder.plan").string();
+  RunFuseJob(job, WritePlanFileForJob, backend::LowersOp);
+  SessionOptions small;
+  small.shape_cache_size = 3;
+  InferenceSession plan(job.output_path, small), onnx(job.input_path);
+  const std::vector<std::int64_t> token = {7};
+  for (std::int64_t past : {2, 3, 4, 4, 3}) {
+    INFO("past " << past);
+    std::vector<float> cache(static_cast<std::size_t>(4 * past * 64));
+    for (std::size_t i = 0; i < cache.size(); ++i) cache[i] = static_cast<float>(i % 13) / 13.0f - 0.5f;
+    NamedInputs views = {{"input_ids", {ElementType::kInt64, {1, 1}, token.data()}}};
+    for (const ValueInfo& in : plan.inputs())
+      if (in.name != "input_ids") views[in.name] = {ElementType::kFloat, {1, 4, past, 64}, cache.data()};
+    const std::vector<Tensor> got = plan.Run(views), want = onnx.Run(views);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(CompareTensors(want[i], got[i]).max_rel < 1e-4);
+  }
+  CHECK(plan.stats().evictions == 1);
+  // Still mapped: a read of an unmapped constant may find other memory there rather than fault.
+  std::ifstream maps("/proc/self/maps");
+  const std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  CHECK(mapped.find(job.output_path) != std::string::npos);
+}
+
 // y = Relu(x @ w): x float[N,2], y float[N,2].
 const char* const kSmall = R"(<ir_version: 8, opset_import: ["" : 13]>
   g (float[N,2] x, float[2,2] w = {1.0, -2.0, 0.5, 0.25}) => (float[N,2] y) {
