@@ -53,7 +53,7 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     s.fused_once = loaded.model != nullptr;
     s.groups_fused = loaded.info.fused;
     s.groups = loaded.fusion;
-    s.packed.Add(loaded.packed->by_key);  // the file's weights, for every schedule
+    s.packed.Add(*loaded.packed);  // the file's weights, and their mapping, for every schedule
     graph = std::move(loaded.graph);
     const Graph& declared = s.symbolic ? s.symbolic->prepared() : *graph;  // with its symbolic dims
     if (s.symbolic && options.max_samples_per_pass >= 0) s.batch_symbol = session::SeparableBatchSymbol(declared);

@@ -13,6 +13,7 @@ ExecutablePlan SharedPackedConstants::Compile(const Graph& graph, const FusionPl
   {
     std::lock_guard<std::mutex> lock(mutex_);
     options.packed->by_key = by_key_;
+    options.packed->storage = storage_;
   }
   ExecutablePlan plan = ExecutablePlan::Compile(graph, fusion, options);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -20,9 +21,10 @@ ExecutablePlan SharedPackedConstants::Compile(const Graph& graph, const FusionPl
   return plan;
 }
 
-void SharedPackedConstants::Add(const std::map<std::string, dnnl::memory>& constants) {
+void SharedPackedConstants::Add(const backend::PackedConstants& constants) {
   std::lock_guard<std::mutex> lock(mutex_);
-  by_key_.insert(constants.begin(), constants.end());
+  by_key_.insert(constants.by_key.begin(), constants.by_key.end());
+  if (constants.storage) storage_ = constants.storage;
 }
 
 std::size_t SharedPackedConstants::size() const {

@@ -38,14 +38,19 @@ class SharedPackedConstants {
   /// Throws what Compile throws.
   ExecutablePlan Compile(const Graph& graph, const FusionPlan& fusion, bool fuse,
                          const std::map<std::string, std::string>& implementations = {});
-  /// Adds constants packed elsewhere (a plan file's, LoadedPlan::packed), keeping any held under the same key.
-  void Add(const std::map<std::string, dnnl::memory>& constants);
+  /// Adds constants packed elsewhere (a plan file's, LoadedPlan::packed),
+  /// keeping any held under the same key, and what their bytes lie in (the
+  /// mapped plan file): every plan compiled from here on keeps it alive, so
+  /// the file stays mapped while any schedule uses its constants, whichever
+  /// schedules the shape cache evicts.
+  void Add(const backend::PackedConstants& constants);
   /// Distinct constants held.
   std::size_t size() const;
 
  private:
   mutable std::mutex mutex_;
   std::map<std::string, dnnl::memory> by_key_;
+  std::shared_ptr<const void> storage_;
 };
 
 class ShapeSchedule {
