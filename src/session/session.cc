@@ -49,7 +49,16 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     read.keep_model = true;    // and schedules at other shapes from its model
     read.input_shapes = options.input_shapes;
     LoadedPlan loaded = ReadPlanFile(path, read);
-    if (loaded.model) s.symbolic.emplace(loaded.model);
+    if (loaded.model) {
+      s.symbolic.emplace(loaded.model);
+      // The stored model is a prepared one: a KV cache's growing dim may turn
+      // to stages around it (session_schedules.cc), fused with the plan's fuser.
+      s.staged_source = loaded.model;
+      s.prepare.target = Target::kExecutable;
+      s.prepare.fusion.strategy = loaded.info.fused ? ParseStrategy(loaded.info.strategy) : kDefaultStrategy;
+      s.prepare.fusion.patterns = std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs));
+      s.prepare.lowers = backend::LowersOp;
+    }
     s.fused_once = loaded.model != nullptr;
     s.groups_fused = loaded.info.fused;
     s.groups = loaded.fusion;

@@ -56,11 +56,12 @@ struct InferenceSession::Impl {
   // its own (batch_passes.h): a large batch may then run in passes.
   std::string batch_symbol;
   session::SharedPackedConstants packed;
-  // Shapes that follow values (staged_model.h): the prepared graph with its
-  // run-time control flow kept, which the staged model runs; null when the
-  // model never needs it (a plan file, a model prepared only per shape).
+  // Shapes that follow values, or a KV cache's growing dim (staged_model.h):
+  // the prepared graph with its run-time control flow kept (a format 3 plan
+  // file's stored model), which the staged model runs; null when the model
+  // never needs it (a version 2 plan, a model prepared only per shape).
   std::shared_ptr<const Graph> staged_source;
-  bool staged_all = false;  // every signature runs in stages (fixed inputs, shapes that follow values)
+  bool staged_all = false;  // every signature runs in stages (fixed inputs, shapes that follow values, a KV cache)
 
   mutable std::mutex mutex;  // guards lru, stats, step_bytes_at_one
   std::list<std::pair<ShapeSignature, std::shared_ptr<ShapeSchedule>>> lru;  // most recent first

@@ -44,7 +44,7 @@ bool InferenceSession::Impl::StageAroundChangedDims(const ShapeSchedule& before,
   {
     std::lock_guard<std::mutex> lock(staged_mutex);
     if (staged) return false;
-    staged = std::make_unique<session::StagedModel>(staged_source, prepare, /*fuse=*/true,
+    staged = std::make_unique<session::StagedModel>(staged_source, prepare, groups_fused,
                                                     static_cast<std::size_t>(options.shape_cache_size) * 4,
                                                     std::move(host));
   }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -169,28 +170,33 @@ TEST_CASE("plan shapes: a session on the plan runs batches 1, 3 and 8 as the ses
   CHECK(stats.shapes[1].input_shapes.at("input")[0] == 3);
 }
 
+// `onnx-fuse MODEL -o DIR/NAME` (the default fuser).
+std::string WriteDefaultPlan(const std::string& model, const test::TempDir& dir, const std::string& name) {
+  FuseJob job;
+  job.input_path = model;
+  job.output_path = (dir.path / name).string();
+  RunFuseJob(job, WritePlanFileForJob, backend::LowersOp);
+  return job.output_path;
+}
+
 TEST_CASE("plan shapes: a plan's mapped constants outlive its own schedule in the shape cache",
           "[session][models]") {
-  // The decoder step's weights are used in place from the mapped file at
-  // every cache length (one token: the same gemv layout). The file's shape
-  // (past 1) and lengths 2 to 4 in a cache of 3 evict the file's schedule;
-  // the others still read the mapping.
+  // The encoder's projections keep their packed layout at every sequence
+  // length, so they are used in place from the mapped file. The file's
+  // shape (length 1) and lengths 2 to 4 in a cache of 3 evict the file's
+  // schedule; the others still read the mapping.
   test::TempDir dir("plan_shapes_mapped");
-  FuseJob job;
-  job.input_path = std::string(ONNXFUSE_MODELS_DIR) + "/dynamic/gpt2_decoder_step/model.onnx";
-  job.output_path = (dir.path / "decoder.plan").string();
-  RunFuseJob(job, WritePlanFileForJob, backend::LowersOp);
+  const std::string model = std::string(ONNXFUSE_MODELS_DIR) + "/dynamic/bert_encoder/model.onnx";
+  const std::string path = WriteDefaultPlan(model, dir, "encoder.plan");
   SessionOptions small;
   small.shape_cache_size = 3;
-  InferenceSession plan(job.output_path, small), onnx(job.input_path);
-  const std::vector<std::int64_t> token = {7};
-  for (std::int64_t past : {2, 3, 4, 4, 3}) {
-    INFO("past " << past);
-    std::vector<float> cache(static_cast<std::size_t>(4 * past * 64));
-    for (std::size_t i = 0; i < cache.size(); ++i) cache[i] = static_cast<float>(i % 13) / 13.0f - 0.5f;
-    NamedInputs views = {{"input_ids", {ElementType::kInt64, {1, 1}, token.data()}}};
-    for (const ValueInfo& in : plan.inputs())
-      if (in.name != "input_ids") views[in.name] = {ElementType::kFloat, {1, 4, past, 64}, cache.data()};
+  InferenceSession plan(path, small), onnx(model);
+  for (std::int64_t length : {2, 3, 4, 4, 3}) {
+    INFO("length " << length);
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(length)), mask(ids.size(), 1);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>(11 + 37 * i);
+    const NamedInputs views = {{"input_ids", {ElementType::kInt64, {1, length}, ids.data()}},
+                               {"attention_mask", {ElementType::kInt64, {1, length}, mask.data()}}};
     const std::vector<Tensor> got = plan.Run(views), want = onnx.Run(views);
     REQUIRE(got.size() == want.size());
     for (std::size_t i = 0; i < got.size(); ++i) CHECK(CompareTensors(want[i], got[i]).max_rel < 1e-4);
@@ -199,7 +205,37 @@ TEST_CASE("plan shapes: a plan's mapped constants outlive its own schedule in th
   // Still mapped: a read of an unmapped constant may find other memory there rather than fault.
   std::ifstream maps("/proc/self/maps");
   const std::string mapped((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
-  CHECK(mapped.find(job.output_path) != std::string::npos);
+  CHECK(mapped.find(path) != std::string::npos);
+}
+
+TEST_CASE("plan shapes: a plan of a decoder step runs a growing cache in stages as the model does",
+          "[session][models]") {
+  test::TempDir dir("plan_shapes_decoder");
+  const std::string model = std::string(ONNXFUSE_MODELS_DIR) + "/dynamic/gpt2_decoder_step/model.onnx";
+  InferenceSession plan(WriteDefaultPlan(model, dir, "decoder.plan")), onnx(model);
+  const std::vector<std::int64_t> token = {7};
+  std::map<std::string, Tensor> cache;  // present_* of the last call, as the next call's past_*
+  for (const ValueInfo& in : plan.inputs()) {
+    if (in.name == "input_ids") continue;
+    Tensor t;
+    t.dims = {1, 4, 16, 64};
+    for (std::int64_t i = 0; i < 4 * 16 * 64; ++i) t.data.push_back(static_cast<float>(i % 13) / 13.0f - 0.5f);
+    cache[in.name] = t;
+  }
+  for (int call = 0; call < 5; ++call) {
+    INFO("call " << call);
+    NamedInputs views = {{"input_ids", {ElementType::kInt64, {1, 1}, token.data()}}};
+    for (const auto& [name, t] : cache) views[name] = {ElementType::kFloat, t.dims, t.data.data()};
+    const std::vector<Tensor> got = plan.Run(views), want = onnx.Run(views);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(CompareTensors(want[i], got[i]).max_rel < 1e-4);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (plan.outputs()[i].name.rfind("present", 0) == 0)
+        cache["past" + plan.outputs()[i].name.substr(7)] = got[i];
+  }
+  const SessionStats stats = plan.stats();
+  CHECK(stats.compiles == 2);  // the file's own length (1), then the first call's
+  CHECK(stats.staged_runs == 4);
 }
 
 // y = Relu(x @ w): x float[N,2], y float[N,2].
