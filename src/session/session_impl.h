@@ -78,8 +78,9 @@ struct InferenceSession::Impl {
   session::StagedModel& Staged();
 
   // A KV cache's dim: when the nodes whose dims changed between the
-  // schedules of two signatures (`before`, `after`) read no weights and the
-  // host evaluator runs them all, every signature from now on runs in stages
+  // schedules of two signatures (`before`, `after`) read no weights, are all
+  // of the kinds attention over a cache is made of (FollowsDimCheaply) and
+  // the host evaluator runs them, every signature from now on runs in stages
   // around them (session_schedules.cc): the stages keep their shapes, so a
   // new length compiles nothing. False (nothing changes) otherwise, or when
   // the staged model already serves shapes that follow values.

@@ -6,9 +6,9 @@
 #include <chrono>
 #include <exception>
 
-#include "backend/plan/plan_file.h"
 #include <spdlog/spdlog.h>
 
+#include "backend/plan/plan_file.h"
 #include "common/stopwatch.h"
 #include "eval/host_eval.h"
 #include "session/batch_passes.h"
@@ -38,7 +38,7 @@ bool InferenceSession::Impl::StageAroundChangedDims(const ShapeSchedule& before,
   for (NodeId id = 0; id < prepared.num_nodes(); ++id) {
     if (!host[id]) continue;
     ++count;
-    if (!eval::HostEvaluable(prepared.node(id))) return false;
+    if (!session::FollowsDimCheaply(prepared.node(id)) || !eval::HostEvaluable(prepared.node(id))) return false;
   }
   if (count == 0 || count == prepared.num_nodes() || session::ReadsWeights(prepared, host)) return false;
   {

@@ -133,6 +133,19 @@ bool ReadsWeights(const Graph& graph, const std::vector<bool>& nodes) {
   return false;
 }
 
+bool FollowsDimCheaply(const Node& node) {
+  static const std::set<std::string> kOps = {
+      // moving data
+      "Concat", "Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Slice", "Gather", "Identity", "Expand",
+      "Tile", "Split", "Cast",
+      // shapes, ranges, masks
+      "Shape", "Size", "Range", "ConstantOfShape", "Trilu", "Equal", "Less", "Greater", "LessOrEqual",
+      "GreaterOrEqual", "Not", "And", "Or", "Where",
+      // arithmetic and attention
+      "Add", "Sub", "Mul", "Div", "Neg", "Sqrt", "Pow", "Exp", "Max", "Min", "MatMul", "Softmax", "LogSoftmax"};
+  return node.domain.empty() && kOps.count(node.op_type) > 0;
+}
+
 bool ShapeFollowsElements(const std::string& op) {
   return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique";
 }

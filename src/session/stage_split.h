@@ -86,6 +86,14 @@ std::vector<bool> NodesFollowingChangedDims(const Graph& graph, const ValueDimsL
 /// compiled kernels are there for.
 bool ReadsWeights(const Graph& graph, const std::vector<bool>& nodes);
 
+/// True for the ops of attention over a cache and the shape arithmetic
+/// around it, which the host evaluator runs at a new length more cheaply
+/// than a new length compiles: moving data (Concat, Transpose, Reshape,
+/// Slice, Gather, ...), comparisons and masks, elementwise arithmetic,
+/// MatMul, Softmax. Not spatial ops (Resize, pooling, ...): an image of a
+/// new size is better compiled once and run many times.
+bool FollowsDimCheaply(const Node& node);
+
 /// One stage: the ready nodes as a model of their own.
 struct Stage {
   /// Graph inputs: the known values the ready nodes read (those ReadsAsShape

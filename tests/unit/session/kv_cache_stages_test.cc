@@ -4,7 +4,9 @@
 // rest as stages that keep their shapes (session_schedules.cc,
 // NodesFollowingChangedDims), so later lengths compile nothing. A dim that
 // reaches the weights' products (a sequence length in an encoder) keeps one
-// schedule per shape. Expected values in double, from ONNX Operators.md.
+// schedule per shape, and so does an image pooled before the weights (the
+// host evaluator is for attention's ops, not spatial ones). Expected values
+// in double, from ONNX Operators.md.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -130,6 +132,29 @@ g (float[1, S, 80] x) => (float[1, S, 80] y) <)" + Initializer("wq", 1) + R"(> {
   for (std::int64_t length : {2, 3, 4}) {
     const std::vector<float> x(static_cast<std::size_t>(length * kD), 0.5f);
     session.Run({{"x", {ElementType::kFloat, {1, length, kD}, x.data()}}});
+  }
+  const SessionStats stats = session.stats();
+  CHECK(stats.compiles == 3);
+  CHECK(stats.staged_runs == 0);
+}
+
+TEST_CASE("kv cache: an image of another size, pooled before the weights, keeps a schedule per shape",
+          "[session][staged]") {
+  // Only the ReduceMean follows H and W, and it reads no weights; but an
+  // image is better compiled once per size than pooled on the host each call.
+  test::TempDir dir("kv_cache");
+  const std::string pooled = R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[1, 80, H, W] x) => (float[1, 80] y) <)" + Initializer("wq", 1) + R"(> {
+  mean = ReduceMean <axes = [2, 3], keepdims = 0> (x)
+  y = MatMul(mean, wq)
+}
+)";
+  InferenceSession session(test::WriteModel(dir, pooled));
+  for (std::int64_t side : {4, 5, 6}) {
+    const std::vector<float> x(static_cast<std::size_t>(kD * side * side), 0.25f);
+    const std::vector<Tensor> out = session.Run({{"x", {ElementType::kFloat, {1, kD, side, side}, x.data()}}});
+    std::vector<double> mean(kD, 0.25);
+    CheckClose(out[0].data, Times(mean, 1));
   }
   const SessionStats stats = session.stats();
   CHECK(stats.compiles == 3);
