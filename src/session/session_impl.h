@@ -77,6 +77,11 @@ struct InferenceSession::Impl {
   // The staged model (staged_model.h) of `staged_source`, made on first use.
   session::StagedModel& Staged();
 
+  // Makes `staged`: `staged_source` fused as the session's groups are
+  // (unfused for an unfused plan file), `4 × shape_cache_size` stages kept,
+  // `host_nodes` as StagedModel takes them. Under staged_mutex.
+  void MakeStaged(std::vector<bool> host_nodes = {});
+
   // A KV cache's dim: when the nodes whose dims changed between the
   // schedules of two signatures (`before`, `after`) read no weights, are all
   // of the kinds attention over a cache is made of (FollowsDimCheaply) and

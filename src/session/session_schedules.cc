@@ -21,11 +21,15 @@ namespace onnxfuse {
 using session::ShapeSchedule;
 using session::ShapeSignature;
 
+void InferenceSession::Impl::MakeStaged(std::vector<bool> host_nodes) {
+  staged = std::make_unique<session::StagedModel>(staged_source, prepare, groups_fused,
+                                                  static_cast<std::size_t>(options.shape_cache_size) * 4,
+                                                  std::move(host_nodes));
+}
+
 session::StagedModel& InferenceSession::Impl::Staged() {
   std::lock_guard<std::mutex> lock(staged_mutex);
-  if (!staged)
-    staged = std::make_unique<session::StagedModel>(staged_source, prepare, /*fuse=*/true,
-                                                    static_cast<std::size_t>(options.shape_cache_size) * 4);
+  if (!staged) MakeStaged();
   return *staged;
 }
 
@@ -44,9 +48,7 @@ bool InferenceSession::Impl::StageAroundChangedDims(const ShapeSchedule& before,
   {
     std::lock_guard<std::mutex> lock(staged_mutex);
     if (staged) return false;
-    staged = std::make_unique<session::StagedModel>(staged_source, prepare, groups_fused,
-                                                    static_cast<std::size_t>(options.shape_cache_size) * 4,
-                                                    std::move(host));
+    MakeStaged(std::move(host));
   }
   spdlog::info("{}: {} of {} nodes follow the dims that changed between calls and read no weights; from now on "
                "they run on the host evaluator, the rest as stages that keep their shapes",

@@ -146,6 +146,10 @@ bool FollowsDimCheaply(const Node& node) {
   return node.domain.empty() && kOps.count(node.op_type) > 0;
 }
 
+bool OutputsFollowValues(const Node& node) {
+  return IsControlFlow(node) || (node.domain.empty() && ShapeFollowsElements(node.op_type));
+}
+
 bool ShapeFollowsElements(const std::string& op) {
   return op == "NonZero" || op == "NonMaxSuppression" || op == "Compress" || op == "Unique";
 }
@@ -234,8 +238,7 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     if (done[id]) continue;
     const Node& node = graph.node(id);
-    bool b = (id < host.size() && host[id]) || IsControlFlow(node) ||
-             (node.domain.empty() && ShapeFollowsElements(node.op_type));
+    bool b = (id < host.size() && host[id]) || OutputsFollowValues(node);
     for (ValueId v : node.inputs)
       if (!b && v != kNoValue && graph.value(v).producer != kNoNode) b = blocked[graph.value(v).producer];
     blocked[id] = b;

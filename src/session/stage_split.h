@@ -44,6 +44,11 @@ inline constexpr std::int64_t kMaxShapeConstant = 64;
 /// whatever their shapes: NonZero, NonMaxSuppression, Compress, Unique.
 bool ShapeFollowsElements(const std::string& op_type);
 
+/// True for a node whose outputs' shapes follow values whatever is known of
+/// its inputs' shapes: an If, Loop or Scan, or ShapeFollowsElements. Never
+/// in a stage: the runner evaluates it once its inputs are known.
+bool OutputsFollowValues(const Node& node);
+
 /// True when input `slot` of a node of `op_type` (default domain) gives a
 /// shape, a count, bounds, axes or a branch condition: the second input of
 /// Reshape, Expand, Tile, TopK, Squeeze, Unsqueeze, Split, ReduceSum, OneHot

@@ -13,17 +13,10 @@
 #include "ir/tensor_io.h"
 #include "load/loader.h"
 #include "onnxfuse/error.h"
-#include "rewrite/inline_control_flow.h"
 
 namespace onnxfuse::session {
 
 namespace {
-
-// Ops whose output shapes follow the values of their inputs, whatever is known
-// of them: evaluated one by one once their inputs are known.
-bool OutputsFollowValues(const Node& node) {
-  return IsControlFlow(node) || (node.domain.empty() && ShapeFollowsElements(node.op_type));
-}
 
 std::string NodeText(const Graph& graph, const Node& node) {
   return graph.source_path() + ": node '" + node.name + "' (" + node.op_type + ")";

@@ -203,12 +203,12 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
   b.group = -1, b.group_pattern.clear();
   LinkPointwise(b);
   impl->value_dims.resize(graph.values().size());
+  Node reader;  // names the reader in messages; IsAct and IsConst leave none to give
+  reader.name = "value dims", reader.op_type = "ValueDims";
   for (ValueId v = 0; v < graph.values().size(); ++v) {
-    Node pseudo;
-    pseudo.name = graph.value(v).name, pseudo.op_type = "value";
-    if (b.IsAct(v)) impl->value_dims[v] = b.AnyActOf(v, pseudo).dims;
+    if (b.IsAct(v)) impl->value_dims[v] = b.AnyActOf(v, reader).dims;
     else if (graph.value(v).initializer >= 0) impl->value_dims[v] = graph.value(v).type.dims;  // its data may be released
-    else if (b.IsConst(v)) impl->value_dims[v] = b.ConstDims(v, pseudo);
+    else if (b.IsConst(v)) impl->value_dims[v] = b.ConstDims(v, reader);
   }
 
   for (ValueId v : graph.outputs()) {
