@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from . import renderer
+from . import blame, renderer
 from .runner import OrtCrashed, compare, exact_outputs, make_inputs, max_rel, mulberry32, ort_crash
 from .session_check import at_shape, run_session, session_model, shape_inputs
 
@@ -304,6 +304,24 @@ RULE_PERTURBED = "perturbing inputs and constants by 1e-6 moves that output by a
 RULE_REFERENCE_NOISE = ("ONNX Runtime's own output moves by at least half as much when inputs and constants "
                         "move by 1e-6")
 RULE_ORDER_FLIP = "the unfused plan flips a threshold between 1 and N threads"
+RULE_ORT_ROUNDING = ("ONNX Runtime's own rounding where the mismatch is born (recomputed in float64 from each "
+                     "side's inputs, ours is far closer)")
+
+
+def ort_rounding(runner, b, failure, at):
+    """blame.ort_rounding for a mismatch against ONNX Runtime, at the inputs
+    it happened at (AT: a session check's shape, else the graph's own)."""
+    if failure["kind"] not in ORT_REFERENCE_KINDS:
+        return False
+    if at is None:
+        folder = os.path.join(b.folder, "blame_in")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        model, inputs = b.model, make_inputs(b.model, folder)
+    else:
+        sym, _ = session_model(b)
+        model, inputs = at_shape(sym, list(at)), shape_inputs(sym, list(at))
+    return blame.ort_rounding(runner, b, failure, model, inputs, failure["via"][1])
 
 
 def keep_real(runner, b, fails, res=None):
@@ -314,7 +332,7 @@ def keep_real(runner, b, fails, res=None):
     c), a row of rounding noise, normalized by two InstanceNormalizations in a
     row, differs by 1e-2 between plans and moves by as much under 1e-6 of input
     noise), by baseline_order_flip, or, against ONNX Runtime, by
-    reference_noise. Each mismatch is judged at the inputs
+    reference_noise or ort_rounding (blame.py). Each mismatch is judged at the inputs
     it happened at (a session check's at its shape: sensitivity). No size
     below which a mismatch is ignored: a lowering error shared by both of our
     plans is a mismatch against ONNX Runtime like any other. A failure without figures (an ORT worker that
@@ -334,6 +352,8 @@ def keep_real(runner, b, fails, res=None):
             explained[i] = RULE_ORDER_FLIP
         elif reference_noise(runner, b, f, at):
             explained[i] = RULE_REFERENCE_NOISE
+        elif ort_rounding(runner, b, f, at):
+            explained[i] = RULE_ORT_ROUNDING
     if res is not None:
         for rule in explained.values():
             res["explained"][rule] = res["explained"].get(rule, 0) + 1

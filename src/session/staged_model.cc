@@ -22,35 +22,6 @@ std::string NodeText(const Graph& graph, const Node& node) {
   return graph.source_path() + ": node '" + node.name + "' (" + node.op_type + ")";
 }
 
-Tensor Scalar(std::int32_t data_type, std::int64_t value) {
-  Tensor t;
-  t.elem_type = onnx::TensorProto::INT64;
-  t.data_type = data_type;
-  t.int_data = {value};
-  return t;
-}
-
-bool Truth(const Tensor& t) {
-  return t.elem_type == onnx::TensorProto::INT64 ? t.int_data.at(0) != 0 : t.data.at(0) != 0.0f;
-}
-
-// `items` (one tensor per iteration, equal shapes) stacked along a new leading axis.
-Tensor Stack(const std::vector<Tensor>& items, const std::string& name) {
-  Tensor t;
-  t.name = name;
-  t.elem_type = items.front().elem_type;
-  t.data_type = items.front().data_type;
-  t.dims = items.front().dims;
-  t.dims.insert(t.dims.begin(), static_cast<std::int64_t>(items.size()));
-  for (const Tensor& item : items) {
-    if (item.dims != items.front().dims)
-      throw Error(ErrorKind::kInvalidModel, "scan output '" + name + "' changes shape between Loop iterations");
-    t.data.insert(t.data.end(), item.data.begin(), item.data.end());
-    t.int_data.insert(t.int_data.end(), item.int_data.begin(), item.int_data.end());
-  }
-  return t;
-}
-
 }  // namespace
 
 struct StagedModel::CachedStage {
@@ -270,10 +241,7 @@ std::vector<Tensor> StagedModel::EvaluateNode(NodeId id, const KnownValues& know
   for (std::size_t slot = 0; slot < node.num_explicit_inputs; ++slot) inputs.push_back(InputOf(node, slot, known, held));
   if (node.domain.empty() && node.op_type == "If") return RunIf(id, inputs, known);
   if (node.domain.empty() && node.op_type == "Loop") return RunLoop(id, inputs, known);
-  if (node.domain.empty() && node.op_type == "Scan")
-    throw Error(ErrorKind::kUnsupported, NodeText(*prepared_, node) +
-                                             ": a Scan that cannot be unrolled at build time (a scanned length "
-                                             "not static) is not supported");
+  if (node.domain.empty() && node.op_type == "Scan") return RunScan(id, inputs, known);
   if (!node.domain.empty() || !eval::HostEvaluable(node))
     throw Error(ErrorKind::kUnsupported, NodeText(*prepared_, node) +
                                              ": its output shapes follow values at run time, and the host "
@@ -345,62 +313,6 @@ KnownValues StagedModel::OuterValues(const Graph& body, std::size_t first, const
     }
   }
   return outer;
-}
-
-std::vector<Tensor> StagedModel::RunIf(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known) {
-  const Node& node = prepared_->node(id);
-  if (!inputs[0] || inputs[0]->NumElements() != 1)
-    throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": its condition is not one element");
-  StagedModel& branch = Body(id, Truth(*inputs[0]) ? "then_branch" : "else_branch", known);
-  return branch.Run(OuterValues(branch.prepared(), 0, known));  // a branch has no inputs of its own
-}
-
-std::vector<Tensor> StagedModel::RunLoop(NodeId id, const std::vector<const Tensor*>& inputs,
-                                         const KnownValues& known) {
-  // ONNX Operators.md, Loop-16: body inputs (iteration_num, condition,
-  // loop-carried...), outputs (condition, loop-carried..., scan outputs...).
-  const Node& node = prepared_->node(id);
-  StagedModel& body = Body(id, "body", known);
-  const Graph& g = body.prepared();
-  const std::size_t carried = inputs.size() > 2 ? inputs.size() - 2 : 0;
-  if (g.inputs().size() < 2 + carried || g.outputs().size() < 1 + carried)
-    throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": its body does not take and give " +
-                                              std::to_string(carried) + " loop-carried values");
-  const std::int64_t trip = inputs[0] ? eval::AsInts(*inputs[0]).at(0) : std::numeric_limits<std::int64_t>::max();
-  bool condition = inputs.size() < 2 || !inputs[1] || Truth(*inputs[1]);
-  std::vector<Tensor> state;
-  for (std::size_t k = 0; k < carried; ++k) state.push_back(*inputs[2 + k]);
-  const std::size_t scans = g.outputs().size() - 1 - carried;
-  std::vector<std::vector<Tensor>> scanned(scans);
-  const KnownValues outer = OuterValues(g, 2 + carried, known);
-  for (std::int64_t i = 0; i < trip && condition; ++i) {
-    KnownValues feed = outer;
-    feed[g.value(g.inputs()[0]).name] = Scalar(onnx::TensorProto::INT64, i);
-    feed[g.value(g.inputs()[1]).name] = Scalar(onnx::TensorProto::BOOL, condition ? 1 : 0);
-    for (std::size_t k = 0; k < carried; ++k) feed[g.value(g.inputs()[2 + k]).name] = state[k];
-    std::vector<Tensor> results = body.Run(std::move(feed));
-    condition = Truth(results[0]);
-    for (std::size_t k = 0; k < carried; ++k) state[k] = std::move(results[1 + k]);
-    for (std::size_t k = 0; k < scans; ++k) scanned[k].push_back(std::move(results[1 + carried + k]));
-  }
-  std::vector<Tensor> outputs = std::move(state);
-  for (std::size_t k = 0; k < scans; ++k) {
-    const std::string& name = g.value(g.outputs()[1 + carried + k]).name;
-    if (!scanned[k].empty()) {
-      outputs.push_back(Stack(scanned[k], name));
-      continue;
-    }
-    // No iteration: an empty scan output, of the rank the body declares where it does.
-    const TensorType& type = g.value(g.outputs()[1 + carried + k]).type;
-    Tensor empty;
-    empty.name = name;
-    empty.data_type = type.elem_type;
-    empty.elem_type = StorageTypeOf(type.elem_type);
-    empty.dims = {0};
-    for (std::int64_t d : type.dims) empty.dims.push_back(std::max<std::int64_t>(d, 0));
-    outputs.push_back(std::move(empty));
-  }
-  return outputs;
 }
 
 }  // namespace onnxfuse::session

@@ -3,7 +3,8 @@
 // Where an output's shape depends on the values of a tensor (NonZero,
 // NonMaxSuppression, a TopK whose K is computed, a Reshape, Expand, Range or
 // ConstantOfShape of a computed shape, an If whose condition is known only
-// when it runs, a Loop with a run-time trip count or condition), one schedule
+// when it runs, a Loop with a run-time trip count or condition, a Scan over a
+// length that follows values), one schedule
 // cannot be compiled for the whole model. A run then goes in stages:
 //   1. the ready nodes (stage_split.h) are compiled as a stage of their own,
 //      at the shapes the values it reads actually have, fused by the
@@ -16,7 +17,8 @@
 //      and Unique on the host evaluator (eval/host_eval.h), as is a node that
 //      reads an empty tensor (no detection; compiled kernels refuse them); an If by running
 //      the branch its condition picks; a Loop by running its body once per
-//      iteration. Branches and bodies are models of their own, prepared once
+//      iteration; a Scan by running its body once per slice of its scan
+//      inputs (staged_control_flow.cc). Branches and bodies are models of their own, prepared once
 //      and run in stages the same way;
 //   3. again from 1 until every output of the model is known.
 // A model without such nodes is one stage: its one schedule per input shape
@@ -90,8 +92,11 @@ class StagedModel {
   std::vector<Tensor> EvaluateNode(NodeId id, const KnownValues& known);
   /// Records node `id`'s `outputs` in `known` and marks it done.
   void Evaluated(NodeId id, std::vector<Tensor> outputs, std::vector<bool>& done, KnownValues& known);
+  // If, Loop and Scan: their subgraphs run as staged models of their own
+  // (staged_control_flow.cc), `inputs` the node's explicit inputs.
   std::vector<Tensor> RunIf(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known);
   std::vector<Tensor> RunLoop(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known);
+  std::vector<Tensor> RunScan(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known);
   /// The nested model of `node`'s subgraph attribute `attribute`, made once
   /// (a captured value of unknown rank takes the rank it has in `known`).
   StagedModel& Body(NodeId id, const std::string& attribute, const KnownValues& known);

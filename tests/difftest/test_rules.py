@@ -10,6 +10,7 @@ import tempfile
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 from onnx import helper
 
@@ -382,3 +383,78 @@ def test_a_failure_without_figures_is_saved_as_a_case():
     with open(path) as fh:
         text = fh.read()
     assert "# differs: fusepath-vs-original, output v1\n" in text
+
+
+class NormBuilt:
+    """x [1, 2, 8] -> y = InstanceNormalization(x) -> z = Neg(y); output z."""
+
+    def __init__(self, folder):
+        x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 8])
+        z = helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, 2, 8])
+        consts = [helper.make_tensor("s", onnx.TensorProto.FLOAT, [2], [1.0, 2.0]),
+                  helper.make_tensor("c", onnx.TensorProto.FLOAT, [2], [0.5, -0.5])]
+        nodes = [helper.make_node("InstanceNormalization", ["x", "s", "c"], ["y"]),
+                 helper.make_node("Neg", ["y"], ["z"])]
+        g = helper.make_graph(nodes, "g", [x], [z], initializer=consts)
+        self.model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        self.folder, self.names = folder, ["z"]
+        self.path = os.path.join(folder, "model.onnx")
+        onnx.save(self.model, self.path)
+
+
+def exact_norm(x):
+    x = x.astype(np.float64)
+    y = (x - x.mean(axis=2, keepdims=True)) / np.sqrt(x.var(axis=2, keepdims=True) + 1e-5)
+    return y * np.array([1.0, 2.0]).reshape(1, 2, 1) + np.array([0.5, -0.5]).reshape(1, 2, 1)
+
+
+class NormRunner:
+    """Both sides compute y exactly, then add OURS_OFF / ORT_OFF (relative to
+    max|y|) to its first element; our z is -y times (1 + NEG_OFF)."""
+
+    def __init__(self, ours_off=0.0, ort_off=0.0, neg_off=0.0):
+        self.ours_off, self.ort_off, self.neg_off = ours_off, ort_off, neg_off
+
+    def values(self, x, off, neg_off=0.0):
+        y = exact_norm(x)
+        y.flat[0] += off * np.abs(y).max()
+        return {"y": y.astype(np.float32), "z": (-y * (1 + neg_off)).astype(np.float32)}
+
+    def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
+        t = onnx.TensorProto()
+        with open(os.path.join(inputs_dir, "input_0.pb"), "rb") as fh:
+            t.ParseFromString(fh.read())
+        v = self.values(onnx.numpy_helper.to_array(t), self.ours_off, self.neg_off)
+        return runner.Outcome("ok"), [v[o.name] for o in onnx.load(model).graph.output]
+
+    def ort(self, model, inputs, optimize=True, onnx_fuse_nan=False):
+        v = self.values(inputs["x"], self.ort_off)
+        return {o.name: v[o.name] for o in onnx.load(model).graph.output}
+
+
+def test_a_mismatch_born_of_orts_rounding_at_a_normalization_is_explained():
+    # ORT's InstanceNormalization 1e-4 off the float64 value, ours on it.
+    with tempfile.TemporaryDirectory() as d:
+        b = NormBuilt(d)
+        res = {"explained": {}}
+        f = ort_failure("z", 1e-4, 1e-4)
+        assert trial.keep_real(NormRunner(ort_off=1e-4), b, [f], res) == []
+        assert res["explained"] == {trial.RULE_ORT_ROUNDING: 1}
+
+
+def test_a_normalization_of_ours_off_the_float64_value_stays_a_failure():
+    with tempfile.TemporaryDirectory() as d:
+        b = NormBuilt(d)
+        f = ort_failure("z", 1e-4, 1e-4)
+        assert trial.keep_real(NormRunner(ours_off=1e-4), b, [f]) == [f]
+        # Both off, ORT less than ten times further: not ORT's rounding either.
+        assert trial.keep_real(NormRunner(ours_off=2e-5, ort_off=1.2e-4), b, [f]) == [f]
+
+
+def test_orts_rounding_upstream_excuses_no_error_of_ours_after_it():
+    # ORT off at the normalization, and our Neg off by ten times more: a
+    # second birth, at an op without a float64 reference.
+    with tempfile.TemporaryDirectory() as d:
+        b = NormBuilt(d)
+        f = ort_failure("z", 2e-3, 2e-3)
+        assert trial.keep_real(NormRunner(ort_off=1e-4, neg_off=2e-3), b, [f]) == [f]

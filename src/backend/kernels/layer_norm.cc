@@ -14,11 +14,13 @@ __attribute__((target("avx2,fma"))) double Sum(__m256d a, __m256d b) {
   return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 }
 
-// One row: the mean, the sum of squared deviations, then the outputs, each
-// pass in double over four floats at a time (two accumulators per sum).
-__attribute__((target("avx2,fma"))) void LayerNormRow(const float* x, const float* scale, const float* shift,
-                                                      float* y, float* mean_out, float* inv_out, std::int64_t n,
-                                                      double epsilon) {
+struct Moments {
+  double mean, inv;  ///< the row's mean and 1 / sqrt(var + epsilon)
+};
+
+// One row's mean, then its sum of squared deviations, each pass in double
+// over four floats at a time (two accumulators per sum).
+__attribute__((target("avx2,fma"))) Moments RowMoments(const float* x, std::int64_t n, double epsilon) {
   __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
   std::int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
@@ -38,17 +40,37 @@ __attribute__((target("avx2,fma"))) void LayerNormRow(const float* x, const floa
   }
   double squares = Sum(s0, s1);
   for (; j < n; ++j) squares += (x[j] - mean) * (x[j] - mean);
-  const double inv = 1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon);
+  return {mean, 1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon)};
+}
 
-  const __m256d inv4 = _mm256_set1_pd(inv);
-  for (j = 0; j + 4 <= n; j += 4) {
+// One row's outputs, scale and shift per element.
+__attribute__((target("avx2,fma"))) void LayerNormRow(const float* x, const float* scale, const float* shift,
+                                                      float* y, float* mean_out, float* inv_out, std::int64_t n,
+                                                      double epsilon) {
+  const Moments m = RowMoments(x, n, epsilon);
+  const __m256d m4 = _mm256_set1_pd(m.mean), inv4 = _mm256_set1_pd(m.inv);
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
     const __m256d d = _mm256_mul_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j)), m4), inv4);
     const __m256d out = _mm256_fmadd_pd(d, _mm256_cvtps_pd(_mm_loadu_ps(scale + j)), _mm256_cvtps_pd(_mm_loadu_ps(shift + j)));
     _mm_storeu_ps(y + j, _mm256_cvtpd_ps(out));
   }
-  for (; j < n; ++j) y[j] = static_cast<float>((x[j] - mean) * inv * scale[j] + shift[j]);
-  if (mean_out) *mean_out = static_cast<float>(mean);
-  if (inv_out) *inv_out = static_cast<float>(inv);
+  for (; j < n; ++j) y[j] = static_cast<float>((x[j] - m.mean) * m.inv * scale[j] + shift[j]);
+  if (mean_out) *mean_out = static_cast<float>(m.mean);
+  if (inv_out) *inv_out = static_cast<float>(m.inv);
+}
+
+// One row's outputs, one scale and shift for the whole row.
+__attribute__((target("avx2,fma"))) void InstanceNormRow(const float* x, double scale, double shift, float* y,
+                                                         std::int64_t n, double epsilon) {
+  const Moments m = RowMoments(x, n, epsilon);
+  const __m256d m4 = _mm256_set1_pd(m.mean), mul4 = _mm256_set1_pd(m.inv * scale), add4 = _mm256_set1_pd(shift);
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const __m256d d = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + j)), m4);
+    _mm_storeu_ps(y + j, _mm256_cvtpd_ps(_mm256_fmadd_pd(d, mul4, add4)));
+  }
+  for (; j < n; ++j) y[j] = static_cast<float>((x[j] - m.mean) * (m.inv * scale) + shift);
 }
 
 }  // namespace
@@ -59,6 +81,14 @@ void LayerNorm(const float* x, const float* scale, const float* shift, float* y,
   for (std::int64_t r = 0; r < rows; ++r)
     LayerNormRow(x + r * n, scale, shift, y + r * n, mean ? mean + r : nullptr, inv_std_dev ? inv_std_dev + r : nullptr,
                  n, epsilon);
+}
+
+void InstanceNorm(const float* x, const float* scale, const float* shift, float* y, std::int64_t batch,
+                  std::int64_t channels, std::int64_t n, float epsilon) {
+  const std::int64_t rows = batch * channels;
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * n > 4096)
+  for (std::int64_t r = 0; r < rows; ++r)
+    InstanceNormRow(x + r * n, scale[r % channels], shift[r % channels], y + r * n, n, epsilon);
 }
 
 }  // namespace onnxfuse::backend

@@ -25,4 +25,14 @@ namespace onnxfuse::backend {
 void LayerNorm(const float* x, const float* scale, const float* shift, float* y, float* mean, float* inv_std_dev,
                std::int64_t rows, std::int64_t n, float epsilon);
 
+/// Instance normalization (ONNX Operators.md, InstanceNormalization-6):
+/// x and y are dense [batch, channels, n] (n: the product of the spatial
+/// dims); each of the batch * channels rows of n elements is normalized as a
+/// LayerNorm row above, then scaled by scale[c] and shifted by shift[c] (both
+/// [channels]). Same sums in double: ONNX Runtime's results on nearly
+/// constant rows, where a mean summed in float is off by more than the row's
+/// spread. `y` may be `x`; n >= 1.
+void InstanceNorm(const float* x, const float* scale, const float* shift, float* y, std::int64_t batch,
+                  std::int64_t channels, std::int64_t n, float epsilon);
+
 }  // namespace onnxfuse::backend

@@ -1,7 +1,8 @@
 // Shapes that follow values (src/session/staged_model.h), through
 // InferenceSession: each op whose output shape depends on tensor elements
 // given at run time, a compiled stage after it, an If whose branches give
-// different shapes and a Loop with a run-time trip count, the stage cache,
+// different shapes, a Loop with a run-time trip count, a Scan of a run-time
+// length, the stage cache,
 // and both forms of Run. Expected values are worked out by hand from ONNX
 // Operators.md.
 #include <catch2/catch.hpp>
@@ -188,6 +189,52 @@ TEST_CASE("staged: a Loop with a run-time trip count, its scan output stacked", 
     CHECK(out[1].dims == std::vector<std::int64_t>{n, 2});
     if (n == 3) CHECK(out[1].data == std::vector<float>{1, 0.5f, 2, 1, 3, 1.5f});
   }
+}
+
+// A Scan over a length that follows values (the first `n` columns of a and
+// b): two scan inputs along axis 1, the second read in reverse, and two scan
+// outputs, the second stacked along the last axis in reverse (ONNX
+// Operators.md, Scan-16).
+const char* const kScan = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 4] a4, float[2, 4] b4, int64[1] n) => (float[2] total, float[L, 2] sums, float[2, L] seen) {
+  zero = Constant <value = int64[1] {0}> ()
+  one = Constant <value = int64[1] {1}> ()
+  a = Slice(a4, zero, n, one)
+  b = Slice(b4, zero, n, one)
+  start = Constant <value = float[2] {0, 0}> ()
+  total, sums, seen = Scan (start, a, b) <
+    num_scan_inputs = 2, scan_input_axes = [1, -1], scan_input_directions = [0, 1],
+    scan_output_axes = [0, -1], scan_output_directions = [0, 1],
+    body = body_g (float[2] s, float[2] ai, float[2] bi) => (float[2] next, float[2] sum, float[2] a_out) {
+      p = Mul(ai, bi)
+      next = Add(s, p)
+      sum = Identity(next)
+      a_out = Identity(ai)
+    }
+  >
+}
+)";
+
+TEST_CASE("staged: a Scan of a run-time length, axes and directions as ONNX defines them", "[session][staged]") {
+  test::TempDir dir("staged");
+  InferenceSession session(WriteModel(dir, kScan));
+  const std::vector<float> a = {1, 2, 3, -1, 4, 5, 6, -1}, b = {1, 10, 100, -1, 0, 1, 0, -1};
+  const std::vector<std::int64_t> three = {3}, none = {0};
+  std::vector<Tensor> out = session.Run({{"a4", Floats(a, {2, 4})}, {"b4", Floats(b, {2, 4})}, {"n", Ints(three, {1})}});
+  REQUIRE(out.size() == 3);
+  // b's columns in reverse: [100, 0], [10, 1], [1, 0] against a's [1, 4], [2, 5], [3, 6].
+  CHECK(out[0].data == std::vector<float>{123, 5});
+  CHECK(out[1].dims == std::vector<std::int64_t>{3, 2});
+  CHECK(out[1].data == std::vector<float>{100, 0, 120, 5, 123, 5});
+  CHECK(out[2].dims == std::vector<std::int64_t>{2, 3});
+  CHECK(out[2].data == std::vector<float>{3, 2, 1, 6, 5, 4});
+  // No iteration: the state as it came, empty scan outputs with 0 on their axes.
+  out = session.Run({{"a4", Floats(a, {2, 4})}, {"b4", Floats(b, {2, 4})}, {"n", Ints(none, {1})}});
+  CHECK(out[0].data == std::vector<float>{0, 0});
+  CHECK(out[1].dims == std::vector<std::int64_t>{0, 2});
+  CHECK(out[2].dims == std::vector<std::int64_t>{2, 0});
+  CHECK(session.stats().staged_runs == 2);
 }
 
 // ONNX Operators.md's NonMaxSuppression example "suppress_by_IOU_and_scores"

@@ -11,12 +11,14 @@
 //     stash_type other than 1 (float) is refused.
 //   InstanceNormalization, X [N, C, D1..Dk]: statistics over D1..Dk for each
 //     (n, c); scale and B [C].
-//     -> batch_normalization_forward (statistics computed, not global) on the
-//        view [1, N*C, D1*..*Dk, 1], whose channels are the instances; scale and
-//        B tiled N times.
+//     -> our InstanceNorm kernel (the same sums in double) on the view
+//        [N*C, D1*..*Dk]. oneDNN's batch_normalization_forward, computing the
+//        statistics, sums in float: on a nearly constant instance its mean is
+//        off by a good part of the spread that the division then magnifies.
 // Both compute the biased variance, as ONNX does.
 #include "backend/lower/ops/normalization.h"
 
+#include "backend/kernels/layer_norm.h"
 #include "eval/host_eval.h"
 #include "backend/lower/fused/layer_norm.h"
 #include "backend/lower/core/unsupported.h"
@@ -107,38 +109,19 @@ void EmitInstanceNormalization(Builder& b, NodeId id) {
   if (!b.IsAct(node.inputs.at(0))) Unsupported(b, node, "X must be computed at run time");
   const Dims dims = b.ActOf(node.inputs[0], node).dims;
   if (dims.size() < 3) Unsupported(b, node, "X must have spatial dims (rank 3 or more)");
-  const std::int64_t n = dims[0], c = dims[1], spatial = Product(Dims(dims.begin() + 2, dims.end()));
-  // scale and B per channel, tiled over the batch: the view's channel n*C + c.
-  auto tiled = [&](std::size_t i) {
-    if (b.IsAct(node.inputs[i]) && n != 1) Unsupported(b, node, "run-time scale or B with a batch of more than 1");
-    Arg one = ParamArg(b, node, i, {c}, 0.f);
-    if (n == 1) return one;
-    std::vector<float> values(static_cast<std::size_t>(n * c));
-    const auto* p = static_cast<const float*>(one.fixed.get_data_handle());
-    for (std::int64_t k = 0; k < n * c; ++k) values[static_cast<std::size_t>(k)] = p[k % c];
-    memory m = b.HostMemory(PlainDesc({n * c}), values.data());
-    return Arg{-1, m.get_desc(), m};
-  };
   if (node.inputs.size() < 3 || node.inputs[1] == kNoValue || node.inputs[2] == kNoValue)
     Unsupported(b, node, "scale and B are required");
-  Arg scale = tiled(1), shift = tiled(2);
+  const std::int64_t n = dims[0], c = dims[1], spatial = Product(Dims(dims.begin() + 2, dims.end()));
+  Arg scale = ParamArg(b, node, 1, {c}, 1.f), shift = ParamArg(b, node, 2, {c}, 0.f);
   Arg src = b.UsePlain(node.inputs[0], node);
-  // 4-D, not [1, N*C, D]: oneDNN 2.6 has no optimised batch normalization
-  // for a 3-D tensor and runs its reference loop (bnorm_ref:any), ~50x slower.
-  src.md = PlainDesc({1, n * c, spatial, 1});
-  dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md,
-                                               AttrFloat(node, "epsilon", 1e-5f),
-                                               dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift);
-  auto pd = MakePd<dnnl::batch_normalization_forward::primitive_desc>(b, node, desc, b.Attr());
-  Act dst = b.NewAct(dims, pd.dst_desc());
-  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_SCALE, scale}, {DNNL_ARG_SHIFT, shift}};
-  // Statistics computed by an inference primitive are internal; should this
-  // oneDNN expose them as outputs, give them buffers of their own.
-  for (auto [arg, md] : {std::pair{DNNL_ARG_MEAN, pd.mean_desc()}, std::pair{DNNL_ARG_VARIANCE, pd.variance_desc()}})
-    if (!md.is_zero()) args.emplace_back(arg, Arg{b.NewAct(DimsOf(md), md).slot, md, {}});
-  args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, pd.dst_desc(), {}});
-  b.Emit(pd, "batch_norm", node.name, std::move(args), pd.dst_desc());
-  dst.md = PlainDesc(dims);
+  const Act dst = b.NewAct(dims, PlainDesc(dims));
+  std::vector<std::pair<int, Arg>> args = {{0, src}, {1, scale}, {2, shift}, {3, Arg{dst.slot, dst.md, {}}}};
+  const float epsilon = AttrFloat(node, "epsilon", 1e-5f);
+  CustomKernel kernel = [n, c, spatial, epsilon](const std::vector<void*>& data) {
+    InstanceNorm(static_cast<const float*>(data[0]), static_cast<const float*>(data[1]),
+                 static_cast<const float*>(data[2]), static_cast<float*>(data[3]), n, c, spatial, epsilon);
+  };
+  b.EmitCustom("instance_norm", node.name, std::move(args), std::move(kernel), dst.md, "onnxfuse:instance_norm");
   b.SetAct(node.outputs[0], dst);
 }
 

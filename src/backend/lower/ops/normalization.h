@@ -7,7 +7,7 @@
 namespace onnxfuse::backend {
 
 /// LayerNormalization (opset 17) as our LayerNorm kernel over a 2-D view;
-/// InstanceNormalization as batch_normalization over a [1, N*C, spatial] view.
+/// InstanceNormalization as our InstanceNorm kernel over an [N*C, spatial] view.
 void EmitLayerNormalization(Builder& b, NodeId node);
 void EmitInstanceNormalization(Builder& b, NodeId node);
 

@@ -123,3 +123,39 @@ TEST_CASE("LayerNorm keeps NaN: a row with NaN or an infinity is NaN, the others
   for (int i = 0; i < 12; ++i) CHECK(std::isnan(y[static_cast<std::size_t>(i)]));
   for (int i = 12; i < 18; ++i) CHECK(std::isfinite(y[static_cast<std::size_t>(i)]));
 }
+
+TEST_CASE("InstanceNorm: each (n, c) row normalized, scale[c] and shift[c], within 2 ulps of long double",
+          "[kernels][layer_norm]") {
+  using onnxfuse::backend::InstanceNorm;
+  // Nearly constant rows (spread 1e-4 around 0.74) are where a mean summed in
+  // float is off by a good part of the spread.
+  std::mt19937 rng(71291585);
+  for (std::int64_t spatial : {1, 7, 8, 225, 1031})
+    for (float spread : {1e-4f, 0.05f, 10.f}) {
+      const std::int64_t batch = 2, channels = 3;
+      std::uniform_real_distribution<float> u(0.74f - spread, 0.74f + spread), p(-2.f, 2.f);
+      std::vector<float> x(static_cast<std::size_t>(batch * channels * spatial)), y(x.size());
+      for (float& v : x) v = u(rng);
+      const std::vector<float> scale = {p(rng), p(rng), p(rng)}, shift = {p(rng), p(rng), p(rng)};
+      InstanceNorm(x.data(), scale.data(), shift.data(), y.data(), batch, channels, spatial, 1e-5f);
+      int bad = 0;
+      for (std::int64_t r = 0; r < batch * channels; ++r) {
+        const std::vector<float> row(x.begin() + r * spatial, x.begin() + (r + 1) * spatial);
+        const auto c = static_cast<std::size_t>(r % channels);
+        const Exact e = Reference(row, std::vector<float>(row.size(), scale[c]),
+                                  std::vector<float>(row.size(), shift[c]), 1e-5f);
+        for (std::int64_t i = 0; i < spatial; ++i) {
+          const long double size = std::max({std::fabs(e.y[static_cast<std::size_t>(i)]),
+                                             std::fabs(static_cast<long double>(scale[c])),
+                                             std::fabs(static_cast<long double>(shift[c]))});
+          bad += std::fabs(y[static_cast<std::size_t>(r * spatial + i)] - e.y[static_cast<std::size_t>(i)]) >
+                 2 * size * std::numeric_limits<float>::epsilon();
+        }
+      }
+      INFO("spatial " << spatial << ", spread " << spread);
+      CHECK(bad == 0);
+      std::vector<float> in_place = x;
+      InstanceNorm(in_place.data(), scale.data(), shift.data(), in_place.data(), batch, channels, spatial, 1e-5f);
+      CHECK(in_place == y);
+    }
+}
