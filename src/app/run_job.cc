@@ -131,7 +131,7 @@ Prepared Prepare(const RunOptions& options) {
   prepare.lowers = backend::LowersOp;
   prepare.keep_run_time_control_flow = true;  // run in stages when it stays
   PreparedModel prepared = PrepareModel(options.model_path, prepare);
-  if (session::ShapesFollowValues(*prepared.graph)) {
+  if (ShapesFollowValues(*prepared.graph)) {
     p.staged = std::move(prepared.graph);
     p.prepare = prepare;
     p.load_ms = MsSince(start);

@@ -97,7 +97,7 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     }
     if (fixed) {  // prepared and compiled now, as `run` does, or run in stages
       PreparedModel prepared = PrepareGraph(std::move(*graph), s.prepare);
-      if (session::ShapesFollowValues(*prepared.graph)) {
+      if (ShapesFollowValues(*prepared.graph)) {
         s.staged_source = std::move(prepared.graph);
         s.staged_all = true;
       } else {
@@ -109,7 +109,7 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
       try {
         PreparedModel prepared = PrepareGraph(std::move(*graph), s.prepare);
         s.staged_source = std::move(prepared.graph);
-        if (session::HasControlFlow(*s.staged_source)) {
+        if (HasControlFlow(*s.staged_source)) {
           // An If or Loop decided at run time: prepared again at each shape,
           // where pinned dims may decide it; else run in stages.
           s.fused_once = false;

@@ -93,7 +93,7 @@ struct InferenceSession::Impl {
 
   // True when `graph` (at one signature) has shapes that follow values and a
   // staged model can run it.
-  bool RunsStaged(const Graph& graph) const { return staged_source && session::ShapesFollowValues(graph); }
+  bool RunsStaged(const Graph& graph) const { return staged_source && ShapesFollowValues(graph); }
 
   // The outputs of one staged run, in model order.
   std::vector<Tensor> RunStaged(const NamedInputs& views);

@@ -28,6 +28,7 @@
 
 #include "ir/graph.h"
 #include "load/shape_model.h"
+#include "pipeline/shapes_follow_values.h"
 #include "onnxfuse/tensor.h"
 
 namespace onnxfuse::session {
@@ -40,34 +41,6 @@ using KnownValues = std::map<std::string, Tensor>;
 /// (ReadsAsShape) are constants of a stage, so its cache key holds their elements.
 inline constexpr std::int64_t kMaxShapeConstant = 64;
 
-/// True for ops whose output shapes follow the elements of their inputs,
-/// whatever their shapes: NonZero, NonMaxSuppression, Compress, Unique.
-bool ShapeFollowsElements(const std::string& op_type);
-
-/// True for a node whose outputs' shapes follow values whatever is known of
-/// its inputs' shapes: an If, Loop or Scan, or ShapeFollowsElements. Never
-/// in a stage: the runner evaluates it once its inputs are known.
-bool OutputsFollowValues(const Node& node);
-
-/// True when input `slot` of a node of `op_type` (default domain) gives a
-/// shape, a count, bounds, axes or a branch condition: the second input of
-/// Reshape, Expand, Tile, TopK, Squeeze, Unsqueeze, Split, ReduceSum, OneHot
-/// and Upsample; Slice's starts, ends, axes and steps; Pad's pads and axes;
-/// Resize's roi, scales and sizes; ConstantOfShape's input; Range's three;
-/// If's condition; Loop's trip count and condition.
-bool ReadsAsShape(const std::string& op_type, std::size_t slot);
-
-/// True when an If, Loop or Scan stays in `graph`'s top level.
-bool HasControlFlow(const Graph& graph);
-
-/// True when one schedule cannot run `graph` at every signature of its
-/// input shapes: an If, Loop or Scan stays in it, or some value's shape
-/// depends on the elements of a graph input: NonZero, NonMaxSuppression,
-/// Compress or Unique of them, or a node that reads them as a shape
-/// (ReadsAsShape), directly or through other ops (not through Shape or
-/// Size, whose elements follow shapes only). A static analysis of the
-/// graph, the same at every signature.
-bool ShapesFollowValues(const Graph& graph);
 
 /// Each value's dims at one input signature, by ValueId (nullopt: not known
 /// there): ExecutablePlan::ValueDims of the graph compiled at it.
