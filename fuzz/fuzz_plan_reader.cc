@@ -49,7 +49,7 @@ void RunPlan(const std::uint8_t* data, std::size_t size) {
   PlanReadOptions read;
   read.keep_model = true;
   LoadedPlan plan = ParsePlanFile(bytes.data(), bytes.size(), "fuzz.plan", read);
-  plan.executable.Run(RandomInputs(*plan.graph));
+  if (plan.executable) plan.executable->Run(RandomInputs(*plan.graph));
   if (!plan.model) return;
   std::map<std::string, std::vector<std::int64_t>> shapes;
   bool open = false;

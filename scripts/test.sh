@@ -66,13 +66,13 @@ stage_done "build and ctest without oneDNN"
 # detector_small (TopK, ArgMax, Gather, Greater, Where) and the two
 # torchvision detectors (NonZero, TopK, NonMaxSuppression and an If decided at
 # run time: they run in stages) must pass both paths; the detectors also
-# through the session (tests/e2e/detectors.py).
+# through the session and their plan files (tests/e2e/detectors.py).
 zoo_ci=(mnasnet1_0 deeplabv3_mobilenet_v3_large ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn
         bert_encoder_op14 bert_encoder_op17 gpt2_decoder detector_small)
 /usr/bin/python3 scripts/export_zoo.py "${zoo_ci[@]}"
 bash scripts/zoo_check.sh --must-pass gpt2_decoder detector_small ssdlite320_mobilenet_v3_large \
   fasterrcnn_mobilenet_v3_large_320_fpn -- "${zoo_ci[@]}"
-PYTHONPATH=build/python /usr/bin/python3 tests/e2e/detectors.py models/zoo build/e2e/detectors
+PYTHONPATH=build/python /usr/bin/python3 tests/e2e/detectors.py build/onnx-fuse models/zoo build/e2e/detectors
 stage_done "zoo subset"
 
 if $full; then

@@ -108,12 +108,23 @@ Prepared Prepare(const RunOptions& options) {
     read.keep_weights = options.check || !options.fuse;  // needs the model's weights again
     read.input_shapes = options.input_shapes;  // a format-3 plan compiles its groups at them
     LoadedPlan loaded = ReadPlanFile(options.model_path, read);
+    if (loaded.info.staged) {  // its shapes follow values: in stages, fused with the plan's fuser
+      p.staged = loaded.model;
+      p.prepare.target = Target::kExecutable;
+      p.prepare.fuse = options.fuse || options.check;
+      if (loaded.info.fused) p.prepare.fusion.strategy = ParseStrategy(loaded.info.strategy);
+      p.prepare.lowers = backend::LowersOp;
+      p.prepare.keep_run_time_control_flow = true;
+      p.load_ms = MsSince(start);
+      p.plan_file = loaded.info;
+      return p;
+    }
     p.graph = std::move(loaded.graph);
     p.fusion = std::move(loaded.fusion);
     p.strategy = loaded.info.strategy;
     p.fused = loaded.info.fused && options.fuse;
     if (p.fused || !loaded.info.fused) {
-      p.executable.emplace(std::move(loaded.executable));
+      p.executable = std::move(loaded.executable);
     } else {  // --no-fuse on a fused plan: the baseline of its model
       CompileOptions unfused;
       unfused.fuse = false;
@@ -251,7 +262,14 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   const int threads = omp_get_max_threads();
 
   Prepared prepared = Prepare(options);
-  if (prepared.staged) return RunStagedJob(options, prepared.staged, prepared.prepare, prepared.load_ms, out);
+  if (prepared.staged) {
+    RunOptions staged = options;
+    if (prepared.plan_file) {  // as the plan was fused: by its fuser, or not at all
+      staged.fuse = options.fuse && prepared.plan_file->fused;
+      if (prepared.plan_file->fused) staged.strategy = ParseStrategy(prepared.plan_file->strategy);
+    }
+    return RunStagedJob(staged, prepared.staged, prepared.prepare, prepared.load_ms, out);
+  }
   const Graph& graph = *prepared.graph;
   const FusionPlan& plan = prepared.fusion;
   ExecutablePlan& exec = *prepared.executable;

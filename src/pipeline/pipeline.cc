@@ -115,6 +115,9 @@ nlohmann::json RunFuseJob(const FuseJob& job, const PlanFileWriter& write_plan, 
   PrepareOptions options;
   // Only a plan file that is written is executed; --emit plan without -o reports the ONNX target's fusion.
   options.target = emit_plan && !job.output_path.empty() ? Target::kExecutable : Target::kOnnx;
+  // As `run` prepares it: an If or Loop decided at run time stays, and the
+  // plan stores the model to run in stages (plan_file.h).
+  options.keep_run_time_control_flow = true;
   options.load = job.load;
   options.fold_bn = job.fold_bn || job.emit == "plain";
   options.fusion = FuseSettingsOf(job);

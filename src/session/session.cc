@@ -50,14 +50,25 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     read.input_shapes = options.input_shapes;
     LoadedPlan loaded = ReadPlanFile(path, read);
     if (loaded.model) {
-      s.symbolic.emplace(loaded.model);
-      // The stored model is a prepared one: a KV cache's growing dim may turn
-      // to stages around it (session_schedules.cc), fused with the plan's fuser.
-      s.staged_source = loaded.model;
       s.prepare.target = Target::kExecutable;
       s.prepare.fusion.strategy = loaded.info.fused ? ParseStrategy(loaded.info.strategy) : kDefaultStrategy;
       s.prepare.fusion.patterns = std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs));
       s.prepare.lowers = backend::LowersOp;
+      s.prepare.keep_run_time_control_flow = true;
+      s.groups_fused = loaded.info.fused;
+    }
+    if (loaded.info.staged) {  // its shapes follow values: every run in stages
+      s.staged_source = loaded.model;
+      s.staged_all = true;
+      for (ValueId v : loaded.model->inputs()) s.inputs.push_back(session::ValueInfoOf(*loaded.model, v));
+      for (ValueId v : loaded.model->outputs()) s.outputs.push_back(session::ValueInfoOf(*loaded.model, v));
+      return;
+    }
+    if (loaded.model) {
+      s.symbolic.emplace(loaded.model);
+      // The stored model is a prepared one: a KV cache's growing dim may turn
+      // to stages around it (session_schedules.cc), fused with the plan's fuser.
+      s.staged_source = loaded.model;
     }
     s.fused_once = loaded.model != nullptr;
     s.groups_fused = loaded.info.fused;
@@ -68,9 +79,9 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     if (s.symbolic && options.max_samples_per_pass >= 0) s.batch_symbol = session::SeparableBatchSymbol(declared);
     for (ValueId v : declared.inputs()) s.inputs.push_back(session::ValueInfoOf(declared, v));
     for (ValueId v : declared.outputs()) s.outputs.push_back(session::ValueInfoOf(declared, v));
-    for (const ExecutablePlan::Binding& in : loaded.executable.InputBindings()) signature.push_back(in.dims);
+    for (const ExecutablePlan::Binding& in : loaded.executable->InputBindings()) signature.push_back(in.dims);
     schedule = std::make_shared<ShapeSchedule>(std::move(graph), std::move(loaded.fusion), loaded.info.fused, &s.packed,
-                                               std::make_unique<ExecutablePlan>(std::move(loaded.executable)),
+                                               std::make_unique<ExecutablePlan>(std::move(*loaded.executable)),
                                                loaded.info.load_ms);
   } else {
     const auto start = std::chrono::steady_clock::now();

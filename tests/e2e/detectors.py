@@ -5,9 +5,11 @@ scripts/export_zoo.py exports them (random weights), whose shapes follow
 values (NonZero, TopK, NonMaxSuppression, an If decided at run time), so
 the session runs them in stages (src/session/staged_model.h).
 
-    tests/e2e/detectors.py ZOO_DIR WORK_DIR
+    tests/e2e/detectors.py ONNX_FUSE ZOO_DIR WORK_DIR
 
-Each detector, in one session at 1 thread, on three images: the export's
+Each detector, from its model and from its plan file (ONNX_FUSE MODEL -o
+WORK_DIR/NAME.plan: the prepared model, to run in stages), in one session at
+1 thread, on three images: the export's
 test image (whose torch-vs-ORT spread sets the tolerance), uniform noise
 (where SSDlite finds nothing), and the test image again; the session's boxes, labels and scores against ONNX Runtime's at
 the same image (scripts/ort/infer.js), as sets of detections
@@ -15,7 +17,9 @@ the same image (scripts/ort/infer.js), as sets of detections
 within the model's zoo tolerance (zoo_check.tolerance). An image where ORT
 finds no detection must give empty outputs of ranks 2, 1, 1. The session
 must have run every call in stages and found its stages in the cache on the
-repeated image. A missing model, module or tool fails; nothing is skipped.
+repeated image. `ONNX_FUSE run` of the plan on the test image must give
+ORT's detections too. A missing model, module or tool fails; nothing is
+skipped.
 
 Exit status: 0 every call matches; 1 otherwise.
 """
@@ -52,38 +56,65 @@ def images(test_image):
     return [("test image", test_image), ("noise", noise), ("test image again", test_image)]
 
 
-def check_detector(onnxfuse, zoo, name, work, failures):
+def check(label, ref, ours, tol, failures):
+    worst, problem = compare_detections(ref, ours, tol)
+    if not problem and len(ref[0]) == 0 and [o.ndim for o in ours] != [2, 1, 1]:
+        problem = "no detection, but outputs of ranks %s" % [o.ndim for o in ours]
+    print("%-4s %-62s %3d detections (ORT %3d)  worst %s" % (
+        "ok" if not problem else "FAIL", label, len(ours[0]), len(ref[0]), worst))
+    if problem:
+        failures.append("%s: %s" % (label, problem))
+
+
+def run_plan(binary, plan, image, folder):
+    """`onnx-fuse run PLAN` on IMAGE, its outputs read back."""
+    ins, outs = os.path.join(folder, "in"), os.path.join(folder, "out")
+    os.makedirs(ins, exist_ok=True)
+    with open(os.path.join(ins, "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(image, "image").SerializeToString())
+    p = subprocess.run([binary, "run", plan, "--inputs", ins, "--outputs", outs, "--iterations", "1",
+                        "--warmup", "0", "--threads", "1"], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("onnx-fuse run %s failed: %s" % (plan, p.stderr.strip()[-300:]))
+    return [numpy_helper.to_array(onnx.load_tensor(os.path.join(outs, "output_%d.pb" % i))) for i in range(3)]
+
+
+def check_detector(onnxfuse, binary, zoo, name, work, failures):
     folder = os.path.join(zoo, name)
     model = os.path.join(folder, "model.onnx")
     with open(os.path.join(folder, "export.json")) as f:
         tol = tolerance(RTOL, model_spread(json.load(f)))
     test_image = numpy_helper.to_array(onnx.load_tensor(os.path.join(folder, "test_data_set_0", "input_0.pb")))
-    session = onnxfuse.InferenceSession(model, threads=1)
-    for k, (what, image) in enumerate(images(test_image)):
-        ref = ort_outputs(model, image, os.path.join(work, "%s_%d" % (name, k)))
-        ours = session.run(None, {"image": image})
-        worst, problem = compare_detections(ref, ours, tol)
-        if not problem and len(ref[0]) == 0 and [o.ndim for o in ours] != [2, 1, 1]:
-            problem = "no detection, but outputs of ranks %s" % [o.ndim for o in ours]
-        print("%-4s %-40s %-18s %3d detections (ORT %3d)  worst %s" % (
-            "ok" if not problem else "FAIL", name, what, len(ours[0]), len(ref[0]), worst))
-        if problem:
-            failures.append("%s, %s: %s" % (name, what, problem))
-    stats = session.stats()
-    if stats["staged_runs"] != 3 or stats["stage_hits"] == 0:
-        failures.append("%s: %d of 3 runs staged, %d stages found in the cache" % (
-            name, stats["staged_runs"], stats["stage_hits"]))
+    plan = os.path.join(work, name + ".plan")
+    os.makedirs(work, exist_ok=True)
+    p = subprocess.run([binary, model, "-o", plan, "-q"], capture_output=True, text=True)
+    if p.returncode != 0:
+        failures.append("%s: writing its plan failed (exit %d): %s" % (name, p.returncode, p.stderr.strip()[-300:]))
+        return
+    refs = [ort_outputs(model, image, os.path.join(work, "%s_%d" % (name, k)))
+            for k, (_, image) in enumerate(images(test_image))]
+    for source in (model, plan):
+        session = onnxfuse.InferenceSession(source, threads=1)
+        for (what, image), ref in zip(images(test_image), refs):
+            check("%s (%s), %s" % (name, os.path.basename(source), what), ref,
+                  session.run(None, {"image": image}), tol, failures)
+        stats = session.stats()
+        if stats["staged_runs"] != 3 or stats["stage_hits"] == 0:
+            failures.append("%s (%s): %d of 3 runs staged, %d stages found in the cache" % (
+                name, os.path.basename(source), stats["staged_runs"], stats["stage_hits"]))
+    check("%s (onnx-fuse run %s.plan), test image" % (name, name), refs[0],
+          run_plan(binary, plan, test_image, os.path.join(work, name + "_run")), tol, failures)
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
-    zoo, work = sys.argv[1:]
+    binary, zoo, work = sys.argv[1:]
     import onnxfuse
     failures = []
     for name in DETECTORS:
-        check_detector(onnxfuse, zoo, name, work, failures)
+        check_detector(onnxfuse, binary, zoo, name, work, failures)
     for failure in failures:
         print("FAIL " + failure)
     print("detectors: %s" % ("FAIL" if failures else "OK"))

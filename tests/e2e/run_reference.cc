@@ -54,7 +54,11 @@ int main(int argc, char** argv) {
       FusionPlan plan = FuseGraph(*graph, settings);
       compiled.emplace(ExecutablePlan::Compile(*graph, plan, CompileOptions{fuse}));
     }
-    ExecutablePlan& exec = loaded ? loaded->executable : *compiled;
+    if (loaded && !loaded->executable) {
+      std::cerr << model << ": a plan of a model run in stages; use onnx-fuse run\n";
+      return 1;
+    }
+    ExecutablePlan& exec = loaded ? *loaded->executable : *compiled;
     auto outputs = exec.Run(MatchInputs(loaded ? *loaded->graph : *graph, ReadTensorDir(data, "input")));
     auto expected = ReadTensorDir(data, "output");
     if (expected.size() != outputs.size()) {

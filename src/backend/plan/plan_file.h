@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,9 @@ namespace onnxfuse {
 
 /// The plan-file format this build writes. 2: Winograd weights layouts;
 /// 3: symbolic input dims kept, the built shapes stored (any input shape);
-/// 4: the pattern regions of postdom and greedy groups stored (FusedGroup::regions).
-inline constexpr std::uint32_t kPlanFormatVersion = 4;
+/// 4: the pattern regions of postdom and greedy groups stored (FusedGroup::regions);
+/// 5: a model whose shapes follow values stored to run in stages (PlanFileInfo::staged).
+inline constexpr std::uint32_t kPlanFormatVersion = 5;
 /// The oldest format this build reads (versions kPlanFormatOldest..kPlanFormatVersion).
 inline constexpr std::uint32_t kPlanFormatOldest = 2;
 /// Bytes before the payload.
@@ -95,6 +97,10 @@ struct PlanFileInfo {
   double load_ms = 0;
   /// Wall-clock ms of compiling the schedule at those shapes (PlanStats::compile_ms).
   double compile_ms = 0;
+  /// A model whose shapes follow values (ShapesFollowValues): the file holds
+  /// its prepared model and fuser, no schedule; it runs in stages
+  /// (session/staged_model.h), compiled at the shapes each run finds.
+  bool staged = false;
 };
 
 /// oneDNN's effective instruction set on this machine: "avx512_core", "avx2", ...
@@ -109,6 +115,9 @@ std::string CpuIsaName();
 /// compiled at the built shapes (each such dim 1) on `graph`'s model loaded
 /// again with them pinned (LoadOptions::input_shapes), with the same groups:
 /// the schedule `run --input-shape` would give that shape.
+/// A model whose shapes follow values (pipeline/shapes_follow_values.h) has
+/// no one schedule: its file holds the prepared model, the groups and the
+/// fuser only (PlanFileInfo::staged), and nothing is compiled or verified.
 /// With `verify` (and options.fuse), the compiled plan first runs once on
 /// deterministic inputs (RandomInputs) next to the unfused plan of `graph`
 /// (onnxfuse/verify.h): about one unfused compilation and inference more.
@@ -148,15 +157,17 @@ struct PlanReadOptions {
 /// with keep_weights, the graph's initializer data is released once compiled
 /// (Graph::ReleaseInitializer): enough for its inputs and outputs, not to compile again.
 struct LoadedPlan {
-  /// The model at the compiled shapes (info.input_shapes).
+  /// The model at the compiled shapes (info.input_shapes). A staged plan
+  /// (info.staged) has none, nor groups nor executable: only `model`.
   std::unique_ptr<Graph> graph;
   FusionPlan fusion;
-  ExecutablePlan executable;
+  std::optional<ExecutablePlan> executable;
   PlanFileInfo info;
   /// keep_model (format 3): the stored model loaded with only
   /// PlanReadOptions::input_shapes pinned, so its other symbolic dims stay
   /// symbolic; the same nodes, in the same order, as `graph`. nullptr for a
-  /// version 2 plan, which has one shape.
+  /// version 2 plan, which has one shape. A staged plan always has it, the
+  /// prepared model to run in stages, whatever keep_model says.
   std::shared_ptr<const Graph> model;
   /// The prepacked constants as loaded (the file's, and those packed again
   /// here), by Builder key, for later compiles to share (CompileOptions::packed).

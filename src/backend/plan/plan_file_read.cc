@@ -172,6 +172,30 @@ bool IsPlanFile(const std::string& path) {
 
 namespace {
 
+// A plan of a model whose shapes follow values (format 5): its model, with
+// only the requested shapes pinned, to run in stages; nothing compiled.
+LoadedPlan LoadStaged(onnx::ModelProto model, const planfile::Plan& stored, const Header& header,
+                      const std::string& source_name, const PlanReadOptions& read, std::uint64_t file_bytes,
+                      std::chrono::steady_clock::time_point start) {
+  LoadedPlan loaded;
+  loaded.model = std::make_shared<Graph>(
+      LoadModelProto(std::move(model), source_name + " (its model)", LoadOptions{read.input_shapes}));
+  loaded.packed = std::make_shared<backend::PackedConstants>();
+  PlanFileInfo& info = loaded.info;
+  info.producer = stored.producer();
+  info.source = stored.source();
+  info.strategy = stored.strategy();
+  info.fused = stored.fused();
+  info.built_isa = stored.cpu_isa();
+  info.running_isa = CpuIsaName();
+  info.file_bytes = file_bytes;
+  info.format_version = header.version;
+  info.input_shapes = read.input_shapes;
+  info.staged = true;
+  info.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return loaded;
+}
+
 // The parsed payload into a compiled plan. The model is parsed from where it
 // lies; the constants are used there too when `storage` keeps those bytes.
 LoadedPlan Load(const PayloadView& payload, const Header& header, const std::string& source_name,
@@ -180,6 +204,7 @@ LoadedPlan Load(const PayloadView& payload, const Header& header, const std::str
   const std::string model_name = source_name + " (its model)";
   const planfile::Plan& stored = payload.plan;
   onnx::ModelProto model = ParseModelBytes(payload.model.data(), payload.model.size(), model_name);
+  if (stored.staged()) return LoadStaged(std::move(model), stored, header, source_name, read, file_bytes, start);
   const bool shaped = header.version >= 3;  // format 3: the model keeps its symbolic dims
   const planshapes::Shapes built = shaped ? BuiltShapesOf(stored, source_name) : planshapes::Shapes{};
   const planshapes::Shapes target = !shaped || read.input_shapes.empty()

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <spdlog/spdlog.h>
@@ -20,6 +21,7 @@
 #include "backend/plan/plan_format.h"
 #include "backend/plan/plan_shapes.h"
 #include "pipeline/prepare_model.h"
+#include "pipeline/shapes_follow_values.h"
 
 namespace onnxfuse {
 
@@ -156,11 +158,14 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
   // the schedule a reader replays by pinning the same shapes, and the one
   // `run --input-shape` gives that shape. The file keeps the open model.
   const planshapes::Shapes built = planshapes::BuiltShapes(graph);
+  // A model whose shapes follow values has no one schedule: only its prepared
+  // model and fuser are stored, and a reader runs it in stages.
+  const bool staged = ShapesFollowValues(graph);
   std::unique_ptr<Graph> pinned;
   FusionPlan pinned_fusion;
   const Graph* target = &graph;
   const FusionPlan* groups = &fusion;
-  if (planshapes::HasOpenDims(graph)) {
+  if (!staged && planshapes::HasOpenDims(graph)) {
     pinned = std::make_unique<Graph>(LoadModelProto(graph.model(), graph.source_path(), LoadOptions{built}));
     if (options.fuse) pinned_fusion = planshapes::SameGroupsOn(*pinned, fusion);
     target = pinned.get();
@@ -169,10 +174,11 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
   auto packed = std::make_shared<backend::PackedConstants>();
   CompileOptions record = options;
   record.packed = packed;
-  ExecutablePlan executable = ExecutablePlan::Compile(*target, *groups, record);
-  if (verify && options.fuse) {  // the plan as it will be stored, against the unfused one
+  std::optional<ExecutablePlan> executable;
+  if (!staged) executable.emplace(ExecutablePlan::Compile(*target, *groups, record));
+  if (!staged && verify && options.fuse) {  // the plan as it will be stored, against the unfused one
     const std::vector<Tensor> inputs = RandomInputs(*target);
-    const std::vector<Tensor> fused = executable.Run(inputs);
+    const std::vector<Tensor> fused = executable->Run(inputs);
     const std::vector<Tensor> unfused = ExecutablePlan::Compile(*target, *groups, CompileOptions{false}).Run(inputs);
     const Verification v = VerifyOutputs(*target, *groups, inputs, fused, unfused);
     if (!v.ok)
@@ -202,11 +208,14 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
       }
     }
   out.set_cpu_isa(CpuIsaName());
-  for (const ScheduleStep& s : executable.Schedule()) {
-    auto* step = out.add_schedule();
-    step->set_kind(s.kind), step->set_label(s.label), step->set_impl(s.impl), step->set_layout(s.layout);
+  out.set_staged(staged);
+  if (executable) {
+    for (const ScheduleStep& s : executable->Schedule()) {
+      auto* step = out.add_schedule();
+      step->set_kind(s.kind), step->set_label(s.label), step->set_impl(s.impl), step->set_layout(s.layout);
+    }
+    out.set_arena_bytes(executable->stats().arena_bytes);
   }
-  out.set_arena_bytes(executable.stats().arena_bytes);
   for (ValueId v : graph.inputs())  // in model order
     if (auto it = built.find(graph.value(v).name); it != built.end()) {
       planfile::InputShape* shape = out.add_built_shapes();
@@ -237,7 +246,8 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
   info.steps = out.schedule_size();
   info.file_bytes = kPlanHeaderBytes + writer.size();
   info.built_shapes = info.input_shapes = built;
-  info.compile_ms = executable.stats().compile_ms;
+  info.compile_ms = executable ? executable->stats().compile_ms : 0;
+  info.staged = staged;
   return info;
 }
 
@@ -245,12 +255,18 @@ nlohmann::json WritePlanFileForJob(const FuseJob& job, const Graph& graph, const
   // The groups fused on the symbolic graph hold at every shape the plan runs
   // at (shapes equal by number or symbol are equal to the fusers).
   PlanFileInfo info = WritePlanFile(job.output_path, graph, fusion, CompileOptions{}, job.input_path, job.verify);
-  spdlog::info("{}: executable plan of {} steps, {} prepacked constants, {:.1f} MB, for {}", job.output_path,
-               info.steps, info.constants, static_cast<double>(info.file_bytes) / 1e6, info.built_isa);
+  if (info.staged)
+    spdlog::info("{}: plan of a model whose shapes follow values, {:.1f} MB: it runs in stages compiled at the "
+                 "shapes each run finds",
+                 job.output_path, static_cast<double>(info.file_bytes) / 1e6);
+  else
+    spdlog::info("{}: executable plan of {} steps, {} prepacked constants, {:.1f} MB, for {}", job.output_path,
+                 info.steps, info.constants, static_cast<double>(info.file_bytes) / 1e6, info.built_isa);
   return {{"path", job.output_path},         {"format_version", kPlanFormatVersion},
           {"steps", info.steps},                {"constants", info.constants},
           {"cpu_isa", info.built_isa},          {"bytes", info.file_bytes},
-          {"input_shapes", info.input_shapes},  {"compile_ms", info.compile_ms}};
+          {"input_shapes", info.input_shapes},  {"compile_ms", info.compile_ms},
+          {"staged", info.staged}};
 }
 
 }  // namespace onnxfuse

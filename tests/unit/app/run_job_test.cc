@@ -281,3 +281,50 @@ TEST_CASE("RunJob and plan files run a function op the backend does not lower as
     CHECK(written[0].data[0] == Approx(want).epsilon(1e-5));  // float32 log-softmax and sums
   }
 }
+
+TEST_CASE("a plan file of a model whose shapes follow values stores no schedule, and run runs it in stages",
+          "[executor][run_job][plan_file]") {
+  // y = Gather(x, NonZero(x > 0)) * 2: how many elements y has follows x's elements.
+  test::TempDir dir("run_job_staged_plan");
+  const std::string path = (dir.path / "nz.onnx").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    test::ParseModel(R"(<ir_version: 8, opset_import: ["" : 17]>
+      g (float[6] x) => (float[K] y) {
+        zero = Constant <value = float {0}> ()
+        pos = Greater(x, zero)
+        idx = NonZero(pos)
+        flat = Squeeze(idx)
+        picked = Gather(x, flat)
+        two = Constant <value = float {2}> ()
+        y = Mul(picked, two)
+      })").SerializeToOstream(&out);
+  }
+  FuseJob job;
+  job.input_path = path;
+  job.output_path = (dir.path / "nz.plan").string();
+  const nlohmann::json report = RunFuseJob(job, WritePlanFileForJob, backend::LowersOp);
+  CHECK(report["plan_file"]["staged"] == true);
+  CHECK(report["plan_file"]["steps"] == 0);
+  const LoadedPlan loaded = ReadPlanFile(job.output_path);
+  CHECK(loaded.info.staged);
+  CHECK_FALSE(loaded.executable.has_value());
+  REQUIRE(loaded.model != nullptr);
+  CHECK(loaded.model->num_nodes() > 0);
+
+  WriteTensorDir((dir.path / "in").string(), {test::TensorOf("x", {6}, {1.5f, -1, 0, 3, -2, 0.25f})}, "input");
+  RunOptions options;
+  options.model_path = job.output_path;
+  options.inputs_dir = (dir.path / "in").string();
+  options.outputs_dir = (dir.path / "out").string();
+  options.iterations = 1, options.warmup = 0, options.threads = 1;
+  options.check = options.json = true;
+  std::ostringstream out;
+  REQUIRE(RunJob(options, out) == 0);
+  const nlohmann::json line = nlohmann::json::parse(out.str());
+  CHECK(line["check"]["ok"] == true);
+  CHECK(line.contains("staged"));
+  const auto written = ReadTensorDir(options.outputs_dir, "output");
+  REQUIRE(written.size() == 1);
+  CHECK(written[0].data == std::vector<float>{3, 6, 0.5f});
+}

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "onnxfuse/error.h"
+#include "onnxfuse/fuse.h"
 #include "onnxfuse/session.h"
 #include "session_cases.h"
 #include "temp_dir.h"
@@ -158,6 +159,25 @@ TEST_CASE("staged: an If on an input's value whose branches give different shape
   y = session.Run({{"x", Floats(x, {1, 3})}, {"rate", Ints(other, {1})}});
   CHECK(y[0].dims == std::vector<std::int64_t>{1, 6});
   CHECK(y[0].data == std::vector<float>{1, -2, 3, 1, -2, 3});
+  CHECK(session.stats().staged_runs == 2);
+}
+
+TEST_CASE("staged: a session on the plan file of such a model runs it in stages as on the model",
+          "[session][staged][plan_file]") {
+  test::TempDir dir("staged");
+  FuseOptions fuse;
+  fuse.output_path = (dir.path / "nz.plan").string();
+  Fuse(WriteModel(dir, kNonZero), fuse);
+  InferenceSession session(fuse.output_path);
+  REQUIRE(session.inputs().size() == 1);
+  CHECK(session.inputs()[0].name == "x");
+  const std::vector<float> x = {1.5f, -1, 0, 3, -2, 0.25f};
+  std::vector<Tensor> out = session.Run({{"x", Floats(x, {6})}});
+  CHECK(out[0].data == std::vector<float>{3, 6, 0.5f});
+  CHECK(out[1].int_data == std::vector<std::int64_t>{0, 3, 5});
+  const std::vector<float> none = {-1, -2, 0};
+  out = session.Run({{"x", Floats(none, {3})}});
+  CHECK(out[0].dims == std::vector<std::int64_t>{0});
   CHECK(session.stats().staged_runs == 2);
 }
 

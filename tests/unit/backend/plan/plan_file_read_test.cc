@@ -38,7 +38,7 @@ TEST_CASE("a written plan reloads and computes what was compiled", "[plan_file]"
   CHECK(loaded.info.constants_reused == written.constants);  // same CPU: every constant as stored
   CHECK(loaded.info.same_schedule);
   CHECK(loaded.fusion.groups.size() == fusion.groups.size());
-  std::vector<Tensor> got = loaded.executable.Run(RandomInputs(*loaded.graph));
+  std::vector<Tensor> got = loaded.executable->Run(RandomInputs(*loaded.graph));
   REQUIRE(got.size() == expected.size());
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i].data == expected[i].data);
 }
@@ -65,7 +65,7 @@ TEST_CASE("a plan file's constants are used where they lie in the mapped file, a
     LoadedPlan loaded = ReadPlanFile(path.string());
     CHECK(loaded.info.constants_mapped == written.constants);
     CHECK(loaded.info.constants_reused == written.constants);
-    return std::move(loaded.executable);
+    return std::move(*loaded.executable);
   }();
   const std::vector<Tensor> got = executable.Run(RandomInputs(graph));
   REQUIRE(got.size() == expected.size());
@@ -83,7 +83,7 @@ TEST_CASE("a plan file's constants are used where they lie in the mapped file, a
   std::ofstream(old_path, std::ios::binary) << test::WithHeader(unaligned.SerializeAsString());
   LoadedPlan old = ReadPlanFile(old_path.string());
   CHECK(old.info.constants_mapped < written.constants);
-  const std::vector<Tensor> old_got = old.executable.Run(RandomInputs(graph));
+  const std::vector<Tensor> old_got = old.executable->Run(RandomInputs(graph));
   for (std::size_t i = 0; i < old_got.size(); ++i) CHECK(old_got[i].data == expected[i].data);
 }
 
@@ -111,7 +111,7 @@ TEST_CASE("a plan file keeps each group's library pattern, and one without them 
   CHECK(loaded.info.same_schedule);
   for (std::size_t g = 0; g < fusion.groups.size(); ++g)
     CHECK(loaded.fusion.groups[g].pattern_name == fusion.groups[g].pattern_name);
-  for (const ScheduleStep& s : loaded.executable.Schedule()) {
+  for (const ScheduleStep& s : loaded.executable->Schedule()) {
     INFO(s.kind << " " << s.label);
     if (s.group < 0) CHECK(s.kind == "reorder");  // a graph output's copy, after every group
     else CHECK(s.pattern == fusion.groups.at(static_cast<std::size_t>(s.group)).pattern_name);
@@ -153,7 +153,7 @@ g (float[2,24] x, float[2,24] r) => (float[2,24] y) {
   };
   auto gelu_steps = [](const LoadedPlan& loaded) {
     int n = 0;
-    for (const ScheduleStep& s : loaded.executable.Schedule()) n += s.kind == "gelu";
+    for (const ScheduleStep& s : loaded.executable->Schedule()) n += s.kind == "gelu";
     return n;
   };
   const LoadedPlan loaded = ParsePlanFile(bytes.data(), bytes.size(), "gelu.plan", false);
@@ -262,7 +262,7 @@ TEST_CASE("plan files are read through a mapping of the file: missing, not regul
                                                        [](std::int64_t i) { return std::sin(0.1f * static_cast<float>(i)); })};
   LoadedPlan loaded = ReadPlanFile(path.string());
   ExecutablePlan direct = ExecutablePlan::Compile(graph, test::FusePostdom(graph), CompileOptions{});
-  CHECK(loaded.executable.Run(inputs).at(0).data == direct.Run(inputs).at(0).data);
+  CHECK(loaded.executable->Run(inputs).at(0).data == direct.Run(inputs).at(0).data);
 }
 
 TEST_CASE("a depthwise convolution's implementation is chosen by timing, a plan replays the stored choice",
@@ -301,11 +301,11 @@ TEST_CASE("a depthwise convolution's implementation is chosen by timing, a plan 
   // runs on jit_dw, saying its schedule differs from the stored one.
   const bool both = CpuIsaName().rfind("avx512", 0) == 0;
   CHECK(loaded.info.same_schedule == both);
-  const auto schedule = loaded.executable.Schedule();
+  const auto schedule = loaded.executable->Schedule();
   REQUIRE(static_cast<int>(schedule.size()) == plan.schedule_size());
   CHECK(schedule[static_cast<std::size_t>(conv)].impl == (both ? other : built));
   std::vector<Tensor> expected = ExecutablePlan::Compile(graph, fusion).Run(RandomInputs(graph));
-  std::vector<Tensor> got = loaded.executable.Run(RandomInputs(*loaded.graph));
+  std::vector<Tensor> got = loaded.executable->Run(RandomInputs(*loaded.graph));
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].data.size() == expected[0].data.size());
   double max_diff = 0;

@@ -51,7 +51,7 @@ TEST_CASE("a Winograd convolution's weights are stored in oneDNN's Winograd layo
   CHECK(loaded.info.same_schedule);
   CHECK(loaded.info.constants_reused == loaded.info.constants);
   std::vector<Tensor> expected = ExecutablePlan::Compile(graph, fusion, CompileOptions{false}).Run(RandomInputs(graph));
-  std::vector<Tensor> got = loaded.executable.Run(RandomInputs(*loaded.graph));
+  std::vector<Tensor> got = loaded.executable->Run(RandomInputs(*loaded.graph));
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].data.size() == expected[0].data.size());
   // The project's relative difference (scripts/ort/compare.js): the largest
@@ -113,7 +113,7 @@ TEST_CASE("constant MatMul weights on oneDNN's gemm are stored column-major, num
 
   LoadedPlan loaded = ParsePlanFile(bytes.data(), bytes.size(), "matmul.plan");
   const std::vector<Tensor> inputs = RandomInputs(*loaded.graph);
-  const std::vector<Tensor> got = loaded.executable.Run(inputs);
+  const std::vector<Tensor> got = loaded.executable->Run(inputs);
   REQUIRE(got.size() == 1);
   REQUIRE(got[0].data.size() == 5u * n);
   for (int r = 0; r < 5; ++r)

@@ -39,7 +39,7 @@ void CheckBatch(LoadedPlan& plan, std::int64_t n) {
     inputs[0].data.push_back(test::Wave(i));
     inputs[1].data.push_back(test::Wave(3 * i) / 2);
   }
-  const std::vector<Tensor> out = plan.executable.Run(inputs);
+  const std::vector<Tensor> out = plan.executable->Run(inputs);
   REQUIRE(out[0].dims == std::vector<std::int64_t>{n, 3});
   for (std::int64_t r = 0; r < n; ++r)
     for (int c = 0; c < 3; ++c) {
