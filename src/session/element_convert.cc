@@ -113,6 +113,16 @@ Tensor TensorFromView(const std::string& name, const TensorView& view) {
   t.dims = view.shape;
   t.elem_type = static_cast<std::int32_t>(StorageOf(view.dtype));  // ElementType numbers as ONNX does
   const auto count = static_cast<std::size_t>(view.NumElements());
+  if (view.dtype == ElementType::kFloat) {  // the storage type: one copy, no widening
+    const auto* from = static_cast<const float*>(view.data);
+    t.data.assign(from, from + count);
+    return t;
+  }
+  if (view.dtype == ElementType::kInt64) {
+    const auto* from = static_cast<const std::int64_t*>(view.data);
+    t.int_data.assign(from, from + count);
+    return t;
+  }
   void* dst = nullptr;
   if (StorageOf(view.dtype) == ElementType::kInt64) {
     t.int_data.resize(count);

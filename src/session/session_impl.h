@@ -70,7 +70,9 @@ struct InferenceSession::Impl {
   // Bytes of the largest step at one sample, by the signature at batch 1:
   // what a batch's passes are sized from (Build), measured once.
   std::map<ShapeSignature, std::int64_t> step_bytes_at_one;
-  std::set<ShapeSignature> staged_signatures;  // signatures whose shapes follow values
+  // Signatures whose shapes follow values, of a model prepared at each signature
+  // (at most 4 x shape_cache_size; a model prepared once sets staged_all instead).
+  std::set<ShapeSignature> staged_signatures;
   std::unique_ptr<session::StagedModel> staged;  // made on first use, under staged_mutex
   std::mutex staged_mutex;
 

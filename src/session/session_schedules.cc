@@ -166,7 +166,13 @@ std::shared_ptr<ShapeSchedule> InferenceSession::Impl::ScheduleFor(const ShapeSi
     std::shared_ptr<ShapeSchedule> schedule = Build(signature);
     std::lock_guard<std::mutex> lock(mutex);
     if (schedule) Insert(signature, schedule);
-    else staged_signatures.insert(signature);
+    else if (symbolic) staged_all = true;  // prepared once: its shapes follow values at every signature
+    else {
+      // Prepared at each signature (control flow its dims may decide): remembered
+      // as many as the stage cache keeps, then forgotten and prepared again.
+      if (staged_signatures.size() >= static_cast<std::size_t>(options.shape_cache_size) * 4) staged_signatures.clear();
+      staged_signatures.insert(signature);
+    }
     building.erase(signature);
     promise.set_value(schedule);
     return schedule;

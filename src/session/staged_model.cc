@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
+#include <iterator>
+#include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -20,6 +21,19 @@ namespace {
 
 std::string NodeText(const Graph& graph, const Node& node) {
   return graph.source_path() + ": node '" + node.name + "' (" + node.op_type + ")";
+}
+
+// Drops the values no node left to run reads, but for the model's outputs:
+// what a run keeps, and what each stage's key looks through, is only what is
+// still needed (a decoder's past and present caches of every layer are not).
+void ForgetUnread(const Graph& graph, const std::vector<bool>& done, KnownValues& known) {
+  for (auto it = known.begin(); it != known.end();) {
+    const std::optional<ValueId> v = graph.FindValue(it->first);
+    const bool read = !v || graph.value(*v).is_graph_output ||
+                      std::any_of(graph.value(*v).consumers.begin(), graph.value(*v).consumers.end(),
+                                  [&](NodeId n) { return !done[n]; });
+    it = read ? std::next(it) : known.erase(it);
+  }
 }
 
 }  // namespace
@@ -79,6 +93,7 @@ std::vector<Tensor> StagedModel::Run(KnownValues inputs) {
       progress = true;
     }
     progress = EvaluateKnown(done, known, /*any=*/false) || progress;
+    ForgetUnread(graph, done, known);
     if (!progress && !EvaluateKnown(done, known, /*any=*/true)) {
       for (NodeId id = 0; id < graph.num_nodes(); ++id)
         if (!done[id])
@@ -189,20 +204,26 @@ void StagedModel::RunStage(const CachedStage& stage, std::vector<bool>& done, Kn
 bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, bool any) {
   const Graph& graph = *prepared_;
   bool evaluated = false;
+  const auto empty_float = [](const Tensor& t) {
+    return t.NumElements() == 0 && t.elem_type == onnx::TensorProto::FLOAT;
+  };
+  const bool some_empty =
+      std::any_of(known.begin(), known.end(), [&](const auto& entry) { return empty_float(entry.second); });
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     if (done[id]) continue;
     const Node& node = graph.node(id);
+    const bool listed = OutputsFollowValues(node) || (id < host_nodes_.size() && host_nodes_[id]);
+    if (!listed && !any && !some_empty) continue;  // nothing here for this node: skip the lookups
     const bool inputs_known = std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
       return v == kNoValue || graph.value(v).initializer >= 0 || known.count(graph.value(v).name) > 0;
     });
     if (!inputs_known) continue;
-    const bool empty_input = std::any_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
+    const bool empty_input = some_empty && std::any_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
       if (v == kNoValue) return false;
       auto it = known.find(graph.value(v).name);
-      return it != known.end() && it->second.NumElements() == 0 && it->second.elem_type == onnx::TensorProto::FLOAT;
+      return it != known.end() && empty_float(it->second);
     });
-    const bool follows = OutputsFollowValues(node) || (id < host_nodes_.size() && host_nodes_[id]) ||
-                         (empty_input && node.domain.empty() && eval::HostEvaluable(node));
+    const bool follows = listed || (empty_input && node.domain.empty() && eval::HostEvaluable(node));
     if (!follows && !(any && node.domain.empty() && eval::HostEvaluable(node))) continue;
     Evaluated(id, EvaluateNode(id, known), done, known);
     evaluated = true;
