@@ -6,6 +6,7 @@
 // Error(kInvalidModel) naming the node.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "eval/dims.h"
 #include "eval/host_eval_ops.h"
@@ -26,37 +27,48 @@ std::int64_t CheckedIndex(const Node& node, std::int64_t k, std::int64_t n) {
   return k < 0 ? k + n : k;
 }
 
-// Element i of `from` into element j of `to`, combined by `reduction`
-// (ScatterElements-16, ScatterND-16: none, add, mul).
-void Combine(Tensor& to, std::int64_t j, const Tensor& from, std::int64_t i, const std::string& reduction) {
-  const auto tj = static_cast<std::size_t>(j), fi = static_cast<std::size_t>(i);
-  if (IsInt64(to)) {
-    const std::int64_t v = from.int_data[fi];
-    to.int_data[tj] = reduction == "add" ? to.int_data[tj] + v : reduction == "mul" ? to.int_data[tj] * v : v;
-  } else {
-    const float v = from.data[fi];
-    to.data[tj] = reduction == "add" ? to.data[tj] + v : reduction == "mul" ? to.data[tj] * v : v;
-  }
-}
+// How ScatterElements-16 and ScatterND-16 combine an update with what is there.
+enum class Reduction { kNone, kAdd, kMul };
 
-std::string Reduction(const Node& node) {
+Reduction ReductionOf(const Node& node) {
   const std::string r = AttrString(node, "reduction", "none");
-  if (r != "none" && r != "add" && r != "mul")
-    throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": reduction '" + r + "' is not supported");
-  return r;
+  if (r == "none") return Reduction::kNone;
+  if (r == "add") return Reduction::kAdd;
+  if (r == "mul") return Reduction::kMul;
+  throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": reduction '" + r + "' is not supported");
 }
 
-// The flat index into `dims` of the element at flat index i of `index_dims`
-// with the coordinate on `axis` replaced by `k`.
-std::int64_t ReplaceAxis(std::int64_t i, const Dims& index_dims, const Dims& dims, std::size_t axis, std::int64_t k) {
-  std::int64_t flat = 0, stride = 1;  // from the last dim on, without allocating (once per element)
-  for (std::size_t d = dims.size(); d-- > 0;) {
-    const std::int64_t coord = i % index_dims[d];
-    i /= index_dims[d];
-    flat += (d == axis ? k : coord) * stride;
-    stride *= dims[d];
+// Element i of `from` into element j of `to`, combined by `reduction`.
+void Combine(Tensor& to, std::int64_t j, const Tensor& from, std::int64_t i, Reduction reduction) {
+  const auto tj = static_cast<std::size_t>(j), fi = static_cast<std::size_t>(i);
+  const auto apply = [reduction](auto& x, auto v) {
+    x = reduction == Reduction::kAdd ? x + v : reduction == Reduction::kMul ? x * v : v;
+  };
+  if (IsInt64(to)) apply(to.int_data[tj], from.int_data[fi]);
+  else apply(to.data[tj], from.data[fi]);
+}
+
+// Calls visit(i, base) for each flat index i of `index_dims` in order, `base`
+// the flat index into `dims` of i's coordinates with the one on `axis` 0: an
+// odometer, no division per element.
+template <typename Visit>
+void ForEachOffAxis(const Dims& index_dims, const Dims& dims, std::size_t axis, Visit visit) {
+  const std::size_t rank = dims.size();
+  std::vector<std::int64_t> stride(rank, 1), coord(rank, 0);
+  for (std::size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * dims[d];
+  const std::int64_t count = Product(index_dims);
+  std::int64_t base = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    visit(i, base);
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++coord[d] < index_dims[d]) {
+        if (d != axis) base += stride[d];
+        break;
+      }
+      if (d != axis) base -= (index_dims[d] - 1) * stride[d];
+      coord[d] = 0;
+    }
   }
-  return flat;
 }
 
 // GatherElements and ScatterElements address data at indices' own coordinates
@@ -81,12 +93,15 @@ Tensor GatherElements(const Node& node, const Tensor& data, const Tensor& indice
   const auto idx = AsInts(indices);
   Tensor out;
   out.elem_type = data.elem_type, out.dims = indices.dims;
-  for (std::size_t i = 0; i < idx.size(); ++i) {
-    const std::int64_t src = ReplaceAxis(static_cast<std::int64_t>(i), indices.dims, data.dims, axis,
-                                         CheckedIndex(node, idx[i], data.dims[axis]));
-    if (IsInt64(data)) out.int_data.push_back(data.int_data[static_cast<std::size_t>(src)]);
-    else out.data.push_back(data.data[static_cast<std::size_t>(src)]);
-  }
+  if (IsInt64(data)) out.int_data.resize(idx.size());
+  else out.data.resize(idx.size());
+  const std::int64_t along = Product(Dims(data.dims.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.dims.end()));
+  ForEachOffAxis(indices.dims, data.dims, axis, [&](std::int64_t i, std::int64_t base) {
+    const auto at = static_cast<std::size_t>(i);
+    const auto src = static_cast<std::size_t>(base + CheckedIndex(node, idx[at], data.dims[axis]) * along);
+    if (IsInt64(data)) out.int_data[at] = data.int_data[src];
+    else out.data[at] = data.data[src];
+  });
   return out;
 }
 
@@ -98,13 +113,14 @@ Tensor ScatterElements(const Node& node, const Tensor& data, const Tensor& indic
     throw Error(ErrorKind::kInvalidModel,
                 NodeLabel(node) + ": indices and updates must match, of data's rank and type");
   CheckIndexDims(node, indices.dims, data.dims, axis);
-  const std::string reduction = Reduction(node);
+  const Reduction reduction = ReductionOf(node);
   const auto idx = AsInts(indices);
   Tensor out = data;
-  for (std::size_t i = 0; i < idx.size(); ++i)
-    Combine(out, ReplaceAxis(static_cast<std::int64_t>(i), indices.dims, data.dims, axis,
-                             CheckedIndex(node, idx[i], data.dims[axis])),
-            updates, static_cast<std::int64_t>(i), reduction);
+  const std::int64_t along = Product(Dims(data.dims.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.dims.end()));
+  ForEachOffAxis(indices.dims, data.dims, axis, [&](std::int64_t i, std::int64_t base) {
+    const auto at = static_cast<std::size_t>(i);
+    Combine(out, base + CheckedIndex(node, idx[at], data.dims[axis]) * along, updates, i, reduction);
+  });
   return out;
 }
 
@@ -164,7 +180,7 @@ Tensor ScatterND(const Node& node, const Tensor& data, const Tensor& indices, co
   if (updates.dims != want)
     throw Error(ErrorKind::kInvalidModel,
                 NodeLabel(node) + ": updates are " + DimsString(updates.dims) + ", expected " + DimsString(want));
-  const std::string reduction = Reduction(node);
+  const Reduction reduction = ReductionOf(node);
   const auto idx = AsInts(indices);
   const std::int64_t tuples = Product(indices.dims) / m, slice = Product(Dims(data.dims.begin() + m, data.dims.end()));
   Tensor out = data;

@@ -60,6 +60,35 @@ TEST_CASE("indices larger than data off the axis are kInvalidModel, never a read
   }
 }
 
+TEST_CASE("GatherElements and ScatterElements on a middle axis, indices smaller than data off it", "[host_eval]") {
+  // data [2, 3, 4]; indices [2, 2, 3] (-3..2) along axis 1: out[i][j][k] =
+  // data[i][idx][k], and the scatter adds upd[i][j][k] at data[i][idx][k].
+  std::vector<float> values(24);
+  for (int e = 0; e < 24; ++e) values[static_cast<std::size_t>(e)] = static_cast<float>(e) * 0.5f - 3;
+  const Tensor data = test::TensorOf("", {2, 3, 4}, values);
+  const std::vector<std::int64_t> idx = {2, -1, 0, 1, -3, 2, 0, 0, -2, 1, 2, -1};
+  const Tensor indices = test::IntTensorOf("", {2, 2, 3}, idx);
+  std::vector<float> upd(12);
+  for (int e = 0; e < 12; ++e) upd[static_cast<std::size_t>(e)] = static_cast<float>(e + 1);
+  const Tensor updates = test::TensorOf("", {2, 2, 3}, upd);
+  std::vector<float> gathered, scattered = values;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 3; ++k) {
+        const auto e = static_cast<std::size_t>((i * 2 + j) * 3 + k);
+        const std::int64_t row = idx[e] < 0 ? idx[e] + 3 : idx[e];
+        const auto at = static_cast<std::size_t>((i * 3 + row) * 4 + k);
+        gathered.push_back(values[at]);
+        scattered[at] += upd[e];
+      }
+  const auto out = eval::EvalOnHost(NodeOf("GatherElements", {IntAttr("axis", 1)}), {&data, &indices}, 13);
+  CHECK(out.at(0).dims == std::vector<std::int64_t>{2, 2, 3});
+  CHECK(out.at(0).data == gathered);
+  const auto sum = eval::EvalOnHost(NodeOf("ScatterElements", {IntAttr("axis", 1), StringAttr("reduction", "add")}),
+                                    {&data, &indices, &updates}, 16);
+  CHECK(sum.at(0).data == scattered);
+}
+
 TEST_CASE("ScatterElements and ScatterND combine duplicates in order by reduction", "[host_eval]") {
   const Tensor data = test::TensorOf("", {4}, {1, 1, 1, 1});
   const Tensor idx = test::IntTensorOf("", {3}, {1, 1, -1});
