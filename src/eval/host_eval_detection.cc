@@ -13,7 +13,6 @@
 // and a box of zero area or a pair with no overlap is never suppressed.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <vector>
 
 #include "eval/host_eval_ops.h"
@@ -58,31 +57,52 @@ bool Overlaps(const Boxes& kept, std::size_t j, const Boxes& all, std::size_t i,
          union_area > 0.0f && intersection / union_area > threshold;
 }
 
-// The kept boxes that can suppress (finite, positive area) by their left
-// edge, so that a candidate is tested only against those whose x-extent can
-// meet its own: an exact pruning (a box that does not overlap never
-// suppresses), and most of the work when a detector offsets each class's
-// boxes apart (torchvision's batched_nms) and keeps thousands.
+// The kept boxes that can suppress (finite, positive area) in buckets of
+// their left edge, so that a candidate is tested only against those whose
+// x-extent can meet its own: an exact pruning (a box that does not overlap
+// never suppresses), and most of the work when a detector offsets each
+// class's boxes apart (torchvision's batched_nms) and keeps thousands. The
+// buckets span the x-range of all the boxes (`all`), each as wide as the
+// widest box (or wider, for at most kBuckets), so a candidate looks into
+// the buckets from its left edge minus that width to its right edge.
 class KeptByX {
  public:
+  explicit KeptByX(const Boxes& all) {
+    double lo = 0, hi = 0, widest = 0;
+    bool any = false;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const double x0 = all.x_min[i], x1 = all.x_max[i];
+      if (!std::isfinite(x0) || !std::isfinite(x1)) continue;
+      lo = any ? std::min(lo, x0) : x0, hi = any ? std::max(hi, x1) : x1, any = true;
+      widest = std::max(widest, x1 - x0);
+    }
+    base_ = lo;
+    cell_ = std::max({widest, (hi - lo) / kBuckets, 1e-30});
+    buckets_.resize(static_cast<std::size_t>(std::min((hi - lo) / cell_, double{kBuckets})) + 1);
+  }
   void Add(const Boxes& kept, std::size_t j) {
     const double width = static_cast<double>(kept.x_max[j]) - kept.x_min[j];
     if (!(kept.area[j] > 0.0f) || !std::isfinite(kept.area[j]) || !std::isfinite(width)) return;
-    by_x_min_.emplace(kept.x_min[j], j);
-    max_width_ = std::max(max_width_, width);
+    buckets_[Bucket(kept.x_min[j])].push_back(j);
   }
   bool Suppressed(const Boxes& kept, const Boxes& all, std::size_t i, float threshold) const {
     const double x0 = all.x_min[i], x1 = all.x_max[i];
-    if (!(x1 > x0)) return false;  // no width, or NaN: no intersection has area
-    // A kept box meets [x0, x1) only if its left edge is in (x0 - width, x1).
-    for (auto it = by_x_min_.lower_bound(x0 - 2 * max_width_ - 1); it != by_x_min_.end() && it->first < x1; ++it)
-      if (Overlaps(kept, it->second, all, i, threshold)) return true;
+    if (!(x1 > x0) || !std::isfinite(x0) || !std::isfinite(x1)) return false;  // no area can intersect
+    // A kept box (no wider than cell_) meets [x0, x1) only if its left edge is in (x0 - cell_, x1).
+    for (std::size_t b = Bucket(x0 - cell_), last = Bucket(x1); b <= last; ++b)
+      for (std::size_t j : buckets_[b])
+        if (Overlaps(kept, j, all, i, threshold)) return true;
     return false;
   }
 
  private:
-  std::multimap<double, std::size_t> by_x_min_;
-  double max_width_ = 0;
+  static constexpr int kBuckets = 4096;
+  std::size_t Bucket(double x) const {
+    const double at = std::floor((x - base_) / cell_);
+    return static_cast<std::size_t>(std::clamp(at, 0.0, static_cast<double>(buckets_.size() - 1)));
+  }
+  double base_ = 0, cell_ = 1;
+  std::vector<std::vector<std::size_t>> buckets_;
 };
 
 Tensor NonMaxSuppression(const Node& node, const HostInputs& in) {
@@ -113,7 +133,7 @@ Tensor NonMaxSuppression(const Node& node, const HostInputs& in) {
         if (!has_score_threshold || s[i] > score_threshold) order.push_back(i);
       std::stable_sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return s[x] > s[y]; });
       Boxes kept;
-      KeptByX index;
+      KeptByX index(all);
       for (std::int64_t i : order) {
         if (static_cast<std::int64_t>(kept.size()) >= max_per_class) break;
         if (index.Suppressed(kept, all, static_cast<std::size_t>(i), iou_threshold)) continue;
