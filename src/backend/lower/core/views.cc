@@ -120,16 +120,12 @@ bool TryFold(Builder& b, NodeId id) {
     return true;
   }
   if (!eval::HostEvaluable(node)) return false;
+  // Every input known first: decoding a constant (an embedding table read by a
+  // Gather of run-time ids) is wasted when another input is not.
+  const auto first = node.inputs.begin(), last = first + static_cast<std::ptrdiff_t>(node.num_explicit_inputs);
+  if (!std::all_of(first, last, [&](ValueId v) { return v == kNoValue || b.IsConst(v); })) return false;
   std::vector<const Tensor*> inputs;
-  for (std::size_t i = 0; i < node.num_explicit_inputs; ++i) {
-    ValueId v = node.inputs[i];
-    if (v == kNoValue) {
-      inputs.push_back(nullptr);
-      continue;
-    }
-    if (!b.IsConst(v)) return false;
-    inputs.push_back(&b.Const(v, node));
-  }
+  for (auto v = first; v != last; ++v) inputs.push_back(*v == kNoValue ? nullptr : &b.Const(*v, node));
   auto outputs = eval::EvalOnHost(node, inputs, b.graph.opset());
   for (std::size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i) {
     if (node.outputs[i] == kNoValue) continue;
