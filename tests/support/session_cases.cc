@@ -10,6 +10,19 @@
 
 namespace onnxfuse::test {
 
+const char* const kNonZeroModel = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[N] x) => (float[K] y, int64[1, K] idx) {
+  zero = Constant <value = float {0}> ()
+  pos = Greater(x, zero)
+  idx = NonZero(pos)
+  flat = Squeeze(idx)
+  picked = Gather(x, flat)
+  two = Constant <value = float {2}> ()
+  y = Mul(picked, two)
+}
+)";
+
 const char* const kBatchModel = R"(<ir_version: 8, opset_import: ["" : 13]>
   g (float[N,4] x, float[N,4] z,
      float[4,3] w = {0.5, -0.25, 0.75, 1.0, -0.5, 0.25, 0.125, -1.0, 0.3, -0.7, 0.2, 0.9},

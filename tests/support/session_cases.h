@@ -1,6 +1,7 @@
 // Models and inputs the InferenceSession tests share (tests/unit/session/):
 // a two-input model with a symbolic batch and its reference in double, a
-// small CNN with a symbolic batch, and the exported models' test data.
+// model whose shapes follow values, a small CNN with a symbolic batch, and
+// the exported models' test data.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,10 @@ namespace onnxfuse::test {
 extern const char* const kBatchModel;
 extern const double kBatchW[4][3];
 extern const double kBatchB[3];
+
+/// y = Gather(x, NonZero(x > 0)) * 2 and idx = NonZero(x > 0), x float[N]: how
+/// many elements y has follows x's elements (a model run in stages).
+extern const char* const kNonZeroModel;
 
 /// A small CNN with a symbolic batch N, x float[N,3,S,S] -> y float[N,5]
 /// (S = `image_size`, even): Conv 3->8 3x3 pad 1 (+bias), Relu, Conv 8->8 1x1,

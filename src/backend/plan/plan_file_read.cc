@@ -172,6 +172,20 @@ bool IsPlanFile(const std::string& path) {
 
 namespace {
 
+// What the file says about itself: producer, source, fuser, ISA, size, format.
+PlanFileInfo StoredInfo(const planfile::Plan& stored, const Header& header, std::uint64_t file_bytes) {
+  PlanFileInfo info;
+  info.producer = stored.producer();
+  info.source = stored.source();
+  info.strategy = stored.strategy();
+  info.fused = stored.fused();
+  info.built_isa = stored.cpu_isa();
+  info.running_isa = CpuIsaName();
+  info.file_bytes = file_bytes;
+  info.format_version = header.version;
+  return info;
+}
+
 // A plan of a model whose shapes follow values (format 5): its model, with
 // only the requested shapes pinned, to run in stages; nothing compiled.
 LoadedPlan LoadStaged(onnx::ModelProto model, const planfile::Plan& stored, const Header& header,
@@ -181,15 +195,7 @@ LoadedPlan LoadStaged(onnx::ModelProto model, const planfile::Plan& stored, cons
   loaded.model = std::make_shared<Graph>(
       LoadModelProto(std::move(model), source_name + " (its model)", LoadOptions{read.input_shapes}));
   loaded.packed = std::make_shared<backend::PackedConstants>();
-  PlanFileInfo& info = loaded.info;
-  info.producer = stored.producer();
-  info.source = stored.source();
-  info.strategy = stored.strategy();
-  info.fused = stored.fused();
-  info.built_isa = stored.cpu_isa();
-  info.running_isa = CpuIsaName();
-  info.file_bytes = file_bytes;
-  info.format_version = header.version;
+  PlanFileInfo& info = loaded.info = StoredInfo(stored, header, file_bytes);
   info.input_shapes = read.input_shapes;
   info.staged = true;
   info.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -235,13 +241,7 @@ LoadedPlan Load(const PayloadView& payload, const Header& header, const std::str
   ExecutablePlan executable = read.keep_weights ? ExecutablePlan::Compile(*graph, fusion, options)
                                                 : ExecutablePlan::CompileReleasingWeights(*graph, fusion, options);
 
-  PlanFileInfo info;
-  info.producer = stored.producer();
-  info.source = stored.source();
-  info.strategy = stored.strategy();
-  info.fused = stored.fused();
-  info.built_isa = stored.cpu_isa();
-  info.running_isa = CpuIsaName();
+  PlanFileInfo info = StoredInfo(stored, header, file_bytes);
   info.constants = static_cast<int>(payload.constants.size());
   info.constants_mapped = options.packed->mapped;
   info.constants_reused = options.packed->reused;
@@ -249,8 +249,6 @@ LoadedPlan Load(const PayloadView& payload, const Header& header, const std::str
   info.constants_repacked = options.packed->recomputed;
   info.steps = stored.schedule_size();
   info.same_schedule = as_built && SameSchedule(executable.Schedule(), stored);
-  info.file_bytes = file_bytes;
-  info.format_version = header.version;
   info.built_shapes = built;
   info.input_shapes = planshapes::BuiltShapes(*graph);
   info.load_ms = load_ms;

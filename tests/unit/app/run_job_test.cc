@@ -17,6 +17,7 @@
 #include "backend/lower/core/lowered_ops.h"
 #include "backend/runtime/executor.h"
 #include "ir/tensor_io.h"
+#include "session_cases.h"
 #include "temp_dir.h"
 #include "test_models.h"
 
@@ -284,22 +285,8 @@ TEST_CASE("RunJob and plan files run a function op the backend does not lower as
 
 TEST_CASE("a plan file of a model whose shapes follow values stores no schedule, and run runs it in stages",
           "[executor][run_job][plan_file]") {
-  // y = Gather(x, NonZero(x > 0)) * 2: how many elements y has follows x's elements.
   test::TempDir dir("run_job_staged_plan");
-  const std::string path = (dir.path / "nz.onnx").string();
-  {
-    std::ofstream out(path, std::ios::binary);
-    test::ParseModel(R"(<ir_version: 8, opset_import: ["" : 17]>
-      g (float[6] x) => (float[K] y) {
-        zero = Constant <value = float {0}> ()
-        pos = Greater(x, zero)
-        idx = NonZero(pos)
-        flat = Squeeze(idx)
-        picked = Gather(x, flat)
-        two = Constant <value = float {2}> ()
-        y = Mul(picked, two)
-      })").SerializeToOstream(&out);
-  }
+  const std::string path = test::WriteModel(dir, test::kNonZeroModel, "nz.onnx");
   FuseJob job;
   job.input_path = path;
   job.output_path = (dir.path / "nz.plan").string();
@@ -325,6 +312,7 @@ TEST_CASE("a plan file of a model whose shapes follow values stores no schedule,
   CHECK(line["check"]["ok"] == true);
   CHECK(line.contains("staged"));
   const auto written = ReadTensorDir(options.outputs_dir, "output");
-  REQUIRE(written.size() == 1);
+  REQUIRE(written.size() == 2);
   CHECK(written[0].data == std::vector<float>{3, 6, 0.5f});
+  CHECK(written[1].int_data == std::vector<std::int64_t>{0, 3, 5});
 }

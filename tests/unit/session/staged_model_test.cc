@@ -29,23 +29,11 @@ TensorView Ints(const std::vector<std::int64_t>& v, std::vector<std::int64_t> di
   return {ElementType::kInt64, std::move(dims), v.data()};
 }
 
-// y = Gather(x, NonZero(x > 0)) * 2: how many elements y has follows x's elements.
-const char* const kNonZero = R"(
-<ir_version: 8, opset_import: ["" : 17]>
-g (float[N] x) => (float[K] y, int64[1, K] idx) {
-  zero = Constant <value = float {0}> ()
-  pos = Greater(x, zero)
-  idx = NonZero(pos)
-  flat = Squeeze(idx)
-  picked = Gather(x, flat)
-  two = Constant <value = float {2}> ()
-  y = Mul(picked, two)
-}
-)";
+using test::kNonZeroModel;
 
 TEST_CASE("staged: NonZero of an input, then a compiled stage at the count it found", "[session][staged]") {
   test::TempDir dir("staged");
-  InferenceSession session(WriteModel(dir, kNonZero));
+  InferenceSession session(WriteModel(dir, kNonZeroModel));
   const std::vector<float> x = {1.5f, -1, 0, 3, -2, 0.25f};
   std::vector<Tensor> out = session.Run({{"x", Floats(x, {6})}});
   REQUIRE(out.size() == 2);
@@ -68,7 +56,7 @@ TEST_CASE("staged: NonZero of an input, then a compiled stage at the count it fo
 
 TEST_CASE("staged: a repeated call finds its stages in the cache", "[session][staged]") {
   test::TempDir dir("staged");
-  InferenceSession session(WriteModel(dir, kNonZero));
+  InferenceSession session(WriteModel(dir, kNonZeroModel));
   const std::vector<float> x = {1, -1, 2, -2};
   session.Run({{"x", Floats(x, {4})}});
   const SessionStats first = session.stats();
@@ -167,7 +155,7 @@ TEST_CASE("staged: a session on the plan file of such a model runs it in stages 
   test::TempDir dir("staged");
   FuseOptions fuse;
   fuse.output_path = (dir.path / "nz.plan").string();
-  Fuse(WriteModel(dir, kNonZero), fuse);
+  Fuse(WriteModel(dir, kNonZeroModel), fuse);
   InferenceSession session(fuse.output_path);
   REQUIRE(session.inputs().size() == 1);
   CHECK(session.inputs()[0].name == "x");
@@ -292,7 +280,7 @@ TEST_CASE("staged: NonMaxSuppression at run time, then the kept boxes gathered",
 
 TEST_CASE("staged: Run into caller buffers checks the shape the run computed", "[session][staged]") {
   test::TempDir dir("staged");
-  InferenceSession session(WriteModel(dir, kNonZero));
+  InferenceSession session(WriteModel(dir, kNonZeroModel));
   const std::vector<float> x = {1, -1, 2};
   std::vector<float> y(2);
   session.Run({{"x", Floats(x, {3})}}, {{"y", MutableTensorView{ElementType::kFloat, {2}, y.data()}}});
