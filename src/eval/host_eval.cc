@@ -232,8 +232,8 @@ bool HostEvaluable(const Node& node) {
       "LpNormalization", "MeanVarianceNormalization", "Shape", "Size", "EyeLike", "Det", "Einsum",
       // host_eval_matmul.cc
       "MatMul",
-      // host_eval_detection.cc
-      "NonMaxSuppression"};
+      // host_eval_detection.cc, host_eval_unique.cc
+      "NonMaxSuppression", "Unique"};
   if (!node.domain.empty()) return false;
   return kOps.count(node.op_type) > 0 || IsHostLayoutOp(node.op_type) ||  // host_eval_layout.cc: Split, Pad
          IsHostSampleOp(node.op_type);  // host_eval_sample.cc, host_eval_window.cc
@@ -427,7 +427,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
       throw Error(ErrorKind::kUnsupported,
                   NodeLabel(node) + ": domain '" + node.domain + "' cannot be evaluated on the host");
     for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalMatMul, EvalLayoutOp,
-                       EvalSampleOp, EvalDetectionOp})
+                       EvalSampleOp, EvalDetectionOp, EvalUniqueOp})
       if (HostOutputs family = eval(node, in, opset)) return std::move(*family);
     return EvalBasicOp(node, in, opset);
   } catch (const std::invalid_argument& e) {  // BroadcastDims: shapes that do not broadcast

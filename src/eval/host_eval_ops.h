@@ -61,6 +61,9 @@ HostOutputs EvalTensorOp(const Node& node, const HostInputs& in, std::int64_t op
 /// NonMaxSuppression (host_eval_detection.cc).
 HostOutputs EvalDetectionOp(const Node& node, const HostInputs& in, std::int64_t opset);
 
+/// Unique (host_eval_unique.cc).
+HostOutputs EvalUniqueOp(const Node& node, const HostInputs& in, std::int64_t opset);
+
 /// Einsum in its general form (host_eval_einsum.cc).
 HostOutputs EvalEinsum(const Node& node, const HostInputs& in, std::int64_t opset);
 
