@@ -33,7 +33,8 @@ bool HostEvaluable(const Node& node);
 /// Hardmax, CumSum, Trilu; GatherElements, GatherND, Scatter,
 /// ScatterElements, ScatterND, OneHot, Compress, ReverseSequence, NonZero;
 /// LpNormalization, MeanVarianceNormalization, Shape, Size, EyeLike, Det;
-/// NonMaxSuppression (host_eval_detection.cc);
+/// NonMaxSuppression (host_eval_detection.cc); Unique (host_eval_unique.cc);
+/// MatMul (host_eval_matmul.cc); Softmax, LogSoftmax;
 /// Einsum (any subscripts: implicit or explicit output, repeated labels
 /// within an operand for diagonals, "..." for broadcast dimensions).
 ///
