@@ -99,6 +99,7 @@ OPS = {
     "hardmax": lambda st: "Hardmax", "lrn": lambda st: "LRN", "lp_norm": lambda st: "LpNormalization",
     "mvn": lambda st: "MeanVarianceNormalization", "tile": lambda st: "Tile", "expand": lambda st: "Expand",
     "range": lambda st: "Range", "cos": lambda st: "ConstantOfShape", "nonzero": lambda st: "NonZero",
+    "unique": lambda st: "Unique(%s)" % ("sorted" if st.get("sorted", 1) else "unsorted"),
     "if": lambda st: "If(%s){%s}" % (st.get("cond"), _body(st)),
     "loop": lambda st: "Loop(%s){%s}" % (st.get("trips"), _body(st)),
     "scan": lambda st: "Scan{%s}" % _body(st),

@@ -13,7 +13,7 @@ from .generator import W, _branch_lists, chain_op, step
 
 # Steps whose result keeps the incoming dims: what If, Loop and Scan bodies may hold.
 SAME_DIMS = ("cumsum", "fmod", "hardmax", "lp_norm", "mvn", "lrn", "one_hot", "scatter_nd", "scatter_el",
-             "gather_nd", "arg", "expand", "range", "cos", "trilu", "nonzero")
+             "gather_nd", "arg", "expand", "range", "cos", "trilu", "nonzero", "unique")
 
 
 def op_step(r, rank, depth=0, same_dims=False):
@@ -21,7 +21,7 @@ def op_step(r, rank, depth=0, same_dims=False):
               ("scatter_el", 2), ("one_hot", 2), ("gather_el", 2), ("gather_nd", 2), ("sort", 2), ("arg", 2),
               ("cumsum", 2), ("trilu", 1), ("fmod", 1), ("pow_rt", 2), ("einsum_x", 2), ("hardmax", 1),
               ("lrn", 1), ("lp_norm", 1), ("mvn", 1), ("tile", 1), ("expand", 2), ("range", 1), ("cos", 1),
-              ("nonzero", 2),
+              ("nonzero", 2), ("unique", 2),
               ("if", 4 if depth < 1 else 0), ("loop", 3 if depth < 1 else 0), ("scan", 2 if depth < 1 else 0)])
     if same_dims and k not in SAME_DIMS:
         k = r.choice(SAME_DIMS)
@@ -95,6 +95,8 @@ def op_step(r, rank, depth=0, same_dims=False):
                     start=r.choice([-0.5, 0.0, 1.0]), delta=r.choice([0.25, -0.125, 0.5]))
     if k == "nonzero":
         return step(r, k, t=r.choice([0.0, 0.5, 2.0]))
+    if k == "unique":
+        return step(r, k, sorted=int(r.random() < 0.5))
     if k == "cos":
         return step(r, k, int=int(r.random() < 0.3), shape_of=int(r.random() < 0.5), value=r.choice([0.5, -1.0, 2.0]))
     body = [sub_steps(r, rank, depth + 1)]

@@ -182,5 +182,22 @@ def nonzero(g, st, v, rng):
     return V(y, v.dims, v.mag * 2)
 
 
-RENDER = {"nonzero": nonzero, "scatter_nd": scatter_nd, "scatter_el": scatter_elements, "one_hot": one_hot,
+def unique(g, st, v, rng):
+    """v + q / 2 + s, q = Round(2 v) flattened: its distinct values Y by
+    Unique (sorted or in first-occurrence order: how many follows the
+    values), q rebuilt as Gather(Y, inverse_indices), and s = the sum of
+    v's element at each value's first occurrence (indices) times its
+    count, over v's n elements."""
+    n = int(np.prod(v.dims)) if v.dims else 1
+    flat = g.node("Reshape", [v.name, g.ints([-1])])
+    q = g.node("Round", [g.node("Mul", [flat, g.const(np.array(2.0))])])
+    y, first, inverse, counts = g.node("Unique", [q], {"sorted": st.get("sorted", 1)}, nout=4)
+    rebuilt = g.node("Reshape", [g.node("Gather", [y, inverse]), g.node("Shape", [v.name])])
+    weighted = g.node("Mul", [g.node("Gather", [flat, first]), g.node("Cast", [counts], {"to": 1})])
+    s = g.node("Mul", [g.node("ReduceSum", [weighted, g.ints([0])], {"keepdims": 0}), g.const(np.array(1.0 / n))])
+    y = g.node("Add", [g.node("Add", [v.name, g.node("Mul", [rebuilt, g.const(np.array(0.5))])]), s])
+    return V(y, v.dims, v.mag * 3 + 1)
+
+
+RENDER = {"nonzero": nonzero, "unique": unique, "scatter_nd": scatter_nd, "scatter_el": scatter_elements, "one_hot": one_hot,
           "gather_el": gather_elements, "gather_nd": gather_nd, "sort": sort, "arg": arg}

@@ -36,7 +36,7 @@ COMPOSITE = {"domain", "swish", "hswish", "gelu", "se", "ln_dec", "ln", "clip", 
              "mask", "intmix", "gather", "topk", "cast", "typed_in",
              "rnn", "resize", "grid_sample", "maxpool_idx", "scatter_nd", "scatter_el", "one_hot", "gather_el",
              "gather_nd", "sort", "arg", "cumsum", "trilu", "fmod", "pow_rt", "einsum_x", "hardmax", "lrn", "lp_norm",
-             "mvn", "tile", "expand", "range", "cos", "if", "loop", "scan", "nonzero"}
+             "mvn", "tile", "expand", "range", "cos", "if", "loop", "scan", "nonzero", "unique"}
 FORM_ORDER = ["scalar", "one", "last", "chan", "row", "nobatch", "full", "both"]
 
 
