@@ -11,6 +11,7 @@
 #include "common/stopwatch.h"
 #include "eval/host_eval.h"
 #include "eval/host_tensor.h"
+#include "ir/node_label.h"
 #include "ir/tensor_io.h"
 #include "load/loader.h"
 #include "onnxfuse/error.h"
@@ -19,9 +20,7 @@ namespace onnxfuse::session {
 
 namespace {
 
-std::string NodeText(const Graph& graph, const Node& node) {
-  return graph.source_path() + ": node '" + node.name + "' (" + node.op_type + ")";
-}
+std::string NodeText(const Graph& graph, const Node& node) { return graph.source_path() + ": " + NodeLabel(node); }
 
 // Drops the values no node left to run reads, but for the model's outputs:
 // what a run keeps, and what each stage's key looks through, is only what is
