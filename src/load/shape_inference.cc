@@ -7,6 +7,7 @@
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "load/computed_types.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
@@ -58,7 +59,22 @@ void InferValueShapes(onnx::ModelProto& model) {
       with_subgraphs.emplace_back(i, model.graph().node(i));
   }
   onnx::ShapeInferenceOptions inference(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
-  onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+  // What inference would leave open but the input shapes and small constants
+  // decide, typed first (computed_types.h); then, after inference, what
+  // needed its types.
+  // A seed inference turns down (an evaluator that disagrees with a schema)
+  // is dropped: the inference is then as without it.
+  const auto infer = [&](const std::vector<std::string>& seeded) {
+    try {
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+    } catch (const std::exception&) {
+      if (seeded.empty()) throw;
+      DropValueInfo(model, seeded);
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference);
+    }
+  };
+  infer(SeedComputedTypes(model));
+  if (std::vector<std::string> seeded = SeedComputedTypes(model); !seeded.empty()) infer(seeded);
   for (auto& [index, node] : with_subgraphs) model.mutable_graph()->mutable_node(index)->Swap(&node);
 }
 
