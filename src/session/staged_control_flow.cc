@@ -48,7 +48,8 @@ Tensor SliceAlong(const Tensor& t, std::size_t axis, std::int64_t index) {
   slice.data_type = t.data_type;
   slice.dims = t.dims;
   slice.dims.erase(slice.dims.begin() + static_cast<std::ptrdiff_t>(axis));
-  const auto [outer, inner] = OuterInner(t.dims, axis, axis + 1);
+  const std::pair<std::int64_t, std::int64_t> extents = OuterInner(t.dims, axis, axis + 1);
+  const std::int64_t outer = extents.first, inner = extents.second;  // named: lambdas capture them
   const std::int64_t length = t.dims[axis];
   const auto copy = [&](const auto& from, auto& to) {
     if (from.empty()) return;
@@ -74,7 +75,9 @@ Tensor StackAlong(const std::vector<Tensor>& items, std::size_t axis, const std:
     if (item.dims != t.dims)
       throw Error(ErrorKind::kInvalidModel,
                   "scan output '" + name + "' changes shape between " + op + " iterations");
-  const auto [outer, inner] = OuterInner(t.dims, axis, axis);  // the item's extents before and from `axis`
+  // The item's extents before and from `axis` (named: lambdas capture them).
+  const std::pair<std::int64_t, std::int64_t> extents = OuterInner(t.dims, axis, axis);
+  const std::int64_t outer = extents.first, inner = extents.second;
   t.dims.insert(t.dims.begin() + static_cast<std::ptrdiff_t>(axis), static_cast<std::int64_t>(items.size()));
   for (std::int64_t o = 0; o < outer; ++o)
     for (const Tensor& item : items) {
