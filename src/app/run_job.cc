@@ -21,7 +21,6 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/lower/core/builder.h"
-#include "backend/lower/core/lowered_ops.h"
 #include "onnxfuse/error.h"
 #include "app/run_job.h"
 #include "app/run_staged.h"
@@ -29,6 +28,7 @@
 #include "backend/runtime/verify.h"
 #include "common/stopwatch.h"
 #include "pipeline/prepare_model.h"
+#include "session/execution_options.h"
 #include "session/stage_split.h"
 
 namespace onnxfuse {
@@ -110,11 +110,9 @@ Prepared Prepare(const RunOptions& options) {
     LoadedPlan loaded = ReadPlanFile(options.model_path, read);
     if (loaded.info.staged) {  // its shapes follow values: in stages, fused with the plan's fuser
       p.staged = loaded.model;
-      p.prepare.target = Target::kExecutable;
+      p.prepare = session::ExecutionOptions(loaded.info.fused ? ParseStrategy(loaded.info.strategy) : kDefaultStrategy);
       p.prepare.fuse = options.fuse || options.check;
-      if (loaded.info.fused) p.prepare.fusion.strategy = ParseStrategy(loaded.info.strategy);
-      p.prepare.lowers = backend::LowersOp;
-      p.prepare.keep_run_time_control_flow = true;
+      p.fused = options.fuse && loaded.info.fused;
       p.load_ms = MsSince(start);
       p.plan_file = loaded.info;
       return p;
@@ -134,17 +132,14 @@ Prepared Prepare(const RunOptions& options) {
     p.plan_file = loaded.info;
     return p;
   }
-  PrepareOptions prepare;
-  prepare.target = Target::kExecutable;
+  PrepareOptions prepare = session::ExecutionOptions(options.strategy);
   prepare.load.input_shapes = options.input_shapes;
   prepare.fuse = options.fuse || options.check;  // --check runs the fused plan too
-  prepare.fusion.strategy = options.strategy;
-  prepare.lowers = backend::LowersOp;
-  prepare.keep_run_time_control_flow = true;  // run in stages when it stays
   PreparedModel prepared = PrepareModel(options.model_path, prepare);
-  if (ShapesFollowValues(*prepared.graph)) {
+  if (ShapesFollowValues(*prepared.graph)) {  // run in stages
     p.staged = std::move(prepared.graph);
     p.prepare = prepare;
+    p.fused = options.fuse;
     p.load_ms = MsSince(start);
     return p;
   }
@@ -264,10 +259,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   Prepared prepared = Prepare(options);
   if (prepared.staged) {
     RunOptions staged = options;
-    if (prepared.plan_file) {  // as the plan was fused: by its fuser, or not at all
-      staged.fuse = options.fuse && prepared.plan_file->fused;
-      if (prepared.plan_file->fused) staged.strategy = ParseStrategy(prepared.plan_file->strategy);
-    }
+    staged.fuse = prepared.fused;  // a plan's stages as it was fused: by its fuser (prepare), or not at all
     return RunStagedJob(staged, prepared.staged, prepared.prepare, prepared.load_ms, out);
   }
   const Graph& graph = *prepared.graph;

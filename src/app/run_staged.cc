@@ -75,7 +75,7 @@ int RunStagedJob(const RunOptions& options, std::shared_ptr<const Graph> prepare
   if (options.json) {
     nlohmann::json output_shapes = nlohmann::json::object();
     for (const Tensor& t : outputs) output_shapes[t.name] = t.dims;
-    nlohmann::json j = {{"model", options.model_path},  {"strategy", StrategyName(options.strategy)},
+    nlohmann::json j = {{"model", options.model_path},  {"strategy", StrategyName(prepare.fusion.strategy)},
                         {"fused", stats.fused},         {"threads", stats.threads},
                         {"iterations", stats.iterations}, {"warmup", options.warmup},
                         {"min_ms", stats.min_ms},       {"median_ms", stats.median_ms},
@@ -86,7 +86,7 @@ int RunStagedJob(const RunOptions& options, std::shared_ptr<const Graph> prepare
     out << j.dump() << std::endl;
   } else {
     out << std::fixed << std::setprecision(2);
-    out << options.model_path << ": " << (stats.fused ? "fused (" + StrategyName(options.strategy) + ")" : "unfused")
+    out << options.model_path << ": " << (stats.fused ? "fused (" + StrategyName(prepare.fusion.strategy) + ")" : "unfused")
         << ", " << stats.threads << " thread" << (stats.threads == 1 ? "" : "s") << ", loaded in " << stats.load_ms
         << " ms; its shapes follow values, so it runs in stages\n";
     out << "  stages: " << staged.stages_compiled << " compiled (" << staged.compile_ms << " ms), "

@@ -58,6 +58,12 @@ bool HostEvaluable(const Node& node);
 /// range, an integer division by zero, shapes that do not broadcast).
 std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& inputs, std::int64_t opset);
 
+/// The output of `node`, a Shape or a Size, over a tensor of `dims`, which is
+/// all either op reads: Shape-15's dims[start:end] as int64 (start 0, end
+/// rank; negative ones count from the rank, both clamped to [0, rank]), or
+/// Size's element count as an int64 scalar (ONNX Operators.md).
+Tensor ShapeOrSize(const Node& node, const std::vector<std::int64_t>& dims);
+
 /// Whether a Dropout with these optional inputs (nullptr: omitted) drops
 /// elements at random: training_mode true and ratio (default 0.5) not 0
 /// (ONNX Operators.md, Dropout-13). Otherwise it is the identity, which is

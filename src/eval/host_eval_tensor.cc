@@ -67,21 +67,6 @@ Tensor MeanVarianceNormalization(const Node& node, const Tensor& x) {
   return MakeHostTensor(false, x.dims, y);
 }
 
-// Shape-15: dims[start:end] as int64 (start 0, end rank; negative ones count
-// from the rank, both clamped to [0, rank]).
-Tensor Shape(const Node& node, const Tensor& x) {
-  const auto rank = static_cast<std::int64_t>(x.dims.size());
-  std::int64_t start = AttrInt(node, "start", 0), end = AttrInt(node, "end", rank);
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<std::int64_t>(start, 0, rank), end = std::clamp<std::int64_t>(end, start, rank);
-  Tensor r;
-  r.elem_type = onnx::TensorProto::INT64;
-  r.int_data.assign(x.dims.begin() + start, x.dims.begin() + end);
-  r.dims = {end - start};
-  return r;
-}
-
 // EyeLike-9: ones where column - row == k, of the input's 2-D shape, of type
 // dtype (default the input's).
 Tensor EyeLike(const Node& node, const Tensor& x) {
@@ -135,13 +120,31 @@ Tensor Det(const Node& node, const Tensor& x) {
 
 }  // namespace
 
+Tensor ShapeOrSize(const Node& node, const std::vector<std::int64_t>& dims) {
+  Tensor r;
+  r.elem_type = onnx::TensorProto::INT64;
+  if (node.op_type == "Size") {
+    std::int64_t n = 1;
+    for (std::int64_t d : dims) n *= d;
+    r.int_data = {n};
+    return r;
+  }
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  std::int64_t start = AttrInt(node, "start", 0), end = AttrInt(node, "end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<std::int64_t>(start, 0, rank), end = std::clamp<std::int64_t>(end, start, rank);
+  r.int_data.assign(dims.begin() + start, dims.begin() + end);
+  r.dims = {end - start};
+  return r;
+}
+
 HostOutputs EvalTensorOp(const Node& node, const HostInputs& in, std::int64_t) {
   const std::string& op = node.op_type;
   Tensor r;
   if (op == "LpNormalization") r = LpNormalization(node, NeedInput(node, in, 0));
   else if (op == "MeanVarianceNormalization") r = MeanVarianceNormalization(node, NeedInput(node, in, 0));
-  else if (op == "Shape") r = Shape(node, NeedInput(node, in, 0));
-  else if (op == "Size") r = MakeHostTensor(true, {}, {static_cast<double>(NeedInput(node, in, 0).NumElements())});
+  else if (op == "Shape" || op == "Size") r = ShapeOrSize(node, NeedInput(node, in, 0).dims);
   else if (op == "EyeLike") r = EyeLike(node, NeedInput(node, in, 0));
   else if (op == "Det") r = Det(node, NeedInput(node, in, 0));
   else return std::nullopt;

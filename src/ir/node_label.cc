@@ -16,6 +16,8 @@ std::string QuotedNode(const Node& node) { return Quoted(node.name, node.op_type
 
 std::string NodeLabel(const Node& node) { return "node " + QuotedNode(node); }
 
+std::string NodeInFile(const Graph& graph, const Node& node) { return graph.source_path() + ": " + NodeLabel(node); }
+
 std::string NodeLabel(const onnx::NodeProto& node, int index) {
   return "node " + Quoted(NodeName(node, index), node.op_type());
 }

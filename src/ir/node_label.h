@@ -4,6 +4,7 @@
 //                                      "<op_type>_<index>" for an unnamed node
 //   QuotedNode  "'conv1' (Conv)"       a node inside a sentence ("'conv1' (Conv) reads ...")
 //   NodeLabel   "node 'conv1' (Conv)"  the same, where the sentence needs the word
+//   NodeInFile  "m.onnx: node 'conv1' (Conv)"  an error's subject: the model file, then the node
 #pragma once
 
 #include <string>
@@ -18,6 +19,7 @@ std::string NodeName(const onnx::NodeProto& node, int index);
 
 std::string QuotedNode(const Node& node);
 std::string NodeLabel(const Node& node);
+std::string NodeInFile(const Graph& graph, const Node& node);
 /// Before a Graph exists: the node at `index` of its graph, named as the Graph will name it.
 std::string NodeLabel(const onnx::NodeProto& node, int index = -1);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,27 +13,12 @@
 #include "ir/graph.h"
 #include "ir/node_label.h"
 #include "ir/tensor_io.h"
+#include "load/proto_queries.h"
+#include "load/symbolic_shape_values.h"
 
 namespace onnxfuse {
 
 namespace {
-
-bool Static(const onnx::TypeProto& type) {
-  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return false;
-  const auto& dims = type.tensor_type().shape().dim();
-  return std::all_of(dims.begin(), dims.end(), [](const auto& d) { return d.has_dim_value(); });
-}
-
-std::int64_t Elements(const onnx::TensorProto& t) {
-  std::int64_t n = 1;
-  for (std::int64_t d : t.dims()) n *= d;
-  return n;
-}
-
-bool HasSubgraph(const onnx::NodeProto& node) {
-  return std::any_of(node.attribute().begin(), node.attribute().end(),
-                     [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; });
-}
 
 // `proto` as the host evaluator takes a node: its attributes and arity, no graph.
 Node EvaluatorNode(const onnx::NodeProto& proto, int index) {
@@ -66,25 +52,6 @@ const Tensor* SameTypeAs(const onnx::NodeProto& node, const std::vector<const Te
   return at < inputs.size() ? inputs[at] : nullptr;
 }
 
-// Shape (start and end, Shape-15) or Size of a tensor of `dims`.
-Tensor ShapeOrSize(const Node& node, const std::vector<std::int64_t>& dims) {
-  Tensor t;
-  t.elem_type = t.data_type = onnx::TensorProto::INT64;
-  if (node.op_type == "Size") {
-    std::int64_t n = 1;
-    for (std::int64_t d : dims) n *= d;
-    t.int_data = {n};
-    return t;
-  }
-  const auto rank = static_cast<std::int64_t>(dims.size());
-  std::int64_t start = AttrInt(node, "start", 0), end = AttrInt(node, "end", rank);
-  start = std::clamp<std::int64_t>(start < 0 ? start + rank : start, 0, rank);
-  end = std::clamp<std::int64_t>(end < 0 ? end + rank : end, start, rank);
-  t.int_data.assign(dims.begin() + start, dims.begin() + end);
-  t.dims = {end - start};
-  return t;
-}
-
 }  // namespace
 
 std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
@@ -98,7 +65,7 @@ std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
   }
   const auto typed = [&](const std::string& name) {
     auto it = types.find(name);
-    return it != types.end() && Static(*it->second);
+    return it != types.end() && StaticShape(*it->second);
   };
   std::set<std::string> graph_outputs;  // typed by the model itself, never seeded
   for (const auto& vi : g.output()) graph_outputs.insert(vi.name());
@@ -113,7 +80,7 @@ std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
   // Known values: small initializers (decoded when first read) and what the loop computes.
   std::map<std::string, const onnx::TensorProto*> small;
   for (const auto& init : g.initializer())
-    if (Elements(init) <= kMaxSeedElements) small[init.name()] = &init;
+    if (NumElements(init) <= kMaxSeedElements) small[init.name()] = &init;
   std::map<std::string, Tensor> known;
   const auto value = [&](const std::string& name) -> const Tensor* {
     if (auto it = known.find(name); it != known.end()) return &it->second;
@@ -131,12 +98,27 @@ std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
   struct Seed {
     std::string name;
     std::int32_t elem_type;
-    std::vector<std::int64_t> dims;
+    SymbolicDims dims;
   };
   std::vector<Seed> seeds;
+  // Shape values with symbols, and the Slice dims they decide (symbolic_shape_values.h).
+  SymbolicShapeValues symbolic;
+  const auto type_of = [&](const std::string& name) -> std::optional<SymbolicDims> {
+    auto it = types.find(name);
+    return it != types.end() ? DimsOfType(*it->second) : std::nullopt;
+  };
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& proto = g.node(i);
     const bool standard = proto.domain().empty() || proto.domain() == "ai.onnx";
+    if (standard && !HasSubgraph(proto) && proto.output_size() > 0 && !graph_outputs.count(proto.output(0))) {
+      if (std::optional<SymbolicDims> dims = symbolic.Visit(proto, type_of, value); dims && !type_of(proto.output(0))) {
+        // A Slice keeps its data's element type.
+        std::int32_t elem = 0;
+        if (auto it = types.find(proto.input(0)); it != types.end()) elem = it->second->tensor_type().elem_type();
+        if (const Tensor* data = elem == 0 ? value(proto.input(0)) : nullptr) elem = data->DataType();
+        if (elem != 0) seeds.push_back({proto.output(0), elem, std::move(*dims)});
+      }
+    }
     const bool shape_of_static = standard && (proto.op_type() == "Shape" || proto.op_type() == "Size") &&
                                  proto.input_size() > 0 && typed(proto.input(0));
     std::vector<const Tensor*> inputs;
@@ -159,7 +141,7 @@ std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
       if (shape_of_static) {
         std::vector<std::int64_t> dims;
         for (const auto& d : types.at(proto.input(0))->tensor_type().shape().dim()) dims.push_back(d.dim_value());
-        outputs.push_back(ShapeOrSize(node, dims));
+        outputs.push_back(eval::ShapeOrSize(node, dims));
       } else if (eval::HostEvaluable(node)) {
         outputs = eval::EvalOnHost(node, inputs, opset);
       }
@@ -179,7 +161,11 @@ std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
         auto it = types.find(name);
         std::int32_t elem = it != types.end() ? it->second->tensor_type().elem_type() : 0;
         if (elem == 0) elem = t.data_type;
-        if (elem != 0) seeds.push_back({name, elem, t.dims});
+        if (elem != 0) {
+          SymbolicDims dims;
+          for (std::int64_t d : t.dims) dims.push_back({d, ""});
+          seeds.push_back({name, elem, std::move(dims)});
+        }
       }
       if (t.NumElements() <= kMaxSeedElements) known[name] = std::move(t);
     }
@@ -194,7 +180,10 @@ std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
     tensor->set_elem_type(seed.elem_type);
     auto* shape = tensor->mutable_shape();
     shape->clear_dim();
-    for (std::int64_t d : seed.dims) shape->add_dim()->set_dim_value(d);
+    for (const SymbolicDim& d : seed.dims) {
+      if (d.symbol.empty()) shape->add_dim()->set_dim_value(d.value);
+      else shape->add_dim()->set_dim_param(d.symbol);
+    }
   }
   return names;
 }

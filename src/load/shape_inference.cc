@@ -8,6 +8,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "load/computed_types.h"
+#include "load/proto_queries.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
@@ -53,9 +54,7 @@ void PinInputShapes(onnx::ModelProto& model, const std::map<std::string, std::ve
 void InferValueShapes(onnx::ModelProto& model) {
   std::vector<std::pair<int, onnx::NodeProto>> with_subgraphs;
   for (int i = 0; i < model.graph().node_size(); ++i) {
-    const auto& attributes = model.graph().node(i).attribute();
-    if (std::any_of(attributes.begin(), attributes.end(),
-                    [](const onnx::AttributeProto& a) { return a.has_g() || a.graphs_size() > 0; }))
+    if (HasSubgraph(model.graph().node(i)))
       with_subgraphs.emplace_back(i, model.graph().node(i));
   }
   onnx::ShapeInferenceOptions inference(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);

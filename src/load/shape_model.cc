@@ -5,33 +5,16 @@
 #include <utility>
 
 #include "load/onnx_guards.h"
+#include "load/proto_queries.h"
 #include "load/shape_inference.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse {
 
-namespace {
-
-bool FullyStatic(const onnx::ValueInfoProto& info) {
-  if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return false;
-  const auto& dims = info.type().tensor_type().shape().dim();
-  return std::all_of(dims.begin(), dims.end(), [](const onnx::TensorShapeProto::Dimension& d) {
-    return d.has_dim_value();
-  });
-}
-
-std::int64_t Elements(const onnx::TensorProto& tensor) {
-  std::int64_t n = 1;
-  for (std::int64_t d : tensor.dims()) n *= d;
-  return n;
-}
-
-}  // namespace
-
 ShapeModel::ShapeModel(std::shared_ptr<const Graph> prepared) : prepared_(std::move(prepared)) {
   model_ = prepared_->model();  // once per model; the graphs At makes copy only what is left
   for (onnx::TensorProto& tensor : *model_.mutable_graph()->mutable_initializer()) {
-    if (Elements(tensor) <= kCopiedElements) continue;
+    if (NumElements(tensor) <= kCopiedElements) continue;
     onnx::TensorProto stub;
     stub.set_name(tensor.name());
     stub.set_data_type(tensor.data_type());
@@ -40,8 +23,9 @@ ShapeModel::ShapeModel(std::shared_ptr<const Graph> prepared) : prepared_(std::m
     borrowed_.push_back(tensor.name());
   }
   auto& infos = *model_.mutable_graph()->mutable_value_info();
-  infos.erase(std::remove_if(infos.begin(), infos.end(), [](const onnx::ValueInfoProto& i) { return !FullyStatic(i); }),
-              infos.end());
+  infos.erase(
+      std::remove_if(infos.begin(), infos.end(), [](const onnx::ValueInfoProto& i) { return !StaticShape(i.type()); }),
+      infos.end());
 }
 
 Graph ShapeModel::At(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) const {

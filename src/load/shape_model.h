@@ -48,6 +48,7 @@ class ShapeModel {
   Graph At(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) const;
 
   const Graph& prepared() const { return *prepared_; }
+  const std::shared_ptr<const Graph>& shared_prepared() const { return prepared_; }
   /// The prepared model without its large initializers' data (held as name,
   /// type and dims), and value_info only where it is fully static.
   const onnx::ModelProto& stripped() const { return model_; }

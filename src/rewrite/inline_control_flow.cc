@@ -178,7 +178,7 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
         if (!IsControlFlow(node)) continue;
         const std::string reason = InvalidBodyReason(graph.model(), node.proto);
         if (!reason.empty())
-          throw Error(ErrorKind::kInvalidModel, graph.source_path() + ": " + NodeLabel(node) + ": " + reason);
+          throw Error(ErrorKind::kInvalidModel, NodeInFile(graph, node) + ": " + reason);
       }
       throw Error(ErrorKind::kInternal, std::string("the model with its control flow expanded does not load: ") + e.what());
     }

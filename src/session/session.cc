@@ -11,7 +11,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "backend/lower/core/lowered_ops.h"
 #include "backend/plan/plan_file.h"
 #include "common/stopwatch.h"
 #include "load/loader.h"
@@ -19,6 +18,7 @@
 #include "pipeline/pipeline.h"
 #include "pipeline/prepare_model.h"
 #include "session/batch_passes.h"
+#include "session/execution_options.h"
 #include "session/input_check.h"
 #include "session/session_impl.h"
 #include "session/stage_split.h"
@@ -50,11 +50,9 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     read.input_shapes = options.input_shapes;
     LoadedPlan loaded = ReadPlanFile(path, read);
     if (loaded.model) {
-      s.prepare.target = Target::kExecutable;
-      s.prepare.fusion.strategy = loaded.info.fused ? ParseStrategy(loaded.info.strategy) : kDefaultStrategy;
-      s.prepare.fusion.patterns = std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs));
-      s.prepare.lowers = backend::LowersOp;
-      s.prepare.keep_run_time_control_flow = true;
+      s.prepare = session::ExecutionOptions(
+          loaded.info.fused ? ParseStrategy(loaded.info.strategy) : kDefaultStrategy,
+          std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs)));
       s.groups_fused = loaded.info.fused;
     }
     if (loaded.info.staged) {  // its shapes follow values: every run in stages
@@ -86,14 +84,11 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
   } else {
     const auto start = std::chrono::steady_clock::now();
     // Prepared as `run` prepares it (pipeline/prepare_model.h), at every signature.
-    s.prepare.target = Target::kExecutable;
+    // Every strategy matches the library (the pattern regions of postdom and
+    // greedy), loaded once for every signature.
+    s.prepare = session::ExecutionOptions(options.strategy,
+                                          std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs)));
     s.prepare.load.input_shapes = options.input_shapes;
-    s.prepare.fusion.strategy = options.strategy;
-    // Every strategy matches the library (the pattern regions of postdom and greedy).
-    s.prepare.fusion.patterns = std::make_shared<const std::vector<Pattern>>(LoadPatterns(options.pattern_dirs));
-    s.prepare.lowers = backend::LowersOp;
-    // An If or Loop decided only at run time stays, for the staged model.
-    s.prepare.keep_run_time_control_flow = true;
     // The model as declared: its inputs and outputs, and whether they are fixed.
     graph = std::make_unique<Graph>(LoadModel(path, s.prepare.load));
     for (ValueId v : graph->inputs()) s.inputs.push_back(session::ValueInfoOf(*graph, v));

@@ -16,7 +16,6 @@ namespace onnxfuse::session {
 
 namespace {
 
-std::string NodeText(const Graph& graph, const Node& node) { return graph.source_path() + ": " + NodeLabel(node); }
 
 Tensor Scalar(std::int32_t data_type, std::int64_t value) {
   Tensor t;
@@ -105,9 +104,9 @@ Tensor EmptyScanOutput(const Graph& body, ValueId output, std::size_t axis) {
 }  // namespace
 
 std::vector<Tensor> StagedModel::RunIf(NodeId id, const std::vector<const Tensor*>& inputs, const KnownValues& known) {
-  const Node& node = prepared_->node(id);
+  const Node& node = prepared().node(id);
   if (!inputs[0] || inputs[0]->NumElements() != 1)
-    throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": its condition is not one element");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(prepared(), node) + ": its condition is not one element");
   StagedModel& branch = Body(id, Truth(*inputs[0]) ? "then_branch" : "else_branch", known);
   return branch.Run(OuterValues(branch.prepared(), 0, known));  // a branch has no inputs of its own
 }
@@ -116,12 +115,12 @@ std::vector<Tensor> StagedModel::RunLoop(NodeId id, const std::vector<const Tens
                                          const KnownValues& known) {
   // ONNX Operators.md, Loop-16: body inputs (iteration_num, condition,
   // loop-carried...), outputs (condition, loop-carried..., scan outputs...).
-  const Node& node = prepared_->node(id);
+  const Node& node = prepared().node(id);
   StagedModel& body = Body(id, "body", known);
   const Graph& g = body.prepared();
   const std::size_t carried = inputs.size() > 2 ? inputs.size() - 2 : 0;
   if (g.inputs().size() < 2 + carried || g.outputs().size() < 1 + carried)
-    throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": its body does not take and give " +
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(prepared(), node) + ": its body does not take and give " +
                                               std::to_string(carried) + " loop-carried values");
   const std::int64_t trip = inputs[0] ? eval::AsInts(*inputs[0]).at(0) : std::numeric_limits<std::int64_t>::max();
   bool condition = inputs.size() < 2 || !inputs[1] || Truth(*inputs[1]);
@@ -155,8 +154,8 @@ std::vector<Tensor> StagedModel::RunScan(NodeId id, const std::vector<const Tens
   // inputs (state..., one slice of each scan input), body outputs (state...,
   // scan output slices...); scan_input_axes / scan_output_axes (negative:
   // from the end), *_directions 1 for reverse.
-  const Node& node = prepared_->node(id);
-  const std::string where = NodeText(*prepared_, node);
+  const Node& node = prepared().node(id);
+  const std::string where = NodeInFile(prepared(), node);
   StagedModel& body = Body(id, "body", known);
   const Graph& g = body.prepared();
   const auto m = static_cast<std::size_t>(AttrInt(node, "num_scan_inputs", 0));

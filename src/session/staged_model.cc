@@ -20,7 +20,6 @@ namespace onnxfuse::session {
 
 namespace {
 
-std::string NodeText(const Graph& graph, const Node& node) { return graph.source_path() + ": " + NodeLabel(node); }
 
 // Drops the values no node left to run reads, but for the model's outputs:
 // what a run keeps, and what each stage's key looks through, is only what is
@@ -46,8 +45,7 @@ struct StagedModel::CachedStage {
 
 StagedModel::StagedModel(std::shared_ptr<const Graph> prepared, PrepareOptions prepare, bool fuse,
                          std::size_t cache_size, std::vector<bool> host_nodes)
-    : prepared_(prepared),
-      shapes_(prepared),
+    : shapes_(std::move(prepared)),
       prepare_(std::move(prepare)),
       fuse_(fuse),
       cache_size_(cache_size),
@@ -68,7 +66,7 @@ StagedStats StagedModel::stats() const {
 }
 
 std::vector<Tensor> StagedModel::Run(KnownValues inputs) {
-  const Graph& graph = *prepared_;
+  const Graph& graph = prepared();
   KnownValues known;
   for (ValueId v : graph.inputs()) {
     const std::string& name = graph.value(v).name;
@@ -96,7 +94,7 @@ std::vector<Tensor> StagedModel::Run(KnownValues inputs) {
     if (!progress && !EvaluateKnown(done, known, /*any=*/true)) {
       for (NodeId id = 0; id < graph.num_nodes(); ++id)
         if (!done[id])
-          throw Error(ErrorKind::kUnsupported, NodeText(graph, graph.node(id)) +
+          throw Error(ErrorKind::kUnsupported, NodeInFile(graph, graph.node(id)) +
                                                    ": its output shapes are not known from what this run has "
                                                    "computed, and the host evaluator does not run it");
       Check(false, "StagedModel::Run: outputs missing after every node ran");
@@ -119,7 +117,7 @@ std::vector<Tensor> StagedModel::Run(KnownValues inputs) {
 
 std::shared_ptr<StagedModel::CachedStage> StagedModel::StageFor(const std::vector<bool>& done,
                                                                  const KnownValues& known) {
-  const std::string key = StageKey(*prepared_, done, known, host_nodes_);
+  const std::string key = StageKey(prepared(), done, known, host_nodes_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = stages_.begin(); it != stages_.end(); ++it)
@@ -134,12 +132,12 @@ std::shared_ptr<StagedModel::CachedStage> StagedModel::StageFor(const std::vecto
   auto cached = std::make_shared<CachedStage>();
   cached->nodes = split.nodes;
   if (!split.nodes.empty()) {
-    auto graph = std::make_unique<Graph>(std::move(split.model), prepared_->source_path());
+    auto graph = std::make_unique<Graph>(std::move(split.model), prepared().source_path());
     const bool host = std::all_of(graph->nodes().begin(), graph->nodes().end(), [](const Node& n) {
       return n.domain.empty() && eval::HostEvaluable(n);
     });
-    graph->set_conversion(prepared_->conversion());
-    if (!split.borrowed.empty()) graph->BorrowConstants(prepared_, split.borrowed);
+    graph->set_conversion(prepared().conversion());
+    if (!split.borrowed.empty()) graph->BorrowConstants(shapes_.shared_prepared(), split.borrowed);
     FusionPlan fusion;
     if (fuse_) {
       fusion = FuseGraph(*graph, prepare_.fusion);
@@ -165,7 +163,7 @@ std::shared_ptr<StagedModel::CachedStage> StagedModel::StageFor(const std::vecto
       // What the compiled kernels refuse at these shapes (an empty tensor:
       // no detection) is evaluated on the host, where every op knows them.
       if (e.kind() != ErrorKind::kUnsupported || !host) throw;
-      spdlog::debug("{}: a stage of {} nodes runs on the host evaluator: {}", prepared_->source_path(),
+      spdlog::debug("{}: a stage of {} nodes runs on the host evaluator: {}", prepared().source_path(),
                     split.nodes.size(), e.what());
     }
   }
@@ -201,7 +199,7 @@ void StagedModel::RunStage(const CachedStage& stage, std::vector<bool>& done, Kn
 }
 
 bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, bool any) {
-  const Graph& graph = *prepared_;
+  const Graph& graph = prepared();
   bool evaluated = false;
   const auto empty_float = [](const Tensor& t) {
     return t.NumElements() == 0 && t.elem_type == onnx::TensorProto::FLOAT;
@@ -232,10 +230,10 @@ bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, boo
 }
 
 void StagedModel::Evaluated(NodeId id, std::vector<Tensor> outputs, std::vector<bool>& done, KnownValues& known) {
-  const Node& node = prepared_->node(id);
+  const Node& node = prepared().node(id);
   for (std::size_t k = 0; k < node.outputs.size() && k < outputs.size(); ++k) {
     if (node.outputs[k] == kNoValue) continue;
-    const std::string& name = prepared_->value(node.outputs[k]).name;
+    const std::string& name = prepared().value(node.outputs[k]).name;
     outputs[k].name = name;
     known[name] = std::move(outputs[k]);
   }
@@ -247,14 +245,14 @@ void StagedModel::Evaluated(NodeId id, std::vector<Tensor> outputs, std::vector<
 const Tensor* StagedModel::InputOf(const Node& node, std::size_t slot, const KnownValues& known,
                                    std::vector<Tensor>& held) const {
   if (slot >= node.num_explicit_inputs || node.inputs[slot] == kNoValue) return nullptr;
-  const Value& value = prepared_->value(node.inputs[slot]);
+  const Value& value = prepared().value(node.inputs[slot]);
   if (auto it = known.find(value.name); it != known.end()) return &it->second;
-  held.push_back(TensorFromProto(*prepared_->ConstantTensor(node.inputs[slot]), prepared_->source_path()));
+  held.push_back(TensorFromProto(*prepared().ConstantTensor(node.inputs[slot]), prepared().source_path()));
   return &held.back();
 }
 
 std::vector<Tensor> StagedModel::EvaluateNode(NodeId id, const KnownValues& known) {
-  const Node& node = prepared_->node(id);
+  const Node& node = prepared().node(id);
   std::vector<Tensor> held;
   held.reserve(node.num_explicit_inputs);  // InputOf's pointers into it stay valid
   std::vector<const Tensor*> inputs;
@@ -263,13 +261,13 @@ std::vector<Tensor> StagedModel::EvaluateNode(NodeId id, const KnownValues& know
   if (node.domain.empty() && node.op_type == "Loop") return RunLoop(id, inputs, known);
   if (node.domain.empty() && node.op_type == "Scan") return RunScan(id, inputs, known);
   if (!node.domain.empty() || !eval::HostEvaluable(node))
-    throw Error(ErrorKind::kUnsupported, NodeText(*prepared_, node) +
+    throw Error(ErrorKind::kUnsupported, NodeInFile(prepared(), node) +
                                              ": its output shapes follow values at run time, and the host "
                                              "evaluator does not run it");
-  std::vector<Tensor> outputs = eval::EvalOnHost(node, inputs, prepared_->opset());
+  std::vector<Tensor> outputs = eval::EvalOnHost(node, inputs, prepared().opset());
   for (std::size_t k = 0; k < outputs.size() && k < node.outputs.size(); ++k)
-    if (node.outputs[k] != kNoValue && prepared_->value(node.outputs[k]).type.elem_type != 0)
-      eval::NarrowTo(outputs[k], prepared_->value(node.outputs[k]).type.elem_type);
+    if (node.outputs[k] != kNoValue && prepared().value(node.outputs[k]).type.elem_type != 0)
+      eval::NarrowTo(outputs[k], prepared().value(node.outputs[k]).type.elem_type);
   return outputs;
 }
 
@@ -279,23 +277,23 @@ StagedModel& StagedModel::Body(NodeId id, const std::string& attribute, const Kn
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = bodies_.find(key); it != bodies_.end()) return *it->second;
   }
-  const Node& node = prepared_->node(id);
+  const Node& node = prepared().node(id);
   const onnx::GraphProto* body = nullptr;
   for (const onnx::AttributeProto& a : node.proto.attribute())
     if (a.name() == attribute) body = &a.g();
   if (!body)
-    throw Error(ErrorKind::kInvalidModel, NodeText(*prepared_, node) + ": it has no '" + attribute + "' attribute");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(prepared(), node) + ": it has no '" + attribute + "' attribute");
   // The body as a model: its own inputs, then each value it reads from
   // outside (the node's captures) as an input of its type.
   onnx::ModelProto model;
-  model.set_ir_version(prepared_->model().ir_version());
-  *model.mutable_opset_import() = prepared_->model().opset_import();
+  model.set_ir_version(prepared().model().ir_version());
+  *model.mutable_opset_import() = prepared().model().opset_import();
   *model.mutable_graph() = *body;
   model.mutable_graph()->set_name(node.name + "/" + attribute);
   std::vector<std::string> declared;
   for (const auto& input : body->input()) declared.push_back(input.name());
   for (std::size_t slot = node.num_explicit_inputs; slot < node.inputs.size(); ++slot) {
-    const Value& captured = prepared_->value(node.inputs[slot]);
+    const Value& captured = prepared().value(node.inputs[slot]);
     if (std::find(declared.begin(), declared.end(), captured.name) != declared.end()) continue;
     // Of its element type and rank, every dim left open: the body serves any shape.
     auto* input = model.mutable_graph()->add_input();
@@ -309,7 +307,7 @@ StagedModel& StagedModel::Body(NodeId id, const std::string& attribute, const Kn
                                                      : 0;
     for (std::size_t d = 0; d < rank; ++d) shape->add_dim();
   }
-  const std::string where = prepared_->source_path() + " (node '" + node.name + "' " + attribute + ")";
+  const std::string where = prepared().source_path() + " (node '" + node.name + "' " + attribute + ")";
   PrepareOptions options = prepare_;
   options.fuse = false;
   options.keep_run_time_control_flow = true;
@@ -328,8 +326,8 @@ KnownValues StagedModel::OuterValues(const Graph& body, std::size_t first, const
     const std::string& name = body.value(body.inputs()[i]).name;
     if (auto it = known.find(name); it != known.end()) {
       outer[name] = it->second;
-    } else if (auto v = prepared_->FindValue(name); v && prepared_->value(*v).initializer >= 0) {
-      outer[name] = TensorFromProto(*prepared_->ConstantTensor(*v), prepared_->source_path());
+    } else if (auto v = prepared().FindValue(name); v && prepared().value(*v).initializer >= 0) {
+      outer[name] = TensorFromProto(*prepared().ConstantTensor(*v), prepared().source_path());
     }
   }
   return outer;

@@ -79,7 +79,7 @@ class StagedModel {
   std::vector<Tensor> Run(KnownValues inputs);
 
   StagedStats stats() const;
-  const Graph& prepared() const { return *prepared_; }
+  const Graph& prepared() const { return shapes_.prepared(); }
 
  private:
   struct CachedStage;
@@ -106,8 +106,7 @@ class StagedModel {
   /// Input `slot` of `node`, from `known` or the prepared graph's constants (nullptr when omitted).
   const Tensor* InputOf(const Node& node, std::size_t slot, const KnownValues& known, std::vector<Tensor>& held) const;
 
-  std::shared_ptr<const Graph> prepared_;
-  ShapeModel shapes_;
+  ShapeModel shapes_;  // the prepared graph, and what infers its shapes at the ones a stage has
   PrepareOptions prepare_;
   bool fuse_;
   std::size_t cache_size_;

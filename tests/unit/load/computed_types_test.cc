@@ -1,7 +1,8 @@
 // SeedComputedTypes (src/load/computed_types.h) through InferValueShapes: the
 // position ids of a sequence sliced by a length computed from Shape, which
 // libonnx 1.12 leaves untyped with everything after it, typed at a pinned
-// length; and a graph inference types whole, left as it was.
+// length and, with the symbol, on the symbolic model; and a graph inference
+// types whole, left as it was.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -28,6 +29,22 @@ std::vector<std::int64_t> DimsOf(const onnx::ModelProto& model, const std::strin
     return vi.type().tensor_type().has_shape() ? dims : std::vector<std::int64_t>{-1};
   }
   return {-1};
+}
+
+// The dims value_info gives `name`, values and symbols as text; {"?"} when it
+// is missing, of unknown rank, or has an anonymous unknown dim.
+std::vector<std::string> SymbolicDimsOf(const onnx::ModelProto& model, const std::string& name) {
+  for (const auto& vi : model.graph().value_info()) {
+    if (vi.name() != name || !vi.type().tensor_type().has_shape()) continue;
+    std::vector<std::string> dims;
+    for (const auto& d : vi.type().tensor_type().shape().dim()) {
+      if (d.has_dim_value()) dims.push_back(std::to_string(d.dim_value()));
+      else if (d.has_dim_param()) dims.push_back(d.dim_param());
+      else return {"?"};
+    }
+    return dims;
+  }
+  return {"?"};
 }
 
 // ids [1, S] -> positions = arange[:, :S] (Slice by Shape(ids)[1]) -> table rows, + embeddings.
@@ -58,10 +75,14 @@ TEST_CASE("position ids sliced by a computed length are typed at a pinned length
   CHECK(DimsOf(model, "positions") == std::vector<std::int64_t>{1, 5});
   CHECK(DimsOf(model, "rows") == std::vector<std::int64_t>{1, 5, 4});
   CHECK(DimsOf(model, "words") == std::vector<std::int64_t>{1, 5, 4});
-  // The symbolic model: nothing to compute, the slice stays open.
-  onnx::ModelProto open = test::ParseModel(kPositions);
-  InferValueShapes(open);
-  CHECK(DimsOf(open, "positions") == std::vector<std::int64_t>{-1});
+}
+
+TEST_CASE("position ids sliced by a symbolic length are typed with the symbol, and what follows", "[load]") {
+  onnx::ModelProto model = test::ParseModel(kPositions);
+  InferValueShapes(model);
+  CHECK(SymbolicDimsOf(model, "positions") == std::vector<std::string>{"1", "S"});
+  CHECK(SymbolicDimsOf(model, "rows") == std::vector<std::string>{"1", "S", "4"});
+  CHECK(SymbolicDimsOf(model, "words") == std::vector<std::string>{"1", "S", "4"});
 }
 
 TEST_CASE("SeedComputedTypes adds nothing where inference typed every value", "[load]") {

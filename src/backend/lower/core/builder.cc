@@ -52,7 +52,7 @@ const Tensor& Builder::Const(ValueId v, const Node& user) {
       throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads initializer '" +
                                             graph.value(v).name + "' after its data was released");
     if (!proto)
-      throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+      throw Error(ErrorKind::kUnsupported, NodeInFile(graph, user) + ": input '" +
                                                graph.value(v).name + "' must be a constant known at build time");
     consts_[v] = TensorFromProto(*proto, graph.source_path() + ": '" + graph.value(v).name + "'");
   }
@@ -76,7 +76,7 @@ const Act& Builder::AnyActOf(ValueId v, const Node& user) const {
 const Act& Builder::ActOf(ValueId v, const Node& user) const {
   const Act& act = AnyActOf(v, user);
   if (act.elem_type != onnx::TensorProto::FLOAT)
-    throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+    throw Error(ErrorKind::kUnsupported, NodeInFile(graph, user) + ": input '" +
                                              graph.value(v).name + "' is an integer or bool tensor computed at run "
                                              "time, which this lowering does not take");
   return act;
@@ -98,7 +98,7 @@ void Builder::SetConst(ValueId v, Tensor t) { consts_[v] = std::move(t); }
 void Builder::ConstAsAct(ValueId v, const Node& user) {
   const Tensor& t = Const(v, user);
   if (t.elem_type != onnx::TensorProto::FLOAT)
-    throw Error(ErrorKind::kUnsupported, graph.source_path() + ": " + NodeLabel(user) + ": input '" +
+    throw Error(ErrorKind::kUnsupported, NodeInFile(graph, user) + ": input '" +
                                              graph.value(v).name + "' is a non-float32 constant that only a run-time computation could use");
   const dnnl::memory::desc md = PlainDesc(t.dims);
   const Arg source{-1, md, HostMemory(md, t.data.data())};

@@ -414,7 +414,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (IsRecurrent(node)) EmitRecurrent(b, id);
       else if (eval::HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
       else
-        throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) +
+        throw Error(ErrorKind::kUnsupported, NodeInFile(b.graph, node) +
                                                  ": operator not supported by the oneDNN backend");
     }
     b.Consume(node);

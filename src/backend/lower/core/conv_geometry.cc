@@ -15,7 +15,7 @@ ConvGeometry ConvGeometryOf(const Builder& b, const Node& node, const Dims& x, c
   const std::size_t spatial = w.size() - 2;
   const std::int64_t group = AttrInt(node, "group", 1), out_channels = w[0];
   if (x[1] != w[1] * group || out_channels % group != 0)
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": channels do not match");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": channels do not match");
   ConvGeometry g;
   Dims kernel(w.begin() + 2, w.end());
   g.strides = AttrInts(node, "strides", Dims(spatial, 1));

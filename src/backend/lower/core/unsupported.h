@@ -17,7 +17,7 @@ namespace onnxfuse::backend {
 
 /// Throws Error(kUnsupported) "<model file>: node '<name>' (<op>): <why>".
 [[noreturn]] inline void Unsupported(const Builder& b, const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kUnsupported, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+  throw Error(ErrorKind::kUnsupported, NodeInFile(b.graph, node) + ": " + why);
 }
 
 /// Creates a primitive descriptor, turning oneDNN's "unimplemented" into

@@ -21,7 +21,7 @@ namespace {
 std::int64_t Axis(const Builder& b, const Node& node, std::int64_t axis, std::size_t rank) {
   auto r = static_cast<std::int64_t>(rank);
   if (axis < -r || axis >= std::max<std::int64_t>(r, 1))
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": axis out of range");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": axis out of range");
   return axis < 0 ? axis + r : axis;
 }
 
@@ -96,27 +96,9 @@ bool TryFold(Builder& b, NodeId id) {
   if (node.op_type != "Constant" &&
       std::all_of(node.outputs.begin(), node.outputs.end(), [&](ValueId v) { return v == kNoValue || b.IsConst(v); }))
     return true;
-  if (node.op_type == "Shape") {
+  if (node.op_type == "Shape" || node.op_type == "Size") {  // static shapes make both build-time constants
     if (!b.IsAct(node.inputs.at(0)) && !b.IsConst(node.inputs[0])) return false;
-    Dims dims = b.DimsOfValue(node.inputs[0], node);
-    auto rank = static_cast<std::int64_t>(dims.size());
-    std::int64_t start = AttrInt(node, "start", 0), end = AttrInt(node, "end", rank);
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    start = std::clamp<std::int64_t>(start, 0, rank), end = std::clamp<std::int64_t>(end, start, rank);
-    Tensor t;
-    t.elem_type = onnx::TensorProto::INT64;
-    t.int_data.assign(dims.begin() + start, dims.begin() + end);
-    t.dims = {end - start};
-    b.SetConst(node.outputs[0], std::move(t));
-    return true;
-  }
-  if (node.op_type == "Size") {  // the element count: static shapes make it a build-time constant
-    if (!b.IsAct(node.inputs.at(0)) && !b.IsConst(node.inputs[0])) return false;
-    Tensor t;
-    t.elem_type = onnx::TensorProto::INT64;
-    t.int_data = {Product(b.DimsOfValue(node.inputs[0], node))};
-    b.SetConst(node.outputs[0], std::move(t));
+    b.SetConst(node.outputs[0], eval::ShapeOrSize(node, b.DimsOfValue(node.inputs[0], node)));
     return true;
   }
   if (!eval::HostEvaluable(node)) return false;
@@ -158,7 +140,7 @@ void LowerDepthSpace(Builder& b, const Node& node, const Dims& in) {
   const bool to_space = node.op_type == "DepthToSpace";
   const std::int64_t n = in[0];
   if (to_space ? in[1] % (k * k) != 0 : in[2] % k != 0 || in[3] % k != 0)
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": dims " + DimsString(in) +
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": dims " + DimsString(in) +
                                               " do not divide by the blocksize");
   Dims out, y6, x6;  // y6: output dims as 6-D; x6: the input's 6-D dims, in its own order
   std::vector<int> order;  // for each of y6's axes, its axis in x6
@@ -199,7 +181,7 @@ bool LowerView(Builder& b, NodeId id) {
     if (perm.empty())
       for (std::size_t d = in.size(); d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
     if (perm.size() != in.size())
-      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": perm has wrong rank");
+      throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": perm has wrong rank");
     // Fused: a transpose of a tensor without inner blocks is a view with
     // permuted strides (NHWC memory transposed to [N,H,W,C] is already plain);
     // a consumer that needs another layout reorders it.

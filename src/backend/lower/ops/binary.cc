@@ -95,7 +95,7 @@ void EmitBinary(Builder& b, const Chain& chain_in) {
   try {
     out = BroadcastDims(d0, d1);
   } catch (const std::invalid_argument& e) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + e.what());
   }
   std::size_t first = 0;  // oneDNN's src0 must have the destination's shape
   if (!(b.IsAct(node.inputs[0]) && d0 == out)) {
@@ -143,12 +143,12 @@ void EmitVariadic(Builder& b, NodeId id) {
   for (std::size_t i = 0; i < node.num_explicit_inputs; ++i)
     if (node.inputs[i] != kNoValue) inputs.push_back(node.inputs[i]);
   if (inputs.empty())
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": no inputs");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": no inputs");
   Dims out = b.DimsOfValue(inputs[0], node);
   try {
     for (ValueId v : inputs) out = BroadcastDims(out, b.DimsOfValue(v, node));
   } catch (const std::invalid_argument& e) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + e.what());
   }
   // oneDNN's binary writes src0's shape: start from an input of the output's
   // shape (the ops are commutative), broadcast the others onto it.

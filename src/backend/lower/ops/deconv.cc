@@ -69,7 +69,7 @@ void EmitDeconv(Builder& b, const Chain& chain) {
   const std::size_t spatial = x.size() - 2;
   const std::int64_t group = AttrInt(node, "group", 1);
   if (group < 1 || x[1] != w.dims[0] || w.dims[0] % group != 0)
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": channels do not match");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": channels do not match");
   const std::int64_t out_channels = w.dims[1] * group;
   Dims kernel(w.dims.begin() + 2, w.dims.end());
   if (FindAttr(node, "kernel_shape") && AttrInts(node, "kernel_shape") != kernel)

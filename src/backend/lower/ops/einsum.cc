@@ -127,14 +127,14 @@ bool LowerEinsum(Builder& b, NodeId id) {
   }
   if (why.empty() && e.inputs.size() > 2) why = "more than two operands";
   if (why.empty() && e.inputs.size() != node.num_explicit_inputs)
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": equation '" + equation +
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": equation '" + equation +
                                               "' has " + std::to_string(e.inputs.size()) + " operands, the node " +
                                               std::to_string(node.num_explicit_inputs) + " inputs");
   std::vector<Dims> dims;
   for (std::size_t i = 0; why.empty() && i < e.inputs.size(); ++i) {
     dims.push_back(b.DimsOfValue(node.inputs[i], node));
     if (dims[i].size() != e.inputs[i].size())
-      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": operand " +
+      throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": operand " +
                                                 std::to_string(i) + " of shape " + DimsString(dims[i]) +
                                                 " does not have the " + std::to_string(e.inputs[i].size()) +
                                                 " labels of '" + e.inputs[i] + "'");

@@ -21,7 +21,7 @@ bool LowerGridSample(Builder& b, NodeId id) {
   const Dims xd = b.ActOf(x, node).dims, gd = b.DimsOfValue(grid, node);
   if (xd.size() != 4) return false;
   const auto invalid = [&](const std::string& why) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + why);
   };
   GridSamplePadding padding = GridSamplePadding::kZeros;
   if (padding_name == "border") padding = GridSamplePadding::kBorder;

@@ -61,7 +61,7 @@ void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
   const bool trans_a = AttrInt(node, "transA", 0) != 0, trans_b = AttrInt(node, "transB", 0) != 0;
   const std::int64_t m = trans_a ? sa[1] : sa[0], k = trans_a ? sa[0] : sa[1], n = trans_b ? sb[0] : sb[1];
   if ((trans_b ? sb[1] : sb[0]) != k)
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": K differs");
   const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
   const Dims out = {m, n};
   // A' and B' as views of the stored bytes: a transposed one by swapped strides.
@@ -77,7 +77,7 @@ void EmitGemmRuntime(Builder& b, const Chain& chain_in) {
     const ValueId c = node.inputs[2];
     const Dims cd = ExpandRank(b.DimsOfValue(c, node), 2);
     if (cd.size() > 2 || (cd[0] != 1 && cd[0] != m) || (cd[1] != 1 && cd[1] != n))
-      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": C of shape " +
+      throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": C of shape " +
                                                 DimsString(b.DimsOfValue(c, node)) + " does not broadcast to [M, N]");
     PostOp add{PostOp::Kind::kBinary, dnnl::algorithm::binary_add, 0.f, 0.f, kNoValue, {}, 0};
     if (b.IsConst(c)) {
@@ -139,7 +139,7 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
   const memory::desc src_md = trans_a ? memory::desc(a, DataType::f32, Dims{1, a[0]}) : PlainDesc(a);
   const float alpha = AttrFloat(node, "alpha", 1.f), beta = AttrFloat(node, "beta", 1.f);
   const std::int64_t n = trans_b ? stored_w[0] : stored_w[1], k = trans_b ? stored_w[1] : stored_w[0];
-  if (k != a[1]) throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+  if (k != a[1]) throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": K differs");
   // C, unidirectionally broadcast to [M, N] (ONNX Gemm-13): one value per
   // output ([N], [1, N], a scalar) is the matmul's bias; any other shape
   // ([M, 1], [M, N]) is added as beta * C, scaled per output by a folded
@@ -150,7 +150,7 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
   if (!per_output) {
     const Dims cd = ExpandRank(c->dims, 2);
     if (c->dims.size() > 2 || (cd[0] != 1 && cd[0] != a[0]) || (cd[1] != 1 && cd[1] != n))
-      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": C of shape " +
+      throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": C of shape " +
                                                 DimsString(c->dims) + " does not broadcast to [M, N]");
     Tensor added;
     added.dims = {a[0], n};
@@ -242,12 +242,12 @@ void EmitMatMulOfVector(Builder& b, NodeId id) {
   const std::size_t rank = std::max(a2.size(), w2.size());
   const Dims ae = ExpandRank(a2, rank), we = ExpandRank(w2, rank);
   if (ae[rank - 1] != we[rank - 2])
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": K differs");
   Dims full;
   try {
     full = BroadcastDims(Dims(ae.begin(), ae.end() - 2), Dims(we.begin(), we.end() - 2));
   } catch (const std::invalid_argument& e) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + e.what());
   }
   Dims out = full;
   if (a.size() > 1) out.push_back(ae[rank - 2]);
@@ -283,10 +283,10 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   try {
     out = BroadcastDims(Dims(ae.begin(), ae.end() - 2), Dims(we.begin(), we.end() - 2));
   } catch (const std::invalid_argument& e) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + e.what());
   }
   if (ae[rank - 1] != we[rank - 2])
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": K differs");
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": K differs");
   out.push_back(ae[rank - 2]), out.push_back(we[rank - 1]);
 
   const bool const_weights = b.IsConst(in_b);

@@ -143,7 +143,7 @@ void LowerStridedSlice(Builder& b, const Node& node, const Dims& in) {
   for (std::size_t k = 0; k < starts.size(); ++k) {
     auto axis = static_cast<std::size_t>(NormAxis(b, node, axes.empty() ? static_cast<std::int64_t>(k) : axes[k], in.size()));
     const std::int64_t n = in[axis], st = steps.empty() ? 1 : steps[k];
-    if (st == 0) throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": a step of 0");
+    if (st == 0) throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": a step of 0");
     std::int64_t s = starts[k] < 0 ? starts[k] + n : starts[k], e = ends[k] < 0 ? ends[k] + n : ends[k];
     if (st > 0) {
       s = std::clamp<std::int64_t>(s, 0, n), e = std::clamp<std::int64_t>(e, 0, n);
@@ -212,7 +212,7 @@ void LowerSplit(Builder& b, const Node& node, const Dims& in) {
   }
   const std::size_t parts = node.outputs.size();
   auto invalid = [&](const std::string& why) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + why);
   };
   if (sizes.empty()) {
     if (in[axis] % static_cast<std::int64_t>(parts) != 0)
@@ -249,7 +249,7 @@ void LowerGather(Builder& b, const Node& node, const Dims& in) {
   auto idx = eval::AsInts(indices);
   for (auto& k : idx) {
     if (k < -n || k >= n)
-      throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": index " +
+      throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": index " +
                                                 std::to_string(k) + " out of range for an axis of " + std::to_string(n));
     if (k < 0) k += n;
   }

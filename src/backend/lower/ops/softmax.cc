@@ -30,7 +30,7 @@ void EmitRows(Builder& b, const Node& node, Rows kind, ValueId out, const std::s
   const auto rank = static_cast<std::int64_t>(x.size());
   std::int64_t axis = AttrInt(node, "axis", b.graph.opset() >= 13 ? -1 : 1);
   if (axis < -rank || axis >= std::max<std::int64_t>(rank, 1))
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": axis " +
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": axis " +
                                               std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   if (axis < 0) axis += rank;
   const std::int64_t outer = Product(Dims(x.begin(), x.begin() + axis));

@@ -120,7 +120,7 @@ void EmitRuntimePow(Builder& b, const Node& node) {
   try {
     out = BroadcastDims(xd, yd);
   } catch (const std::invalid_argument& e) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + e.what());
   }
   // Per dim of Z (outermost first): its extent and each operand's stride.
   const std::size_t rank = out.size();
@@ -169,7 +169,7 @@ void EmitPow(Builder& b, NodeId id) {
   try {
     out = BroadcastDims(dims, y.dims);
   } catch (const std::invalid_argument& e) {
-    throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + e.what());
+    throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + e.what());
   }
   if (out != dims) return EmitRuntimePow(b, node);  // Y broadcasts X: the loop over Z's shape
   // Y broadcast to X's shape now (ONNX multidirectional broadcasting): one exponent per element.

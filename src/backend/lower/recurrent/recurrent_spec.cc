@@ -14,7 +14,7 @@ namespace onnxfuse::backend {
 namespace {
 
 [[noreturn]] void Invalid(const Builder& b, const Node& node, const std::string& why) {
-  throw Error(ErrorKind::kInvalidModel, b.graph.source_path() + ": " + NodeLabel(node) + ": " + why);
+  throw Error(ErrorKind::kInvalidModel, NodeInFile(b.graph, node) + ": " + why);
 }
 
 ValueId InputAt(const Node& node, std::size_t i) {

@@ -1,0 +1,150 @@
+#include "load/symbolic_shape_values.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "ir/attributes.h"
+
+namespace onnxfuse {
+
+namespace {
+
+bool HasSymbol(const SymbolicDims& dims) {
+  return std::any_of(dims.begin(), dims.end(), [](const SymbolicDim& d) { return !d.symbol.empty(); });
+}
+
+// Attribute `name`'s ints (axes of Unsqueeze and Squeeze before opset 13), or none.
+std::optional<std::vector<std::int64_t>> IntsAttribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute())
+    if (a.name() == name) return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+  return std::nullopt;
+}
+
+// A known integer (no symbol) of `dims`, or nullopt.
+std::optional<std::int64_t> KnownInt(const SymbolicDims& dims, std::size_t i) {
+  if (i >= dims.size() || !dims[i].symbol.empty()) return std::nullopt;
+  return dims[i].value;
+}
+
+}  // namespace
+
+std::optional<SymbolicDims> DimsOfType(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
+  SymbolicDims dims;
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    if (d.has_dim_value()) dims.push_back({d.dim_value(), ""});
+    else if (d.has_dim_param() && !d.dim_param().empty()) dims.push_back({0, d.dim_param()});
+    else return std::nullopt;
+  }
+  return dims;
+}
+
+std::optional<SymbolicDims> SymbolicShapeValues::Elements(const std::string& name, const ValueOf& value_of) const {
+  if (auto it = values_.find(name); it != values_.end()) return it->second;
+  const Tensor* t = name.empty() ? nullptr : value_of(name);
+  if (!t || t->elem_type != onnx::TensorProto::INT64 || t->dims.size() > 1) return std::nullopt;
+  SymbolicDims dims;
+  for (std::int64_t v : t->int_data) dims.push_back({v, ""});
+  return dims;
+}
+
+std::optional<SymbolicDims> SymbolicShapeValues::Visit(const onnx::NodeProto& node, const TypeOf& type_of,
+                                                       const ValueOf& value_of) {
+  const std::string& op = node.op_type();
+  if (op == "Slice" && node.input_size() >= 3 && !values_.count(node.input(0))) return SliceDims(node, type_of, value_of);
+  if (node.output_size() < 1 || node.input_size() < 1) return std::nullopt;
+  std::optional<SymbolicDims> result;
+  if (op == "Shape") {
+    std::optional<SymbolicDims> dims = type_of(node.input(0));
+    if (!dims) return std::nullopt;
+    const auto rank = static_cast<std::int64_t>(dims->size());
+    std::int64_t start = AttrInt(node, "start", 0), end = AttrInt(node, "end", rank);
+    start = std::clamp<std::int64_t>(start < 0 ? start + rank : start, 0, rank);
+    end = std::clamp<std::int64_t>(end < 0 ? end + rank : end, start, rank);
+    result = SymbolicDims(dims->begin() + start, dims->begin() + end);
+  } else if (op == "Identity" || op == "Cast" || op == "Squeeze" || op == "Unsqueeze") {
+    // The elements stay as they are: a scalar becomes one element, and back.
+    if (op == "Cast" && AttrInt(node, "to", 0) != onnx::TensorProto::INT64 &&
+        AttrInt(node, "to", 0) != onnx::TensorProto::INT32)
+      return std::nullopt;
+    result = values_.count(node.input(0)) ? std::optional<SymbolicDims>(values_.at(node.input(0))) : std::nullopt;
+    if (result && (op == "Squeeze" || op == "Unsqueeze")) {
+      const auto axes = node.input_size() > 1 ? Elements(node.input(1), value_of) : std::nullopt;
+      const bool only_axis_0 = axes ? axes->size() == 1 && KnownInt(*axes, 0) == 0
+                                    : IntsAttribute(node, "axes").value_or(std::vector<std::int64_t>{0}) ==
+                                          std::vector<std::int64_t>{0};
+      if (!only_axis_0 || result->size() != 1) return std::nullopt;  // only scalar <-> [1]
+    }
+  } else if (op == "Gather") {
+    std::optional<SymbolicDims> data = values_.count(node.input(0)) ? std::optional<SymbolicDims>(values_.at(node.input(0)))
+                                                                     : std::nullopt;
+    const std::optional<SymbolicDims> indices = node.input_size() > 1 ? Elements(node.input(1), value_of) : std::nullopt;
+    if (!data || !indices || AttrInt(node, "axis", 0) != 0) return std::nullopt;
+    result.emplace();
+    const auto size = static_cast<std::int64_t>(data->size());
+    for (std::size_t i = 0; i < indices->size(); ++i) {
+      std::optional<std::int64_t> at = KnownInt(*indices, i);
+      if (!at || *at < -size || *at >= size) return std::nullopt;
+      result->push_back((*data)[static_cast<std::size_t>(*at < 0 ? *at + size : *at)]);
+    }
+  } else if (op == "Concat") {
+    if (AttrInt(node, "axis", 0) != 0 && AttrInt(node, "axis", 0) != -1) return std::nullopt;
+    result.emplace();
+    for (const std::string& in : node.input()) {
+      std::optional<SymbolicDims> part = Elements(in, value_of);
+      if (!part) return std::nullopt;
+      result->insert(result->end(), part->begin(), part->end());
+    }
+  }
+  if (result && HasSymbol(*result)) values_[node.output(0)] = *result;
+  return std::nullopt;
+}
+
+std::optional<SymbolicDims> SymbolicShapeValues::SliceDims(const onnx::NodeProto& node, const TypeOf& type_of,
+                                                           const ValueOf& value_of) const {
+  std::optional<SymbolicDims> dims = type_of(node.input(0));
+  if (!dims) {
+    const Tensor* data = value_of(node.input(0));
+    if (!data) return std::nullopt;
+    dims.emplace();
+    for (std::int64_t d : data->dims) dims->push_back({d, ""});
+  }
+  const std::optional<SymbolicDims> starts = Elements(node.input(1), value_of);
+  const std::optional<SymbolicDims> ends = Elements(node.input(2), value_of);
+  if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
+  if (!HasSymbol(*ends) && !HasSymbol(*starts)) return std::nullopt;  // the concrete evaluation's, or inference's
+  const std::optional<SymbolicDims> axes =
+      node.input_size() > 3 && !node.input(3).empty() ? Elements(node.input(3), value_of) : std::nullopt;
+  const std::optional<SymbolicDims> steps =
+      node.input_size() > 4 && !node.input(4).empty() ? Elements(node.input(4), value_of) : std::nullopt;
+  if ((node.input_size() > 3 && !node.input(3).empty() && !axes) || (node.input_size() > 4 && !node.input(4).empty() && !steps))
+    return std::nullopt;
+  const auto rank = static_cast<std::int64_t>(dims->size());
+  SymbolicDims out = *dims;
+  for (std::size_t i = 0; i < starts->size(); ++i) {
+    std::int64_t axis = static_cast<std::int64_t>(i);
+    if (axes) {
+      const std::optional<std::int64_t> a = KnownInt(*axes, i);
+      if (!a || *a < -rank || *a >= rank) return std::nullopt;
+      axis = *a < 0 ? *a + rank : *a;
+    }
+    if (steps && KnownInt(*steps, i) != 1) return std::nullopt;
+    const std::optional<std::int64_t> start = KnownInt(*starts, i), end = KnownInt(*ends, i);
+    SymbolicDim& d = out[static_cast<std::size_t>(axis)];
+    if (start == 0 && !end) {
+      d = (*ends)[i];  // [0, symbol): the symbol, unclamped (see the header)
+    } else if (start && end && d.symbol.empty()) {
+      const std::int64_t n = d.value;
+      const std::int64_t s = std::clamp<std::int64_t>(*start < 0 ? *start + n : *start, 0, n);
+      const std::int64_t e = std::clamp<std::int64_t>(*end < 0 ? *end + n : *end, 0, n);
+      d = {std::max<std::int64_t>(0, e - s), ""};
+    } else if (start == 0 && end == std::numeric_limits<std::int64_t>::max()) {
+      // the whole axis, whatever it is
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+}  // namespace onnxfuse
