@@ -172,9 +172,14 @@ std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
   }
   std::vector<std::string> names;
   for (const Seed& seed : seeds) {
-    names.push_back(seed.name);
+    // A value both ways (a Slice of constants by computed ends): one value_info, the last.
+    if (std::find(names.begin(), names.end(), seed.name) == names.end()) names.push_back(seed.name);
     auto it = info_at.find(seed.name);
-    onnx::ValueInfoProto* info = it != info_at.end() ? g.mutable_value_info(it->second) : g.add_value_info();
+    if (it == info_at.end()) {
+      it = info_at.emplace(seed.name, g.value_info_size()).first;
+      g.add_value_info();
+    }
+    onnx::ValueInfoProto* info = g.mutable_value_info(it->second);
     info->set_name(seed.name);
     auto* tensor = info->mutable_type()->mutable_tensor_type();
     tensor->set_elem_type(seed.elem_type);

@@ -1,6 +1,7 @@
 #include "load/symbolic_shape_values.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include "ir/attributes.h"
@@ -8,6 +9,10 @@
 namespace onnxfuse {
 
 namespace {
+
+// The dim_param libonnx's inference gives a dim it cannot name ("unk__0",
+// "unk__1", ...): one unknown extent each, which no other dim is known to share.
+constexpr const char* kUnknownPrefix = "unk__";
 
 bool HasSymbol(const SymbolicDims& dims) {
   return std::any_of(dims.begin(), dims.end(), [](const SymbolicDim& d) { return !d.symbol.empty(); });
@@ -26,6 +31,28 @@ std::optional<std::int64_t> KnownInt(const SymbolicDims& dims, std::size_t i) {
   return dims[i].value;
 }
 
+// A product of dims: a known factor times symbols (sorted, with repeats).
+struct Product {
+  std::int64_t factor = 1;
+  std::vector<std::string> symbols;
+};
+
+std::optional<Product> ProductOf(const SymbolicDims& dims) {
+  Product p;
+  for (const SymbolicDim& d : dims) {
+    if (!d.symbol.empty()) {
+      if (d.value != 0) return std::nullopt;
+      p.symbols.push_back(d.symbol);
+    } else if (d.value < 0 || (d.value > 0 && p.factor > std::numeric_limits<std::int64_t>::max() / d.value)) {
+      return std::nullopt;
+    } else {
+      p.factor *= d.value;
+    }
+  }
+  std::sort(p.symbols.begin(), p.symbols.end());
+  return p;
+}
+
 }  // namespace
 
 std::optional<SymbolicDims> DimsOfType(const onnx::TypeProto& type) {
@@ -33,7 +60,8 @@ std::optional<SymbolicDims> DimsOfType(const onnx::TypeProto& type) {
   SymbolicDims dims;
   for (const auto& d : type.tensor_type().shape().dim()) {
     if (d.has_dim_value()) dims.push_back({d.dim_value(), ""});
-    else if (d.has_dim_param() && !d.dim_param().empty()) dims.push_back({0, d.dim_param()});
+    else if (d.has_dim_param() && !d.dim_param().empty() && d.dim_param().rfind(kUnknownPrefix, 0) != 0)
+      dims.push_back({0, d.dim_param()});
     else return std::nullopt;
   }
   return dims;
@@ -52,6 +80,7 @@ std::optional<SymbolicDims> SymbolicShapeValues::Visit(const onnx::NodeProto& no
                                                        const ValueOf& value_of) {
   const std::string& op = node.op_type();
   if (op == "Slice" && node.input_size() >= 3 && !values_.count(node.input(0))) return SliceDims(node, type_of, value_of);
+  if (op == "Reshape" && node.input_size() == 2) return ReshapeDims(node, type_of, value_of);
   if (node.output_size() < 1 || node.input_size() < 1) return std::nullopt;
   std::optional<SymbolicDims> result;
   if (op == "Shape") {
@@ -87,6 +116,13 @@ std::optional<SymbolicDims> SymbolicShapeValues::Visit(const onnx::NodeProto& no
       if (!at || *at < -size || *at >= size) return std::nullopt;
       result->push_back((*data)[static_cast<std::size_t>(*at < 0 ? *at + size : *at)]);
     }
+  } else if ((op == "Add" || op == "Sub") && node.input_size() == 2) {
+    // One element plus or minus a known integer (past + 1).
+    const std::optional<SymbolicDims> a = Elements(node.input(0), value_of), b = Elements(node.input(1), value_of);
+    if (!a || !b || a->size() != 1 || b->size() != 1) return std::nullopt;
+    const std::optional<std::int64_t> right = KnownInt(*b, 0);
+    if (!right) return std::nullopt;
+    result = SymbolicDims{{(*a)[0].value + (op == "Add" ? *right : -*right), (*a)[0].symbol}};
   } else if (op == "Concat") {
     if (AttrInt(node, "axis", 0) != 0 && AttrInt(node, "axis", 0) != -1) return std::nullopt;
     result.emplace();
@@ -96,7 +132,7 @@ std::optional<SymbolicDims> SymbolicShapeValues::Visit(const onnx::NodeProto& no
       result->insert(result->end(), part->begin(), part->end());
     }
   }
-  if (result && HasSymbol(*result)) values_[node.output(0)] = *result;
+  if (result) values_[node.output(0)] = *result;
   return std::nullopt;
 }
 
@@ -112,7 +148,6 @@ std::optional<SymbolicDims> SymbolicShapeValues::SliceDims(const onnx::NodeProto
   const std::optional<SymbolicDims> starts = Elements(node.input(1), value_of);
   const std::optional<SymbolicDims> ends = Elements(node.input(2), value_of);
   if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
-  if (!HasSymbol(*ends) && !HasSymbol(*starts)) return std::nullopt;  // the concrete evaluation's, or inference's
   const std::optional<SymbolicDims> axes =
       node.input_size() > 3 && !node.input(3).empty() ? Elements(node.input(3), value_of) : std::nullopt;
   const std::optional<SymbolicDims> steps =
@@ -130,9 +165,12 @@ std::optional<SymbolicDims> SymbolicShapeValues::SliceDims(const onnx::NodeProto
     }
     if (steps && KnownInt(*steps, i) != 1) return std::nullopt;
     const std::optional<std::int64_t> start = KnownInt(*starts, i), end = KnownInt(*ends, i);
+    const SymbolicDim &from = (*starts)[i], &to = (*ends)[i];
     SymbolicDim& d = out[static_cast<std::size_t>(axis)];
-    if (start == 0 && !end) {
-      d = (*ends)[i];  // [0, symbol): the symbol, unclamped (see the header)
+    if (start == 0 && !end && to.value == 0) {
+      d = to;  // [0, symbol): the symbol, unclamped (see the header)
+    } else if (!start && !end && from.symbol == to.symbol && to.value >= from.value) {
+      d = {to.value - from.value, ""};  // [past, past + 1): 1, unclamped
     } else if (start && end && d.symbol.empty()) {
       const std::int64_t n = d.value;
       const std::int64_t s = std::clamp<std::int64_t>(*start < 0 ? *start + n : *start, 0, n);
@@ -145,6 +183,50 @@ std::optional<SymbolicDims> SymbolicShapeValues::SliceDims(const onnx::NodeProto
     }
   }
   return out;
+}
+
+std::optional<SymbolicDims> SymbolicShapeValues::ReshapeDims(const onnx::NodeProto& node, const TypeOf& type_of,
+                                                             const ValueOf& value_of) const {
+  const std::optional<SymbolicDims> in = type_of(node.input(0));
+  const std::optional<SymbolicDims> shape = Elements(node.input(1), value_of);
+  if (!in || !shape || AttrInt(node, "allowzero", 0) != 0) return std::nullopt;
+  // ONNX Reshape: 0 copies the input's dim at that index, -1 (at most one) is
+  // what the element count leaves; the count's symbols must cancel for it.
+  SymbolicDims out;
+  std::optional<std::size_t> inferred;
+  for (std::size_t i = 0; i < shape->size(); ++i) {
+    const SymbolicDim& d = (*shape)[i];
+    if (d.symbol.empty() && d.value == 0) {
+      if (i >= in->size()) return std::nullopt;
+      out.push_back((*in)[i]);
+    } else if (d.symbol.empty() && d.value == -1) {
+      if (inferred) return std::nullopt;
+      inferred = i;
+      out.push_back({});
+    } else if (d.symbol.empty() && d.value < 0) {
+      return std::nullopt;
+    } else {
+      out.push_back(d);
+    }
+  }
+  if (inferred) {
+    SymbolicDims rest = out;
+    rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(*inferred));
+    const std::optional<Product> total = ProductOf(*in), known = ProductOf(rest);
+    if (!total || !known || known->factor == 0 || total->factor % known->factor != 0) return std::nullopt;
+    std::vector<std::string> left;
+    std::set_difference(total->symbols.begin(), total->symbols.end(), known->symbols.begin(), known->symbols.end(),
+                        std::back_inserter(left));
+    if (!std::includes(total->symbols.begin(), total->symbols.end(), known->symbols.begin(), known->symbols.end()))
+      return std::nullopt;
+    const std::int64_t factor = total->factor / known->factor;
+    if (left.empty()) out[*inferred] = {factor, ""};
+    else if (left.size() == 1 && factor == 1) out[*inferred] = {0, left[0]};
+    else return std::nullopt;
+  }
+  if (std::any_of(out.begin(), out.end(), [](const SymbolicDim& d) { return !d.symbol.empty() && d.value != 0; }))
+    return std::nullopt;
+  return HasSymbol(out) ? std::optional<SymbolicDims>(out) : std::nullopt;
 }
 
 }  // namespace onnxfuse

@@ -30,7 +30,9 @@
 
 namespace onnxfuse {
 
-/// One dim: a known extent (`symbol` empty) or a symbol, an ONNX dim_param.
+/// One dim, or one element of a shape value: a known integer `value`
+/// (`symbol` empty), or a symbol (an ONNX dim_param) plus `value` (an
+/// element computed as past + 1). Only offsets of 0 are dims a type can name.
 struct SymbolicDim {
   std::int64_t value = 0;
   std::string symbol;
@@ -39,7 +41,8 @@ struct SymbolicDim {
 using SymbolicDims = std::vector<SymbolicDim>;
 
 /// The dims of a value's declared or inferred type, when its rank is known and
-/// each dim is a value or a symbol; nullopt otherwise.
+/// each dim is a value or a symbol; nullopt otherwise (a dim libonnx's
+/// inference named "unk__N" counts as unknown).
 std::optional<SymbolicDims> DimsOfType(const onnx::TypeProto& type);
 
 class SymbolicShapeValues {
@@ -51,11 +54,18 @@ class SymbolicShapeValues {
   using ValueOf = std::function<const Tensor*(const std::string&)>;
 
   /// Visits the nodes of a graph in order. Records the shape value `node`
-  /// computes when it holds a symbol (Shape of a value of symbolic dims;
-  /// Gather, Unsqueeze, Squeeze, Concat, Identity and Cast of such values),
-  /// and returns the dims of a Slice's output that its symbolic starts and
-  /// ends decide (start 0, step 1, end a symbol: that symbol; a start and an
-  /// end both known: the extent ONNX's Slice defines). nullopt otherwise.
+  /// computes (Shape of a value of symbolic dims; Gather, Unsqueeze,
+  /// Squeeze, Concat, Identity and Cast of such values; Add and Sub of one
+  /// element and a known integer), and returns the
+  /// output dims these values decide, where a symbol is among them:
+  ///   - a Slice's: start 0, step 1 and a symbolic end give that symbol; a
+  ///     start and an end of the same symbol, their difference (past to
+  ///     past + 1: 1); a start and an end both known, the extent ONNX's
+  ///     Slice defines;
+  ///   - a Reshape's: its shape value's dims, a 0 copying the input's, a -1
+  ///     what the element count leaves when its symbols cancel (input
+  ///     [1, S, 4, 64] to [1, S, -1]: 256).
+  /// nullopt otherwise.
   std::optional<SymbolicDims> Visit(const onnx::NodeProto& node, const TypeOf& type_of, const ValueOf& value_of);
 
  private:
@@ -63,6 +73,8 @@ class SymbolicShapeValues {
   std::optional<SymbolicDims> Elements(const std::string& name, const ValueOf& value_of) const;
   std::optional<SymbolicDims> SliceDims(const onnx::NodeProto& node, const TypeOf& type_of,
                                         const ValueOf& value_of) const;
+  std::optional<SymbolicDims> ReshapeDims(const onnx::NodeProto& node, const TypeOf& type_of,
+                                          const ValueOf& value_of) const;
 
   std::map<std::string, SymbolicDims> values_;
 };

@@ -89,10 +89,37 @@ TEST_CASE("a Slice whose symbolic bounds do not decide its extent is left open",
       two = Constant <value = int64[1] {2}> ()
       end = Gather <axis = 0> (shape, one)
       a = Slice (table, one, end, axis1)
-      b = Slice (table, end, end, axis1)
+      b = Slice (table, end, one, axis1)
       c = Slice (x, zero, end, axis1, two)
     })");
-  CHECK(sliced.empty());  // a start of 1, a symbolic start, a step of 2
+  CHECK(sliced.empty());  // a start of 1, a symbolic start to a known end, a step of 2
+}
+
+TEST_CASE("a Slice from past to past + 1 has one element, and a Reshape's -1 is what the symbols leave", "[load]") {
+  const auto sliced = SliceDims(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1, 4, P, 64] cache, float[1, 512] arange, float[1, S, 4, 64] heads, int64[1, S] ids) => (float[1, 1] a, float[1, S, 256] b, float[S, 4, 64] c) {
+      shape = Shape (cache)
+      two = Constant <value = int64 {2}> ()
+      past = Gather (shape, two)
+      one = Constant <value = int64 {1}> ()
+      next = Add (past, one)
+      zero = Constant <value = int64[1] {0}> ()
+      start = Unsqueeze (past, zero)
+      end = Unsqueeze (next, zero)
+      axis1 = Constant <value = int64[1] {1}> ()
+      a = Slice (arange, start, end, axis1)
+      ids_shape = Shape (ids)
+      minus_one = Constant <value = int64[1] {-1}> ()
+      merged = Concat <axis = 0> (ids_shape, minus_one)
+      b = Reshape (heads, merged)
+      length = Slice (ids_shape, axis1, axis1)
+      split = Constant <value = int64[3] {-1, 4, 64}> ()
+      c = Reshape (heads, split)
+      p2 = Add (past, past)
+    })");
+  CHECK(sliced.at("a") == std::vector<std::string>{"1", "1"});
+  CHECK(sliced.at("b") == std::vector<std::string>{"1", "S", "256"});
+  CHECK(sliced.at("c") == std::vector<std::string>{"S", "4", "64"});
 }
 
 TEST_CASE("DimsOfType gives values and symbols, and nothing for an anonymous dim or an unknown rank", "[load]") {
