@@ -112,6 +112,8 @@ class Graph {
   /// ReleaseInitializer of a borrowed constant drops the borrow only.
   /// Throws Error(kInvalidModel) for a name that is no initializer of both.
   void BorrowConstants(std::shared_ptr<const Graph> owner, const std::vector<std::string>& names);
+  /// The graph whose initializer constant `id` reads (BorrowConstants), or nullptr.
+  const Graph* BorrowedFrom(ValueId id) const { return borrowed_.count(id) ? constants_owner_.get() : nullptr; }
 
   /// Distinct nodes consuming any output of `id` (each consumer listed once, in node order).
   std::vector<NodeId> Consumers(NodeId id) const;

@@ -28,7 +28,8 @@ namespace onnxfuse::session {
 /// The prepacked constants of every plan a session compiles, by Builder key
 /// ("<node>:<op>:<argument>"): each compile replays them (a constant whose
 /// layout is unchanged is the same memory, not a copy) and adds those it
-/// packed. Thread-safe.
+/// packed; and the initializers the lowering decoded, by name, likewise.
+/// Thread-safe.
 class SharedPackedConstants {
  public:
   /// ExecutablePlan::Compile(graph, fusion, {fuse, replaying the shared map}),
@@ -50,6 +51,7 @@ class SharedPackedConstants {
  private:
   mutable std::mutex mutex_;
   std::map<std::string, dnnl::memory> by_key_;
+  std::map<std::string, std::shared_ptr<const Tensor>> decoded_;
   std::shared_ptr<const void> storage_;
 };
 

@@ -43,7 +43,7 @@ Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstan
   }
 }
 
-bool Builder::IsConst(ValueId v) const { return consts_[v].has_value() || graph.IsConstant(v); }
+bool Builder::IsConst(ValueId v) const { return consts_[v] != nullptr || graph.IsConstant(v); }
 
 const Tensor& Builder::Const(ValueId v, const Node& user) {
   if (!consts_[v]) {
@@ -54,9 +54,28 @@ const Tensor& Builder::Const(ValueId v, const Node& user) {
     if (!proto)
       throw Error(ErrorKind::kUnsupported, NodeInFile(graph, user) + ": input '" +
                                                graph.value(v).name + "' must be a constant known at build time");
-    consts_[v] = TensorFromProto(*proto, graph.source_path() + ": '" + graph.value(v).name + "'");
+    const std::string& name = graph.value(v).name;
+    if (const std::string key = SharedKey(v); !key.empty()) {
+      if (auto it = packed_->decoded.find(key); it != packed_->decoded.end()) return *(consts_[v] = it->second);
+    }
+    consts_[v] = std::make_shared<const Tensor>(TensorFromProto(*proto, graph.source_path() + ": '" + name + "'"));
   }
   return *consts_[v];
+}
+
+std::string Builder::SharedKey(ValueId v) const {
+  // Only a constant read in place from the model every compile borrows from
+  // is the same tensor in each: a stage's own constants (the values a staged
+  // run knew) share names, not values.
+  const Graph* owner = graph.BorrowedFrom(v);
+  if (!packed_ || !owner) return {};
+  return std::to_string(reinterpret_cast<std::uintptr_t>(owner)) + ":" + graph.value(v).name;
+}
+
+std::shared_ptr<const Tensor> Builder::SharedConst(ValueId v, const Node& user) {
+  Const(v, user);
+  if (const std::string key = SharedKey(v); !key.empty()) packed_->decoded.emplace(key, consts_[v]);
+  return consts_[v];
 }
 
 dnnl::memory::desc StorageDesc(const Dims& dims, std::int32_t elem_type) {
@@ -93,7 +112,7 @@ Dims Builder::ConstDims(ValueId v, const Node& user) {
   return Dims(proto->dims().begin(), proto->dims().end());  // checked against its data by the loader
 }
 
-void Builder::SetConst(ValueId v, Tensor t) { consts_[v] = std::move(t); }
+void Builder::SetConst(ValueId v, Tensor t) { consts_[v] = std::make_shared<const Tensor>(std::move(t)); }
 
 void Builder::ConstAsAct(ValueId v, const Node& user) {
   const Tensor& t = Const(v, user);

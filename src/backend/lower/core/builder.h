@@ -109,6 +109,12 @@ class Builder {
   /// The value's host tensor (initializer, Constant node or folded). Throws
   /// Error(kUnsupported) naming `user` when the value is not known at build time.
   const Tensor& Const(ValueId v, const Node& user);
+  /// Const, as a tensor a step may keep for as long as it runs (a host
+  /// step's table). An initializer borrowed from another graph
+  /// (Graph::BorrowConstants) is shared with the other compiles of the same
+  /// PackedConstants (PackedConstants::decoded): the schedules of one
+  /// session at many shapes hold one copy, decoded once.
+  std::shared_ptr<const Tensor> SharedConst(ValueId v, const Node& user);
   bool IsAct(ValueId v) const { return v < acts_.size() && acts_[v].has_value(); }
   /// The float32 activation `v`. Throws Error(kUnsupported) naming `user` when
   /// `v` is an INT64 (integer or bool) run-time tensor, which only host steps
@@ -251,9 +257,13 @@ class Builder {
   /// pattern), logs it and appends it: what Emit and EmitCustom share.
   void Push(Step step, std::string kind, std::string label, const dnnl::memory::desc& dst_md);
 
+  /// PackedConstants::decoded's key of constant `v`: its owner graph and
+  /// name; empty when it is not shared (not borrowed, or no packed_).
+  std::string SharedKey(ValueId v) const;
+
   PackedConstants* packed_;
   Graph* releasable_;
-  std::vector<std::optional<Tensor>> consts_;
+  std::vector<std::shared_ptr<const Tensor>> consts_;  // decoded or folded; shared with packed_->decoded
   std::vector<std::optional<Act>> acts_;
   std::vector<std::vector<Act>> alternates_;  ///< the value in other layouts (reorder results)
   std::map<int, std::vector<int>> views_of_;   ///< root slot -> the view slots into its buffer (NewView)

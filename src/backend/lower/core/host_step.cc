@@ -191,7 +191,7 @@ void EmitHostStep(Builder& b, NodeId id) {
       in.arg = static_cast<int>(args.size()), in.dims = act.dims, in.elem_type = act.elem_type;
       args.emplace_back(static_cast<int>(args.size()), arg);
     } else {
-      in.constant = std::make_shared<const Tensor>(b.Const(v, node));
+      in.constant = b.SharedConst(v, node);  // the compiles at other shapes share it too
       in.dims = in.constant->dims, in.elem_type = in.constant->elem_type;
       b.weight_bytes += static_cast<std::int64_t>(in.constant->data.size() * sizeof(float) +
                                                   in.constant->int_data.size() * sizeof(std::int64_t));

@@ -9,6 +9,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "onnxfuse/tensor.h"
+
 namespace onnxfuse::backend {
 
 struct PackedConstants {
@@ -26,6 +28,11 @@ struct PackedConstants {
   int relaid = 0;      ///< replay: reordered from the stored layout to the one chosen on this CPU
   int recomputed = 0;  ///< replay: not in the file (the node was lowered differently), packed from the model
   int mapped = 0;      ///< replay: stored memories whose bytes are the mapped plan file's, not copies
+  /// Initializers the steps keep as host tensors (an embedding table a host
+  /// Gather reads: Builder::SharedConst), by owner graph and name: the
+  /// compiles of one model at other shapes share them instead of decoding
+  /// and holding each again.
+  std::map<std::string, std::shared_ptr<const Tensor>> decoded;
   /// replay: what those memories' bytes lie in (the mapped plan file), or
   /// nullptr; every plan compiled with this map keeps it alive.
   std::shared_ptr<const void> storage;
