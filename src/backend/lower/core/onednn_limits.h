@@ -10,8 +10,9 @@
 //    the jit, brgconv and binary jit:uni kernels).
 // 2. The binary jit:uni kernel run in place (destination = src0) on a
 //    channel-blocked layout whose channels do not fill whole blocks (C = 17 in
-//    nChw16c, C = 1 in nChw8c) applies its post-ops wrongly, eltwise and
-//    binary ones alike. Without post-ops, or out of place, it is right.
+//    nChw16c, C = 1 in nChw8c, C = 2 in caB8b, whatever the order of the
+//    outer dims) applies its post-ops wrongly, eltwise and binary ones
+//    alike. Without post-ops, or out of place, it is right.
 // 3. The binary jit:uni kernel with a per-channel binary post-op ([1,C,1,..])
 //    on a destination [N,C,1,..] (N > 1, every spatial dim 1) broadcasts the
 //    operand wrongly. Rank 2 ([N,C] with [1,C]) is right.

@@ -165,6 +165,11 @@ TEST_CASE("limit 2: binary post-ops in place over partly filled channel blocks, 
   // The lowering's way around it: out of place, or no post-ops in place.
   CHECK(BinaryChainError(dims, ChannelBlocked(), dims, Post::kNegate, {1, 1, 1, 1}, false) < 1e-5);
   CHECK(BinaryChainError(dims, ChannelBlocked(), dims, Post::kNone, {1, 1, 1, 1}, true) < 1e-5);
+  // Three dims, two channels of a block of 8, the layout oneDNN's reference
+  // pooling gives its destination.
+  Report("limit 2, post-ops in place over two channels of a block of 8, 3-D",
+         BinaryChainError({1, 2, 7}, memory::format_tag::aBc8b, {1, 2, 7}, Post::kNegate, {1, 1, 1}, true) > 0.5);
+  CHECK(BinaryChainError({1, 2, 7}, memory::format_tag::aBc8b, {1, 2, 7}, Post::kNegate, {1, 1, 1}, false) < 1e-5);
   const memory::dims full = {1, 16, 3, 5};  // whole blocks: right
   CHECK(BinaryChainError(full, ChannelBlocked(), full, Post::kNegate, {1, 1, 1, 1}, true) < 1e-5);
 }
@@ -263,6 +268,11 @@ TEST_CASE("the lowering keeps out of each limit: the predicates refuse what oneD
   CHECK(BinaryPostOpsInPlaceRight(memory::desc({1, 16, 3, 5}, memory::data_type::f32, blocked), {1, 16, 3, 5}));
   CHECK(BinaryPostOpsInPlaceRight(memory::desc({1, 17, 3, 5}, memory::data_type::f32, memory::format_tag::nchw),
                                   {1, 17, 3, 5}));
+  // Three dims, two channels in a block of 8 (oneDNN's reference pooling
+  // gives its destination such a block, the width outermost: the difftest
+  // case add-conv-add-mul-averagepool-s121292744).
+  CHECK_FALSE(BinaryPostOpsInPlaceRight(memory::desc({1, 2, 2}, memory::data_type::f32, memory::format_tag::aBc8b),
+                                        {1, 2, 2}));
   // Limit 4: a blocked src1 whose channel dim is 1 and that broadcasts.
   CHECK_FALSE(BlockedOperandRight({1, 1, 1, 1}, {1, 20, 3, 3}));
   CHECK_FALSE(BlockedOperandRight({1, 1, 3, 3}, {1, 20, 3, 3}));
