@@ -1,10 +1,11 @@
 // Elementwise ops as standard-library loops (src/backend/lower/ops/std_math.cc):
 // Pow with a constant exponent of several values or an exponent computed at
-// run time (broadcast), Round, Selu and
+// run time (broadcast), Round, Selu (also near 0, with Celu) and
 // ThresholdedRelu with their attributes. Numbers are checked against the same
 // functions in double.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -105,4 +106,27 @@ TEST_CASE("standard-library elementwise ops: Round halves to even, Selu and Thre
                             {x}, y, 1e-6);
   CHECK(test::StepsStartingWith(fused, "selu ") == 1);
   CHECK(test::StepsStartingWith(fused, "thresholded_relu ") == 1);
+}
+
+TEST_CASE("Selu and Celu near 0 keep their relative precision: exp(x) - 1 as expm1", "[backend_ops]") {
+  // From -1e-3 to -1e-7 and two positive values: float's exp(x) - 1 would
+  // cancel to a relative error of about 1e-7 / |x| (5e-4 at -1e-4).
+  const std::vector<float> values = {-1e-3f, -3e-4f, -1e-4f, -2e-5f, -1e-6f, -1e-7f, 1e-5f, 0.5f};
+  Tensor x = TensorFrom({1, 8}, [&](std::int64_t i) { return values[static_cast<std::size_t>(i)]; });
+  std::vector<double> selu, celu;
+  for (float f : values) {
+    const double v = f;
+    selu.push_back(1.05070102214813232421875 * (v > 0 ? v : 1.67326319217681884765625 * std::expm1(v)));
+    celu.push_back(std::max(0.0, v) + std::min(0.0, 2.0 * std::expm1(v / 2.0)));
+  }
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8] x) => (float[1,8] y) {
+      y = Selu (x)
+    })",
+            {x}, selu, 1e-6, 0);
+  CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,8] x) => (float[1,8] y) {
+      y = Celu <alpha = 2.0> (x)
+    })",
+            {x}, celu, 1e-6, 0);
 }
