@@ -112,7 +112,7 @@ std::vector<std::string> SeedComputedTypes(onnx::ModelProto& model) {
     const bool standard = proto.domain().empty() || proto.domain() == "ai.onnx";
     if (standard && !HasSubgraph(proto) && proto.output_size() > 0 && !graph_outputs.count(proto.output(0))) {
       if (std::optional<SymbolicDims> dims = symbolic.Visit(proto, type_of, value); dims && !type_of(proto.output(0))) {
-        // A Slice keeps its data's element type.
+        // A Slice or a Reshape keeps its data's element type.
         std::int32_t elem = 0;
         if (auto it = types.find(proto.input(0)); it != types.end()) elem = it->second->tensor_type().elem_type();
         if (const Tensor* data = elem == 0 ? value(proto.input(0)) : nullptr) elem = data->DataType();

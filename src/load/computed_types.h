@@ -16,7 +16,7 @@
 // elements each), and records each one's type as value_info where the
 // inference left it open. Inference run again then types what follows.
 // On a symbolic graph, where these values hold dim symbols, it types the
-// Slice outputs their symbolic starts and ends decide
+// Slice and Reshape outputs they decide
 // (symbolic_shape_values.h): the fusion decided once on that graph sees the
 // shapes that every length has.
 #pragma once

@@ -67,8 +67,13 @@ std::optional<SymbolicDims> DimsOfType(const onnx::TypeProto& type) {
   return dims;
 }
 
+std::optional<SymbolicDims> SymbolicShapeValues::Recorded(const std::string& name) const {
+  auto it = values_.find(name);
+  return it != values_.end() ? std::optional<SymbolicDims>(it->second) : std::nullopt;
+}
+
 std::optional<SymbolicDims> SymbolicShapeValues::Elements(const std::string& name, const ValueOf& value_of) const {
-  if (auto it = values_.find(name); it != values_.end()) return it->second;
+  if (std::optional<SymbolicDims> recorded = Recorded(name)) return recorded;
   const Tensor* t = name.empty() ? nullptr : value_of(name);
   if (!t || t->elem_type != onnx::TensorProto::INT64 || t->dims.size() > 1) return std::nullopt;
   SymbolicDims dims;
@@ -96,7 +101,7 @@ std::optional<SymbolicDims> SymbolicShapeValues::Visit(const onnx::NodeProto& no
     if (op == "Cast" && AttrInt(node, "to", 0) != onnx::TensorProto::INT64 &&
         AttrInt(node, "to", 0) != onnx::TensorProto::INT32)
       return std::nullopt;
-    result = values_.count(node.input(0)) ? std::optional<SymbolicDims>(values_.at(node.input(0))) : std::nullopt;
+    result = Recorded(node.input(0));
     if (result && (op == "Squeeze" || op == "Unsqueeze")) {
       const auto axes = node.input_size() > 1 ? Elements(node.input(1), value_of) : std::nullopt;
       const bool only_axis_0 = axes ? axes->size() == 1 && KnownInt(*axes, 0) == 0
@@ -105,8 +110,7 @@ std::optional<SymbolicDims> SymbolicShapeValues::Visit(const onnx::NodeProto& no
       if (!only_axis_0 || result->size() != 1) return std::nullopt;  // only scalar <-> [1]
     }
   } else if (op == "Gather") {
-    std::optional<SymbolicDims> data = values_.count(node.input(0)) ? std::optional<SymbolicDims>(values_.at(node.input(0)))
-                                                                     : std::nullopt;
+    const std::optional<SymbolicDims> data = Recorded(node.input(0));
     const std::optional<SymbolicDims> indices = node.input_size() > 1 ? Elements(node.input(1), value_of) : std::nullopt;
     if (!data || !indices || AttrInt(node, "axis", 0) != 0) return std::nullopt;
     result.emplace();

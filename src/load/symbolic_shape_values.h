@@ -69,6 +69,8 @@ class SymbolicShapeValues {
   std::optional<SymbolicDims> Visit(const onnx::NodeProto& node, const TypeOf& type_of, const ValueOf& value_of);
 
  private:
+  /// The elements of a shape value recorded here, or nullopt.
+  std::optional<SymbolicDims> Recorded(const std::string& name) const;
   /// The elements of a 0-D or 1-D integer value: recorded here, or a known tensor's.
   std::optional<SymbolicDims> Elements(const std::string& name, const ValueOf& value_of) const;
   std::optional<SymbolicDims> SliceDims(const onnx::NodeProto& node, const TypeOf& type_of,

@@ -28,7 +28,7 @@ namespace onnxfuse::session {
 /// The prepacked constants of every plan a session compiles, by Builder key
 /// ("<node>:<op>:<argument>"): each compile replays them (a constant whose
 /// layout is unchanged is the same memory, not a copy) and adds those it
-/// packed; and the initializers the lowering decoded, by name, likewise.
+/// packed; and the initializers host steps keep (PackedConstants::decoded), likewise.
 /// Thread-safe.
 class SharedPackedConstants {
  public:

@@ -137,7 +137,7 @@ bool PlanTail(Builder& b, const Chain& chain, std::size_t count, const dnnl::mem
     const std::string kind = chain.post_ops[first].kind == Kind::kEltwise ? "eltwise" : "binary";
     std::size_t hi = first + 1;  // a sum needs the addend in its destination: it starts a step of its own
     while (hi < n && chain.post_ops[hi].kind != Kind::kSum) ++hi;
-    if (kind == "binary" && !BinaryPostOpsInPlaceRight(cur, dims)) hi = first + 1;  // tail steps run in place
+    if (kind == "binary" && !BinaryPostOpsInPlaceRight(cur)) hi = first + 1;  // tail steps run in place
     std::map<std::size_t, dnnl::primitive_desc_base> made;
     auto end = LongestFast(chain, first + 1, hi, kind, dims, [&](std::size_t k) -> std::optional<std::string> {
       dnnl::primitive_desc_base pd = TailPd(b, chain, first, k, cur, dims, error);
@@ -275,7 +275,7 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
     bool read_here = std::any_of(read.begin(), read.end(), [&](int slot) { return b.SameBuffer(slot, addend.slot); });
     if (b.DeadNow(addend.slot) && !read_here) dst = Act{addend.slot, dst_md, dst_dims};
     else dst = b.EmitReorder(addend, dst_dims, dst_md, label + " (copy of the sum addend)");
-  } else if (auto over = kind == "binary" && count > 0 && !BinaryPostOpsInPlaceRight(dst_md, dst_dims)
+  } else if (auto over = kind == "binary" && count > 0 && !BinaryPostOpsInPlaceRight(dst_md)
                              ? std::nullopt
                              : OverwritableSource(b, args, tail, in_place_arg, dst_md)) {
     dst = Act{*over, dst_md, dst_dims};

@@ -43,12 +43,11 @@ bool PostOpsRight(const Chain& chain, std::size_t begin, std::size_t end, const 
   return DistinctEltwise(chain, begin, end) && (kind != "binary" || BroadcastPostOpsRight(chain, begin, end, dst_dims));
 }
 
-bool BinaryPostOpsInPlaceRight(const dnnl::memory::desc& md, const Dims& dims) {
+bool BinaryPostOpsInPlaceRight(const dnnl::memory::desc& md) {
   // Read from the layout itself, whatever order its outer dims take: oneDNN's
   // reference pooling picks caB8b for its destination, the channel block
   // outermost but for the batch.
-  if (dims.size() < 2 || md.data.ndims < 2) return true;
-  return md.data.padded_dims[1] == md.data.dims[1];
+  return md.data.ndims < 2 || md.data.padded_dims[1] == md.data.dims[1];
 }
 
 bool BlockedOperandRight(const Dims& operand_dims, const Dims& src0_dims) {

@@ -43,8 +43,8 @@ bool PostOpsRight(const Chain& chain, std::size_t begin, std::size_t end, const 
                   const Dims& dst_dims);
 
 /// Whether a binary primitive with post-ops may write its result over src0
-/// in layout `md` (limit 2).
-bool BinaryPostOpsInPlaceRight(const dnnl::memory::desc& md, const Dims& dims);
+/// in layout `md` (limit 2): no channel padding.
+bool BinaryPostOpsInPlaceRight(const dnnl::memory::desc& md);
 
 /// Whether a binary primitive on src0 of `src0_dims` reads a src1 of
 /// `operand_dims` right in src0's channel-blocked layout (limit 4).
