@@ -56,6 +56,11 @@ struct InferenceSession::Impl {
   // its own (batch_passes.h): a large batch may then run in passes.
   std::string batch_symbol;
   session::SharedPackedConstants packed;
+  // `packed` for the schedules of the model prepared once (the constants'
+  // keys name nodes by index, the same in every graph PlanModelAt makes), or
+  // nullptr for a model prepared again at each signature, whose graphs
+  // differ (a Scan unrolled at one batch and not at another).
+  session::SharedPackedConstants* SharedPacked() { return fused_once ? &packed : nullptr; }
   // Shapes that follow values, or a KV cache's growing dim (staged_model.h):
   // the prepared graph with its run-time control flow kept (a format 3 plan
   // file's stored model), which the staged model runs; null when the model

@@ -111,7 +111,7 @@ std::shared_ptr<ShapeSchedule> InferenceSession::Impl::Build(const ShapeSignatur
     if (const std::int64_t per_pass = passes.samples_per_pass; per_pass > 0) {
       Loaded at = per_pass == 1 && one ? std::move(*one) : LoadAt(WithBatch(signature, per_pass));
       OmpTeam compile_team(passes.concurrent_passes > 1 ? 1 : 0);
-      auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed,
+      auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, SharedPacked(),
                                                       nullptr, MsSince(start));
       schedule->set_samples_per_pass(per_pass);
       schedule->set_concurrent_passes(passes.concurrent_passes);
@@ -120,7 +120,7 @@ std::shared_ptr<ShapeSchedule> InferenceSession::Impl::Build(const ShapeSignatur
   }
   Loaded at = LoadAt(signature);
   if (RunsStaged(*at.graph)) return nullptr;
-  auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, &packed,
+  auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, SharedPacked(),
                                                   nullptr, MsSince(start));
   std::shared_ptr<ShapeSchedule> before;  // the last signature's: which dims change between calls
   if (symbolic && staged_source) {

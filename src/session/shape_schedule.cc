@@ -37,7 +37,12 @@ std::size_t SharedPackedConstants::size() const {
 ShapeSchedule::ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bool fuse,
                              SharedPackedConstants* packed, std::unique_ptr<ExecutablePlan> first, double load_ms,
                              const std::map<std::string, std::string>& implementations)
-    : graph_(std::move(graph)), fusion_(std::move(fusion)), fuse_(fuse), packed_(packed), load_ms_(load_ms) {
+    : graph_(std::move(graph)),
+      fusion_(std::move(fusion)),
+      fuse_(fuse),
+      own_packed_(packed ? nullptr : std::make_unique<SharedPackedConstants>()),
+      packed_(packed ? packed : own_packed_.get()),
+      load_ms_(load_ms) {
   if (!first) first = std::make_unique<ExecutablePlan>(packed_->Compile(*graph_, fusion_, fuse_, implementations));
   stats_ = first->stats();
   value_dims_ = first->ValueDims();

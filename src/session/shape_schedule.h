@@ -57,8 +57,11 @@ class SharedPackedConstants {
 
 class ShapeSchedule {
  public:
-  /// `graph` keeps its weights (more instances compile from it); `first`, when
-  /// given, is an already compiled instance (a plan file's). `load_ms`: the
+  /// `graph` keeps its weights (more instances compile from it); `packed`:
+  /// the constants shared with the schedules of the same prepared model
+  /// (their keys name nodes by index), or nullptr for a graph prepared on its
+  /// own, whose instances then share only their own; `first`, when given, is
+  /// an already compiled instance (a plan file's). `load_ms`: the
   /// wall-clock ms it took to load `graph` and fuse it (or apply a plan's
   /// groups). `implementations`: the oneDNN implementation to keep per step
   /// ("<kind>:<anchor node>", those of a schedule of the same nodes at other
@@ -108,6 +111,7 @@ class ShapeSchedule {
   std::unique_ptr<Graph> graph_;
   FusionPlan fusion_;
   bool fuse_;
+  std::unique_ptr<SharedPackedConstants> own_packed_;  // when no shared one is given
   SharedPackedConstants* packed_;
   PlanStats stats_;
   std::vector<std::optional<std::vector<std::int64_t>>> value_dims_;

@@ -150,6 +150,68 @@ TEST_CASE("session: a model whose If needs its dims pinned is prepared again at 
   }
 }
 
+// The shrunk graph of difftest seed 131292980: a Scan over the batch carrying
+// a state from sample to sample, then convolutions with weights. It is
+// prepared again at each batch (the Scan unrolls to as many steps as the
+// batch has samples), so that the graphs of two batches number their nodes
+// differently.
+const char* const kScanOverBatch = R"(<ir_version: 8, opset_import: ["" : 13]>
+  g (float[N,1,1] x, int64[1,1,1] in2, int64[1,1,1] k3 = {0}, float c6 = {0.5}, float[1,1] c11 = {0.0},
+     float[1,1,1] c14 = {0.5}, float[1] c15 = {-0.112804743}, float c28 = {0.982},
+     float[1,1,3] c32 = {0.5, 0.5, 0.5}) => (float[N,1,1] v33) {
+    v12, v13 = Scan <body = body10 (float[1,1] sin1, float[1,1] xt2) => (float[1,1] v8, float[1,1] v9) {
+      v4 = Min (in2, k3)
+      v5 = GatherND <batch_dims = 1> (xt2, v4)
+      v7 = Mul (sin1, c6)
+      v8 = Add (v7, v5)
+      v9 = Identity (v8)
+    }, num_scan_inputs = 1, scan_input_axes = [0], scan_output_axes = [0]> (c11, x)
+    v16 = Conv <kernel_shape = [1], strides = [1], dilations = [1], pads = [0, 0]> (v13, c14, c15)
+    v17 = Relu (v16)
+    v18 = Sigmoid (v13)
+    v19 = Mul (v13, v18)
+    v20 = Relu (v13)
+    v21 = Add (v17, v19)
+    v22 = Add (v21, v20)
+    v23 = Relu (v22)
+    v24 = Relu (v23)
+    v25 = Relu (v24)
+    v26 = Relu (v25)
+    v27 = Abs (v26)
+    v29 = Add (v27, c28)
+    v30 = Sqrt (v29)
+    v31 = GlobalAveragePool (v30)
+    v33 = Conv <kernel_shape = [3], strides = [1], dilations = [1], pads = [1, 1]> (v31, c32)
+  })";
+
+TEST_CASE("session: a model prepared again at each shape keeps each shape's weights its own", "[session]") {
+  test::TempDir dir("session");
+  const std::string path = WriteModel(dir, kScanOverBatch);
+  SessionOptions options;
+  options.threads = 2;
+  options.max_samples_per_pass = 1;
+  const std::vector<std::int64_t> index = {1};
+  const auto run = [&](InferenceSession& s, const std::vector<float>& x) {
+    return s.Run({{"x", {ElementType::kFloat, {static_cast<std::int64_t>(x.size()), 1, 1}, x.data()}},
+                  {"in2", {ElementType::kInt64, {1, 1, 1}, index.data()}}})[0].data;
+  };
+  const std::vector<float> one = {-0.71765006f}, three = {0.41993535f, 0.16661714f, -0.90869915f};
+  // By hand: states s = 0.5 s + x; y = 0.5 sqrt(|Relu(0.5 s + c15) + s sigmoid(s) + Relu(s)| + 0.982).
+  std::vector<double> want;
+  double state = 0;
+  for (float x : three) {
+    state = 0.5 * state + x;
+    const double sum = std::max(0.0, 0.5 * state - 0.112804743) + state / (1 + std::exp(-state)) + std::max(0.0, state);
+    want.push_back(0.5 * std::sqrt(std::fabs(std::max(0.0, sum)) + 0.982));
+  }
+  InferenceSession session(path, options);
+  CHECK_FALSE(session.stats().fused_once);
+  run(session, one);  // the graph of one sample first: its constants must not serve three
+  const std::vector<float> got = run(session, three);
+  REQUIRE(got.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(got[i] == Approx(want[i]).epsilon(1e-5));
+}
+
 TEST_CASE("session: fixed input shapes compile at construction", "[session]") {
   test::TempDir dir("session");
   SessionOptions options;
