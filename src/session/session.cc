@@ -20,6 +20,7 @@
 #include "session/batch_passes.h"
 #include "session/execution_options.h"
 #include "session/input_check.h"
+#include "session/primitive_cache.h"
 #include "session/session_impl.h"
 #include "session/stage_split.h"
 
@@ -38,6 +39,7 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     throw Error(ErrorKind::kUsage, "SessionOptions::max_samples_per_pass must be >= -1 (-1: never split a batch)");
   if (options.shape_cache_size < 1) throw Error(ErrorKind::kUsage, "SessionOptions::shape_cache_size must be >= 1");
   s.SetThreads();
+  session::BoundPrimitiveCache();
 
   std::shared_ptr<ShapeSchedule> schedule;
   std::unique_ptr<Graph> graph;

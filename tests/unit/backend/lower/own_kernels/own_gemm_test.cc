@@ -83,6 +83,30 @@ TEST_CASE("MatMul + bias + residual Add + Relu runs as our own GEMM on AVX2", "[
   }
 }
 
+TEST_CASE("MatMul of 2 to 15 rows runs as our own GEMM on AVX2, in the weights' layout of longer ones", "[gemm]") {
+  // A sequence of a few tokens: a [1, rows, 64] x w [64, 32] + bias. The
+  // weights are packed in the GEMM's panels at any row count above one, so a
+  // model served at many lengths holds them in one layout.
+  for (std::int64_t rows : {2, 5, 13, 15}) {
+    INFO("rows " << rows);
+    const std::int64_t depth = 64, cols = 32;
+    Tensor a = Input("a", {1, rows, depth}, 8);
+    const std::vector<float> w = Values(depth * cols, 9), bias = Values(cols, 10);
+    const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+      g (float[)" + DimsText({1, rows, depth}) + R"(] a, float[64,32] w = )" + test::FloatList(w) +
+                             R"(, float[32] bias = )" + test::FloatList(bias) + R"() => (float[)" +
+                             DimsText({1, rows, cols}) + R"(] y) {
+        m = MatMul (a, w)
+        y = Add (m, bias)
+      })";
+    std::vector<double> y = NaiveProduct(a, w, rows, depth, cols, false);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += bias[i % static_cast<std::size_t>(cols)];
+    PlanRun fused = CheckBoth(text, {a}, y, 1e-4);
+    INFO(test::StepList(fused));
+    CHECK(StepsContaining(fused, "onnxfuse:gemm") == (HaveGemmKernel() ? 1 : 0));
+  }
+}
+
 TEST_CASE("Gemm with transB, alpha, a bias C and Clip runs as our own GEMM on AVX2, other widths stay on oneDNN",
           "[gemm]") {
   // A [20, 64], B stored [N, 64] (transB = 1), alpha 0.5, C [N], Clip [0, 6].
