@@ -181,6 +181,9 @@ class InferenceSession {
   /// shape_cache_size < 1, threads < 0, max_samples_per_pass < -1,
   /// input_shapes naming no graph input or
   /// changing a fixed dim (any dim of a version 2 plan file).
+  /// Process-wide effect: bounds oneDNN's primitive cache to 128 primitives
+  /// (from oneDNN's default 1,024) unless ONEDNN_PRIMITIVE_CACHE_CAPACITY is
+  /// set; a session's schedules hold their own primitives (docs/api.md, Shapes).
   explicit InferenceSession(const std::string& path, const SessionOptions& options = {});
   ~InferenceSession();
   InferenceSession(InferenceSession&&) noexcept;

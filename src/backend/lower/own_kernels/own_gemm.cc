@@ -22,7 +22,7 @@ using dnnl::memory;
 // At least this many rows; a single row is MatVec's (backend/kernels/gemv.h).
 // Below 16 rows oneDNN's gemm:jit, on weights transposed (ba), took 1.5-2x
 // this GEMM's time (BERT-shaped encoder at lengths 2-12, 1 thread, Zen 3:
-// 3.3-4.8 ms a call against 1.7-2.7), and a model served at lengths on both
+// 3.3-4.8 ms a call against 1.4-2.7), and a model served at lengths on both
 // sides of a threshold held its weights in both layouts.
 constexpr std::int64_t kMinRows = 2;
 
