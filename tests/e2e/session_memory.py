@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A session's memory stays bounded over many input shapes: one
 onnxfuse.InferenceSession serves the BERT-shaped encoder of
-scripts/export_dynamic.py (models/dynamic/bert_encoder) 600 times at random
+scripts/export_dynamic.py (models/dynamic/bert_encoder) 1,000 times at random
 sequence lengths 8..128, nearly every call a new shape; its resident memory
 (VmRSS) after the 1,000th call must be within 5% of what it was after the
 150th, by when the shape cache (8 schedules) has turned over many times,
