@@ -4,6 +4,9 @@
 #include <exception>
 #include <utility>
 
+#include <google/protobuf/field_mask.pb.h>
+#include <google/protobuf/util/field_mask_util.h>
+
 #include "load/onnx_guards.h"
 #include "load/proto_queries.h"
 #include "load/shape_inference.h"
@@ -11,15 +14,37 @@
 
 namespace onnxfuse {
 
+namespace {
+
+// Every field of a model but its graph's initializers, which hold the weights:
+// the copy costs what the model's structure does, not its size.
+google::protobuf::FieldMask AllButInitializers() {
+  google::protobuf::FieldMask mask;
+  const google::protobuf::Descriptor* model = onnx::ModelProto::descriptor();
+  for (int i = 0; i < model->field_count(); ++i)
+    if (model->field(i)->name() != "graph") mask.add_paths(model->field(i)->name());
+  const google::protobuf::Descriptor* graph = onnx::GraphProto::descriptor();
+  for (int i = 0; i < graph->field_count(); ++i)
+    if (graph->field(i)->name() != "initializer") mask.add_paths("graph." + graph->field(i)->name());
+  return mask;
+}
+
+}  // namespace
+
 ShapeModel::ShapeModel(std::shared_ptr<const Graph> prepared) : prepared_(std::move(prepared)) {
-  model_ = prepared_->model();  // once per model; the graphs At makes copy only what is left
-  for (onnx::TensorProto& tensor : *model_.mutable_graph()->mutable_initializer()) {
-    if (NumElements(tensor) <= kCopiedElements) continue;
-    onnx::TensorProto stub;
+  // Once per model; the graphs At makes copy only what is left.
+  static const google::protobuf::FieldMask mask = AllButInitializers();
+  google::protobuf::util::FieldMaskUtil::MergeMessageTo(prepared_->model(), mask, {}, &model_);
+  auto& initializers = *model_.mutable_graph()->mutable_initializer();
+  for (const onnx::TensorProto& tensor : prepared_->model().graph().initializer()) {  // in order: the same ValueIds
+    if (NumElements(tensor) <= kCopiedElements) {
+      *initializers.Add() = tensor;
+      continue;
+    }
+    onnx::TensorProto& stub = *initializers.Add();
     stub.set_name(tensor.name());
     stub.set_data_type(tensor.data_type());
     *stub.mutable_dims() = tensor.dims();
-    tensor.Swap(&stub);
     borrowed_.push_back(tensor.name());
   }
   auto& infos = *model_.mutable_graph()->mutable_value_info();

@@ -89,14 +89,15 @@ struct InferenceSession::Impl {
   // `host_nodes` as StagedModel takes them. Under staged_mutex.
   void MakeStaged(std::vector<bool> host_nodes = {});
 
-  // A KV cache's dim: when the nodes whose dims changed between the
-  // schedules of two signatures (`before`, `after`) read no weights, are all
+  // A KV cache's dim: when the nodes whose dims changed between the graphs
+  // of two signatures (`before`: the last schedule's; `after`: the new
+  // signature's, loaded but not yet compiled) read no weights, are all
   // of the kinds attention over a cache is made of (FollowsDimCheaply) and
   // the host evaluator runs them, every signature from now on runs in stages
   // around them (session_schedules.cc): the stages keep their shapes, so a
-  // new length compiles nothing. False (nothing changes) otherwise, or when
-  // the staged model already serves shapes that follow values.
-  bool StageAroundChangedDims(const ShapeSchedule& before, const ShapeSchedule& after);
+  // new length compiles nothing, not even `after`. False (nothing changes)
+  // otherwise, or when the staged model already serves shapes that follow values.
+  bool StageAroundChangedDims(const Graph& before, const Graph& after);
 
   // True when `graph` (at one signature) has shapes that follow values and a
   // staged model can run it.

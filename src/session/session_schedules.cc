@@ -33,11 +33,10 @@ session::StagedModel& InferenceSession::Impl::Staged() {
   return *staged;
 }
 
-bool InferenceSession::Impl::StageAroundChangedDims(const ShapeSchedule& before, const ShapeSchedule& after) {
+bool InferenceSession::Impl::StageAroundChangedDims(const Graph& before, const Graph& after) {
   const Graph& prepared = *staged_source;
-  if (before.value_dims().size() != prepared.values().size() || after.value_dims().size() != prepared.values().size())
-    return false;
-  std::vector<bool> host = session::NodesFollowingChangedDims(prepared, before.value_dims(), after.value_dims());
+  std::vector<bool> host = session::NodesFollowingChangedDims(prepared, session::TypeDims(prepared, before),
+                                                              session::TypeDims(prepared, after));
   std::size_t count = 0;
   for (NodeId id = 0; id < prepared.num_nodes(); ++id) {
     if (!host[id]) continue;
@@ -120,15 +119,14 @@ std::shared_ptr<ShapeSchedule> InferenceSession::Impl::Build(const ShapeSignatur
   }
   Loaded at = LoadAt(signature);
   if (RunsStaged(*at.graph)) return nullptr;
-  auto schedule = std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, SharedPacked(),
-                                                  nullptr, MsSince(start));
   std::shared_ptr<ShapeSchedule> before;  // the last signature's: which dims change between calls
   if (symbolic && staged_source) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!lru.empty() && lru.front().second->samples_per_pass() == 0) before = lru.front().second;
   }
-  if (before) StageAroundChangedDims(*before, *schedule);
-  return schedule;
+  if (before && StageAroundChangedDims(before->graph(), *at.graph)) return nullptr;  // runs in stages from now on
+  return std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, SharedPacked(), nullptr,
+                                         MsSince(start));
 }
 
 void InferenceSession::Impl::Insert(const ShapeSignature& signature, std::shared_ptr<ShapeSchedule> schedule) {

@@ -45,7 +45,6 @@ ShapeSchedule::ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bo
       load_ms_(load_ms) {
   if (!first) first = std::make_unique<ExecutablePlan>(packed_->Compile(*graph_, fusion_, fuse_, implementations));
   stats_ = first->stats();
-  value_dims_ = first->ValueDims();
   for (const ScheduleStep& step : first->Schedule())  // a step's label starts with its anchor node's name
     implementations_.emplace(step.kind + ":" + step.label.substr(0, step.label.find('+')), step.impl);
   idle_.push_back(std::move(first));

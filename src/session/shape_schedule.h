@@ -90,8 +90,6 @@ class ShapeSchedule {
   const Graph& graph() const { return *graph_; }
   /// The schedule's statistics (the same for every instance).
   const PlanStats& stats() const { return stats_; }
-  /// Each value's dims as compiled (ExecutablePlan::ValueDims), by ValueId of graph().
-  const std::vector<std::optional<std::vector<std::int64_t>>>& value_dims() const { return value_dims_; }
   /// The implementation of each step ("<kind>:<anchor node>" -> oneDNN's name).
   const std::map<std::string, std::string>& implementations() const { return implementations_; }
   /// The constructor's load_ms (its first compile is stats().compile_ms).
@@ -114,7 +112,6 @@ class ShapeSchedule {
   std::unique_ptr<SharedPackedConstants> own_packed_;  // when no shared one is given
   SharedPackedConstants* packed_;
   PlanStats stats_;
-  std::vector<std::optional<std::vector<std::int64_t>>> value_dims_;
   double load_ms_;
   std::int64_t samples_per_pass_ = 0;
   int concurrent_passes_ = 1;

@@ -85,6 +85,18 @@ std::vector<bool> Skipped(const std::vector<bool>& done, const std::vector<bool>
 
 }  // namespace
 
+ValueDimsList TypeDims(const Graph& prepared, const Graph& at) {
+  ValueDimsList dims(prepared.values().size());
+  for (ValueId v = 0; v < dims.size(); ++v) {
+    const std::optional<ValueId> there = at.FindValue(prepared.value(v).name);
+    if (!there) continue;
+    const TensorType& type = at.value(*there).type;
+    if (type.has_shape && std::all_of(type.dims.begin(), type.dims.end(), [](std::int64_t d) { return d >= 0; }))
+      dims[v] = type.dims;
+  }
+  return dims;
+}
+
 std::vector<bool> NodesFollowingChangedDims(const Graph& graph, const ValueDimsList& before,
                                             const ValueDimsList& after) {
   const std::size_t count = graph.values().size();

@@ -43,16 +43,22 @@ inline constexpr std::int64_t kMaxShapeConstant = 64;
 
 
 /// Each value's dims at one input signature, by ValueId (nullopt: not known
-/// there): ExecutablePlan::ValueDims of the graph compiled at it.
+/// there): TypeDims of the graph loaded at it.
 using ValueDimsList = std::vector<std::optional<std::vector<std::int64_t>>>;
+
+/// The dims of `prepared`'s values (by its ValueIds) as `at` types them: `at`
+/// is `prepared` at one signature (ShapeModel::At: same nodes and values,
+/// matched here by name); nullopt where `at` has no value of that name or
+/// its type has no static shape.
+ValueDimsList TypeDims(const Graph& prepared, const Graph& at);
 
 /// Nodes of `graph` whose work changes with a dim that changed between two
 /// signatures (`before`, `after`: the dims of its values at each): those that
 /// read or write a value whose dims differ; those whose integer or bool
 /// outputs follow such dims (Shape and Size of it, and the shape arithmetic
 /// on their results); and those that read such a result as a shape
-/// (ReadsAsShape). A value whose dims are not known at both (kept inside a
-/// fused kernel) is taken as changed when its node reads a changed value.
+/// (ReadsAsShape). A value whose dims are not known at both (left untyped by
+/// inference) is taken as changed when its node reads a changed value.
 /// The stages between these nodes keep their shapes and constants whatever
 /// that dim is: in a decoder step with a KV cache, they are the cache's
 /// Concat and the attention over it.

@@ -136,7 +136,6 @@ struct ExecutablePlan::Impl {
   Buffer arena, scratchpad;
   std::vector<IoBinding> inputs, outputs;
   PlanStats stats;
-  std::vector<std::optional<std::vector<std::int64_t>>> value_dims;  // by ValueId
 
   char* SlotData(int slot) const { return arena.get() + slots[static_cast<std::size_t>(slot)].offset; }
 };
@@ -146,9 +145,6 @@ ExecutablePlan::ExecutablePlan(ExecutablePlan&&) noexcept = default;
 ExecutablePlan& ExecutablePlan::operator=(ExecutablePlan&&) noexcept = default;
 ExecutablePlan::~ExecutablePlan() = default;
 const PlanStats& ExecutablePlan::stats() const { return impl_->stats; }
-const std::vector<std::optional<std::vector<std::int64_t>>>& ExecutablePlan::ValueDims() const {
-  return impl_->value_dims;
-}
 
 ExecutablePlan ExecutablePlan::Compile(const Graph& graph, const FusionPlan& plan, const CompileOptions& options) {
   return CompileInto(graph, nullptr, plan, options);
@@ -202,14 +198,6 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
   }
   b.group = -1, b.group_pattern.clear();
   LinkPointwise(b);
-  impl->value_dims.resize(graph.values().size());
-  Node reader;  // names the reader in messages; IsAct and IsConst leave none to give
-  reader.name = "value dims", reader.op_type = "ValueDims";
-  for (ValueId v = 0; v < graph.values().size(); ++v) {
-    if (b.IsAct(v)) impl->value_dims[v] = b.AnyActOf(v, reader).dims;
-    else if (graph.value(v).initializer >= 0) impl->value_dims[v] = graph.value(v).type.dims;  // its data may be released
-    else if (b.IsConst(v)) impl->value_dims[v] = b.ConstDims(v, reader);
-  }
 
   for (ValueId v : graph.outputs()) {
     const Value& value = graph.value(v);

@@ -145,12 +145,6 @@ class ExecutablePlan {
   void RunSteps(std::vector<double>* step_ms = nullptr);
 
   const PlanStats& stats() const;
-  /// The dims of each value of the compiled graph, by ValueId, as the
-  /// lowering computed them: activations and build-time constants; nullopt
-  /// for a value a fused kernel keeps inside (never in the arena) and for
-  /// one no step reads or writes. What the session compares between two
-  /// input shapes to see which nodes follow a dim that changed.
-  const std::vector<std::optional<std::vector<std::int64_t>>>& ValueDims() const;
   /// The steps Run executes, in order.
   std::vector<ScheduleStep> Schedule() const;
   /// One line per step: "<kind> <node names> <implementation> <dst layout>".
