@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "ir/graph.h"
+#include "load/shape_substitution.h"
 
 namespace onnxfuse {
 
@@ -39,7 +41,8 @@ class ShapeModel {
 
   /// The prepared graph with `input_shapes` (full shapes by input name; inputs
   /// not named keep their declared dims) pinned and every value's shape
-  /// inferred again; same nodes, in the same order, so the prepared graph's
+  /// derived again: by putting the input dims for the symbols where that is
+  /// sound (shape_substitution.h), else by ONNX inference; same nodes, in the same order, so the prepared graph's
   /// node ids and fusion groups hold for it. Throws Error: kUsage (from
   /// PinInputShapes) for a name that is no input, a rank the model does not
   /// declare or a dim it fixes; kInvalidModel, naming the model, when shape
@@ -60,6 +63,7 @@ class ShapeModel {
   std::shared_ptr<const Graph> prepared_;
   onnx::ModelProto model_;            ///< prepared_'s model: large initializers as name, type and dims
   std::vector<std::string> borrowed_;  ///< those initializers' names
+  std::optional<ShapeSubstitution> substitution_;  ///< nullopt: every shape is inferred
 };
 
 }  // namespace onnxfuse

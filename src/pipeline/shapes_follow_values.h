@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ir/shape_inputs.h"  // ReadsAsShape, which its users read with it
 
 namespace onnxfuse {
 
@@ -21,14 +22,6 @@ bool ShapeFollowsElements(const std::string& op_type);
 /// its inputs' shapes: an If, Loop or Scan, or ShapeFollowsElements. Never
 /// in a stage: the runner evaluates it once its inputs are known.
 bool OutputsFollowValues(const Node& node);
-
-/// True when input `slot` of a node of `op_type` (default domain) gives a
-/// shape, a count, bounds, axes or a branch condition: the second input of
-/// Reshape, Expand, Tile, TopK, Squeeze, Unsqueeze, Split, ReduceSum, OneHot
-/// and Upsample; Slice's starts, ends, axes and steps; Pad's pads and axes;
-/// Resize's roi, scales and sizes; ConstantOfShape's input; Range's three;
-/// If's condition; Loop's trip count and condition.
-bool ReadsAsShape(const std::string& op_type, std::size_t slot);
 
 /// True when an If, Loop or Scan stays in `graph`'s top level.
 bool HasControlFlow(const Graph& graph);
