@@ -175,15 +175,26 @@ Tensor Gather(const Node& node, const Tensor& x, const Tensor& indices) {
   std::int64_t inner = Product(Dims(x.dims.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.dims.end()));
   std::int64_t n = x.dims[axis];
   auto idx = AsInts(indices);
-  std::vector<double> values;
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (auto k : idx) {
-      if (k < -n || k >= n) throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": index out of range");
-      std::int64_t j = k < 0 ? k + n : k;
-      for (std::int64_t i = 0; i < inner; ++i) values.push_back(ElementAt(x, (o * n + j) * inner + i));
-    }
-  return MakeHostTensor(IsInt64(x), out, values);
+  for (auto k : idx)
+    if (k < -n || k >= n) throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": index out of range");
+  // Whole rows of `inner` elements, copied as stored (int64 values exactly).
+  const auto gather = [&](const auto& from, auto& to) {
+    to.reserve(static_cast<std::size_t>(outer * static_cast<std::int64_t>(idx.size()) * inner));
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (auto k : idx) {
+        const auto row = from.begin() + static_cast<std::ptrdiff_t>((o * n + (k < 0 ? k + n : k)) * inner);
+        to.insert(to.end(), row, row + static_cast<std::ptrdiff_t>(inner));
+      }
+  };
+  Tensor t;
+  t.elem_type = IsInt64(x) ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT;
+  t.dims = std::move(out);
+  if (IsInt64(x)) gather(x.int_data, t.int_data);
+  else gather(x.data, t.data);
+  return t;
 }
+
+}  // namespace
 
 Dims ReshapeDims(const Node& node, const Dims& in, const std::vector<std::int64_t>& shape) {
   bool allow_zero = AttrInt(node, "allowzero", 0) != 0;
@@ -200,8 +211,6 @@ Dims ReshapeDims(const Node& node, const Dims& in, const std::vector<std::int64_
                 NodeLabel(node) + ": cannot reshape " + DimsString(in) + " to " + DimsString(out));
   return out;
 }
-
-}  // namespace
 
 bool DropoutDrops(const Tensor* ratio, const Tensor* training_mode) {
   const bool training = training_mode && training_mode->NumElements() > 0 && ElementAt(*training_mode, 0) != 0;

@@ -64,6 +64,13 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
 /// Size's element count as an int64 scalar (ONNX Operators.md).
 Tensor ShapeOrSize(const Node& node, const std::vector<std::int64_t>& dims);
 
+/// The dims Reshape-14 gives `in` for the target `shape` (ONNX Operators.md,
+/// Reshape: 0 copies the input's dim unless `allowzero`, one -1 takes what
+/// is left). Throws Error(kInvalidModel) naming the node when the element
+/// counts differ.
+std::vector<std::int64_t> ReshapeDims(const Node& node, const std::vector<std::int64_t>& in,
+                                      const std::vector<std::int64_t>& shape);
+
 /// Whether a Dropout with these optional inputs (nullptr: omitted) drops
 /// elements at random: training_mode true and ratio (default 0.5) not 0
 /// (ONNX Operators.md, Dropout-13). Otherwise it is the identity, which is

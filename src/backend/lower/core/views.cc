@@ -47,11 +47,8 @@ std::optional<Dims> ViewDims(Builder& b, const Node& node, const Dims& in) {
     return AttrInts(node, "axes");
   };
   if (op == "Reshape") {
-    // Reuse the host evaluator's rules (0 = copy, -1 = infer, allowzero) on an empty tensor of `in`.
-    Tensor probe;
-    probe.dims = in;
-    probe.data.assign(static_cast<std::size_t>(Product(in)), 0.f);
-    return eval::EvalOnHost(node, {&probe, &b.Const(node.inputs.at(1), node)}, b.graph.opset())[0].dims;
+    // The host evaluator's rules (0 = copy, -1 = infer, allowzero).
+    return eval::ReshapeDims(node, in, eval::AsInts(b.Const(node.inputs.at(1), node)));
   }
   if (op == "Unsqueeze") {
     Dims out = in;
