@@ -91,13 +91,16 @@ Graph ShapeModel::At(const std::map<std::string, std::vector<std::int64_t>>& inp
   PinInputShapes(model, input_shapes, source);
   std::optional<std::vector<std::optional<std::vector<std::int64_t>>>> dims;
   if (substitution_) dims = substitution_->At(input_shapes);
-  if (dims) TypeValues(model, *prepared_, *dims);
-  else try {
-    InferValueShapes(model);
-  } catch (const std::exception& e) {
-    std::string message = e.what();
-    if (auto cut = message.find('\n'); cut != std::string::npos) message.resize(cut);
-    throw Error(ErrorKind::kInvalidModel, source + ": shape inference failed at these input shapes: " + message);
+  if (dims) {
+    TypeValues(model, *prepared_, *dims);
+  } else {
+    try {
+      InferValueShapes(model);
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      if (auto cut = message.find('\n'); cut != std::string::npos) message.resize(cut);
+      throw Error(ErrorKind::kInvalidModel, source + ": shape inference failed at these input shapes: " + message);
+    }
   }
   Graph graph(std::move(model), source);
   graph.set_conversion(prepared_->conversion());

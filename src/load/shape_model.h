@@ -3,8 +3,11 @@
 // A model is loaded, checked, converted, rewritten and fused once, on its
 // symbolic graph (pipeline/prepare_model.h). What a new input shape changes is
 // only the shape of each value: ShapeModel pins the new input shapes on a copy
-// of that graph's model and runs ONNX shape inference (shape_inference.h)
-// again, nothing else: no parsing, checks, opset conversion or rewrites. The
+// of that graph's model and types every value, nothing else: no parsing,
+// checks, opset conversion or rewrites. Where the symbolic graph allows it,
+// the types are its own with the call's numbers put for the symbols
+// (shape_substitution.h); otherwise ONNX shape inference (shape_inference.h)
+// runs again. The
 // copy leaves out the data of the large initializers (the weights), which
 // shape inference never reads; the graph it gives borrows them from the
 // prepared graph (Graph::BorrowConstants), so graphs at many shapes hold the

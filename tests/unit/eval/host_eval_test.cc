@@ -62,3 +62,23 @@ TEST_CASE("Cast follows the spec: bool is x != 0, integers truncate then wrap, f
   CHECK(e.kind == ErrorKind::kUnsupported);
   CHECK_THAT(e.message, Catch::Contains("node 'n' (Cast)"));
 }
+
+TEST_CASE("Gather copies rows as stored: int64 elements beyond 2^53 exactly, negative indices, an inner axis",
+          "[host_eval]") {
+  auto gather = [](const Tensor& x, const Tensor& indices, std::int64_t axis) {
+    return eval::EvalOnHost(test::NodeOf("Gather", {test::IntAttr("axis", axis)}), {&x, &indices}, 13).at(0);
+  };
+  // 2^62 + 1 and its neighbours have no exact double.
+  const std::int64_t big = (std::int64_t{1} << 62) + 1;
+  const Tensor ids = test::IntTensorOf("", {3, 2}, {big, -big, big + 2, 7, -3, big - 4});
+  const Tensor rows = gather(ids, test::IntTensorOf("", {2}, {2, -3}), 0);
+  CHECK(rows.dims == std::vector<std::int64_t>{2, 2});
+  CHECK(rows.int_data == std::vector<std::int64_t>{-3, big - 4, big, -big});
+  const Tensor x = test::TensorOf("", {2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor columns = gather(x, test::IntTensorOf("", {2, 1}, {2, 0}), 1);
+  CHECK(columns.dims == std::vector<std::int64_t>{2, 2, 1});
+  CHECK(columns.data == std::vector<float>{3, 1, 6, 4});
+  const auto e = test::ErrorOf([&] { gather(x, test::IntTensorOf("", {1}, {3}), 1); });
+  CHECK(e.kind == ErrorKind::kInvalidModel);
+  CHECK_THAT(e.message, Catch::Contains("index out of range"));
+}

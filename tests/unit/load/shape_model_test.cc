@@ -1,5 +1,5 @@
 // ShapeModel (src/load/shape_model.h): a prepared symbolic graph at new input
-// shapes by shape inference alone: every value's shape at those shapes, the
+// shapes, by substitution or by shape inference: every value's shape at those shapes, the
 // same nodes in the same order, the large initializers borrowed from the
 // prepared graph (the same memory), the small ones copied; a dim the model
 // fixes, and inputs that contradict each other, refused.

@@ -104,7 +104,17 @@ bool TryFold(Builder& b, NodeId id) {
   const auto first = node.inputs.begin(), last = first + static_cast<std::ptrdiff_t>(node.num_explicit_inputs);
   if (!std::all_of(first, last, [&](ValueId v) { return v == kNoValue || b.IsConst(v); })) return false;
   std::vector<const Tensor*> inputs;
-  for (auto v = first; v != last; ++v) inputs.push_back(*v == kNoValue ? nullptr : &b.Const(*v, node));
+  for (auto v = first; v != last; ++v) {
+    if (*v == kNoValue) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    // A table a fold selects rows from (position embeddings gathered by
+    // position ids, at every sequence length) is decoded once for every
+    // compile of the model (Builder::SharedConst), not once per shape.
+    const bool table = v == first && (node.op_type == "Gather" || node.op_type == "Slice");
+    inputs.push_back(table ? b.SharedConst(*v, node).get() : &b.Const(*v, node));
+  }
   auto outputs = eval::EvalOnHost(node, inputs, b.graph.opset());
   for (std::size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i) {
     if (node.outputs[i] == kNoValue) continue;
