@@ -9,6 +9,7 @@
 #include "ir/attributes.h"
 #include "ir/tensor_io.h"
 #include "ir/shape_inputs.h"
+#include "load/proto_queries.h"
 
 namespace onnxfuse {
 
@@ -131,7 +132,7 @@ class Checker {
       reads_follow_as_shape = reads_follow_as_shape || (follows_[v] && ReadsAsShape(node.op_type, slot));
       in.push_back(*dims_[v]);
     }
-    if (node.inputs.size() > node.num_explicit_inputs) return "it has a subgraph";
+    if (node.inputs.size() > node.num_explicit_inputs || HasSubgraph(node.proto)) return "it has a subgraph";
     for (ValueId v : node.outputs) {
       if (v == kNoValue) {
         out.emplace_back();
@@ -386,6 +387,7 @@ class Checker {
       const auto a = static_cast<std::size_t>(at);
       sliced[a] = true;
       if (Known(out[a])) continue;  // a number: the same at every input shape
+      if (out[a] == data[a] && (*starts)[k] == 0) continue;  // the whole axis, as long as it is
       if (!Known(data[a]) || (*starts)[k] < 0) return "a symbolic extent of a symbolic or negative start";
       no_clamp->push_back(NoClamp{(*starts)[k], out[a], data[a].value});
     }

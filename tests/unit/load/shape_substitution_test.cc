@@ -51,6 +51,24 @@ Graph Inferred(const Graph& prepared, const std::map<std::string, std::vector<st
   return Graph(std::move(model), "test");
 }
 
+std::vector<std::string> DimsOfName(const Graph& graph, const std::string& name) {
+  return graph.value(*graph.FindValue(name)).type.dim_params;
+}
+
+TEST_CASE("ShapeSubstitution: a whole symbolic axis sliced keeps its symbol at every length", "[shape_model]") {
+  const Graph prepared = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2,S] x) => (float[1,S] y) <int64[2] starts = {1, 0}, int64[2] ends = {2, 9223372036854775807}> {
+      y = Slice (x, starts, ends)
+    })");
+  std::string why;
+  const std::optional<ShapeSubstitution> substitution = ShapeSubstitution::Of(prepared, &why);
+  INFO(why);
+  REQUIRE(substitution);
+  const auto dims = substitution->At({{"x", {2, 9}}});
+  REQUIRE(dims);
+  CHECK(*(*dims)[*prepared.FindValue("y")] == std::vector<std::int64_t>{1, 9});
+}
+
 TEST_CASE("ShapeSubstitution: an encoder's dims at each length are what inference gives", "[shape_model]") {
   const Graph prepared = test::GraphFromText(Encoder());
   std::string why;
@@ -114,6 +132,18 @@ TEST_CASE("ShapeSubstitution: a rule that holds at some values of a symbol only 
     })");
   CHECK_FALSE(ShapeSubstitution::Of(expand, &why));
   CHECK_THAT(why, Catch::Contains("Expand"));
+  // The slice's end is another input's length: exact only while T <= S, and S is a symbol.
+  const Graph slice = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,S] x, int64[1,T] ids) => (float[1,T] y) <int64[1] zero = {0}, int64[1] one = {1}, int64 at1 = {1}> {
+      shape = Shape (ids)
+      len = Gather <axis = 0> (shape, at1)
+      len1 = Unsqueeze (len, zero)
+      y = Slice (x, zero, len1, one)
+    })");
+  if (DimsOfName(slice, "y") == std::vector<std::string>{"", "T"}) {  // typed by its shape values
+    CHECK_FALSE(ShapeSubstitution::Of(slice, &why));
+    CHECK_THAT(why, Catch::Contains("Slice"));
+  }
   // Nothing symbolic: nothing to substitute.
   CHECK_FALSE(ShapeSubstitution::Of(test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17]>
     g (float[2,3] x) => (float[2,3] y) {
