@@ -22,8 +22,8 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,10 +45,10 @@ class ShapeModel {
   /// The prepared graph with `input_shapes` (full shapes by input name; inputs
   /// not named keep their declared dims) pinned and every value's shape
   /// derived again: by putting the input dims for the symbols where that is
-  /// sound (shape_substitution.h), else by ONNX inference; same nodes, in the same order, so the prepared graph's
-  /// node ids and fusion groups hold for it. Throws Error: kUsage (from
-  /// PinInputShapes) for a name that is no input, a rank the model does not
-  /// declare or a dim it fixes; kInvalidModel, naming the model, when shape
+  /// sound (shape_substitution.h), else by ONNX inference; same nodes, in the
+  /// same order, so the prepared graph's node ids and fusion groups hold for
+  /// it. Throws Error: kUsage (from PinInputShapes) for a name that is no
+  /// input, a rank the model does not declare or a dim it fixes; kInvalidModel, naming the model, when shape
   /// inference fails at these shapes (inputs whose dims contradict each
   /// other, e.g. an Add of lengths 7 and 9).
   Graph At(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) const;

@@ -6,10 +6,10 @@
 #include <set>
 #include <utility>
 
-#include "ir/attributes.h"
 #include "ir/tensor_io.h"
 #include "ir/shape_inputs.h"
 #include "load/proto_queries.h"
+#include "load/symbolic_shape_rules.h"
 
 namespace onnxfuse {
 
@@ -18,9 +18,8 @@ namespace {
 using Dim = SymbolicDim;
 using Dims = SymbolicDims;
 
-bool IsOne(const Dim& d) { return d.symbol.empty() && d.value == 1; }
 bool Known(const Dim& d) { return d.symbol.empty(); }
-bool AllKnown(const Dims& dims) { return std::all_of(dims.begin(), dims.end(), Known); }
+std::int64_t Axis(std::int64_t axis, std::size_t rank) { return axis < 0 ? axis + static_cast<std::int64_t>(rank) : axis; }
 
 // A type's dims as numbers and symbols; nullopt for an unknown rank or an
 // anonymous dim (libonnx names those "unk__N").
@@ -35,50 +34,6 @@ std::optional<Dims> DimsOf(const TensorType& type) {
       return std::nullopt;
   }
   return dims;
-}
-
-// ONNX Broadcasting.md, multidirectional, where it holds at every value of
-// the symbols: each dim 1 or the same dim.
-std::optional<Dims> Broadcast(const std::vector<Dims>& inputs) {
-  std::size_t rank = 0;
-  for (const Dims& d : inputs) rank = std::max(rank, d.size());
-  Dims out(rank, Dim{1, ""});
-  for (const Dims& d : inputs)
-    for (std::size_t i = 0; i < d.size(); ++i) {
-      Dim& o = out[rank - d.size() + i];
-      if (IsOne(d[i])) continue;
-      if (IsOne(o)) o = d[i];
-      else if (!(o == d[i])) return std::nullopt;
-    }
-  return out;
-}
-
-std::int64_t Axis(std::int64_t axis, std::size_t rank) { return axis < 0 ? axis + static_cast<std::int64_t>(rank) : axis; }
-
-// The ops whose first output has their first input's dims.
-bool KeepsShape(const std::string& op) {
-  static const std::set<std::string> kOps = {
-      "Identity", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Floor",
-      "Ceil", "Round", "Sign", "Not", "Cast", "CastLike", "Softmax", "LogSoftmax", "Hardmax", "Elu", "Selu",
-      "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Celu", "ThresholdedRelu", "Clip", "IsNaN",
-      "IsInf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Mish",
-      "Shrink", "LpNormalization", "Dropout", "LayerNormalization", "InstanceNormalization",
-      "BatchNormalization", "MeanVarianceNormalization", "Gelu"};
-  return kOps.count(op) > 0;
-}
-
-bool BroadcastsElementwise(const std::string& op) {
-  static const std::set<std::string> kOps = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "And", "Or", "Xor",
-                                             "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-                                             "Where", "Max", "Min", "Sum", "Mean", "BitShift", "PRelu"};
-  return kOps.count(op) > 0;
-}
-
-bool IsReduction(const std::string& op) {
-  static const std::set<std::string> kOps = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-                                             "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
-                                             "ReduceSumSquare", "ArgMax", "ArgMin"};
-  return kOps.count(op) > 0;
 }
 
 // What one pass over the prepared graph knows: each value's dims, the
@@ -100,8 +55,7 @@ class Checker {
     if (proto && graph_.value(*v).type.NumElements().value_or(kMaxSmall + 1) <= kMaxSmall) {
       try {
         value = std::make_unique<Tensor>(TensorFromProto(*proto, name));
-      } catch (const std::exception&) {
-        value.reset();
+      } catch (const std::exception&) {  // no data here: not a constant to read
       }
     }
     return (constants_[name] = std::move(value)).get();
@@ -117,10 +71,11 @@ class Checker {
 
   // Checks `node` against its op's rule; "" when it holds, else the reason.
   // Slices record the per-call checks they need in `no_clamp`.
-  template <typename NoClamp>
-  std::string Check(const Node& node, std::vector<NoClamp>* no_clamp) {
+  std::string Check(const Node& node, std::vector<ShapeSubstitution::NoClamp>* no_clamp) {
     std::vector<Dims> in, out;
-    bool symbolic = false, reads_follow_as_shape = false;
+    // Shape values whose elements follow a symbol: Shape and Size of a
+    // symbolic value, and what arithmetic makes of them.
+    bool symbolic = false, reads_follow = false, reads_follow_as_shape = false;
     for (std::size_t slot = 0; slot < node.num_explicit_inputs; ++slot) {
       const ValueId v = node.inputs[slot];
       if (v == kNoValue) {
@@ -129,6 +84,7 @@ class Checker {
       }
       if (!dims_[v]) return "input '" + graph_.value(v).name + "' has no known dims";
       symbolic = symbolic || !AllKnown(*dims_[v]);
+      reads_follow = reads_follow || follows_[v];
       reads_follow_as_shape = reads_follow_as_shape || (follows_[v] && ReadsAsShape(node.op_type, slot));
       in.push_back(*dims_[v]);
     }
@@ -142,11 +98,6 @@ class Checker {
       symbolic = symbolic || !AllKnown(*dims_[v]);
       out.push_back(*dims_[v]);
     }
-    // The shape values whose elements follow a symbol: Shape and Size of a
-    // symbolic value, and what integer arithmetic makes of them.
-    bool reads_follow = false;
-    for (std::size_t slot = 0; slot < node.num_explicit_inputs; ++slot)
-      reads_follow = reads_follow || (node.inputs[slot] != kNoValue && follows_[node.inputs[slot]]);
     const bool measures = node.op_type == "Shape" || node.op_type == "Size";
     for (ValueId v : node.outputs)  // any element type: a Cast to int32 or float still carries them
       if (v != kNoValue) follows_[v] = measures ? symbolic : reads_follow;
@@ -162,65 +113,13 @@ class Checker {
     }
     if (!symbolic && !reads_follow_as_shape) return "";  // the same at every input shape
     if (!node.domain.empty()) return "no shape rule for domain '" + node.domain + "'";
-    const std::string& op = node.op_type;
-    std::optional<Dims> want;
-    if (BroadcastsElementwise(op)) {
-      want = Broadcast(in);
-      if (!want) return "its inputs broadcast only at some values of their symbols";
-    } else if (KeepsShape(op)) {
-      if (in.empty() || out.empty()) return "no input or output";
-      if (op == "LayerNormalization" || op == "BatchNormalization")
-        for (std::size_t k = 1; k < out.size(); ++k)
-          if (node.outputs[k] != kNoValue) return "it has statistics outputs";
-      if (op == "Dropout" && out.size() > 1 && node.outputs[1] != kNoValue && !(out[1] == in[0])) return "its mask";
-      want = in[0];
-    } else if (op == "MatMul") {
-      want = MatMul(in);
-      if (!want) return "its operands' K or batch dims agree only at some values of their symbols";
-    } else if (op == "Gemm") {
-      want = Gemm(node, in);
-      if (!want) return "its operands agree only at some values of their symbols";
-    } else if (op == "Transpose") {
-      std::vector<std::int64_t> perm = AttrInts(node, "perm");
-      if (perm.empty())
-        for (std::size_t i = in[0].size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
-      if (perm.size() != in[0].size()) return "perm";
-      want.emplace();
-      for (std::int64_t p : perm) {
-        if (p < 0 || p >= static_cast<std::int64_t>(in[0].size())) return "perm";
-        want->push_back(in[0][static_cast<std::size_t>(p)]);
-      }
-    } else if (op == "Gather") {
-      const std::int64_t axis = Axis(AttrInt(node, "axis", 0), in[0].size());
-      if (in.size() < 2 || axis < 0 || axis >= static_cast<std::int64_t>(in[0].size())) return "axis";
-      want = Dims(in[0].begin(), in[0].begin() + axis);
-      want->insert(want->end(), in[1].begin(), in[1].end());
-      want->insert(want->end(), in[0].begin() + axis + 1, in[0].end());
-    } else if (op == "Shape") {
-      const auto rank = static_cast<std::int64_t>(in[0].size());
-      std::int64_t start = AttrInt(node, "start", 0), end = AttrInt(node, "end", rank);
-      start = std::clamp<std::int64_t>(Axis(start, in[0].size()), 0, rank);
-      end = std::clamp<std::int64_t>(Axis(end, in[0].size()), start, rank);
-      want = Dims{{end - start, ""}};
-    } else if (op == "Size") {
-      want = Dims{};
-    } else if (op == "Unsqueeze" || op == "Squeeze") {
-      const std::optional<std::vector<std::int64_t>> axes = in.size() > 1 ? Ints(node, 1) : std::nullopt;
-      if (!axes) return "its axes are not constant";
-      want = op == "Unsqueeze" ? Unsqueeze(in[0], *axes) : Squeeze(in[0], *axes);
-      if (!want) return "axes";
-    } else if (op == "Concat") {
-      want = Concat(in, AttrInt(node, "axis", 0));
-      if (!want) return "its inputs agree only at some values of their symbols";
-    } else if (op == "Flatten") {
-      want = Flatten(in[0], Axis(AttrInt(node, "axis", 1), in[0].size()));
-      if (!want) return "a product of symbols";
-    } else if (IsReduction(op)) {
-      want = Reduce(node, in);
-      if (!want) return "its axes are not constant";
-    } else {
-      return "no shape rule for " + op + " with symbolic dims";
-    }
+    std::string why;
+    const std::optional<Dims> want = RuleOutputDims(
+        node, in, [this](const Node& n, std::size_t slot) { return Ints(n, slot); }, &why);
+    if (!want) return why;
+    // Dropout's mask, its one other output that a rule leaves out, has its input's dims.
+    if (node.op_type == "Dropout" && out.size() > 1 && node.outputs[1] != kNoValue && !(out[1] == in[0]))
+      return "its mask";
     if (out.empty() || !(out[0] == *want)) return "its output's dims are not what its inputs give";
     return "";
   }
@@ -238,130 +137,11 @@ class Checker {
     return [this](const std::string& name) { return Constant(name); };
   }
 
-  static std::optional<Dims> MatMul(const std::vector<Dims>& in) {
-    if (in.size() < 2 || in[0].empty() || in[1].empty()) return std::nullopt;
-    Dims a = in[0], b = in[1];
-    const bool row = a.size() == 1, column = b.size() == 1;
-    if (row) a.insert(a.begin(), Dim{1, ""});
-    if (column) b.push_back(Dim{1, ""});
-    if (!(a.back() == b[b.size() - 2])) return std::nullopt;
-    std::optional<Dims> out = Broadcast({Dims(a.begin(), a.end() - 2), Dims(b.begin(), b.end() - 2)});
-    if (!out) return std::nullopt;
-    if (!row) out->push_back(a[a.size() - 2]);
-    if (!column) out->push_back(b.back());
-    return out;
-  }
-
-  static std::optional<Dims> Gemm(const Node& node, const std::vector<Dims>& in) {
-    if (in.size() < 2 || in[0].size() != 2 || in[1].size() != 2) return std::nullopt;
-    const bool ta = AttrInt(node, "transA", 0) != 0, tb = AttrInt(node, "transB", 0) != 0;
-    const Dim m = in[0][ta ? 1 : 0], k = in[0][ta ? 0 : 1], k2 = in[1][tb ? 1 : 0], n = in[1][tb ? 0 : 1];
-    if (!(k == k2)) return std::nullopt;
-    const Dims out = {m, n};
-    if (in.size() > 2 && !in[2].empty()) {  // C broadcasts to [M, N] one way
-      const std::optional<Dims> c = Broadcast({out, in[2]});
-      if (!c || !(*c == out)) return std::nullopt;
-    }
-    return out;
-  }
-
-  static std::optional<Dims> Unsqueeze(const Dims& in, const std::vector<std::int64_t>& axes) {
-    const std::size_t rank = in.size() + axes.size();
-    std::vector<bool> inserted(rank, false);
-    for (std::int64_t a : axes) {
-      const std::int64_t at = Axis(a, rank);
-      if (at < 0 || at >= static_cast<std::int64_t>(rank) || inserted[static_cast<std::size_t>(at)]) return std::nullopt;
-      inserted[static_cast<std::size_t>(at)] = true;
-    }
-    Dims out;
-    std::size_t next = 0;
-    for (std::size_t i = 0; i < rank; ++i) out.push_back(inserted[i] ? Dim{1, ""} : in[next++]);
-    return out;
-  }
-
-  static std::optional<Dims> Squeeze(const Dims& in, const std::vector<std::int64_t>& axes) {
-    std::vector<bool> removed(in.size(), false);
-    for (std::int64_t a : axes) {
-      const std::int64_t at = Axis(a, in.size());
-      if (at < 0 || at >= static_cast<std::int64_t>(in.size()) || !IsOne(in[static_cast<std::size_t>(at)]))
-        return std::nullopt;
-      removed[static_cast<std::size_t>(at)] = true;
-    }
-    Dims out;
-    for (std::size_t i = 0; i < in.size(); ++i)
-      if (!removed[i]) out.push_back(in[i]);
-    return out;
-  }
-
-  static std::optional<Dims> Concat(const std::vector<Dims>& in, std::int64_t axis_attr) {
-    if (in.empty()) return std::nullopt;
-    const std::int64_t axis = Axis(axis_attr, in[0].size());
-    if (axis < 0 || axis >= static_cast<std::int64_t>(in[0].size())) return std::nullopt;
-    Dims out = in[0];
-    const auto a = static_cast<std::size_t>(axis);
-    if (!Known(out[a])) return std::nullopt;
-    for (std::size_t k = 1; k < in.size(); ++k) {
-      if (in[k].size() != out.size() || !Known(in[k][a])) return std::nullopt;
-      for (std::size_t i = 0; i < out.size(); ++i)
-        if (i != a && !(in[k][i] == out[i])) return std::nullopt;
-      out[a].value += in[k][a].value;
-    }
-    return out;
-  }
-
-  // [product before axis, product from axis]: representable when each
-  // product has at most one symbol and no other factor.
-  static std::optional<Dims> Flatten(const Dims& in, std::int64_t axis) {
-    if (axis < 0 || axis > static_cast<std::int64_t>(in.size())) return std::nullopt;
-    const auto product = [](Dims::const_iterator begin, Dims::const_iterator end) -> std::optional<Dim> {
-      Dim p{1, ""};
-      for (auto it = begin; it != end; ++it) {
-        if (Known(*it)) p.value *= it->value;
-        else if (p.symbol.empty()) p.symbol = it->symbol;
-        else return std::nullopt;
-      }
-      if (!p.symbol.empty() && p.value != 1) return std::nullopt;
-      if (!p.symbol.empty()) p.value = 0;
-      return p;
-    };
-    const std::optional<Dim> left = product(in.begin(), in.begin() + axis), right = product(in.begin() + axis, in.end());
-    if (!left || !right) return std::nullopt;
-    return Dims{*left, *right};
-  }
-
-  std::optional<Dims> Reduce(const Node& node, const std::vector<Dims>& in) {
-    const bool arg = node.op_type == "ArgMax" || node.op_type == "ArgMin";
-    std::vector<std::int64_t> axes;
-    if (arg) {
-      axes = {AttrInt(node, "axis", 0)};
-    } else if (FindAttr(node, "axes")) {
-      axes = AttrInts(node, "axes");
-    } else if (in.size() > 1 && !in[1].empty()) {
-      const std::optional<std::vector<std::int64_t>> given = Ints(node, 1);
-      if (!given) return std::nullopt;
-      axes = *given;
-    }
-    if (axes.empty() && AttrInt(node, "noop_with_empty_axes", 0) != 0) return in[0];
-    const bool keep = AttrInt(node, "keepdims", 1) != 0;
-    std::vector<bool> reduced(in[0].size(), axes.empty());
-    for (std::int64_t a : axes) {
-      const std::int64_t at = Axis(a, in[0].size());
-      if (at < 0 || at >= static_cast<std::int64_t>(in[0].size())) return std::nullopt;
-      reduced[static_cast<std::size_t>(at)] = true;
-    }
-    Dims out;
-    for (std::size_t i = 0; i < in[0].size(); ++i) {
-      if (!reduced[i]) out.push_back(in[0][i]);
-      else if (keep) out.push_back(Dim{1, ""});
-    }
-    return out;
-  }
-
   // A Slice of dims its shape values gave: exact while it does not clamp. Its
   // starts and steps must be constants (steps 1); an axis whose extent
   // follows a symbol is checked at each call against its data dim, a number.
-  template <typename NoClamp>
-  std::string CheckSlice(const Node& node, const std::vector<Dims>& in, const Dims& out, std::vector<NoClamp>* no_clamp) {
+  std::string CheckSlice(const Node& node, const std::vector<Dims>& in, const Dims& out,
+                         std::vector<ShapeSubstitution::NoClamp>* no_clamp) {
     const Dims& data = in[0];
     if (AllKnown(out) && AllKnown(data)) return "";  // the same at every input shape
     const std::optional<std::vector<std::int64_t>> starts = Ints(node, 1);
@@ -389,7 +169,7 @@ class Checker {
       if (Known(out[a])) continue;  // a number: the same at every input shape
       if (out[a] == data[a] && (*starts)[k] == 0) continue;  // the whole axis, as long as it is
       if (!Known(data[a]) || (*starts)[k] < 0) return "a symbolic extent of a symbolic or negative start";
-      no_clamp->push_back(NoClamp{(*starts)[k], out[a], data[a].value});
+      no_clamp->push_back({(*starts)[k], out[a], data[a].value});
     }
     for (std::size_t i = 0; i < data.size(); ++i)
       if (!sliced[i] && !(out[i] == data[i])) return "an axis it does not slice changes";

@@ -11,7 +11,8 @@
 // That holds when, on the prepared (symbolic) graph:
 //   - every value's dims are known numbers or symbols the graph inputs declare;
 //   - every node's output dims follow from its input dims by its op's shape
-//     rule for *every* value of the symbols, checked here once per model:
+//     rule for *every* value of the symbols (symbolic_shape_rules.h), checked
+//     here once per model:
 //       * elementwise ops with broadcasting (ONNX Broadcasting.md): each input
 //         dim is 1 or the output's, the output's is some input's; a symbol
 //         meeting a different number (S against 5) holds for one value of S
@@ -62,13 +63,15 @@ class ShapeSubstitution {
   std::optional<std::vector<std::optional<std::vector<std::int64_t>>>> At(
       const std::map<std::string, std::vector<std::int64_t>>& input_shapes) const;
 
- private:
-  /// A Slice's axis whose extent follows a symbol: start + extent <= data dim.
+  /// A Slice's axis whose extent follows a symbol: exact while
+  /// start + extent <= data dim, which At checks.
   struct NoClamp {
     std::int64_t start = 0;
     SymbolicDim extent;
     std::int64_t data_dim = 0;
   };
+
+ private:
   std::vector<std::optional<SymbolicDims>> dims_;  ///< by ValueId
   std::vector<std::pair<std::string, SymbolicDims>> inputs_;  ///< each graph input's declared dims
   std::vector<NoClamp> no_clamp_;
