@@ -7,12 +7,15 @@
 #include <catch2/catch.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <filesystem>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <thread>
 
 #include "onnxfuse/session.h"
@@ -31,12 +34,34 @@ constexpr int kThreads = 4, kRuns = 50;
 // other, so that Runs at different shapes (and at the same one) overlap.
 std::int64_t BatchOf(int t, int r) { return 1 + (t + r) % 3 * 3; }
 
+// Threads of this process (Linux: /proc/self/task). A thread started and
+// joined first: ThreadSanitizer starts a thread of its own with the first
+// one. A joined thread stays listed until the kernel reaps it, a moment after
+// join returns, so the count is the least of reads over 100 ms: a team's
+// workers, docked between its parallel regions, are there for all of them.
+long ProcessThreads() {
+  std::thread([] {}).join();
+  long least = std::numeric_limits<long>::max();
+  for (int read = 0; read < 20; ++read) {
+    if (read > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    least = std::min(least, static_cast<long>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                                                            std::filesystem::directory_iterator{})));
+  }
+  return least;
+}
+
 // Calls body(t) on kThreads threads released together (a spin on a counter,
 // so that none is done before the last starts); rethrows a thread's exception.
 // Each thread's OpenMP default is 4 threads, wider than the sessions' 1 here,
 // as an application's own threads may be: a Run must not run or compile with it.
-void OnThreads(const std::function<void(int)>& body) {
-  std::atomic<int> ready{0};
+// Returns the process's threads other than the callers, counted when every
+// caller is done with body but none has ended: OpenMP keeps the workers of a
+// team a thread formed until that thread ends, so a count above the one
+// before means some Run formed a team or left a thread running.
+long OnThreads(const std::function<void(int)>& body) {
+  std::atomic<int> ready{0}, done{0};
+  std::atomic<bool> counted{false};
+  long others = 0;
   std::vector<std::exception_ptr> errors(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)
@@ -49,10 +74,18 @@ void OnThreads(const std::function<void(int)>& body) {
       } catch (...) {
         errors[std::size_t(t)] = std::current_exception();
       }
+      ++done;
+      if (t == 0) {
+        while (done < kThreads) std::this_thread::yield();
+        others = ProcessThreads() - kThreads;
+        counted = true;
+      }
+      while (!counted) std::this_thread::yield();
     });
   for (std::thread& thread : threads) thread.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+  return others;
 }
 
 // Thread t's inputs for its Runs r = 0, 1, ...: Inputs(BatchOf(t, r), t * 100 + r,
@@ -74,32 +107,25 @@ struct Feeds {
 };
 
 // feeds[t][r] run from thread t (r in order), all threads at once; then each
-// again on this thread alone. Returns how many of the concurrent outputs
-// differ from the single-threaded ones in any bit. Both passes use the
-// session's schedules, whose instances all run the same kernels
-// (shape_schedule.h) on teams of the same size, so equal means bit-equal.
-int ConcurrentMismatches(InferenceSession& session, const std::vector<std::vector<NamedInputs>>& feeds) {
+// again on this thread alone. Gives how many of the concurrent outputs differ
+// from the single-threaded ones in any bit, and OnThreads' count of other
+// threads. Both passes use the session's schedules, whose instances all run
+// the same kernels (shape_schedule.h) on teams of the same size, so equal
+// means bit-equal.
+struct Concurrent {
+  int mismatches = 0;
+  long other_threads = 0;
+};
+Concurrent RunConcurrently(InferenceSession& session, const std::vector<std::vector<NamedInputs>>& feeds) {
   std::vector<std::vector<std::vector<float>>> concurrent(kThreads);
-  OnThreads([&](int t) {
+  Concurrent result;
+  result.other_threads = OnThreads([&](int t) {
     for (const NamedInputs& feed : feeds[std::size_t(t)]) concurrent[std::size_t(t)].push_back(session.Run(feed)[0].data);
   });
-  int mismatches = 0;
   for (std::size_t t = 0; t < feeds.size(); ++t)
     for (std::size_t r = 0; r < feeds[t].size(); ++r)
-      if (session.Run(feeds[t][r])[0].data != concurrent[t][r]) ++mismatches;
-  return mismatches;
-}
-
-// Threads of this process now (Linux: /proc/self/task). OpenMP keeps the
-// workers of a team once formed, so a count that grew over Runs joined again
-// means some Run formed a team of more than one. Only growth counts: a thread
-// an earlier case left behind (a runtime's worker of a thread since joined)
-// may end while this case runs. A thread started and joined first:
-// ThreadSanitizer starts a thread of its own with the first one.
-long ProcessThreads() {
-  std::thread([] {}).join();
-  return static_cast<long>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
-                                         std::filesystem::directory_iterator{}));
+      if (session.Run(feeds[t][r])[0].data != concurrent[t][r]) ++result.mismatches;
+  return result;
 }
 
 // threads = 1: each Run is one OpenMP thread, so the threads here are the
@@ -117,7 +143,9 @@ TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded o
   SECTION("the two-input model, and its reference in double") {
     InferenceSession session(test::WriteModel(dir, test::kBatchModel), OneThreadPerRun());
     const Feeds<BatchInputs> feeds(kRuns);
-    CHECK(ConcurrentMismatches(session, feeds.views) == 0);
+    const Concurrent run = RunConcurrently(session, feeds.views);
+    CHECK(run.mismatches == 0);
+    CHECK(run.other_threads <= threads_before);  // no caller's Run formed a team (below)
     int wrong = 0;
     for (const auto& row : feeds.inputs)
       for (const BatchInputs& in : row) {
@@ -136,7 +164,9 @@ TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded o
   SECTION("a small CNN: prepacked convolution and Gemm weights shared by three schedules") {
     InferenceSession session(test::WriteModel(dir, test::SmallCnnModel()), OneThreadPerRun());
     const Feeds<CnnInputs> feeds(kRuns);
-    CHECK(ConcurrentMismatches(session, feeds.views) == 0);
+    const Concurrent run = RunConcurrently(session, feeds.views);
+    CHECK(run.mismatches == 0);
+    CHECK(run.other_threads <= threads_before);
     // Each image of a batch gives what it gives alone (a batch row mixed up with another would not).
     const CnnInputs& seven = feeds.inputs[0][2];
     REQUIRE(seven.n == 7);
@@ -151,7 +181,8 @@ TEST_CASE("session: concurrent Runs at mixed batch sizes equal single-threaded o
   // SessionOptions::threads holds for every compile a Run makes, not only for
   // the steps: a Run whose shape another thread compiled compiles its own
   // instance (shape_schedule.h), and its primitives' team is fixed then.
-  // (In one process with tests that ran teams before, vacuous.)
+  // This thread's own Runs formed none either. (In one process with tests
+  // that ran teams before, vacuous.)
   CHECK(ProcessThreads() <= threads_before);
 }
 
@@ -164,7 +195,7 @@ TEST_CASE("session: concurrent Runs through a cache smaller than their shapes ev
   options.shape_cache_size = 2;
   InferenceSession session(test::WriteModel(dir, test::kBatchModel), options);
   std::atomic<int> wrong{0};
-  OnThreads([&](int t) {
+  const long other_threads = OnThreads([&](int t) {
     for (int r = 0; r < kRuns; ++r) {
       BatchInputs in(BatchOf(t, r), t * 100 + r);
       const std::vector<float> got = session.Run(in.Views())[0].data;
@@ -178,7 +209,7 @@ TEST_CASE("session: concurrent Runs through a cache smaller than their shapes ev
   CHECK(stats.cached_shapes == 2);
   CHECK(stats.evictions == stats.compiles - 2);
   CHECK(stats.cache_hits + stats.compiles == kThreads * kRuns);
-  CHECK(ProcessThreads() <= threads_before);  // no OpenMP team formed, as above
+  CHECK(other_threads <= threads_before);  // no OpenMP team formed, as above
 }
 
 TEST_CASE("session: two threads on resnet18 with different images get their own outputs", "[session][models][threads]") {
@@ -217,12 +248,12 @@ TEST_CASE("session: concurrent Runs each on an OpenMP team of two equal single-t
   options.threads = 2;
   InferenceSession session(test::WriteModel(dir, test::SmallCnnModel(kImage)), options);
   const Feeds<CnnInputs> feeds(kRuns, kImage);
-  CHECK(ConcurrentMismatches(session, feeds.views) == 0);
+  const Concurrent run = RunConcurrently(session, feeds.views);
+  CHECK(run.mismatches == 0);
   CHECK(session.stats().compiles == 3);
-  // Teams formed: the workers they started are still here. (ctest runs each
-  // case in a process of its own, and the TSan pass runs the [threads] cases,
-  // whose others run no team; a process whose earlier tests left idle OpenMP
-  // workers may lend them to these teams instead.)
+  // Teams formed, the callers' and then this thread's: their workers are
+  // here. (ctest runs each case in a process of its own.)
+  CHECK(run.other_threads > threads_before);
   CHECK(ProcessThreads() > threads_before);
 }
 
@@ -240,7 +271,7 @@ TEST_CASE("session: concurrent Runs whose batches run as passes at once equal si
   options.max_samples_per_pass = 1;
   InferenceSession session(test::WriteModel(dir, test::SmallCnnModel(kImage)), options);
   const Feeds<CnnInputs> feeds(kRuns / 2, kImage);
-  CHECK(ConcurrentMismatches(session, feeds.views) == 0);
+  CHECK(RunConcurrently(session, feeds.views).mismatches == 0);
   const SessionStats stats = session.stats();
   REQUIRE(stats.shapes.size() == 3);
   for (const CachedShape& shape : stats.shapes) {
