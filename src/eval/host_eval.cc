@@ -12,6 +12,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -87,6 +88,32 @@ std::int64_t IntBinary(const Node& node, std::int64_t x, std::int64_t y) {
 // Multidirectional broadcasting (ONNX Broadcasting.md). The result is INT64
 // for comparisons, And and Or (bool, 0/1) and for integer operands; Pow takes
 // the type of its base (Pow-12: T for X, T1 for Y).
+// The float arithmetic and comparisons of Binary, decided once per node
+// rather than per element.
+double (*FloatBinary(const std::string& op))(double, double) {
+  static const std::map<std::string, double (*)(double, double)> kOps = {
+      {"Add", [](double x, double y) { return x + y; }},
+      {"Sub", [](double x, double y) { return x - y; }},
+      {"Mul", [](double x, double y) { return x * y; }},
+      {"Div", [](double x, double y) { return x / y; }},
+      {"Pow", [](double x, double y) { return std::pow(x, y); }},
+      {"Equal", [](double x, double y) { return double(x == y); }},
+      {"Less", [](double x, double y) { return double(x < y); }},
+      {"Greater", [](double x, double y) { return double(x > y); }},
+      {"GreaterOrEqual", [](double x, double y) { return double(x >= y); }},
+      {"LessOrEqual", [](double x, double y) { return double(x <= y); }},
+      {"And", [](double x, double y) { return double(x != 0 && y != 0); }},
+      {"Or", [](double x, double y) { return double(x != 0 || y != 0); }}};
+  auto it = kOps.find(op);
+  return it == kOps.end() ? [](double, double) { return 0.0; } : it->second;
+}
+
+// Element i of `out` reads element BroadcastIndex(i, out, dims) of an input
+// of `dims`: i itself at the same dims, 0 for a single element.
+std::int64_t Broadcast(std::int64_t i, const Dims& out, const Dims& dims, bool same, bool single) {
+  return same ? i : single ? 0 : BroadcastIndex(i, out, dims);
+}
+
 Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
   Dims out = BroadcastDims(a.dims, b.dims);
   const std::string& op = node.op_type;
@@ -98,28 +125,20 @@ Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
   r.elem_type = int_math || is_bool_out || (op == "Pow" && IsInt64(a)) ? onnx::TensorProto::INT64
                                                                         : onnx::TensorProto::FLOAT;
   const auto n = static_cast<std::size_t>(Product(out));
+  const bool a_same = a.dims == out, b_same = b.dims == out;
+  const bool a_single = a.NumElements() == 1, b_single = b.NumElements() == 1;
+  const auto apply = FloatBinary(op);
+  if (r.elem_type == onnx::TensorProto::INT64) r.int_data.reserve(n);
+  else r.data.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t ia = BroadcastIndex(static_cast<std::int64_t>(i), out, a.dims);
-    const std::int64_t ib = BroadcastIndex(static_cast<std::int64_t>(i), out, b.dims);
+    const std::int64_t ia = Broadcast(static_cast<std::int64_t>(i), out, a.dims, a_same, a_single);
+    const std::int64_t ib = Broadcast(static_cast<std::int64_t>(i), out, b.dims, b_same, b_single);
     if (int_math) {
       const std::int64_t x = a.int_data[static_cast<std::size_t>(ia)], y = b.int_data[static_cast<std::size_t>(ib)];
       r.int_data.push_back(IntBinary(node, x, y));
       continue;
     }
-    const double x = ElementAt(a, ia), y = ElementAt(b, ib);
-    double v = 0;
-    if (op == "Add") v = x + y;
-    else if (op == "Sub") v = x - y;
-    else if (op == "Mul") v = x * y;
-    else if (op == "Div") v = x / y;
-    else if (op == "Pow") v = std::pow(x, y);
-    else if (op == "Equal") v = x == y;
-    else if (op == "Less") v = x < y;
-    else if (op == "Greater") v = x > y;
-    else if (op == "GreaterOrEqual") v = x >= y;
-    else if (op == "LessOrEqual") v = x <= y;
-    else if (op == "And") v = x != 0 && y != 0;
-    else if (op == "Or") v = x != 0 || y != 0;
+    const double v = apply(ElementAt(a, ia), ElementAt(b, ib));
     if (r.elem_type == onnx::TensorProto::INT64)
       r.int_data.push_back(std::isfinite(v) ? SaturatingInt64(std::trunc(v)) : 0);
     else
@@ -252,6 +271,32 @@ namespace {
 
 // The ops of this unit: constants, views and shape arithmetic, binary and
 // unary elementwise math, Reduce*.
+// True when `perm` keeps every axis but swaps the last two (a key
+// transposed for attention: [b, h, s, d] -> [b, h, d, s]).
+bool SwapsLastTwo(const std::vector<std::int64_t>& perm) {
+  const std::size_t r = perm.size();
+  if (r < 2 || perm[r - 1] != static_cast<std::int64_t>(r - 2) || perm[r - 2] != static_cast<std::int64_t>(r - 1))
+    return false;
+  for (std::size_t d = 0; d + 2 < r; ++d)
+    if (perm[d] != static_cast<std::int64_t>(d)) return false;
+  return true;
+}
+
+// `count` row-major [rows, cols] matrices of `src` transposed into `dst`, in
+// square tiles so that the strided side of each tile stays in a few cache
+// lines: a plain row-by-row copy reads one element per line of the source.
+template <typename T>
+void TransposeMatrices(const T* src, T* dst, std::int64_t count, std::int64_t rows, std::int64_t cols) {
+  constexpr std::int64_t kTile = 16;
+  for (std::int64_t m = 0; m < count; ++m, src += rows * cols, dst += rows * cols)
+    for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
+      for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const std::int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+        for (std::int64_t c = c0; c < c1; ++c)
+          for (std::int64_t r = r0; r < r1; ++r) dst[c * rows + r] = src[r * cols + c];
+      }
+}
+
 std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int64_t opset) {
   const std::string& op = node.op_type;
   auto need = [&](std::size_t i) -> const Tensor& { return NeedInput(node, in, i); };
@@ -356,6 +401,11 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
         return;
       }
       const std::size_t last = out.size() - 1;
+      if (SwapsLastTwo(perm)) {  // a batch of matrices, each transposed in tiles
+        const std::int64_t rows = x.dims[last - 1], cols = x.dims[last];
+        TransposeMatrices(src.data(), dst.data(), static_cast<std::int64_t>(dst.size()) / (rows * cols), rows, cols);
+        return;
+      }
       const std::int64_t row = out[last], step = from[last];
       std::vector<std::int64_t> index(out.size(), 0);
       std::int64_t offset = 0;

@@ -170,14 +170,20 @@ std::string StageKey(const Graph& graph, const std::vector<bool>& done, const Kn
   }
   for (ValueId v : KnownRead(graph, skip, known)) {
     const Tensor& t = known.at(graph.value(v).name);
-    key += "|" + graph.value(v).name + ":" + std::to_string(t.DataType()) + ":";
-    for (std::int64_t d : t.dims) key += std::to_string(d) + "x";
+    // Appended piece by piece: a stage is looked up on every call of a
+    // staged run, so no temporary strings.
+    key += '|';
+    key += graph.value(v).name;
+    key += ':';
+    key += std::to_string(t.DataType());
+    key += ':';
+    for (std::int64_t d : t.dims) key.append(std::to_string(d)).push_back('x');
     if (GivenAsConstant(graph, skip, v, t)) {
-      for (std::int64_t e : t.int_data) key += "," + std::to_string(e);
+      for (std::int64_t e : t.int_data) key.append(",").append(std::to_string(e));
       for (float e : t.data) {  // bit-exact: scales that differ in the last place are other stages
         std::uint32_t bits = 0;
         std::memcpy(&bits, &e, sizeof bits);
-        key += ",f" + std::to_string(bits);
+        key.append(",f").append(std::to_string(bits));
       }
     }
   }

@@ -49,7 +49,16 @@ StagedModel::StagedModel(std::shared_ptr<const Graph> prepared, PrepareOptions p
       prepare_(std::move(prepare)),
       fuse_(fuse),
       cache_size_(cache_size),
-      host_nodes_(std::move(host_nodes)) {}
+      host_nodes_(std::move(host_nodes)) {
+  const Graph& graph = shapes_.prepared();
+  evaluated_always_.resize(graph.num_nodes());
+  host_evaluable_.resize(graph.num_nodes());
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    const Node& node = graph.node(id);
+    evaluated_always_[id] = OutputsFollowValues(node) || (id < host_nodes_.size() && host_nodes_[id]);
+    host_evaluable_[id] = node.domain.empty() && eval::HostEvaluable(node);
+  }
+}
 
 StagedModel::~StagedModel() = default;
 
@@ -209,7 +218,7 @@ bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, boo
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     if (done[id]) continue;
     const Node& node = graph.node(id);
-    const bool listed = OutputsFollowValues(node) || (id < host_nodes_.size() && host_nodes_[id]);
+    const bool listed = evaluated_always_[id];
     if (!listed && !any && !some_empty) continue;  // nothing here for this node: skip the lookups
     const bool inputs_known = std::all_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) {
       return v == kNoValue || graph.value(v).initializer >= 0 || known.count(graph.value(v).name) > 0;
@@ -220,8 +229,8 @@ bool StagedModel::EvaluateKnown(std::vector<bool>& done, KnownValues& known, boo
       auto it = known.find(graph.value(v).name);
       return it != known.end() && empty_float(it->second);
     });
-    const bool follows = listed || (empty_input && node.domain.empty() && eval::HostEvaluable(node));
-    if (!follows && !(any && node.domain.empty() && eval::HostEvaluable(node))) continue;
+    const bool follows = listed || (empty_input && host_evaluable_[id]);
+    if (!follows && !(any && host_evaluable_[id])) continue;
     Evaluated(id, EvaluateNode(id, known), done, known);
     evaluated = true;
     if (!follows) return true;  // one at a time: the next stage may compile what it unblocked
@@ -260,7 +269,7 @@ std::vector<Tensor> StagedModel::EvaluateNode(NodeId id, const KnownValues& know
   if (node.domain.empty() && node.op_type == "If") return RunIf(id, inputs, known);
   if (node.domain.empty() && node.op_type == "Loop") return RunLoop(id, inputs, known);
   if (node.domain.empty() && node.op_type == "Scan") return RunScan(id, inputs, known);
-  if (!node.domain.empty() || !eval::HostEvaluable(node))
+  if (!host_evaluable_[id])
     throw Error(ErrorKind::kUnsupported, NodeInFile(prepared(), node) +
                                              ": its output shapes follow values at run time, and the host "
                                              "evaluator does not run it");

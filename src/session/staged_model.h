@@ -111,6 +111,10 @@ class StagedModel {
   bool fuse_;
   std::size_t cache_size_;
   std::vector<bool> host_nodes_;
+  // Per node, decided once: evaluated on the host whenever its inputs are
+  // known (its outputs' shapes follow values, or it is one of host_nodes_);
+  // and whether the host evaluator runs it at all.
+  std::vector<bool> evaluated_always_, host_evaluable_;
 
   mutable std::mutex mutex_;  // guards the members below
   std::list<std::pair<std::string, std::shared_ptr<CachedStage>>> stages_;  // most recent first

@@ -123,6 +123,14 @@ inline onnx::AttributeProto IntAttr(const std::string& name, std::int64_t v) {
   return a;
 }
 
+inline onnx::AttributeProto IntsAttr(const std::string& name, const std::vector<std::int64_t>& v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (std::int64_t e : v) a.add_ints(e);
+  return a;
+}
+
 inline onnx::AttributeProto FloatAttr(const std::string& name, float v) {
   onnx::AttributeProto a;
   a.set_name(name);

@@ -82,3 +82,28 @@ TEST_CASE("Gather copies rows as stored: int64 elements beyond 2^53 exactly, neg
   CHECK(e.kind == ErrorKind::kInvalidModel);
   CHECK_THAT(e.message, Catch::Contains("index out of range"));
 }
+
+TEST_CASE("Transpose swapping the last two axes (tiled) equals the element-wise definition", "[host_eval]") {
+  // Tiles of 16: rows and columns of 1, around 16 and beyond 32; float and int64.
+  for (const auto& [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {1, 1}, {1, 17}, {15, 1}, {16, 16}, {17, 33}, {40, 7}}) {
+    INFO(rows << "x" << cols);
+    const std::vector<std::int64_t> dims = {2, 3, rows, cols};
+    const std::int64_t n = 6 * rows * cols;
+    std::vector<float> values(static_cast<std::size_t>(n));
+    std::vector<std::int64_t> ints(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) values[std::size_t(i)] = static_cast<float>(i) * 0.5f, ints[std::size_t(i)] = (1LL << 60) + i;
+    const Tensor x = test::TensorOf("", dims, values), xi = test::IntTensorOf("", dims, ints);
+    const Node node = test::NodeOf("Transpose", {test::IntsAttr("perm", {0, 1, 3, 2})});
+    const Tensor y = eval::EvalOnHost(node, {&x}, 13).at(0), yi = eval::EvalOnHost(node, {&xi}, 13).at(0);
+    CHECK(y.dims == std::vector<std::int64_t>{2, 3, cols, rows});
+    int wrong = 0;
+    for (std::int64_t m = 0; m < 6; ++m)
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const auto from = std::size_t((m * rows + r) * cols + c), to = std::size_t((m * cols + c) * rows + r);
+          wrong += y.data[to] != values[from] || yi.int_data[to] != ints[from];
+        }
+    CHECK(wrong == 0);
+  }
+}
