@@ -78,6 +78,11 @@ struct InferenceSession::Impl {
   // Signatures whose shapes follow values, of a model prepared at each signature
   // (at most 4 x shape_cache_size; a model prepared once sets staged_all instead).
   std::set<ShapeSignature> staged_signatures;
+  // Which input dims changed (input, dim) between two signatures when
+  // StageAroundChangedDims said no: the nodes following them, and so the
+  // answer, are the same the next time those dims change (a text encoder's
+  // length changes at every call; its MatMuls read weights).
+  std::set<std::vector<std::pair<std::size_t, std::size_t>>> unstaged_changes;
   std::unique_ptr<session::StagedModel> staged;  // made on first use, under staged_mutex
   std::mutex staged_mutex;
 

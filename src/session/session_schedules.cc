@@ -21,6 +21,25 @@ namespace onnxfuse {
 using session::ShapeSchedule;
 using session::ShapeSignature;
 
+namespace {
+
+// The (input, dim) positions where two signatures differ; a rank that
+// differs counts as its input's dim -1.
+std::vector<std::pair<std::size_t, std::size_t>> ChangedDims(const ShapeSignature& a, const ShapeSignature& b) {
+  std::vector<std::pair<std::size_t, std::size_t>> changed;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i].size() != b[i].size()) {
+      changed.emplace_back(i, static_cast<std::size_t>(-1));
+      continue;
+    }
+    for (std::size_t d = 0; d < a[i].size(); ++d)
+      if (a[i][d] != b[i][d]) changed.emplace_back(i, d);
+  }
+  return changed;
+}
+
+}  // namespace
+
 void InferenceSession::Impl::MakeStaged(std::vector<bool> host_nodes) {
   staged = std::make_unique<session::StagedModel>(staged_source, prepare, groups_fused,
                                                   static_cast<std::size_t>(options.shape_cache_size) * 4,
@@ -120,11 +139,19 @@ std::shared_ptr<ShapeSchedule> InferenceSession::Impl::Build(const ShapeSignatur
   Loaded at = LoadAt(signature);
   if (RunsStaged(*at.graph)) return nullptr;
   std::shared_ptr<ShapeSchedule> before;  // the last signature's: which dims change between calls
+  std::vector<std::pair<std::size_t, std::size_t>> changed;
   if (symbolic && staged_source) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!lru.empty() && lru.front().second->samples_per_pass() == 0) before = lru.front().second;
+    if (!lru.empty() && lru.front().second->samples_per_pass() == 0) {
+      changed = ChangedDims(lru.front().first, signature);
+      if (!unstaged_changes.count(changed)) before = lru.front().second;
+    }
   }
-  if (before && StageAroundChangedDims(before->graph(), *at.graph)) return nullptr;  // runs in stages from now on
+  if (before) {
+    if (StageAroundChangedDims(before->graph(), *at.graph)) return nullptr;  // runs in stages from now on
+    std::lock_guard<std::mutex> lock(mutex);
+    unstaged_changes.insert(std::move(changed));
+  }
   return std::make_shared<ShapeSchedule>(std::move(at.graph), std::move(at.fusion), at.fused, SharedPacked(), nullptr,
                                          MsSince(start));
 }
