@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from . import blame, renderer
+from . import blame, near_tie, renderer
 from .runner import OrtCrashed, compare, exact_outputs, make_inputs, max_rel, mulberry32, ort_crash
 from .session_check import at_shape, run_session, session_model, shape_inputs
 
@@ -304,6 +304,8 @@ RULE_PERTURBED = "perturbing inputs and constants by 1e-6 moves that output by a
 RULE_REFERENCE_NOISE = ("ONNX Runtime's own output moves by at least half as much when inputs and constants "
                         "move by 1e-6")
 RULE_ORDER_FLIP = "the unfused plan flips a threshold between 1 and N threads"
+RULE_NEAR_TIE = ("an ArgMax/ArgMin decides a near-tie each plan rounds its own way: its input agrees, each index is "
+                 "right for its plan's values, and the plans agree at three other draws of the inputs")
 RULE_ORT_ROUNDING = ("ONNX Runtime's own rounding where the mismatch is born (recomputed in float64 from each "
                      "side's inputs, ours is far closer)")
 
@@ -331,7 +333,7 @@ def keep_real(runner, b, fails, res=None):
     the unfused plan by at least half the mismatch (seed 70019310: v - (v +
     c), a row of rounding noise, normalized by two InstanceNormalizations in a
     row, differs by 1e-2 between plans and moves by as much under 1e-6 of input
-    noise), by baseline_order_flip, or, against ONNX Runtime, by
+    noise), by baseline_order_flip, by an ArgMax/ArgMin near-tie (near_tie.py), or, against ONNX Runtime, by
     reference_noise or ort_rounding (blame.py). Each mismatch is judged at the inputs
     it happened at (a session check's at its shape: sensitivity). No size
     below which a mismatch is ignored: a lowering error shared by both of our
@@ -350,6 +352,8 @@ def keep_real(runner, b, fails, res=None):
             explained[i] = RULE_PERTURBED
         elif baseline_order_flip(runner, b, f):
             explained[i] = RULE_ORDER_FLIP
+        elif near_tie.selection_near_tie(runner, b, f):
+            explained[i] = RULE_NEAR_TIE
         elif reference_noise(runner, b, f, at):
             explained[i] = RULE_REFERENCE_NOISE
         elif ort_rounding(runner, b, f, at):

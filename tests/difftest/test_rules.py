@@ -17,7 +17,7 @@ from onnx import helper
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-from difftest import cases, runner, trial  # noqa: E402
+from difftest import cases, near_tie, runner, trial  # noqa: E402
 
 
 def two_output_model():
@@ -458,3 +458,85 @@ def test_orts_rounding_upstream_excuses_no_error_of_ours_after_it():
         b = NormBuilt(d)
         f = ort_failure("z", 2e-3, 2e-3)
         assert trial.keep_real(NormRunner(ort_off=1e-4, neg_off=2e-3), b, [f]) == [f]
+
+
+def argmax_model():
+    """x [2, 3] -> s = Mul(x, x) -> i = ArgMax(s, axis 1) -> y = Cast(i) + s:
+    an index of computed values added back, as the tester's intmix steps do."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3])
+    g = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["s"]),
+                           helper.make_node("ArgMax", ["s"], ["i"], axis=1, keepdims=1),
+                           helper.make_node("Cast", ["i"], ["f"], to=onnx.TensorProto.FLOAT),
+                           helper.make_node("Add", ["s", "f"], ["y"])], "g", [x], [y])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+class TieBuilt:
+    def __init__(self, folder):
+        self.model, self.folder = argmax_model(), folder
+        self.path = os.path.join(folder, "model.onnx")
+        onnx.save(self.model, self.path)
+        self.names = ["y"]
+
+
+# The unfused plan's s at the graph's own inputs; the fused plan's rounds
+# row 0's first element 2e-7 up, past its neighbour.
+S_UNFUSED = np.array([[0.5, 0.5000001, 0.1], [0.2, 0.9, 0.3]], np.float32)
+S_FUSED = np.array([[0.5000002, 0.5000001, 0.1], [0.2, 0.9, 0.3]], np.float32)
+
+
+class TieRunner:
+    """Each side's values of the model it is given (its outputs by name): at
+    the graph's own inputs (a folder under near_tie/own) the side's S (its
+    index the argmax of it unless INDEX overrides it), elsewhere both sides'
+    S_UNFUSED, the fused one's y moved by DRAW_MOVE."""
+
+    def __init__(self, s_fused=S_FUSED, index=None, draw_move=0.0):
+        self.s_fused, self.index, self.draw_move = s_fused, index, draw_move
+
+    def values(self, fused, own):
+        s = (self.s_fused if fused else S_UNFUSED) if own else S_UNFUSED
+        i = np.argmax(s, axis=1).reshape(2, 1).astype(np.int64)
+        if fused and own and self.index is not None:
+            i = self.index
+        y = s + i.astype(np.float32) + (self.draw_move if fused and not own else 0.0)
+        return {"s": s, "i": i, "f": i.astype(np.float32), "y": y.astype(np.float32)}
+
+    def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
+        got = self.values(fuse, os.sep + "own" + os.sep in model)
+        return runner.Outcome("ok"), [got[o.name] for o in onnx.load(model).graph.output]
+
+    def ort(self, model, inputs, optimize=True, onnx_fuse_nan=False):
+        return self.values(False, os.sep + "own" + os.sep in model)
+
+
+def tie_failure():
+    return {"kind": "fused-vs-unfused", "check": "run --check", "output": "y", "max_abs": 1.0, "max_rel": 1.0,
+            "via": ["check", "greedy", 1]}
+
+
+def test_an_argmax_near_tie_each_plan_decides_its_own_way_is_explained():
+    with tempfile.TemporaryDirectory() as d:
+        res = {"explained": {}}
+        assert trial.keep_real(TieRunner(), TieBuilt(d), [tie_failure()], res) == []
+        assert res["explained"] == {trial.RULE_NEAR_TIE: 1}
+        # Against ONNX Runtime (the reference computing as the unfused plan does), likewise.
+        f = dict(tie_failure(), kind="ort-vs-fused", via=["ort", "greedy", 1])
+        assert near_tie.selection_near_tie(TieRunner(), TieBuilt(d), f)
+
+
+def test_a_near_tie_excuses_no_wrong_index_no_upstream_error_and_no_error_elsewhere():
+    with tempfile.TemporaryDirectory() as d:
+        f = tie_failure()
+        # The fused plan's index is not the argmax of its own values.
+        wrong = np.array([[2], [1]], np.int64)
+        assert not near_tie.selection_near_tie(TieRunner(index=wrong), TieBuilt(d), f)
+        # The plans differ by 1e-2 before the ArgMax: no near-tie, an error upstream.
+        far = S_UNFUSED.copy()
+        far[0, 0] = 0.51
+        assert not near_tie.selection_near_tie(TieRunner(s_fused=far), TieBuilt(d), f)
+        # At other inputs the fused plan is off after the ArgMax: a bug the tie would hide.
+        assert not near_tie.selection_near_tie(TieRunner(draw_move=1e-2), TieBuilt(d), f)
+        # The same indices: nothing flipped, nothing to explain by a tie.
+        assert not near_tie.selection_near_tie(TieRunner(s_fused=S_UNFUSED), TieBuilt(d), f)
