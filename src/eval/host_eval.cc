@@ -108,11 +108,19 @@ double (*FloatBinary(const std::string& op))(double, double) {
   return it == kOps.end() ? [](double, double) { return 0.0; } : it->second;
 }
 
-// Element i of `out` reads element BroadcastIndex(i, out, dims) of an input
-// of `dims`: i itself at the same dims, 0 for a single element.
-std::int64_t Broadcast(std::int64_t i, const Dims& out, const Dims& dims, bool same, bool single) {
-  return same ? i : single ? 0 : BroadcastIndex(i, out, dims);
-}
+// Where each element of `out` reads an input of `dims`: empty when it reads
+// element i itself (the same dims) or element 0 (a single element), else
+// BroadcastOffsets.
+struct BroadcastReader {
+  bool same, single;
+  std::vector<std::int64_t> offsets;
+  BroadcastReader(const Dims& out, const Tensor& t)
+      : same(t.dims == out), single(t.NumElements() == 1), offsets(same || single ? std::vector<std::int64_t>{}
+                                                                                : BroadcastOffsets(out, t.dims)) {}
+  std::int64_t operator()(std::size_t i) const {
+    return same ? static_cast<std::int64_t>(i) : single ? 0 : offsets[i];
+  }
+};
 
 Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
   Dims out = BroadcastDims(a.dims, b.dims);
@@ -125,14 +133,12 @@ Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
   r.elem_type = int_math || is_bool_out || (op == "Pow" && IsInt64(a)) ? onnx::TensorProto::INT64
                                                                         : onnx::TensorProto::FLOAT;
   const auto n = static_cast<std::size_t>(Product(out));
-  const bool a_same = a.dims == out, b_same = b.dims == out;
-  const bool a_single = a.NumElements() == 1, b_single = b.NumElements() == 1;
+  const BroadcastReader read_a(out, a), read_b(out, b);
   const auto apply = FloatBinary(op);
   if (r.elem_type == onnx::TensorProto::INT64) r.int_data.reserve(n);
   else r.data.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t ia = Broadcast(static_cast<std::int64_t>(i), out, a.dims, a_same, a_single);
-    const std::int64_t ib = Broadcast(static_cast<std::int64_t>(i), out, b.dims, b_same, b_single);
+    const std::int64_t ia = read_a(i), ib = read_b(i);
     if (int_math) {
       const std::int64_t x = a.int_data[static_cast<std::size_t>(ia)], y = b.int_data[static_cast<std::size_t>(ib)];
       r.int_data.push_back(IntBinary(node, x, y));
@@ -426,24 +432,43 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
       op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" || op == "And" || op == "Or")
     return One(Binary(node, need(0), need(1)));
-  if (op == "Where") {
+  if (op == "Where") {  // elements copied as stored: int64 exactly
     const Tensor &c = need(0), &x = need(1), &y = need(2);
     Dims out = BroadcastDims(BroadcastDims(c.dims, x.dims), y.dims);
-    std::vector<double> values(static_cast<std::size_t>(Product(out)));
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      auto k = static_cast<std::int64_t>(i);
-      values[i] = ElementAt(c, BroadcastIndex(k, out, c.dims)) != 0 ? ElementAt(x, BroadcastIndex(k, out, x.dims))
-                                                                    : ElementAt(y, BroadcastIndex(k, out, y.dims));
+    const std::vector<std::int64_t> at_c = BroadcastOffsets(out, c.dims), at_x = BroadcastOffsets(out, x.dims),
+                                    at_y = BroadcastOffsets(out, y.dims);
+    auto chosen = [&](std::size_t i) { return ElementAt(c, at_c[i]) != 0; };
+    Tensor t;
+    t.dims = out;
+    if (IsInt64(x) && IsInt64(y)) {
+      t.elem_type = onnx::TensorProto::INT64, t.data_type = x.data_type;
+      t.int_data.resize(at_c.size());
+      for (std::size_t i = 0; i < at_c.size(); ++i)
+        t.int_data[i] = chosen(i) ? x.int_data[std::size_t(at_x[i])] : y.int_data[std::size_t(at_y[i])];
+    } else {
+      t.elem_type = onnx::TensorProto::FLOAT;
+      if (!IsInt64(x) && !IsInt64(y) && x.data_type == y.data_type) t.data_type = x.data_type;
+      t.data.resize(at_c.size());
+      for (std::size_t i = 0; i < at_c.size(); ++i)
+        t.data[i] = static_cast<float>(chosen(i) ? ElementAt(x, at_x[i]) : ElementAt(y, at_y[i]));
     }
-    return One(MakeHostTensor(IsInt64(x) && IsInt64(y), out, values));
+    return One(std::move(t));
   }
-  if (op == "Expand") {
+  if (op == "Expand") {  // elements copied as stored: int64 exactly
     const Tensor& x = need(0);
-    Dims out = BroadcastDims(x.dims, AsInts(need(1)));
-    std::vector<double> values(static_cast<std::size_t>(Product(out)));
-    for (std::size_t i = 0; i < values.size(); ++i)
-      values[i] = ElementAt(x, BroadcastIndex(static_cast<std::int64_t>(i), out, x.dims));
-    return One(MakeHostTensor(IsInt64(x), out, values));
+    Tensor t;
+    t.elem_type = x.elem_type, t.data_type = x.data_type;
+    t.dims = BroadcastDims(x.dims, AsInts(need(1)));
+    const std::vector<std::int64_t> at = BroadcastOffsets(t.dims, x.dims);
+    auto expand = [&](auto field) {
+      const auto& from = x.*field;
+      auto& to = t.*field;
+      to.resize(at.size());
+      for (std::size_t i = 0; i < at.size(); ++i) to[i] = from[static_cast<std::size_t>(at[i])];
+    };
+    if (IsInt64(x)) expand(&Tensor::int_data);
+    else expand(&Tensor::data);
+    return One(std::move(t));
   }
   if (op == "Tile") {  // ONNX Operators.md, Tile-13: dim d repeated repeats[d] times
     const Tensor& x = need(0);

@@ -28,8 +28,13 @@ Tensor MakeHostTensor(bool is_int, Dims dims, const std::vector<double>& values)
   Tensor t;
   t.elem_type = is_int ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT;
   t.dims = std::move(dims);
-  if (is_int) for (double v : values) t.int_data.push_back(SaturatingInt64(v));
-  else for (double v : values) t.data.push_back(static_cast<float>(v));
+  if (is_int) {
+    t.int_data.reserve(values.size());
+    for (double v : values) t.int_data.push_back(SaturatingInt64(v));
+  } else {
+    t.data.reserve(values.size());
+    for (double v : values) t.data.push_back(static_cast<float>(v));
+  }
   return t;
 }
 
@@ -64,6 +69,32 @@ std::int64_t BroadcastIndex(std::int64_t i, const Dims& out, const Dims& in) {
     stride *= n;
   }
   return idx;
+}
+
+std::vector<std::int64_t> BroadcastOffsets(const Dims& out, const Dims& in) {
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(Product(out)));
+  if (offsets.empty()) return offsets;
+  // in's stride along each of out's dims: 0 where in has no such dim or
+  // broadcasts a 1 along it.
+  const std::size_t lead = out.size() - in.size();
+  Dims stride(out.size(), 0);
+  for (std::int64_t d = static_cast<std::int64_t>(out.size()) - 1, s = 1; d >= static_cast<std::int64_t>(lead); --d) {
+    const std::int64_t n = in[static_cast<std::size_t>(d) - lead];
+    if (n != 1) stride[static_cast<std::size_t>(d)] = s;
+    s *= n;
+  }
+  Dims coord(out.size(), 0);
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    offsets[i] = at;
+    for (std::size_t d = out.size(); d-- > 0;) {  // the odometer: the last dim turns fastest
+      at += stride[d];
+      if (++coord[d] < out[d]) break;
+      at -= stride[d] * out[d];
+      coord[d] = 0;
+    }
+  }
+  return offsets;
 }
 
 std::vector<std::int64_t> AsInts(const Tensor& t) {

@@ -34,6 +34,9 @@ double ElementAt(const Tensor& t, std::int64_t i);
 /// Flat index into a tensor of dims `in`, multidirectionally broadcast to
 /// `out` (ONNX Broadcasting.md), of the element at flat index i of `out`.
 std::int64_t BroadcastIndex(std::int64_t i, const std::vector<std::int64_t>& out, const std::vector<std::int64_t>& in);
+/// BroadcastIndex(i, out, in) for every i of `out` in order, counted like an
+/// odometer (no division per element).
+std::vector<std::int64_t> BroadcastOffsets(const std::vector<std::int64_t>& out, const std::vector<std::int64_t>& in);
 /// All elements as int64 (shape-like tensors), saturating.
 std::vector<std::int64_t> AsInts(const Tensor& t);
 

@@ -83,6 +83,29 @@ TEST_CASE("Gather copies rows as stored: int64 elements beyond 2^53 exactly, neg
   CHECK_THAT(e.message, Catch::Contains("index out of range"));
 }
 
+TEST_CASE("Expand and Where copy elements as stored: int64 beyond 2^53 exactly, broadcast on every side",
+          "[host_eval]") {
+  const std::int64_t big = (std::int64_t{1} << 62) + 1;  // no exact double
+  const Tensor column = test::IntTensorOf("", {2, 1}, {big, -big});
+  const Tensor to_2x3 = test::IntTensorOf("", {2}, {2, 3}), to_2x1 = test::IntTensorOf("", {2}, {2, 1});
+  const Tensor expanded = eval::EvalOnHost(test::NodeOf("Expand"), {&column, &to_2x3}, 13).at(0);
+  CHECK(expanded.dims == std::vector<std::int64_t>{2, 3});
+  CHECK(expanded.int_data == std::vector<std::int64_t>{big, big, big, -big, -big, -big});
+  const Tensor row = test::TensorOf("", {3}, {1.5f, 2.5f, 3.5f});
+  const Tensor rows = eval::EvalOnHost(test::NodeOf("Expand"), {&row, &to_2x1}, 13).at(0);
+  CHECK(rows.data == std::vector<float>{1.5f, 2.5f, 3.5f, 1.5f, 2.5f, 3.5f});
+  // Where: the condition [1, 3], x a column [2, 1], y one element.
+  Tensor condition = test::IntTensorOf("", {1, 3}, {1, 0, 1});
+  condition.data_type = onnx::TensorProto::BOOL;
+  const Tensor other = test::IntTensorOf("", {}, {big + 2});
+  const Tensor chosen = eval::EvalOnHost(test::NodeOf("Where"), {&condition, &column, &other}, 13).at(0);
+  CHECK(chosen.dims == std::vector<std::int64_t>{2, 3});
+  CHECK(chosen.int_data == std::vector<std::int64_t>{big, big + 2, big, -big, big + 2, -big});
+  const Tensor xs = test::TensorOf("", {2, 1}, {1.25f, -2.0f}), ys = test::TensorOf("", {3}, {7, 8, 9});
+  const Tensor mixed = eval::EvalOnHost(test::NodeOf("Where"), {&condition, &xs, &ys}, 13).at(0);
+  CHECK(mixed.data == std::vector<float>{1.25f, 8, 1.25f, -2.0f, 8, -2.0f});
+}
+
 TEST_CASE("Transpose swapping the last two axes (tiled) equals the element-wise definition", "[host_eval]") {
   // Tiles of 16: rows and columns of 1, around 16 and beyond 32; float and int64.
   for (const auto& [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{

@@ -1,4 +1,5 @@
 #include "eval/host_tensor.h"
+#include "eval/dims.h"
 
 #include <catch2/catch.hpp>
 
@@ -44,6 +45,19 @@ TEST_CASE("dense strides and broadcast indices (ONNX Broadcasting.md)", "[host_t
   for (std::int64_t k = 0; k < 6; ++k) CHECK(BroadcastIndex(k, {2, 3}, {2, 1}) == k / 3);
   // A scalar reads its one element everywhere.
   CHECK(BroadcastIndex(5, {2, 3}, {}) == 0);
+}
+
+TEST_CASE("broadcast offsets counted like an odometer equal BroadcastIndex at every element", "[host_tensor]") {
+  const std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> cases = {
+      {{2, 3}, {3}}, {{2, 3}, {2, 1}}, {{2, 3}, {}}, {{4, 3, 5}, {3, 1}}, {{2, 3, 4, 5}, {3, 1, 5}},
+      {{2, 3, 4}, {2, 3, 4}}, {{1, 7}, {1, 1}}, {{3, 0, 2}, {2}}};
+  for (const auto& [out, in] : cases) {
+    INFO(DimsString(out) << " from " << DimsString(in));
+    const std::vector<std::int64_t> offsets = BroadcastOffsets(out, in);
+    REQUIRE(offsets.size() == static_cast<std::size_t>(Product(out)));
+    for (std::size_t i = 0; i < offsets.size(); ++i)
+      CHECK(offsets[i] == BroadcastIndex(static_cast<std::int64_t>(i), out, in));
+  }
 }
 
 }  // namespace
