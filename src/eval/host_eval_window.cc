@@ -212,6 +212,7 @@ Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int
   const std::string transform =
       opset >= 16 ? AttrString(node, "coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
   if (mode != "avg" && mode != "max") InvalidNode(node, "unknown mode '" + mode + "'");
+  const bool average = mode == "avg";
   if (transform != "half_pixel" && transform != "output_half_pixel")
     InvalidNode(node, "unknown coordinate_transformation_mode '" + transform + "'");
   const std::int64_t oh = AttrInt(node, "output_height", 1), ow = AttrInt(node, "output_width", 1);
@@ -254,11 +255,14 @@ Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int
           std::array<double, 4> corners{0, 0, 0, 0};
           if (s.inside)
             for (std::size_t q = 0; q < 4; ++q) corners[q] = s.weight[q] * plane[s.at[q]];
-          const double largest = *std::max_element(corners.begin(), corners.end());
-          sum += corners[0] + corners[1] + corners[2] + corners[3];
-          best = k == 0 ? largest : std::max(best, largest);
+          if (average) {
+            sum += corners[0] + corners[1] + corners[2] + corners[3];
+          } else {
+            const double largest = *std::max_element(corners.begin(), corners.end());
+            best = k == 0 ? largest : std::max(best, largest);
+          }
         }
-        y.data.push_back(static_cast<float>(mode == "avg" ? sum / count : best));
+        y.data.push_back(static_cast<float>(average ? sum / count : best));
       }
     }
   }
