@@ -20,11 +20,23 @@ namespace onnxfuse::eval {
 namespace {
 
 // An index into an axis of n elements, negative ones counted from the end.
-std::int64_t CheckedIndex(const Node& node, std::int64_t k, std::int64_t n) {
-  if (k < -n || k >= n)
-    throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": index " + std::to_string(k) + " is outside [" +
-                                              std::to_string(-n) + ", " + std::to_string(n - 1) + "]");
+[[noreturn]] void IndexOutside(const Node& node, std::int64_t k, std::int64_t n) {
+  throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": index " + std::to_string(k) + " is outside [" +
+                                            std::to_string(-n) + ", " + std::to_string(n - 1) + "]");
+}
+
+// Inline: ScatterElements and GatherElements call it once per element.
+inline std::int64_t CheckedIndex(const Node& node, std::int64_t k, std::int64_t n) {
+  if (k < -n || k >= n) IndexOutside(node, k, n);
   return k < 0 ? k + n : k;
+}
+
+// The elements of an index tensor as int64: its own when it holds them
+// (no copy of what may be millions of indices), else converted into `held`.
+const std::vector<std::int64_t>& IndicesOf(const Tensor& indices, std::vector<std::int64_t>& held) {
+  if (IsInt64(indices)) return indices.int_data;
+  held = AsInts(indices);
+  return held;
 }
 
 // How ScatterElements-16 and ScatterND-16 combine an update with what is there.
@@ -90,7 +102,8 @@ Tensor GatherElements(const Node& node, const Tensor& data, const Tensor& indice
   if (indices.dims.size() != data.dims.size())
     throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": data and indices differ in rank");
   CheckIndexDims(node, indices.dims, data.dims, axis);
-  const auto idx = AsInts(indices);
+  std::vector<std::int64_t> held;
+  const std::vector<std::int64_t>& idx = IndicesOf(indices, held);
   Tensor out;
   out.elem_type = data.elem_type, out.dims = indices.dims;
   if (IsInt64(data)) out.int_data.resize(idx.size());
@@ -114,12 +127,27 @@ Tensor ScatterElements(const Node& node, const Tensor& data, const Tensor& indic
                 NodeLabel(node) + ": indices and updates must match, of data's rank and type");
   CheckIndexDims(node, indices.dims, data.dims, axis);
   const Reduction reduction = ReductionOf(node);
-  const auto idx = AsInts(indices);
+  std::vector<std::int64_t> held;
+  const std::vector<std::int64_t>& idx = IndicesOf(indices, held);
   Tensor out = data;
   const std::int64_t along = Product(Dims(data.dims.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.dims.end()));
+  const std::int64_t extent = data.dims[axis];
+  if (reduction == Reduction::kNone) {  // a plain write, the element type decided once
+    auto write = [&](auto field) {
+      auto& to = out.*field;
+      const auto& from = updates.*field;
+      ForEachOffAxis(indices.dims, data.dims, axis, [&](std::int64_t i, std::int64_t base) {
+        const auto at = static_cast<std::size_t>(i);
+        to[static_cast<std::size_t>(base + CheckedIndex(node, idx[at], extent) * along)] = from[at];
+      });
+    };
+    if (IsInt64(out)) write(&Tensor::int_data);
+    else write(&Tensor::data);
+    return out;
+  }
   ForEachOffAxis(indices.dims, data.dims, axis, [&](std::int64_t i, std::int64_t base) {
     const auto at = static_cast<std::size_t>(i);
-    Combine(out, base + CheckedIndex(node, idx[at], data.dims[axis]) * along, updates, i, reduction);
+    Combine(out, base + CheckedIndex(node, idx[at], extent) * along, updates, i, reduction);
   });
   return out;
 }
