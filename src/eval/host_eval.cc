@@ -303,6 +303,46 @@ void TransposeMatrices(const T* src, T* dst, std::int64_t count, std::int64_t ro
       }
 }
 
+// `from` (of dims `in`) broadcast to `out` (ONNX Broadcasting.md), appended
+// to `to` block by block: the dims after the last one where `in` and `out`
+// differ are copied as one contiguous block, or, when `in` is 1 along all of
+// them, filled with one element; the dims before are counted like an
+// odometer. An Expand of detection indices to [N, 256, 7, 7] is millions of
+// elements.
+template <typename T>
+void BroadcastCopy(const std::vector<T>& from, const Dims& in_dims, std::vector<T>& to, const Dims& out) {
+  const std::size_t rank = out.size();
+  const Dims in = ExpandRank(in_dims, rank);
+  std::size_t split = rank;  // dims [split, rank) all equal, or all 1 in `in`
+  while (split > 0 && in[split - 1] == out[split - 1]) --split;
+  bool fill = false;
+  if (split == rank) {
+    while (split > 0 && in[split - 1] == 1) --split;
+    fill = true;
+  }
+  const std::int64_t block = Product(Dims(out.begin() + static_cast<std::ptrdiff_t>(split), out.end()));
+  const std::int64_t count = Product(out);
+  to.clear();
+  to.reserve(static_cast<std::size_t>(count));
+  if (count == 0) return;
+  Dims stride(rank, 0), coord(rank, 0);  // in's stride along each outer dim (0: broadcast)
+  for (std::int64_t d = static_cast<std::int64_t>(rank) - 1, step = 1; d >= 0; --d) {
+    if (in[std::size_t(d)] != 1) stride[std::size_t(d)] = step;
+    step *= in[std::size_t(d)];
+  }
+  std::int64_t at = 0;
+  for (std::int64_t done = 0; done < count; done += block) {
+    if (fill) to.insert(to.end(), static_cast<std::size_t>(block), from[static_cast<std::size_t>(at)]);
+    else to.insert(to.end(), from.begin() + at, from.begin() + at + block);
+    for (std::size_t d = split; d-- > 0;) {
+      at += stride[d];
+      if (++coord[d] < out[d]) break;
+      at -= stride[d] * out[d];
+      coord[d] = 0;
+    }
+  }
+}
+
 std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int64_t opset) {
   const std::string& op = node.op_type;
   auto need = [&](std::size_t i) -> const Tensor& { return NeedInput(node, in, i); };
@@ -459,15 +499,8 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
     Tensor t;
     t.elem_type = x.elem_type, t.data_type = x.data_type;
     t.dims = BroadcastDims(x.dims, AsInts(need(1)));
-    const std::vector<std::int64_t> at = BroadcastOffsets(t.dims, x.dims);
-    auto expand = [&](auto field) {
-      const auto& from = x.*field;
-      auto& to = t.*field;
-      to.resize(at.size());
-      for (std::size_t i = 0; i < at.size(); ++i) to[i] = from[static_cast<std::size_t>(at[i])];
-    };
-    if (IsInt64(x)) expand(&Tensor::int_data);
-    else expand(&Tensor::data);
+    if (IsInt64(x)) BroadcastCopy(x.int_data, x.dims, t.int_data, t.dims);
+    else BroadcastCopy(x.data, x.dims, t.data, t.dims);
     return One(std::move(t));
   }
   if (op == "Tile") {  // ONNX Operators.md, Tile-13: dim d repeated repeats[d] times

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "eval/dims.h"
 #include "eval/host_eval.h"
+#include "eval/host_tensor.h"
 #include "host_node_tests.h"
 #include "test_models.h"
 
@@ -94,6 +96,22 @@ TEST_CASE("Expand and Where copy elements as stored: int64 beyond 2^53 exactly, 
   const Tensor row = test::TensorOf("", {3}, {1.5f, 2.5f, 3.5f});
   const Tensor rows = eval::EvalOnHost(test::NodeOf("Expand"), {&row, &to_2x1}, 13).at(0);
   CHECK(rows.data == std::vector<float>{1.5f, 2.5f, 3.5f, 1.5f, 2.5f, 3.5f});
+  // Blocks copied, blocks filled, and both around broadcast dims in the middle.
+  for (const auto& [in, shape] : std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>{
+           {{2, 1, 4}, {2, 3, 4}}, {{1, 3, 1}, {2, 3, 5}}, {{4, 1, 1, 1}, {4, 3, 2, 2}}, {{}, {2, 2}}, {{1}, {3}},
+           {{2, 3}, {2, 3}}, {{3, 1}, {2, 3, 0}}}) {
+    INFO(eval::DimsString(in) << " to " << eval::DimsString(shape));
+    std::vector<float> values(static_cast<std::size_t>(eval::Product(in)));
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) + 0.5f;
+    const Tensor x = test::TensorOf("", in, values), to = test::IntTensorOf("", {std::int64_t(shape.size())}, shape);
+    const Tensor y = eval::EvalOnHost(test::NodeOf("Expand"), {&x, &to}, 13).at(0);
+    REQUIRE(y.dims == eval::BroadcastDims(in, shape));
+    REQUIRE(y.data.size() == static_cast<std::size_t>(eval::Product(y.dims)));
+    int wrong = 0;
+    for (std::size_t i = 0; i < y.data.size(); ++i)
+      wrong += y.data[i] != values[static_cast<std::size_t>(eval::BroadcastIndex(std::int64_t(i), y.dims, in))];
+    CHECK(wrong == 0);
+  }
   // Where: the condition [1, 3], x a column [2, 1], y one element.
   Tensor condition = test::IntTensorOf("", {1, 3}, {1, 0, 1});
   condition.data_type = onnx::TensorProto::BOOL;
