@@ -540,3 +540,80 @@ def test_a_near_tie_excuses_no_wrong_index_no_upstream_error_and_no_error_elsewh
         assert not near_tie.selection_near_tie(TieRunner(draw_move=1e-2), TieBuilt(d), f)
         # The same indices: nothing flipped, nothing to explain by a tie.
         assert not near_tie.selection_near_tie(TieRunner(s_fused=S_UNFUSED), TieBuilt(d), f)
+
+
+class LoopCeluBuilt:
+    """x [1, 4] -> l = Loop(1){xin * 1} -> c = Celu(l, alpha 100) -> z = l - c;
+    output z. l - c nearly cancels (Celu(x) ~ x - x^2 / 200): a difference in
+    c is magnified in z."""
+
+    def __init__(self, folder):
+        x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])
+        z = helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, 4])
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Mul", ["xin", "one"], ["xout"])],
+            "body",
+            [helper.make_tensor_value_info("it", onnx.TensorProto.INT64, []),
+             helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, []),
+             helper.make_tensor_value_info("xin", onnx.TensorProto.FLOAT, [1, 4])],
+            [helper.make_tensor_value_info("cond_out", onnx.TensorProto.BOOL, []),
+             helper.make_tensor_value_info("xout", onnx.TensorProto.FLOAT, [1, 4])])
+        consts = [helper.make_tensor("trips", onnx.TensorProto.INT64, [], [1]),
+                  helper.make_tensor("one", onnx.TensorProto.FLOAT, [], [1.0])]
+        nodes = [helper.make_node("Loop", ["trips", "", "x"], ["l"], body=body),
+                 helper.make_node("Celu", ["l"], ["c"], alpha=100.0), helper.make_node("Sub", ["l", "c"], ["z"])]
+        g = helper.make_graph(nodes, "g", [x], [z], initializer=consts)
+        self.model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        self.folder, self.names = folder, ["z"]
+        self.path = os.path.join(folder, "model.onnx")
+        onnx.save(self.model, self.path)
+
+
+class LoopCeluRunner:
+    """Both sides: l = x, c = Celu(l) in float64 times (1 + OFF) for the
+    side's OFF, z = l - c computed from that c, ours then moved by SUB_OFF."""
+
+    def __init__(self, ours_off=0.0, ort_off=0.0, sub_off=0.0):
+        self.ours_off, self.ort_off, self.sub_off = ours_off, ort_off, sub_off
+
+    def values(self, x, off, sub_off=0.0):
+        l = x.astype(np.float64)
+        c = (np.maximum(l, 0) + np.minimum(0, 100 * np.expm1(l / 100))) * (1 + off)
+        z = (l - c.astype(np.float32).astype(np.float64)) * (1 + sub_off)
+        return {"l": l.astype(np.float32), "c": c.astype(np.float32), "z": z.astype(np.float32)}
+
+    def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
+        t = onnx.TensorProto()
+        with open(os.path.join(inputs_dir, "input_0.pb"), "rb") as fh:
+            t.ParseFromString(fh.read())
+        v = self.values(onnx.numpy_helper.to_array(t), self.ours_off, self.sub_off)
+        return runner.Outcome("ok"), [v[o.name] for o in onnx.load(model).graph.output]
+
+    def ort(self, model, inputs, optimize=True, onnx_fuse_nan=False):
+        v = self.values(inputs["x"], self.ort_off)
+        return {o.name: v[o.name] for o in onnx.load(model).graph.output}
+
+
+def test_orts_rounding_after_a_loop_and_magnified_by_a_cancelling_sub_is_explained():
+    # ORT's Celu 1e-4 off the float64 value behind a Loop (whose output ONNX's
+    # inference leaves without a shape); l - c then magnifies the difference.
+    with tempfile.TemporaryDirectory() as d:
+        b = LoopCeluBuilt(d)
+        os.makedirs(os.path.join(d, "drawn"))
+        x = runner.make_inputs(b.model, os.path.join(d, "drawn"))["x"]  # the inputs the checks draw
+        mismatch = runner.max_rel(LoopCeluRunner().values(x, 0.0)["z"], LoopCeluRunner().values(x, 1e-4)["z"])[1]
+        assert mismatch > 1e-2  # the Sub magnifies 1e-4 a hundredfold
+        res = {"explained": {}}
+        f = ort_failure("z", 1e-3, mismatch)
+        assert trial.keep_real(LoopCeluRunner(ort_off=1e-4), b, [f], res) == []
+        assert res["explained"] == {trial.RULE_ORT_ROUNDING: 1}
+
+
+def test_a_cancelling_sub_of_ours_off_its_own_inputs_stays_a_failure():
+    with tempfile.TemporaryDirectory() as d:
+        b = LoopCeluBuilt(d)
+        f = ort_failure("z", 1e-3, 1e-2)
+        # ORT's Celu off as above, and our Sub 1e-3 off what its own inputs give.
+        assert trial.keep_real(LoopCeluRunner(ort_off=1e-4, sub_off=1e-3), b, [f]) == [f]
+        # Our Celu off, ORT's right: ours is the farther side.
+        assert trial.keep_real(LoopCeluRunner(ours_off=1e-4), b, [f]) == [f]
