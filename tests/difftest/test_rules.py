@@ -30,11 +30,14 @@ def two_output_model():
 
 
 class Built:
-    def __init__(self, folder):
-        self.model, self.folder = two_output_model(), folder
+    """A graph as the trial sees it: MODEL (default two_output_model) saved
+    in FOLDER, its outputs NAMES."""
+
+    def __init__(self, folder, model=None, names=("a", "b")):
+        self.model, self.folder = model or two_output_model(), folder
         self.path = os.path.join(folder, "model.onnx")
         onnx.save(self.model, self.path)
-        self.names = ["a", "b"]
+        self.names = list(names)
 
 
 class FakeRunner:
@@ -385,21 +388,15 @@ def test_a_failure_without_figures_is_saved_as_a_case():
     assert "# differs: fusepath-vs-original, output v1\n" in text
 
 
-class NormBuilt:
+def norm_model():
     """x [1, 2, 8] -> y = InstanceNormalization(x) -> z = Neg(y); output z."""
-
-    def __init__(self, folder):
-        x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 8])
-        z = helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, 2, 8])
-        consts = [helper.make_tensor("s", onnx.TensorProto.FLOAT, [2], [1.0, 2.0]),
-                  helper.make_tensor("c", onnx.TensorProto.FLOAT, [2], [0.5, -0.5])]
-        nodes = [helper.make_node("InstanceNormalization", ["x", "s", "c"], ["y"]),
-                 helper.make_node("Neg", ["y"], ["z"])]
-        g = helper.make_graph(nodes, "g", [x], [z], initializer=consts)
-        self.model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        self.folder, self.names = folder, ["z"]
-        self.path = os.path.join(folder, "model.onnx")
-        onnx.save(self.model, self.path)
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 8])
+    z = helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, 2, 8])
+    consts = [helper.make_tensor("s", onnx.TensorProto.FLOAT, [2], [1.0, 2.0]),
+              helper.make_tensor("c", onnx.TensorProto.FLOAT, [2], [0.5, -0.5])]
+    nodes = [helper.make_node("InstanceNormalization", ["x", "s", "c"], ["y"]), helper.make_node("Neg", ["y"], ["z"])]
+    g = helper.make_graph(nodes, "g", [x], [z], initializer=consts)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def exact_norm(x):
@@ -408,23 +405,18 @@ def exact_norm(x):
     return y * np.array([1.0, 2.0]).reshape(1, 2, 1) + np.array([0.5, -0.5]).reshape(1, 2, 1)
 
 
-class NormRunner:
-    """Both sides compute y exactly, then add OURS_OFF / ORT_OFF (relative to
-    max|y|) to its first element; our z is -y times (1 + NEG_OFF)."""
+class OffRunner:
+    """Both sides' values from the model's input x (values(x, off, extra)):
+    ours with OURS_OFF and EXTRA, ORT's with ORT_OFF."""
 
-    def __init__(self, ours_off=0.0, ort_off=0.0, neg_off=0.0):
-        self.ours_off, self.ort_off, self.neg_off = ours_off, ort_off, neg_off
-
-    def values(self, x, off, neg_off=0.0):
-        y = exact_norm(x)
-        y.flat[0] += off * np.abs(y).max()
-        return {"y": y.astype(np.float32), "z": (-y * (1 + neg_off)).astype(np.float32)}
+    def __init__(self, ours_off=0.0, ort_off=0.0, extra=0.0):
+        self.ours_off, self.ort_off, self.extra = ours_off, ort_off, extra
 
     def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
         t = onnx.TensorProto()
         with open(os.path.join(inputs_dir, "input_0.pb"), "rb") as fh:
             t.ParseFromString(fh.read())
-        v = self.values(onnx.numpy_helper.to_array(t), self.ours_off, self.neg_off)
+        v = self.values(onnx.numpy_helper.to_array(t), self.ours_off, self.extra)
         return runner.Outcome("ok"), [v[o.name] for o in onnx.load(model).graph.output]
 
     def ort(self, model, inputs, optimize=True, onnx_fuse_nan=False):
@@ -432,10 +424,23 @@ class NormRunner:
         return {o.name: v[o.name] for o in onnx.load(model).graph.output}
 
 
+class NormRunner(OffRunner):
+    """Both sides compute y exactly, then add OURS_OFF / ORT_OFF (relative to
+    max|y|) to its first element; our z is -y times (1 + NEG_OFF)."""
+
+    def __init__(self, ours_off=0.0, ort_off=0.0, neg_off=0.0):
+        super().__init__(ours_off, ort_off, neg_off)
+
+    def values(self, x, off, neg_off=0.0):
+        y = exact_norm(x)
+        y.flat[0] += off * np.abs(y).max()
+        return {"y": y.astype(np.float32), "z": (-y * (1 + neg_off)).astype(np.float32)}
+
+
 def test_a_mismatch_born_of_orts_rounding_at_a_normalization_is_explained():
     # ORT's InstanceNormalization 1e-4 off the float64 value, ours on it.
     with tempfile.TemporaryDirectory() as d:
-        b = NormBuilt(d)
+        b = Built(d, norm_model(), ["z"])
         res = {"explained": {}}
         f = ort_failure("z", 1e-4, 1e-4)
         assert trial.keep_real(NormRunner(ort_off=1e-4), b, [f], res) == []
@@ -444,7 +449,7 @@ def test_a_mismatch_born_of_orts_rounding_at_a_normalization_is_explained():
 
 def test_a_normalization_of_ours_off_the_float64_value_stays_a_failure():
     with tempfile.TemporaryDirectory() as d:
-        b = NormBuilt(d)
+        b = Built(d, norm_model(), ["z"])
         f = ort_failure("z", 1e-4, 1e-4)
         assert trial.keep_real(NormRunner(ours_off=1e-4), b, [f]) == [f]
         # Both off, ORT less than ten times further: not ORT's rounding either.
@@ -455,7 +460,7 @@ def test_orts_rounding_upstream_excuses_no_error_of_ours_after_it():
     # ORT off at the normalization, and our Neg off by ten times more: a
     # second birth, at an op without a float64 reference.
     with tempfile.TemporaryDirectory() as d:
-        b = NormBuilt(d)
+        b = Built(d, norm_model(), ["z"])
         f = ort_failure("z", 2e-3, 2e-3)
         assert trial.keep_real(NormRunner(ort_off=1e-4, neg_off=2e-3), b, [f]) == [f]
 
@@ -470,14 +475,6 @@ def argmax_model():
                            helper.make_node("Cast", ["i"], ["f"], to=onnx.TensorProto.FLOAT),
                            helper.make_node("Add", ["s", "f"], ["y"])], "g", [x], [y])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-
-
-class TieBuilt:
-    def __init__(self, folder):
-        self.model, self.folder = argmax_model(), folder
-        self.path = os.path.join(folder, "model.onnx")
-        onnx.save(self.model, self.path)
-        self.names = ["y"]
 
 
 # The unfused plan's s at the graph's own inputs; the fused plan's rounds
@@ -519,11 +516,11 @@ def tie_failure():
 def test_an_argmax_near_tie_each_plan_decides_its_own_way_is_explained():
     with tempfile.TemporaryDirectory() as d:
         res = {"explained": {}}
-        assert trial.keep_real(TieRunner(), TieBuilt(d), [tie_failure()], res) == []
+        assert trial.keep_real(TieRunner(), Built(d, argmax_model(), ["y"]), [tie_failure()], res) == []
         assert res["explained"] == {trial.RULE_NEAR_TIE: 1}
         # Against ONNX Runtime (the reference computing as the unfused plan does), likewise.
         f = dict(tie_failure(), kind="ort-vs-fused", via=["ort", "greedy", 1])
-        assert near_tie.selection_near_tie(TieRunner(), TieBuilt(d), f)
+        assert near_tie.selection_near_tie(TieRunner(), Built(d, argmax_model(), ["y"]), f)
 
 
 def test_a_near_tie_excuses_no_wrong_index_no_upstream_error_and_no_error_elsewhere():
@@ -531,50 +528,45 @@ def test_a_near_tie_excuses_no_wrong_index_no_upstream_error_and_no_error_elsewh
         f = tie_failure()
         # The fused plan's index is not the argmax of its own values.
         wrong = np.array([[2], [1]], np.int64)
-        assert not near_tie.selection_near_tie(TieRunner(index=wrong), TieBuilt(d), f)
+        assert not near_tie.selection_near_tie(TieRunner(index=wrong), Built(d, argmax_model(), ["y"]), f)
         # The plans differ by 1e-2 before the ArgMax: no near-tie, an error upstream.
         far = S_UNFUSED.copy()
         far[0, 0] = 0.51
-        assert not near_tie.selection_near_tie(TieRunner(s_fused=far), TieBuilt(d), f)
+        assert not near_tie.selection_near_tie(TieRunner(s_fused=far), Built(d, argmax_model(), ["y"]), f)
         # At other inputs the fused plan is off after the ArgMax: a bug the tie would hide.
-        assert not near_tie.selection_near_tie(TieRunner(draw_move=1e-2), TieBuilt(d), f)
+        assert not near_tie.selection_near_tie(TieRunner(draw_move=1e-2), Built(d, argmax_model(), ["y"]), f)
         # The same indices: nothing flipped, nothing to explain by a tie.
-        assert not near_tie.selection_near_tie(TieRunner(s_fused=S_UNFUSED), TieBuilt(d), f)
+        assert not near_tie.selection_near_tie(TieRunner(s_fused=S_UNFUSED), Built(d, argmax_model(), ["y"]), f)
 
 
-class LoopCeluBuilt:
+def loop_celu_model():
     """x [1, 4] -> l = Loop(1){xin * 1} -> c = Celu(l, alpha 100) -> z = l - c;
     output z. l - c nearly cancels (Celu(x) ~ x - x^2 / 200): a difference in
     c is magnified in z."""
-
-    def __init__(self, folder):
-        x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])
-        z = helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, 4])
-        body = helper.make_graph(
-            [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Mul", ["xin", "one"], ["xout"])],
-            "body",
-            [helper.make_tensor_value_info("it", onnx.TensorProto.INT64, []),
-             helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, []),
-             helper.make_tensor_value_info("xin", onnx.TensorProto.FLOAT, [1, 4])],
-            [helper.make_tensor_value_info("cond_out", onnx.TensorProto.BOOL, []),
-             helper.make_tensor_value_info("xout", onnx.TensorProto.FLOAT, [1, 4])])
-        consts = [helper.make_tensor("trips", onnx.TensorProto.INT64, [], [1]),
-                  helper.make_tensor("one", onnx.TensorProto.FLOAT, [], [1.0])]
-        nodes = [helper.make_node("Loop", ["trips", "", "x"], ["l"], body=body),
-                 helper.make_node("Celu", ["l"], ["c"], alpha=100.0), helper.make_node("Sub", ["l", "c"], ["z"])]
-        g = helper.make_graph(nodes, "g", [x], [z], initializer=consts)
-        self.model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        self.folder, self.names = folder, ["z"]
-        self.path = os.path.join(folder, "model.onnx")
-        onnx.save(self.model, self.path)
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])
+    z = helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, 4])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Mul", ["xin", "one"], ["xout"])],
+        "body",
+        [helper.make_tensor_value_info("it", onnx.TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, []),
+         helper.make_tensor_value_info("xin", onnx.TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("cond_out", onnx.TensorProto.BOOL, []),
+         helper.make_tensor_value_info("xout", onnx.TensorProto.FLOAT, [1, 4])])
+    consts = [helper.make_tensor("trips", onnx.TensorProto.INT64, [], [1]),
+              helper.make_tensor("one", onnx.TensorProto.FLOAT, [], [1.0])]
+    nodes = [helper.make_node("Loop", ["trips", "", "x"], ["l"], body=body),
+             helper.make_node("Celu", ["l"], ["c"], alpha=100.0), helper.make_node("Sub", ["l", "c"], ["z"])]
+    g = helper.make_graph(nodes, "g", [x], [z], initializer=consts)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-class LoopCeluRunner:
+class LoopCeluRunner(OffRunner):
     """Both sides: l = x, c = Celu(l) in float64 times (1 + OFF) for the
     side's OFF, z = l - c computed from that c, ours then moved by SUB_OFF."""
 
     def __init__(self, ours_off=0.0, ort_off=0.0, sub_off=0.0):
-        self.ours_off, self.ort_off, self.sub_off = ours_off, ort_off, sub_off
+        super().__init__(ours_off, ort_off, sub_off)
 
     def values(self, x, off, sub_off=0.0):
         l = x.astype(np.float64)
@@ -582,23 +574,12 @@ class LoopCeluRunner:
         z = (l - c.astype(np.float32).astype(np.float64)) * (1 + sub_off)
         return {"l": l.astype(np.float32), "c": c.astype(np.float32), "z": z.astype(np.float32)}
 
-    def outputs(self, model, strategy, threads, fuse, inputs_dir, out_dir):
-        t = onnx.TensorProto()
-        with open(os.path.join(inputs_dir, "input_0.pb"), "rb") as fh:
-            t.ParseFromString(fh.read())
-        v = self.values(onnx.numpy_helper.to_array(t), self.ours_off, self.sub_off)
-        return runner.Outcome("ok"), [v[o.name] for o in onnx.load(model).graph.output]
-
-    def ort(self, model, inputs, optimize=True, onnx_fuse_nan=False):
-        v = self.values(inputs["x"], self.ort_off)
-        return {o.name: v[o.name] for o in onnx.load(model).graph.output}
-
 
 def test_orts_rounding_after_a_loop_and_magnified_by_a_cancelling_sub_is_explained():
     # ORT's Celu 1e-4 off the float64 value behind a Loop (whose output ONNX's
     # inference leaves without a shape); l - c then magnifies the difference.
     with tempfile.TemporaryDirectory() as d:
-        b = LoopCeluBuilt(d)
+        b = Built(d, loop_celu_model(), ["z"])
         os.makedirs(os.path.join(d, "drawn"))
         x = runner.make_inputs(b.model, os.path.join(d, "drawn"))["x"]  # the inputs the checks draw
         mismatch = runner.max_rel(LoopCeluRunner().values(x, 0.0)["z"], LoopCeluRunner().values(x, 1e-4)["z"])[1]
@@ -611,7 +592,7 @@ def test_orts_rounding_after_a_loop_and_magnified_by_a_cancelling_sub_is_explain
 
 def test_a_cancelling_sub_of_ours_off_its_own_inputs_stays_a_failure():
     with tempfile.TemporaryDirectory() as d:
-        b = LoopCeluBuilt(d)
+        b = Built(d, loop_celu_model(), ["z"])
         f = ort_failure("z", 1e-3, 1e-2)
         # ORT's Celu off as above, and our Sub 1e-3 off what its own inputs give.
         assert trial.keep_real(LoopCeluRunner(ort_off=1e-4, sub_off=1e-3), b, [f]) == [f]
