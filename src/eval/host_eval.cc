@@ -85,9 +85,6 @@ std::int64_t IntBinary(const Node& node, std::int64_t x, std::int64_t y) {
   return x != 0 || y != 0;  // Or
 }
 
-// Multidirectional broadcasting (ONNX Broadcasting.md). The result is INT64
-// for comparisons, And and Or (bool, 0/1) and for integer operands; Pow takes
-// the type of its base (Pow-12: T for X, T1 for Y).
 // The float arithmetic and comparisons of Binary, decided once per node
 // rather than per element.
 double (*FloatBinary(const std::string& op))(double, double) {
@@ -122,6 +119,9 @@ struct BroadcastReader {
   }
 };
 
+// Multidirectional broadcasting (ONNX Broadcasting.md). The result is INT64
+// for comparisons, And and Or (bool, 0/1) and for integer operands; Pow takes
+// the type of its base (Pow-12: T for X, T1 for Y).
 Tensor Binary(const Node& node, const Tensor& a, const Tensor& b) {
   Dims out = BroadcastDims(a.dims, b.dims);
   const std::string& op = node.op_type;
@@ -275,8 +275,6 @@ bool HostEvaluable(const Node& node) {
 
 namespace {
 
-// The ops of this unit: constants, views and shape arithmetic, binary and
-// unary elementwise math, Reduce*.
 // True when `perm` keeps every axis but swaps the last two (a key
 // transposed for attention: [b, h, s, d] -> [b, h, d, s]).
 bool SwapsLastTwo(const std::vector<std::int64_t>& perm) {
@@ -303,46 +301,8 @@ void TransposeMatrices(const T* src, T* dst, std::int64_t count, std::int64_t ro
       }
 }
 
-// `from` (of dims `in`) broadcast to `out` (ONNX Broadcasting.md), appended
-// to `to` block by block: the dims after the last one where `in` and `out`
-// differ are copied as one contiguous block, or, when `in` is 1 along all of
-// them, filled with one element; the dims before are counted like an
-// odometer. An Expand of detection indices to [N, 256, 7, 7] is millions of
-// elements.
-template <typename T>
-void BroadcastCopy(const std::vector<T>& from, const Dims& in_dims, std::vector<T>& to, const Dims& out) {
-  const std::size_t rank = out.size();
-  const Dims in = ExpandRank(in_dims, rank);
-  std::size_t split = rank;  // dims [split, rank) all equal, or all 1 in `in`
-  while (split > 0 && in[split - 1] == out[split - 1]) --split;
-  bool fill = false;
-  if (split == rank) {
-    while (split > 0 && in[split - 1] == 1) --split;
-    fill = true;
-  }
-  const std::int64_t block = Product(Dims(out.begin() + static_cast<std::ptrdiff_t>(split), out.end()));
-  const std::int64_t count = Product(out);
-  to.clear();
-  to.reserve(static_cast<std::size_t>(count));
-  if (count == 0) return;
-  Dims stride(rank, 0), coord(rank, 0);  // in's stride along each outer dim (0: broadcast)
-  for (std::int64_t d = static_cast<std::int64_t>(rank) - 1, step = 1; d >= 0; --d) {
-    if (in[std::size_t(d)] != 1) stride[std::size_t(d)] = step;
-    step *= in[std::size_t(d)];
-  }
-  std::int64_t at = 0;
-  for (std::int64_t done = 0; done < count; done += block) {
-    if (fill) to.insert(to.end(), static_cast<std::size_t>(block), from[static_cast<std::size_t>(at)]);
-    else to.insert(to.end(), from.begin() + at, from.begin() + at + block);
-    for (std::size_t d = split; d-- > 0;) {
-      at += stride[d];
-      if (++coord[d] < out[d]) break;
-      at -= stride[d] * out[d];
-      coord[d] = 0;
-    }
-  }
-}
-
+// The ops of this unit: constants, views and shape arithmetic, binary and
+// unary elementwise math, Reduce*.
 std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int64_t opset) {
   const std::string& op = node.op_type;
   auto need = [&](std::size_t i) -> const Tensor& { return NeedInput(node, in, i); };
@@ -496,12 +456,7 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
   }
   if (op == "Expand") {  // elements copied as stored: int64 exactly
     const Tensor& x = need(0);
-    Tensor t;
-    t.elem_type = x.elem_type, t.data_type = x.data_type;
-    t.dims = BroadcastDims(x.dims, AsInts(need(1)));
-    if (IsInt64(x)) BroadcastCopy(x.int_data, x.dims, t.int_data, t.dims);
-    else BroadcastCopy(x.data, x.dims, t.data, t.dims);
-    return One(std::move(t));
+    return One(BroadcastAsStored(x, BroadcastDims(x.dims, AsInts(need(1)))));
   }
   if (op == "Tile") {  // ONNX Operators.md, Tile-13: dim d repeated repeats[d] times
     const Tensor& x = need(0);

@@ -71,11 +71,11 @@ std::int64_t BroadcastIndex(std::int64_t i, const Dims& out, const Dims& in) {
   return idx;
 }
 
-std::vector<std::int64_t> BroadcastOffsets(const Dims& out, const Dims& in) {
-  std::vector<std::int64_t> offsets(static_cast<std::size_t>(Product(out)));
-  if (offsets.empty()) return offsets;
-  // in's stride along each of out's dims: 0 where in has no such dim or
-  // broadcasts a 1 along it.
+namespace {
+
+// in's stride along each of out's dims: 0 where in has no such dim or
+// broadcasts a 1 along it.
+Dims BroadcastStrides(const Dims& out, const Dims& in) {
   const std::size_t lead = out.size() - in.size();
   Dims stride(out.size(), 0);
   for (std::int64_t d = static_cast<std::int64_t>(out.size()) - 1, s = 1; d >= static_cast<std::int64_t>(lead); --d) {
@@ -83,18 +83,61 @@ std::vector<std::int64_t> BroadcastOffsets(const Dims& out, const Dims& in) {
     if (n != 1) stride[static_cast<std::size_t>(d)] = s;
     s *= n;
   }
-  Dims coord(out.size(), 0);
+  return stride;
+}
+
+// Calls visit(offset) for each index of out's dims [0, dims) in order, with
+// the offset in the input that `stride` (BroadcastStrides) reads: an
+// odometer, the last of those dims turning fastest.
+template <typename Visit>
+void ForEachBroadcastOffset(const Dims& out, std::size_t dims, const Dims& stride, Visit visit) {
+  const std::int64_t count = Product(Dims(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(dims)));
+  Dims coord(dims, 0);
   std::int64_t at = 0;
-  for (std::size_t i = 0; i < offsets.size(); ++i) {
-    offsets[i] = at;
-    for (std::size_t d = out.size(); d-- > 0;) {  // the odometer: the last dim turns fastest
+  for (std::int64_t i = 0; i < count; ++i) {
+    visit(at);
+    for (std::size_t d = dims; d-- > 0;) {
       at += stride[d];
       if (++coord[d] < out[d]) break;
       at -= stride[d] * out[d];
       coord[d] = 0;
     }
   }
+}
+
+template <typename T>
+void BroadcastBlocks(const std::vector<T>& from, const Dims& in, std::vector<T>& to, const Dims& out) {
+  const std::size_t rank = out.size();
+  const Dims padded = ExpandRank(in, rank);
+  std::size_t split = rank;  // dims [split, rank): all equal to out's, or all 1
+  while (split > 0 && padded[split - 1] == out[split - 1]) --split;
+  const bool fill = split == rank;
+  if (fill)
+    while (split > 0 && padded[split - 1] == 1) --split;
+  const auto block = static_cast<std::size_t>(Product(Dims(out.begin() + static_cast<std::ptrdiff_t>(split), out.end())));
+  to.reserve(static_cast<std::size_t>(Product(out)));
+  if (block == 0) return;
+  ForEachBroadcastOffset(out, split, BroadcastStrides(out, in), [&](std::int64_t at) {
+    if (fill) to.insert(to.end(), block, from[static_cast<std::size_t>(at)]);
+    else to.insert(to.end(), from.begin() + at, from.begin() + at + static_cast<std::ptrdiff_t>(block));
+  });
+}
+
+}  // namespace
+
+std::vector<std::int64_t> BroadcastOffsets(const Dims& out, const Dims& in) {
+  std::vector<std::int64_t> offsets;
+  offsets.reserve(static_cast<std::size_t>(Product(out)));
+  ForEachBroadcastOffset(out, out.size(), BroadcastStrides(out, in), [&](std::int64_t at) { offsets.push_back(at); });
   return offsets;
+}
+
+Tensor BroadcastAsStored(const Tensor& t, const Dims& out) {
+  Tensor r;
+  r.elem_type = t.elem_type, r.data_type = t.data_type, r.dims = out;
+  if (IsInt64(t)) BroadcastBlocks(t.int_data, t.dims, r.int_data, out);
+  else BroadcastBlocks(t.data, t.dims, r.data, out);
+  return r;
 }
 
 std::vector<std::int64_t> AsInts(const Tensor& t) {

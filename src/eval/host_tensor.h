@@ -37,6 +37,12 @@ std::int64_t BroadcastIndex(std::int64_t i, const std::vector<std::int64_t>& out
 /// BroadcastIndex(i, out, in) for every i of `out` in order, counted like an
 /// odometer (no division per element).
 std::vector<std::int64_t> BroadcastOffsets(const std::vector<std::int64_t>& out, const std::vector<std::int64_t>& in);
+/// `t` broadcast to `out` (ONNX Broadcasting.md), its elements copied as
+/// stored (int64 exactly): the dims after the last one where `t` and `out`
+/// differ are copied as one block, or filled with one element where `t` is 1
+/// along all of them; the dims before are counted like an odometer (an Expand
+/// of detection indices to [N, 256, 7, 7] is millions of elements).
+Tensor BroadcastAsStored(const Tensor& t, const std::vector<std::int64_t>& out);
 /// All elements as int64 (shape-like tensors), saturating.
 std::vector<std::int64_t> AsInts(const Tensor& t);
 
