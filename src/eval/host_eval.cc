@@ -264,8 +264,9 @@ bool HostEvaluable(const Node& node) {
       "ReverseSequence", "NonZero",
       // host_eval_tensor.cc, host_eval_einsum.cc
       "LpNormalization", "MeanVarianceNormalization", "Shape", "Size", "EyeLike", "Det", "Einsum",
-      // host_eval_matmul.cc
-      "MatMul",
+      // host_eval_matmul.cc, host_eval_quantize.cc
+      "MatMul", "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul",
+      "ConvInteger", "QLinearConv",
       // host_eval_detection.cc, host_eval_unique.cc
       "NonMaxSuppression", "Unique"};
   if (!node.domain.empty()) return false;
@@ -498,7 +499,7 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     if (!node.domain.empty())
       throw Error(ErrorKind::kUnsupported,
                   NodeLabel(node) + ": domain '" + node.domain + "' cannot be evaluated on the host");
-    for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalMatMul, EvalLayoutOp,
+    for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalMatMul, EvalQuantizeOp, EvalLayoutOp,
                        EvalSampleOp, EvalDetectionOp, EvalUniqueOp})
       if (HostOutputs family = eval(node, in, opset)) return std::move(*family);
     return EvalBasicOp(node, in, opset);

@@ -34,7 +34,10 @@ bool HostEvaluable(const Node& node);
 /// ScatterElements, ScatterND, OneHot, Compress, ReverseSequence, NonZero;
 /// LpNormalization, MeanVarianceNormalization, Shape, Size, EyeLike, Det;
 /// NonMaxSuppression (host_eval_detection.cc); Unique (host_eval_unique.cc);
-/// MatMul (host_eval_matmul.cc); Softmax, LogSoftmax;
+/// MatMul (host_eval_matmul.cc); QuantizeLinear, DequantizeLinear,
+/// DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger and
+/// QLinearConv (host_eval_quantize.cc: exact integer arithmetic, float32
+/// scaling as ONNX Runtime's CPU kernels); Softmax, LogSoftmax;
 /// Einsum (any subscripts: implicit or explicit output, repeated labels
 /// within an operand for diagonals, "..." for broadcast dimensions).
 ///

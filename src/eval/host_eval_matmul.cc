@@ -50,7 +50,9 @@ void Multiply(const T* a, const T* b, T* c, std::int64_t m, std::int64_t k, std:
   }
 }
 
-Tensor MatMul(const Node& node, const Tensor& a, const Tensor& b) {
+}  // namespace
+
+Tensor MatMulOf(const Node& node, const Tensor& a, const Tensor& b) {
   if (a.dims.empty() || b.dims.empty()) InvalidNode(node, "MatMul of a scalar");
   if (IsInt64(a) != IsInt64(b)) InvalidNode(node, "operands of different element types");
   Dims ad = a.dims, bd = b.dims;
@@ -81,11 +83,9 @@ Tensor MatMul(const Node& node, const Tensor& a, const Tensor& b) {
   return c;
 }
 
-}  // namespace
-
 HostOutputs EvalMatMul(const Node& node, const HostInputs& in, std::int64_t /*opset*/) {
   if (node.op_type != "MatMul") return std::nullopt;
-  return One(MatMul(node, NeedInput(node, in, 0), NeedInput(node, in, 1)));
+  return One(MatMulOf(node, NeedInput(node, in, 0), NeedInput(node, in, 1)));
 }
 
 }  // namespace onnxfuse::eval

@@ -69,5 +69,12 @@ HostOutputs EvalEinsum(const Node& node, const HostInputs& in, std::int64_t opse
 
 /// MatMul (host_eval_matmul.cc).
 HostOutputs EvalMatMul(const Node& node, const HostInputs& in, std::int64_t opset);
+/// MatMul-13 of two tensors of one storage type (host_eval_matmul.cc); `node`
+/// names errors.
+Tensor MatMulOf(const Node& node, const Tensor& a, const Tensor& b);
+
+/// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+/// QLinearMatMul, ConvInteger, QLinearConv (host_eval_quantize.cc).
+HostOutputs EvalQuantizeOp(const Node& node, const HostInputs& in, std::int64_t opset);
 
 }  // namespace onnxfuse::eval

@@ -32,23 +32,22 @@ Dims SpatialAttr(const Node& node, const std::string& name, std::size_t count, s
   return v;
 }
 
+}  // namespace
+
 // ---- MaxPool ----------------------------------------------------------------
 
-struct PoolGeometry {
-  Dims kernel, strides, dilations, pads_begin, out;
-};
-
-// ONNX Operators.md, MaxPool-12: output spatial dims and begin pads.
+// ONNX Operators.md, MaxPool-12 (and Conv-11, whose windows are the same
+// without ceil_mode): output spatial dims and begin pads.
 //   explicit pads: floor or (ceil_mode) ceil of (in + pads - ((k - 1) * d + 1)) / s, + 1
 //   VALID:         ceil((in - ((k - 1) * d + 1) + 1) / s), no pads
 //   SAME_UPPER/SAME_LOWER: ceil(in / s); pads total (out - 1) * s + (k - 1) * d + 1 - in,
 //                  the odd one at the end (UPPER) or the beginning (LOWER)
 // With ceil_mode, a last window that would start in the end padding is
 // dropped (as PyTorch, oneDNN and the oneDNN lowering, backend/lower/ops/pool.cc).
-PoolGeometry PoolGeometryOf(const Node& node, const Dims& x) {
+WindowGeometry WindowGeometryOf(const Node& node, const Dims& x, const Dims& kernel) {
   const std::size_t spatial = x.size() - 2;
-  PoolGeometry g;
-  g.kernel = AttrInts(node, "kernel_shape");
+  WindowGeometry g;
+  g.kernel = kernel;
   if (g.kernel.size() != spatial) InvalidNode(node, "kernel_shape does not match the input rank");
   g.strides = SpatialAttr(node, "strides", spatial, 1);
   g.dilations = SpatialAttr(node, "dilations", spatial, 1);
@@ -79,11 +78,13 @@ PoolGeometry PoolGeometryOf(const Node& node, const Dims& x) {
   return g;
 }
 
+namespace {
+
 // Y and Indices. Each window is scanned in row-major order and the first
 // strictly greater value kept (NaN never is), as ONNX Runtime.
 std::vector<Tensor> MaxPool(const Node& node, const std::vector<const Tensor*>& in) {
   const Tensor& x = SpatialInput(node, in);
-  const PoolGeometry g = PoolGeometryOf(node, x.dims);
+  const WindowGeometry g = WindowGeometryOf(node, x.dims, AttrInts(node, "kernel_shape"));
   const std::size_t spatial = g.out.size();
   const bool column_major = AttrInt(node, "storage_order", 0) != 0;
   Dims out = {x.dims[0], x.dims[1]};

@@ -13,6 +13,18 @@
 
 namespace onnxfuse::eval {
 
+/// The window of a pooling or convolution over X [N, C, D1..Dk]: per spatial
+/// dim its kernel (as given), strides, dilations, begin pads and output dim,
+/// from the node's strides, dilations, pads, auto_pad and ceil_mode (absent:
+/// 1, 1, 0, NOTSET, 0) as MaxPool-12 and Conv-11 define them. Throws
+/// Error(kInvalidModel) naming the node for attributes that do not match the
+/// rank, a kernel larger than the padded input, an unknown auto_pad.
+struct WindowGeometry {
+  std::vector<std::int64_t> kernel, strides, dilations, pads_begin, out;
+};
+WindowGeometry WindowGeometryOf(const Node& node, const std::vector<std::int64_t>& x,
+                                const std::vector<std::int64_t>& kernel);
+
 /// True for MaxPool, MaxUnpool, RoiAlign and LRN.
 bool IsHostWindowOp(const std::string& op_type);
 
