@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -60,6 +61,11 @@ bool HostEvaluable(const Node& node);
 /// not handle, Error(kInvalidModel) for inconsistent inputs (an index out of
 /// range, an integer division by zero, shapes that do not broadcast).
 std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& inputs, std::int64_t opset);
+
+/// The values of a quantized ONNX element type (QuantizeLinear's outputs,
+/// DequantizeLinear's inputs): {low, high} for INT8, UINT8, INT16, UINT16 and
+/// INT32; nullopt for any other type.
+std::optional<std::pair<std::int64_t, std::int64_t>> QuantizedRange(std::int32_t data_type);
 
 /// The output of `node`, a Shape or a Size, over a tensor of `dims`, which is
 /// all either op reads: Shape-15's dims[start:end] as int64 (start 0, end

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "eval/dims.h"
+#include "eval/host_eval.h"
 #include "eval/host_eval_ops.h"
 #include "eval/host_eval_window.h"
 #include "eval/host_tensor.h"
@@ -36,16 +37,11 @@ struct QuantRange {
 
 // The values a quantized tensor of ONNX type `data_type` holds.
 QuantRange RangeOf(const Node& node, std::int32_t data_type) {
-  switch (data_type) {
-    case TensorProto::UINT8: return {0, 255};
-    case TensorProto::INT8: return {-128, 127};
-    case TensorProto::UINT16: return {0, 65535};
-    case TensorProto::INT16: return {-32768, 32767};
-    case TensorProto::INT32: return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
-    default:
-      throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": quantized element type " + std::to_string(data_type) +
-                                               " (only int8, uint8, int16, uint16 and int32)");
-  }
+  const auto range = QuantizedRange(data_type);
+  if (!range)
+    throw Error(ErrorKind::kUnsupported, NodeLabel(node) + ": quantized element type " + std::to_string(data_type) +
+                                             " (only int8, uint8, int16, uint16 and int32)");
+  return {range->first, range->second};
 }
 
 // Element i of `t` as float32, whatever its storage.
@@ -356,6 +352,18 @@ Tensor QLinearConv(const Node& node, const HostInputs& in) {
 }
 
 }  // namespace
+
+std::optional<std::pair<std::int64_t, std::int64_t>> QuantizedRange(std::int32_t data_type) {
+  using Range = std::pair<std::int64_t, std::int64_t>;
+  switch (data_type) {
+    case TensorProto::UINT8: return Range{0, 255};
+    case TensorProto::INT8: return Range{-128, 127};
+    case TensorProto::UINT16: return Range{0, 65535};
+    case TensorProto::INT16: return Range{-32768, 32767};
+    case TensorProto::INT32: return Range{std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+    default: return std::nullopt;
+  }
+}
 
 HostOutputs EvalQuantizeOp(const Node& node, const HostInputs& in, std::int64_t opset) {
   const std::string& op = node.op_type;

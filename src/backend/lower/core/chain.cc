@@ -19,6 +19,7 @@
 #include "backend/lower/ops/binary.h"
 #include "backend/lower/ops/broadcast_binary.h"
 #include "backend/lower/fused/channel_scale.h"
+#include "backend/lower/fused/quantize_dequantize.h"
 #include "backend/lower/ops/concat.h"
 #include "backend/lower/ops/conv.h"
 #include "backend/lower/ops/deconv.h"
@@ -369,6 +370,14 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
     if (TryFold(b, id)) {
       b.Consume(node);
       continue;
+    }
+    // The QDQ format's fake quantization: one float pass, no integer tensor.
+    if (b.fuse && node.op_type == "QuantizeLinear") {
+      if (chain) Flush(b, *chain), chain.reset();
+      if (LowerQuantizeDequantize(b, id)) {
+        b.Consume(node);
+        continue;
+      }
     }
     // Integer and bool values computed at run time: the host evaluator's
     // (a recurrent node's run-time sequence_lens: refused by EmitRecurrent).

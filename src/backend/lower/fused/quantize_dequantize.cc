@@ -1,0 +1,74 @@
+#include "backend/lower/fused/quantize_dequantize.h"
+
+#include <optional>
+
+#include "backend/kernels/quantize_dequantize.h"
+#include "eval/host_eval.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+// A per-tensor quantization: scale, zero point and the zero point's type.
+struct PerTensor {
+  float scale = 1;
+  std::int64_t zero_point = 0;
+  std::int32_t type = onnx::TensorProto::UINT8;
+  bool operator==(const PerTensor& o) const {
+    return scale == o.scale && zero_point == o.zero_point && type == o.type;
+  }
+};
+
+// Inputs 1 (scale) and 2 (zero point, optional) of `node` as one constant
+// per-tensor quantization, or nullopt. DequantizeLinear without a zero point
+// takes its input's type.
+std::optional<PerTensor> PerTensorOf(Builder& b, const Node& node, std::int32_t default_type) {
+  const ValueId scale = node.inputs.size() > 1 ? node.inputs[1] : kNoValue;
+  const ValueId zero = node.inputs.size() > 2 ? node.inputs[2] : kNoValue;
+  if (scale == kNoValue || !b.IsConst(scale) || (zero != kNoValue && !b.IsConst(zero))) return std::nullopt;
+  const Tensor& s = b.Const(scale, node);
+  if (s.NumElements() != 1 || s.data.size() != 1) return std::nullopt;
+  PerTensor p{s.data[0], 0, default_type};
+  if (zero != kNoValue) {
+    const Tensor& z = b.Const(zero, node);
+    if (z.NumElements() != 1 || z.int_data.size() != 1) return std::nullopt;
+    p.zero_point = z.int_data[0];
+    p.type = z.DataType();
+  }
+  return p;
+}
+
+}  // namespace
+
+bool LowerQuantizeDequantize(Builder& b, NodeId id) {
+  const Node& q = b.graph.node(id);
+  if (!b.fuse || q.op_type != "QuantizeLinear" || !q.domain.empty() || q.outputs.empty()) return false;
+  const ValueId x = q.inputs.at(0), quantized = q.outputs[0];
+  const Value& value = b.graph.value(quantized);
+  if (value.is_graph_output || value.consumers.size() != 1 || !b.IsAct(x) || b.IsIntAct(x)) return false;
+  const Node& dq = b.graph.node(value.consumers[0]);
+  if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || dq.inputs.at(0) != quantized) return false;
+  const auto quantize = PerTensorOf(b, q, onnx::TensorProto::UINT8);
+  const auto dequantize = PerTensorOf(b, dq, value.type.elem_type);
+  if (!quantize || !dequantize || !(*quantize == *dequantize) || !(quantize->scale > 0)) return false;
+  const auto range = eval::QuantizedRange(quantize->type);
+  if (!range || range->first > quantize->zero_point || quantize->zero_point > range->second) return false;
+
+  Arg src = IsDense(b.ActOf(x, q).md) ? b.UseAsIs(x, q) : b.UsePlain(x, q);  // the kernel runs over all bytes
+  Act dst = b.NewAct(b.ActOf(x, q).dims, src.md);
+  const std::int64_t count = static_cast<std::int64_t>(src.md.get_size() / sizeof(float));
+  const float scale = quantize->scale;
+  const auto low = static_cast<float>(range->first - quantize->zero_point);
+  const auto high = static_cast<float>(range->second - quantize->zero_point);
+  b.EmitCustom("quantize_dequantize", q.name + "+" + dq.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
+               [count, scale, low, high](const std::vector<void*>& data) {
+                 QuantizeDequantize(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), count, scale,
+                                    low, high);
+               },
+               dst.md);
+  Absorb(b, {&dq});
+  b.SetAct(dq.outputs.at(0), dst);
+  return true;
+}
+
+}  // namespace onnxfuse::backend
