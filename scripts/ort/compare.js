@@ -223,10 +223,14 @@ function floatToHalf(value) {
 
 // --- running and comparing --------------------------------------------------
 
-async function load(file, threads) {
+// `level`: ONNX Runtime's graph optimization level. 'all' (the default) is
+// how users run it; 'disabled' runs every node as the model states it (a
+// QDQ model's QuantizeLinear and DequantizeLinear as such, around float
+// convolutions, instead of fused into int8 kernels).
+async function load(file, threads, level = 'all') {
   if (!fs.existsSync(file)) throw new UsageError(`no such file ${file}`);
   try {
-    return await ort.InferenceSession.create(file, { graphOptimizationLevel: 'all', intraOpNumThreads: threads });
+    return await ort.InferenceSession.create(file, { graphOptimizationLevel: level, intraOpNumThreads: threads });
   } catch (e) {
     throw new UsageError(`cannot load ${file}: ${firstLine(e.message)}`);
   }

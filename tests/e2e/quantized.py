@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""QDQ models (scripts/export_quantized.py: ResNet-18 and MobileNet-V2 in the
+format ONNX Runtime's static quantizer writes) through `onnx-fuse run`, fused
+and unfused, and through onnxfuse.InferenceSession, against ONNX Runtime.
+
+    tests/e2e/quantized.py BIN MODELS_DIR WORK_DIR
+
+The reference is ONNX Runtime with graph optimizations disabled
+(scripts/ort/infer.js --optimization disabled): every QuantizeLinear and
+DequantizeLinear as the model states it, around float convolutions, the
+semantics onnx-fuse's plans follow. Where two runtimes sum a convolution in
+another order, an output near a rounding boundary of the next QuantizeLinear
+can land one step apart, and a deep network carries such steps on; so the
+checks are, per model:
+  - the fused plan runs every QuantizeLinear -> DequantizeLinear pair as one
+    quantize_dequantize step and has no host step (`run --json`'s steps);
+  - the session's outputs equal `run`'s fused ones, bit for bit;
+  - fused, unfused and session outputs have ONNX Runtime's top-1 class, and
+    their difference from ONNX Runtime's output (compare.js's max rel) is
+    below what quantizing the model changed in ONNX Runtime's own output
+    (its float model's against its QDQ model's): the runtimes differ by less
+    than the quantization does.
+ONNX Runtime with its optimizations ("all": int8 kernels, which on AVX2
+without VNNI may saturate their 16-bit pair sums, as its documentation warns)
+is measured and printed, not checked. A missing model, module or tool fails.
+
+Exit status: 0 every check holds; 1 otherwise.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from zoo_check import max_rel  # noqa: E402
+
+INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
+MODELS = ["resnet18", "mobilenet_v2"]
+
+
+def read(path):
+    return numpy_helper.to_array(onnx.load_tensor(path))
+
+
+def ort(model, inputs, folder, level):
+    os.makedirs(folder, exist_ok=True)
+    subprocess.run(["cp", os.path.join(inputs, "input_0.pb"), folder], check=True)
+    subprocess.run(["node", INFER_JS, model, folder, "--threads", "1", "--optimization", level], check=True,
+                   capture_output=True)
+    return read(os.path.join(folder, "output_0.pb"))
+
+
+def run(binary, model, inputs, folder, fuse):
+    args = [binary, "run", model, "--inputs", inputs, "--outputs", folder, "--threads", "1", "--iterations", "1",
+            "--warmup", "0", "--json"] + ([] if fuse else ["--no-fuse"])
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed: %s" % (" ".join(args), p.stderr.strip()[-400:]))
+    return read(os.path.join(folder, "output_0.pb")), json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def check_model(binary, models, work, name, failures):
+    model = os.path.join(models, name + "-qdq", "model.onnx")
+    data = os.path.join(models, name + "-qdq", "test_data_set_0")
+    float_output = read(os.path.join(models, name, "test_data_set_0", "output_0.pb"))
+    x = read(os.path.join(data, "input_0.pb"))
+    folder = os.path.join(work, name)
+    reference = ort(os.path.join(models, name, "model.onnx"), data, os.path.join(folder, "ort_float"), "disabled")
+    expected = ort(model, data, os.path.join(folder, "ort_disabled"), "disabled")
+    optimized = ort(model, data, os.path.join(folder, "ort_all"), "all")
+    quantization = max_rel(reference, expected)
+
+    fused, report = run(binary, model, data, os.path.join(folder, "fused"), True)
+    unfused, _ = run(binary, model, data, os.path.join(folder, "unfused"), False)
+    import onnxfuse  # build/python, on PYTHONPATH
+    session = onnxfuse.InferenceSession(model, threads=1)
+    served = session.run(None, {session.get_inputs()[0].name: x})[0]
+
+    pairs = sum(1 for n in onnx.load(model).graph.node if n.op_type == "QuantizeLinear")
+    kinds = [step["kind"] for step in report["steps"]]
+    print("%s: %d QuantizeLinear -> DequantizeLinear pairs, %d quantize_dequantize steps, %d host steps; "
+          "quantization changed ORT's output by max rel %.3g" % (name, pairs, kinds.count("quantize_dequantize"),
+                                                                 kinds.count("host"), quantization))
+    if kinds.count("quantize_dequantize") != pairs or "host" in kinds:
+        failures.append("%s: the fused plan does not run every pair as one quantize_dequantize step" % name)
+    if not np.array_equal(served, fused):
+        failures.append("%s: the session's output differs from run's fused output" % name)
+    for label, actual in (("fused", fused), ("unfused", unfused), ("session", served)):
+        rel = max_rel(expected, actual)
+        same_class = int(actual.argmax()) == int(expected.argmax())
+        print("  %-8s max rel %.3g against ORT (optimizations disabled), %.3g against ORT (all); top-1 %s" %
+              (label, rel, max_rel(optimized, actual), "same" if same_class else "DIFFERS"))
+        if not same_class or not rel < quantization:
+            failures.append("%s %s: max rel %.3g against ORT, top-1 %s (quantization: %.3g)" %
+                            (name, label, rel, "same" if same_class else "differs", quantization))
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__.strip().splitlines()[3].strip(), file=sys.stderr)
+        return 2
+    binary, models, work = sys.argv[1:]
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(binary)), "python"))
+    failures = []
+    for name in MODELS:
+        try:
+            check_model(binary, models, work, name, failures)
+        except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
+            failures.append("%s: %s" % (name, e))
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
