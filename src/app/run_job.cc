@@ -335,7 +335,8 @@ int RunJob(const RunOptions& options, std::ostream& out) {
                         {"scratchpad_bytes", ps.scratchpad_bytes},
                         {"weight_bytes", ps.weight_bytes}};
     if (options.check) {
-      j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks}};
+      j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks},
+                    {"without_fake_quantization", verification->without_fake_quantization}};
       if (!check_ok) {
         j["check"]["first_difference"] = first_difference;  // null when not localized
         j["check"]["summary"] = verification->Summary();
@@ -389,9 +390,10 @@ int RunJob(const RunOptions& options, std::ostream& out) {
       out << "\n";
     }
     if (options.profile) PrintProfile(out, exec.Schedule(), step_ms, options.iterations);
+    const bool float_graph = verification && verification->without_fake_quantization;
     for (const auto& c : checks)
       out << std::scientific << std::setprecision(2) << "  check " << c["output"].get<std::string>()
-          << " (fused vs unfused): max abs " << c["max_abs"].get<double>() << ", max rel " << c["max_rel"].get<double>()
+          << (float_graph ? " (fused vs unfused, without fake quantization)" : " (fused vs unfused)") << ": max abs " << c["max_abs"].get<double>() << ", max rel " << c["max_rel"].get<double>()
           << (c["ok"].get<bool>() ? " ok" : " FAILED") << "\n"
           << std::fixed;
     if (!check_ok) out << "  " << verification->Summary() << "\n";

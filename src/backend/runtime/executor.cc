@@ -162,6 +162,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
   auto impl = std::make_unique<Impl>();
   if (options.packed) impl->constant_storage = options.packed->storage;
   Builder b(graph, options.fuse, impl->engine, options.packed.get(), releasable);
+  b.fake_quantize = options.fake_quantize;
 
   for (ValueId v : graph.inputs()) {
     const Value& value = graph.value(v);

@@ -45,6 +45,13 @@ struct GroupDifference {
 
 struct Verification {
   bool ok = true;
+  /// The graph quantizes activations and dequantizes them again (the QDQ
+  /// format): the plans compared were compiled once more without fake
+  /// quantization (CompileOptions::fake_quantize false: the float graph it
+  /// quantizes), since a QuantizeLinear turns any difference in float
+  /// rounding, such as another summation order, into a whole step. The
+  /// pairs' own lowering equals the two ops bit for bit (its unit tests).
+  bool without_fake_quantization = false;
   std::vector<OutputCheck> outputs;      ///< in graph-output order
   std::optional<GroupDifference> first;  ///< set when !ok and the difference was localized
   std::string localization_note;         ///< when !ok and not localized: why not
@@ -54,7 +61,9 @@ struct Verification {
 };
 
 /// Compares `fused` with `unfused` (outputs of the two plans of `graph` on
-/// `inputs`, in graph-output order): float outputs at `rtol`, integer and
+/// `inputs`, in graph-output order; for a graph with fake quantization, the
+/// outputs of both plans compiled without it instead, see
+/// Verification::without_fake_quantization): float outputs at `rtol`, integer and
 /// bool outputs exactly (a difference of 1 in an index is never rounding);
 /// when some output differs,
 /// localizes the difference to a group of `plan` (compiling and running both

@@ -101,6 +101,9 @@ class Builder {
 
   const Graph& graph;
   const bool fuse;  ///< fused mode: format_tag::any and post-ops; otherwise plain layouts
+  /// CompileOptions::fake_quantize: false lowers a QuantizeLinear ->
+  /// DequantizeLinear pair as the identity (backend/lower/fused/quantize_dequantize.h).
+  bool fake_quantize = true;
   dnnl::engine engine;
   dnnl::stream stream;  ///< for build-time reorders of weights
 

@@ -371,8 +371,9 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       b.Consume(node);
       continue;
     }
-    // The QDQ format's fake quantization: one float pass, no integer tensor.
-    if (b.fuse && node.op_type == "QuantizeLinear") {
+    // The QDQ format's fake quantization: one float pass, no integer tensor
+    // (or none at all, without fake quantization).
+    if ((b.fuse || !b.fake_quantize) && node.op_type == "QuantizeLinear") {
       if (chain) Flush(b, *chain), chain.reset();
       if (LowerQuantizeDequantize(b, id)) {
         b.Consume(node);

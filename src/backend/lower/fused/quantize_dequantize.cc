@@ -42,12 +42,18 @@ std::optional<PerTensor> PerTensorOf(Builder& b, const Node& node, std::int32_t 
 
 bool LowerQuantizeDequantize(Builder& b, NodeId id) {
   const Node& q = b.graph.node(id);
-  if (!b.fuse || q.op_type != "QuantizeLinear" || !q.domain.empty() || q.outputs.empty()) return false;
+  if ((!b.fuse && b.fake_quantize) || q.op_type != "QuantizeLinear" || !q.domain.empty() || q.outputs.empty())
+    return false;
   const ValueId x = q.inputs.at(0), quantized = q.outputs[0];
   const Value& value = b.graph.value(quantized);
   if (value.is_graph_output || value.consumers.size() != 1 || !b.IsAct(x) || b.IsIntAct(x)) return false;
   const Node& dq = b.graph.node(value.consumers[0]);
   if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || dq.inputs.at(0) != quantized) return false;
+  if (!b.fake_quantize) {
+    Absorb(b, {&dq});
+    b.SetAct(dq.outputs.at(0), b.ActOf(x, q));
+    return true;
+  }
   const auto quantize = PerTensorOf(b, q, onnx::TensorProto::UINT8);
   const auto dequantize = PerTensorOf(b, dq, value.type.elem_type);
   if (!quantize || !dequantize || !(*quantize == *dequantize) || !(quantize->scale > 0)) return false;

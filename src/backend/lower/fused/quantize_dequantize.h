@@ -15,6 +15,10 @@ namespace onnxfuse::backend {
 /// the DequantizeLinear's output, absorbs the DequantizeLinear and returns
 /// true. The result equals the two ops' (src/eval/host_eval_quantize.cc) bit
 /// for bit. Otherwise emits nothing and returns false.
+/// Without fake quantization (Builder::fake_quantize false), in either mode,
+/// any QuantizeLinear read by one DequantizeLinear alone and no graph output
+/// is the identity instead: the DequantizeLinear's output is the
+/// QuantizeLinear's input, no step is emitted, and the result is true.
 bool LowerQuantizeDequantize(Builder& b, NodeId id);
 
 }  // namespace onnxfuse::backend

@@ -76,3 +76,65 @@ TEST_CASE("integer outputs must agree exactly: a difference far below rtol still
   CHECK(v.outputs[0].max_abs == 1);
   CHECK(v.outputs[0].max_rel < kVerifyRtol);
 }
+
+namespace {
+
+// Conv -> QuantizeLinear -> DequantizeLinear -> Conv: the fused and unfused
+// convolutions sum in other orders, and a fine scale turns that into steps.
+const char* const kQdqConvs = R"(<ir_version: 8, opset_import: ["" : 13]>
+  g (float[1,8,6,6] x) => (float[1,8,6,6] y) {
+    w = Constant <value = float[8,8,3,3] {)";
+
+std::string QdqConvs() {
+  std::string text = kQdqConvs;
+  for (int i = 0; i < 8 * 8 * 9; ++i) text += (i ? "," : "") + std::to_string(((i * 37) % 19 - 9) / 23.0);
+  return text + R"(}> ()
+    s = Constant <value = float {0.001}> ()
+    z = Constant <value = uint8 {128}> ()
+    c = Conv <pads = [1, 1, 1, 1]> (x, w)
+    q = QuantizeLinear (c, s, z)
+    d = DequantizeLinear (q, s, z)
+    y = Conv <pads = [1, 1, 1, 1]> (d, w)
+  })";
+}
+
+}  // namespace
+
+TEST_CASE("a QDQ graph is verified without fake quantization, and a wrong step still fails it", "[verify]") {
+  Graph graph = test::GraphFromText(QdqConvs());
+  FusionPlan plan = test::FusePostdom(graph);
+  Verification v = Verify(graph, plan);
+  CHECK(v.without_fake_quantization);
+  CHECK(v.ok);
+  CHECK(v.Summary().find("without fake quantization") != std::string::npos);
+  const NodeId last = graph.value(*graph.FindValue("y")).producer;
+  test::FaultAt fault(graph.node(last).name);
+  v = Verify(graph, plan);
+  CHECK_FALSE(v.ok);
+  REQUIRE(v.first);
+  CHECK(v.first->value == "y");
+}
+
+TEST_CASE("without fake quantization a QuantizeLinear -> DequantizeLinear pair is the identity in both modes",
+          "[verify][quantize]") {
+  Graph graph = test::GraphFromText(QdqConvs());
+  FusionPlan plan = test::FusePostdom(graph);
+  const std::vector<Tensor> inputs = RandomInputs(graph);
+  // The float graph: y = Conv(Conv(x)), the pair taken out.
+  std::string text = QdqConvs();
+  text.replace(text.find("q = Quantize"), text.find("y = Conv") - text.find("q = Quantize"), "");
+  text.replace(text.find("(d, w)"), 6, "(c, w)");
+  Graph float_graph = test::GraphFromText(text);
+  for (bool fuse : {true, false}) {
+    INFO("fuse " << fuse);
+    CompileOptions options{fuse};
+    options.fake_quantize = false;
+    const Tensor y = ExecutablePlan::Compile(graph, plan, options).Run(inputs).at(0);
+    const Tensor expected = ExecutablePlan::Compile(float_graph, test::FusePostdom(float_graph), CompileOptions{fuse})
+                                .Run(inputs).at(0);
+    CHECK(y.data == expected.data);
+    // With it, the steps of 0.001 show.
+    const Tensor quantized = ExecutablePlan::Compile(graph, plan, CompileOptions{fuse}).Run(inputs).at(0);
+    CHECK(quantized.data != expected.data);
+  }
+}
