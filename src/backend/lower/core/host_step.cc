@@ -36,6 +36,7 @@ struct HostInput {
   int arg = -1;
   Dims dims;
   std::int32_t elem_type = onnx::TensorProto::FLOAT;
+  std::int32_t data_type = 0;  // the ONNX type the stored values stand for (a zero point's uint8 or int8)
 };
 
 struct HostOutput {
@@ -48,6 +49,7 @@ Tensor ReadInput(const HostInput& in, const std::vector<void*>& data) {
   Tensor t;
   t.dims = in.dims;
   t.elem_type = in.elem_type;
+  t.data_type = in.data_type;
   const auto n = static_cast<std::size_t>(Product(in.dims));
   if (in.elem_type == onnx::TensorProto::INT64) {
     t.int_data.resize(n);
@@ -189,6 +191,7 @@ void EmitHostStep(Builder& b, NodeId id) {
       const Act& act = b.AnyActOf(v, node);
       const Arg arg = act.elem_type == onnx::TensorProto::FLOAT ? b.UsePlain(v, node) : Arg{act.slot, act.md, {}};
       in.arg = static_cast<int>(args.size()), in.dims = act.dims, in.elem_type = act.elem_type;
+      in.data_type = b.graph.value(v).type.elem_type;
       args.emplace_back(static_cast<int>(args.size()), arg);
     } else {
       in.constant = b.SharedConst(v, node);  // the compiles at other shapes share it too
