@@ -40,6 +40,9 @@ PreparedModel PrepareGraph(Graph graph, const PrepareOptions& options) {
   // Where; a written model keeps the If, which other runtimes run one branch of.
   p.control_flow = InlineControlFlow(*p.graph, ControlFlowOptions{/*select_run_time_if=*/executable});
   if (executable && !options.keep_run_time_control_flow) RequireNoControlFlow(*p.graph, p.control_flow);
+  // The QOperator format runs as the QDQ form it computes: one way for the
+  // backend to run a static quantization.
+  if (executable) p.qoperators = ExpressQOperatorsAsQdq(*p.graph);
   if (options.fold_bn) p.bn_folding = FoldBatchNormIntoConv(*p.graph);
   // Function ops the backend has no lowering for run as their ONNX bodies; a
   // written model keeps them as the model wrote them.
