@@ -7,8 +7,9 @@ material for onnx-fuse's int8 path.
 
 NAME (default: resnet18 mobilenet_v2) is a float model exported by
 scripts/export_models.py, MODELS/NAME/model.onnx with its test_data_set_0.
-Writes MODELS/NAME-qdq/model.onnx and test_data_set_0/ (the float model's
-input, and ONNX Runtime's output of the QDQ model for it, scripts/ort/infer.js).
+Writes MODELS/NAME-qdq/ and MODELS/NAME-qoperator/, each a model.onnx and
+test_data_set_0/ (the float model's input, and ONNX Runtime's output of that
+model for it, scripts/ort/infer.js).
 
 The format (onnxruntime.quantization.quantize_static with QuantFormat.QDQ,
 its defaults: uint8 activations, int8 weights per channel):
@@ -26,6 +27,15 @@ its defaults: uint8 activations, int8 weights per channel):
 Calibration: min and max of each activation over the test input and three
 more inputs (standard normal, seed 2026), from ONNX Runtime's float run of
 the model with every activation as an extra output.
+
+The QOperator twin (QuantFormat.QOperator) is the same quantization with
+each convolution as one QLinearConv (x, its scale and zero point, the int8
+weights, theirs, the output's, the int32 bias): DequantizeLinear ->
+Conv -> QuantizeLinear, and a Relu or Clip between Conv and QuantizeLinear
+that the quantized range already clamps (zero point 0, and for Clip an upper
+bound of at least the range's top), as ONNX Runtime's quantizer folds it.
+What has no QOperator form among the default-domain ops (Add, pooling, the
+classifier's Gemm) stays as QDQ.
 """
 
 import argparse
@@ -198,6 +208,7 @@ def quantize(model, ranges):
                 helper.make_node("DequantizeLinear", [f"{name}_q", f"{name}_scale", f"{name}_zp"], [renamed[name]],
                                  name=f"{name}_DequantizeLinear")]
 
+    read = {name for n in graph.node for name in n.input}
     for i in graph.input:
         if i.name in params:
             nodes += qdq(i.name)
@@ -231,7 +242,7 @@ def quantize(model, ranges):
                     node.input[bias_slot] = f"{bname}_dq"
         nodes.append(node)
         for name in node.output:
-            if name in params:
+            if name in params and name in read:  # a graph output nothing reads stays float alone
                 nodes += qdq(name)
 
     used = {name for n in nodes for name in n.input}
@@ -244,10 +255,100 @@ def quantize(model, ranges):
     return qmodel
 
 
+def as_qoperator(qmodel):
+    """The QOperator twin of a QDQ model written by quantize()."""
+    graph = qmodel.graph
+    tensors = {t.name: t for t in graph.initializer}
+    for n in graph.node:  # Constant nodes' values too (Clip's bounds)
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            tensors[n.output[0]] = n.attribute[0].t
+    producer = {o: n for n in graph.node for o in n.output}
+    consumers = {}
+    for n in graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+
+    def dequantized(name):
+        node = producer.get(name)
+        return node if node is not None and node.op_type == "DequantizeLinear" else None
+
+    def clamps(activation, q):
+        """Whether `activation` (a Relu or Clip) changes nothing that q's range keeps."""
+        zero_point = numpy_helper.to_array(tensors[q.input[2]])
+        if int(zero_point) != 0:
+            return False
+        if activation.op_type == "Relu":
+            return True
+        bounds = [numpy_helper.to_array(tensors[i]) if i in tensors else None for i in activation.input[1:3]]
+        top = 255 * float(numpy_helper.to_array(tensors[q.input[1]]))
+        return len(bounds) == 2 and bounds[0] is not None and float(bounds[0]) <= 0 and bounds[1] is not None \
+            and float(bounds[1]) >= top
+
+    replaced, dropped = {}, set()
+    for conv in [n for n in graph.node if n.op_type == "Conv"]:
+        parts = [dequantized(i) for i in conv.input]
+        if len(parts) != 3 or any(p is None for p in parts):
+            continue
+        after = consumers.get(conv.output[0], [])
+        if len(after) != 1:
+            continue
+        q, activation = after[0], None
+        if q.op_type in ("Relu", "Clip"):
+            activation = q
+            after = consumers.get(activation.output[0], [])
+            if len(after) != 1 or after[0].op_type != "QuantizeLinear" or not clamps(activation, after[0]):
+                continue
+            q = after[0]
+        if q.op_type != "QuantizeLinear":
+            continue
+        x, w, b = parts
+        qconv = helper.make_node("QLinearConv", [x.input[0], x.input[1], x.input[2], w.input[0], w.input[1], w.input[2],
+                                                 q.input[1], q.input[2], b.input[0]], [q.output[0]],
+                                 name=conv.name + "_quant")
+        qconv.attribute.extend(conv.attribute)
+        replaced[id(q)] = qconv
+        dropped.update({id(conv), id(w), id(b)} | ({id(activation)} if activation is not None else set()))
+    nodes = [replaced.get(id(n), n) for n in graph.node if id(n) not in dropped]
+    # DequantizeLinear and Constant nodes that nothing reads any more (a
+    # QLinearConv reads x quantized; a folded Clip's bounds).
+    while True:
+        read = {i for n in nodes for i in n.input} | {o.name for o in graph.output}
+        kept = [n for n in nodes if n.op_type not in ("DequantizeLinear", "Constant") or n.output[0] in read]
+        if len(kept) == len(nodes):
+            break
+        nodes = kept
+    read = {i for n in nodes for i in n.input}
+    qgraph = helper.make_graph(nodes, graph.name.replace("_qdq", "_qoperator"), list(graph.input), list(graph.output),
+                               [t for t in graph.initializer if t.name in read])
+    model = helper.make_model(qgraph, opset_imports=list(qmodel.opset_import), producer_name=qmodel.producer_name)
+    model.ir_version = qmodel.ir_version
+    onnx.checker.check_model(model)
+    return model
+
+
+def write(target, model, test_input, input_name):
+    """TARGET/model.onnx and test_data_set_0 (ONNX Runtime's output), written whole or not at all."""
+    staging = target + ".partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(os.path.join(staging, "test_data_set_0"))
+    onnx.save(model, os.path.join(staging, "model.onnx"))
+    onnx.save_tensor(numpy_helper.from_array(test_input, input_name),
+                     os.path.join(staging, "test_data_set_0", "input_0.pb"))
+    subprocess.run(["node", INFER_JS, os.path.join(staging, "model.onnx"), os.path.join(staging, "test_data_set_0")],
+                   check=True, stdout=subprocess.DEVNULL)
+    shutil.rmtree(target, ignore_errors=True)
+    os.rename(staging, target)
+    counts = {}
+    for node in model.graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    print(f"{target}/model.onnx: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items())))
+
+
 def export(name, models, force):
     source = os.path.join(models, name)
     target = os.path.join(models, f"{name}-qdq")
-    if os.path.exists(os.path.join(target, "model.onnx")) and not force:
+    done = all(os.path.exists(os.path.join(models, f"{name}-{form}", "model.onnx")) for form in ("qdq", "qoperator"))
+    if done and not force:
         print(f"{target}: exists (--force to write it again)")
         return
     model = fold_batch_norm(onnx.load(os.path.join(source, "model.onnx")))
@@ -258,22 +359,9 @@ def export(name, models, force):
     initializers = {t.name for t in model.graph.initializer}
     with tempfile.TemporaryDirectory() as folder:
         ranges = calibrate(model, activations(model, initializers), samples, folder)
-        qmodel = quantize(model, ranges)
-        staging = target + ".partial"
-        shutil.rmtree(staging, ignore_errors=True)
-        os.makedirs(os.path.join(staging, "test_data_set_0"))
-        onnx.save(qmodel, os.path.join(staging, "model.onnx"))
-        onnx.save_tensor(numpy_helper.from_array(test_input, model.graph.input[0].name),
-                         os.path.join(staging, "test_data_set_0", "input_0.pb"))
-        subprocess.run(["node", INFER_JS, os.path.join(staging, "model.onnx"), os.path.join(staging, "test_data_set_0")],
-                       check=True, stdout=subprocess.DEVNULL)
-        shutil.rmtree(target, ignore_errors=True)
-        os.rename(staging, target)
-    counts = {}
-    for node in qmodel.graph.node:
-        counts[node.op_type] = counts.get(node.op_type, 0) + 1
-    print(f"{target}/model.onnx: {len(ranges)} activations quantized; "
-          + ", ".join(f"{op} {n}" for op, n in sorted(counts.items())))
+    qmodel = quantize(model, ranges)
+    write(target, qmodel, test_input, model.graph.input[0].name)
+    write(os.path.join(models, f"{name}-qoperator"), as_qoperator(qmodel), test_input, model.graph.input[0].name)
 
 
 def main():

@@ -1,19 +1,24 @@
 #!/usr/bin/python3
-"""QDQ models (scripts/export_quantized.py: ResNet-18 and MobileNet-V2 in the
-format ONNX Runtime's static quantizer writes) through `onnx-fuse run`, fused
-and unfused, and through onnxfuse.InferenceSession, against ONNX Runtime.
+"""Quantized models (scripts/export_quantized.py: ResNet-18 and MobileNet-V2
+in the two formats ONNX Runtime's static quantizer writes, QDQ and
+QOperator) through `onnx-fuse run`, fused and unfused, and through
+onnxfuse.InferenceSession, against ONNX Runtime.
 
     tests/e2e/quantized.py BIN MODELS_DIR WORK_DIR
 
 The reference is ONNX Runtime with graph optimizations disabled
-(scripts/ort/infer.js --optimization disabled): every QuantizeLinear and
-DequantizeLinear as the model states it, around float convolutions, the
-semantics onnx-fuse's plans follow. Where two runtimes sum a convolution in
+(scripts/ort/infer.js --optimization disabled) on the QDQ model: every
+QuantizeLinear and DequantizeLinear as the model states it, around float
+convolutions, the semantics onnx-fuse's plans follow. The QOperator twin
+computes the same quantization (each QLinearConv is its QDQ form), which ONNX
+Runtime runs on its int8 kernel at any optimization level, so the QDQ
+model's run is its reference too. Where two runtimes sum a convolution in
 another order, an output near a rounding boundary of the next QuantizeLinear
 can land one step apart, and a deep network carries such steps on; so the
 checks are, per model:
-  - the fused plan runs every QuantizeLinear -> DequantizeLinear pair as one
-    quantize_dequantize step and has no host step (`run --json`'s steps);
+  - the fused plan runs every quantization (a QuantizeLinear, or the output
+    of a QLinearConv, which runs as its QDQ form) as one quantize_dequantize
+    step and has no host step (`run --json`'s steps);
   - the session's outputs equal `run`'s fused ones, bit for bit;
   - fused, unfused and session outputs have ONNX Runtime's top-1 class, and
     their difference from ONNX Runtime's output (compare.js's max rel) is
@@ -22,7 +27,7 @@ checks are, per model:
     than the quantization does.
 ONNX Runtime with its optimizations ("all": int8 kernels, which on AVX2
 without VNNI may saturate their 16-bit pair sums, as its documentation warns)
-is measured and printed, not checked. A missing model, module or tool fails.
+on the model itself is measured and printed, not checked. A missing model, module or tool fails.
 
 Exit status: 0 every check holds; 1 otherwise.
 """
@@ -41,6 +46,7 @@ from zoo_check import max_rel  # noqa: E402
 
 INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
 MODELS = ["resnet18", "mobilenet_v2"]
+FORMS = ["qdq", "qoperator"]
 
 
 def read(path):
@@ -64,14 +70,18 @@ def run(binary, model, inputs, folder, fuse):
     return read(os.path.join(folder, "output_0.pb")), json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def check_model(binary, models, work, name, failures):
-    model = os.path.join(models, name + "-qdq", "model.onnx")
-    data = os.path.join(models, name + "-qdq", "test_data_set_0")
-    float_output = read(os.path.join(models, name, "test_data_set_0", "output_0.pb"))
+def check_model(binary, models, work, base, form, failures):
+    name = "%s-%s" % (base, form)
+    model = os.path.join(models, name, "model.onnx")
+    data = os.path.join(models, name, "test_data_set_0")
     x = read(os.path.join(data, "input_0.pb"))
     folder = os.path.join(work, name)
-    reference = ort(os.path.join(models, name, "model.onnx"), data, os.path.join(folder, "ort_float"), "disabled")
-    expected = ort(model, data, os.path.join(folder, "ort_disabled"), "disabled")
+    reference = ort(os.path.join(models, base, "model.onnx"), data, os.path.join(folder, "ort_float"), "disabled")
+    # The QOperator twin is the QDQ model's quantization with each convolution
+    # as one QLinearConv, which ONNX Runtime runs on its int8 kernel at every
+    # optimization level: the QDQ model's nodes as they are stand for both.
+    qdq = os.path.join(models, base + "-qdq", "model.onnx")
+    expected = ort(qdq, data, os.path.join(folder, "ort_disabled"), "disabled")
     optimized = ort(model, data, os.path.join(folder, "ort_all"), "all")
     quantization = max_rel(reference, expected)
 
@@ -81,9 +91,9 @@ def check_model(binary, models, work, name, failures):
     session = onnxfuse.InferenceSession(model, threads=1)
     served = session.run(None, {session.get_inputs()[0].name: x})[0]
 
-    pairs = sum(1 for n in onnx.load(model).graph.node if n.op_type == "QuantizeLinear")
+    pairs = sum(1 for n in onnx.load(model).graph.node if n.op_type in ("QuantizeLinear", "QLinearConv"))
     kinds = [step["kind"] for step in report["steps"]]
-    print("%s: %d QuantizeLinear -> DequantizeLinear pairs, %d quantize_dequantize steps, %d host steps; "
+    print("%s: %d quantizations, %d quantize_dequantize steps, %d host steps; "
           "quantization changed ORT's output by max rel %.3g" % (name, pairs, kinds.count("quantize_dequantize"),
                                                                  kinds.count("host"), quantization))
     if kinds.count("quantize_dequantize") != pairs or "host" in kinds:
@@ -108,10 +118,11 @@ def main():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(binary)), "python"))
     failures = []
     for name in MODELS:
-        try:
-            check_model(binary, models, work, name, failures)
-        except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
-            failures.append("%s: %s" % (name, e))
+        for form in FORMS:
+            try:
+                check_model(binary, models, work, name, form, failures)
+            except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
+                failures.append("%s-%s: %s" % (name, form, e))
     for f in failures:
         print("FAIL " + f)
     return 1 if failures else 0

@@ -76,7 +76,7 @@ struct PackedConstants;
 struct CompileOptions {
   CompileOptions(bool fuse_mode = true) : fuse(fuse_mode) {}  // NOLINT: implicit, so CompileOptions{false} reads well
   bool fuse = true;  ///< false: one primitive per ONNX node, plain layouts, the FusionPlan is ignored
-  /// false: every QuantizeLinear read by one DequantizeLinear alone runs as
+  /// false: every QuantizeLinear read by DequantizeLinear nodes alone runs as
   /// the identity, in both modes: the float graph a QDQ model quantizes, which
   /// VerifyOutputs (verify.h) compares where quantization would turn any float
   /// rounding into whole steps.

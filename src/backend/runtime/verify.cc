@@ -2,6 +2,7 @@
 // to the first fusion group whose result differs (onnxfuse/verify.h).
 #include "backend/runtime/verify.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -61,12 +62,15 @@ Graph WithOutputs(const Graph& graph, const std::vector<ValueId>& values) {
 }
 
 // Whether `graph` quantizes an activation and dequantizes it again (the QDQ
-// format): a QuantizeLinear whose one reader is a DequantizeLinear.
+// format): a QuantizeLinear read by DequantizeLinear nodes alone.
 bool HasFakeQuantization(const Graph& graph) {
   for (const Node& node : graph.nodes()) {
     if (node.op_type != "QuantizeLinear" || !node.domain.empty() || node.outputs.empty()) continue;
     const Value& q = graph.value(node.outputs[0]);
-    if (q.consumers.size() == 1 && graph.node(q.consumers[0]).op_type == "DequantizeLinear") return true;
+    if (!q.consumers.empty() && std::all_of(q.consumers.begin(), q.consumers.end(), [&](NodeId c) {
+          return graph.node(c).op_type == "DequantizeLinear";
+        }))
+      return true;
   }
   return false;
 }

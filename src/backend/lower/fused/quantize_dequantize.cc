@@ -1,6 +1,9 @@
 #include "backend/lower/fused/quantize_dequantize.h"
 
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "backend/kernels/quantize_dequantize.h"
 #include "eval/host_eval.h"
@@ -46,17 +49,26 @@ bool LowerQuantizeDequantize(Builder& b, NodeId id) {
     return false;
   const ValueId x = q.inputs.at(0), quantized = q.outputs[0];
   const Value& value = b.graph.value(quantized);
-  if (value.is_graph_output || value.consumers.size() != 1 || !b.IsAct(x) || b.IsIntAct(x)) return false;
-  const Node& dq = b.graph.node(value.consumers[0]);
-  if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || dq.inputs.at(0) != quantized) return false;
+  if (value.is_graph_output || value.consumers.empty() || !b.IsAct(x) || b.IsIntAct(x)) return false;
+  // Every reader a DequantizeLinear of the quantized value (ONNX Runtime's
+  // QDQ models give each consumer its own).
+  std::vector<const Node*> readers;
+  for (NodeId c : value.consumers) {
+    const Node& dq = b.graph.node(c);
+    if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || dq.inputs.at(0) != quantized) return false;
+    if (std::find(readers.begin(), readers.end(), &dq) == readers.end()) readers.push_back(&dq);
+  }
   if (!b.fake_quantize) {
-    Absorb(b, {&dq});
-    b.SetAct(dq.outputs.at(0), b.ActOf(x, q));
+    Absorb(b, readers);
+    for (const Node* dq : readers) b.SetAct(dq->outputs.at(0), b.ActOf(x, q));
     return true;
   }
   const auto quantize = PerTensorOf(b, q, onnx::TensorProto::UINT8);
-  const auto dequantize = PerTensorOf(b, dq, value.type.elem_type);
-  if (!quantize || !dequantize || !(*quantize == *dequantize) || !(quantize->scale > 0)) return false;
+  if (!quantize || !(quantize->scale > 0)) return false;
+  for (const Node* dq : readers) {
+    const auto dequantize = PerTensorOf(b, *dq, value.type.elem_type);
+    if (!dequantize || !(*quantize == *dequantize)) return false;
+  }
   const auto range = eval::QuantizedRange(quantize->type);
   if (!range || range->first > quantize->zero_point || quantize->zero_point > range->second) return false;
 
@@ -66,14 +78,16 @@ bool LowerQuantizeDequantize(Builder& b, NodeId id) {
   const float scale = quantize->scale;
   const auto low = static_cast<float>(range->first - quantize->zero_point);
   const auto high = static_cast<float>(range->second - quantize->zero_point);
-  b.EmitCustom("quantize_dequantize", q.name + "+" + dq.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
+  std::string label = q.name;
+  for (const Node* dq : readers) label += "+" + dq->name;
+  b.EmitCustom("quantize_dequantize", label, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
                [count, scale, low, high](const std::vector<void*>& data) {
                  QuantizeDequantize(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), count, scale,
                                     low, high);
                },
                dst.md);
-  Absorb(b, {&dq});
-  b.SetAct(dq.outputs.at(0), dst);
+  Absorb(b, readers);
+  for (const Node* dq : readers) b.SetAct(dq->outputs.at(0), dst);
   return true;
 }
 

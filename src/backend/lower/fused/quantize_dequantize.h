@@ -9,16 +9,16 @@
 namespace onnxfuse::backend {
 
 /// In fused mode, for a QuantizeLinear `id` of a float activation whose
-/// quantized value is read by one DequantizeLinear alone (and is no graph
-/// output), both with the same constant per-tensor scale and zero point:
+/// quantized value is read by DequantizeLinear nodes alone (and is no graph
+/// output), all with the same constant per-tensor scale and zero point:
 /// emits one "quantize_dequantize" step in the activation's layout, writing
-/// the DequantizeLinear's output, absorbs the DequantizeLinear and returns
-/// true. The result equals the two ops' (src/eval/host_eval_quantize.cc) bit
-/// for bit. Otherwise emits nothing and returns false.
+/// the output every DequantizeLinear shares, absorbs them and returns true.
+/// The result equals the two ops' (src/eval/host_eval_quantize.cc) bit for
+/// bit. Otherwise emits nothing and returns false.
 /// Without fake quantization (Builder::fake_quantize false), in either mode,
-/// any QuantizeLinear read by one DequantizeLinear alone and no graph output
-/// is the identity instead: the DequantizeLinear's output is the
-/// QuantizeLinear's input, no step is emitted, and the result is true.
+/// any QuantizeLinear read by DequantizeLinear nodes alone and no graph
+/// output is the identity instead: their outputs are the QuantizeLinear's
+/// input, no step is emitted, and the result is true.
 bool LowerQuantizeDequantize(Builder& b, NodeId id);
 
 }  // namespace onnxfuse::backend
