@@ -77,7 +77,7 @@ TEST_CASE("QLinearConv becomes DequantizeLinear, Conv with its attributes, Quant
   CHECK(graph.value(conv.outputs[0]).type.dims == std::vector<std::int64_t>{1, 3, 2, 2});
 }
 
-TEST_CASE("QLinearMatMul becomes DequantizeLinear, MatMul, QuantizeLinear; b per column on its last axis",
+TEST_CASE("QLinearMatMul becomes DequantizeLinear, MatMul, QuantizeLinear, with b per column on its last axis",
           "[rewrite][quantize]") {
   Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
     g (uint8[2,3,4] a) => (uint8[2,3,2] y) {
