@@ -26,7 +26,11 @@ bool IsSlowImpl(const std::string& kind, const std::string& impl) {
   // "ref:any", and the reference kernels named after their primitive
   // ("bnorm_ref:any" for batch normalization).
   if (impl.rfind("ref", 0) == 0 || impl.find("_ref:") != std::string::npos) return true;
-  return (kind == "conv" || kind == "deconv") && impl.find("gemm") != std::string::npos;
+  // oneDNN's gemm convolutions (im2col + sgemm); our own GEMM convolution
+  // ("onnxfuse:gemm", backend/kernels/gemm.h) reads its rows in place at the
+  // GEMM's speed and is not one of them.
+  return (kind == "conv" || kind == "deconv") && impl.find("gemm") != std::string::npos &&
+         impl.rfind("onnxfuse:", 0) != 0;
 }
 
 Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstants* packed, Graph* releasable)

@@ -84,8 +84,9 @@ struct Step {
 };
 
 /// An implementation to avoid when another exists: oneDNN's reference
-/// kernels (`ref:`) for any primitive, and gemm-based (de)convolutions (im2col
-/// + sgemm, far slower than the direct jit / brgemm kernels). Inner products
+/// kernels (`ref:`) for any primitive, and oneDNN's gemm-based
+/// (de)convolutions (im2col + sgemm, far slower than the direct jit / brgemm
+/// kernels; not our own GEMM convolution, "onnxfuse:gemm"). Inner products
 /// and matmuls run on gemm by design: not slow; nor do the RNN primitives
 /// (kinds lstm, gru, lbr_gru, rnn), whose "ref" driver runs on jit sgemm.
 bool IsSlowImpl(const std::string& kind, const std::string& impl);

@@ -203,6 +203,7 @@ TEST_CASE("slow implementations: oneDNN's reference kernels, and gemm-based (de)
   CHECK_FALSE(backend::IsSlowImpl("gru", "ref"));
   CHECK_FALSE(backend::IsSlowImpl("conv", "brg:avx512_core"));
   CHECK_FALSE(backend::IsSlowImpl("conv", "jit:avx2"));
+  CHECK_FALSE(backend::IsSlowImpl("conv", "onnxfuse:gemm"));  // our GEMM convolution (backend/kernels/gemm.h)
 }
 
 TEST_CASE("replaying, a constant wanted in another layout is reordered once, then shared in each layout",
