@@ -424,8 +424,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       else if (IsRecurrent(node)) EmitRecurrent(b, id);
       else if (eval::HostEvaluable(node)) EmitHostStep(b, id);  // no primitive: the host evaluator's loop
       else
-        throw Error(ErrorKind::kUnsupported, NodeInFile(b.graph, node) +
-                                                 ": operator not supported by the oneDNN backend");
+        UnsupportedOp(b, node);
     }
     b.Consume(node);
   }

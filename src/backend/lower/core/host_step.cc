@@ -179,7 +179,7 @@ bool NeedsHostStep(const Builder& b, const Node& node) {
 
 void EmitHostStep(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
-  if (!eval::HostEvaluable(node)) Unsupported(b, node, "operator not supported by the oneDNN backend");
+  if (!eval::HostEvaluable(node)) UnsupportedOp(b, node);
   if (node.op_type == "Dropout") RefuseNonIdentityDropout(b, node);
   std::vector<std::pair<int, Arg>> args;
   std::vector<HostInput> inputs(node.num_explicit_inputs);

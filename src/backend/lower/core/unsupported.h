@@ -20,6 +20,17 @@ namespace onnxfuse::backend {
   throw Error(ErrorKind::kUnsupported, NodeInFile(b.graph, node) + ": " + why);
 }
 
+/// Throws Error(kUnsupported) for an op the backend has no lowering for:
+/// "operator not supported by the oneDNN backend", and for an op of another
+/// domain than ONNX's default one (ONNX Runtime's com.microsoft contrib ops:
+/// QLinearAdd, QGemm, FusedConv, ...) that domain named.
+[[noreturn]] inline void UnsupportedOp(const Builder& b, const Node& node) {
+  if (!node.domain.empty() && node.domain != "ai.onnx")
+    Unsupported(b, node, "operator of domain '" + node.domain +
+                             "' not supported (onnx-fuse runs the default ONNX domain's operators)");
+  Unsupported(b, node, "operator not supported by the oneDNN backend");
+}
+
 /// Creates a primitive descriptor, turning oneDNN's "unimplemented" into
 /// Error(kUnsupported) naming the node.
 template <typename PD, typename Desc>

@@ -4,6 +4,7 @@
 
 #include "backend/lower/core/lowered_ops.h"
 #include "backend/runtime/executor.h"
+#include "plan_check.h"
 #include "test_models.h"
 
 using namespace onnxfuse;
@@ -29,4 +30,15 @@ TEST_CASE("LowersOp's function ops compile as they are", "[lowered_ops]") {
     Graph g = test::GraphFromText(test::ChainText({op}, "2,3", 14));
     CHECK_NOTHROW(ExecutablePlan::Compile(g, FusionPlan{}, CompileOptions{false}));
   }
+}
+
+TEST_CASE("an operator of another domain is refused naming the domain", "[lowered_ops]") {
+  // ONNX Runtime's quantizer writes com.microsoft contrib ops in its QOperator format.
+  const std::string message = test::CompileError(R"(<ir_version: 8, opset_import: ["" : 13, "com.microsoft" : 1]>
+    g (uint8[4] a) => (uint8[4] y) {
+      s = Constant <value = float {0.1}> ()
+      z = Constant <value = uint8 {128}> ()
+      y = com.microsoft.QLinearAdd (a, s, z, a, s, z, s, z)
+    })");
+  CHECK_THAT(message, Catch::Contains("node 'QLinearAdd_2' (QLinearAdd): operator of domain 'com.microsoft' not supported"));
 }
