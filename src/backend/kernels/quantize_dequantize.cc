@@ -7,6 +7,12 @@
 
 #include "backend/kernels/cpu_isa.h"
 
+// GCC 12 warns inside its own avx512fintrin.h: the unmasked intrinsics pass
+// _mm512_undefined_ps() as the (ignored) merge source.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace onnxfuse::backend {
 
 namespace {
