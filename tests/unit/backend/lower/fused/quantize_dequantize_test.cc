@@ -76,3 +76,26 @@ TEST_CASE("pairs the float pass does not cover stay host steps", "[quantize]") {
     CHECK(test::StepsStartingWith(fused, "host ") == 2);
   }
 }
+
+TEST_CASE("a QuantizeLinear read by two DequantizeLinear nodes of its parameters is one pass both read",
+          "[quantize]") {
+  // ONNX Runtime's QDQ models give each consumer of a quantized value its own DequantizeLinear.
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,3,5] x) => (float[2,3,5] y) {
+      s = Constant <value = float {0.25}> ()
+      z = Constant <value = uint8 {128}> ()
+      q = QuantizeLinear (x, s, z)
+      d1 = DequantizeLinear (q, s, z)
+      d2 = DequantizeLinear (q, s, z)
+      r = Relu (d1)
+      y = Add (r, d2)
+    })");
+  const Tensor x = Input();
+  const test::PlanRun fused = test::RunPlan(graph, true, {x});
+  const test::PlanRun unfused = test::RunPlan(graph, false, {x});
+  INFO(test::StepList(fused));
+  CHECK(test::StepsStartingWith(fused, "quantize_dequantize QuantizeLinear_2+DequantizeLinear_3+DequantizeLinear_4 ") == 1);
+  CHECK(test::StepsStartingWith(fused, "host ") == 0);
+  CHECK(test::StepsStartingWith(unfused, "host ") == 3);
+  CHECK(fused.outputs.at(0).data == unfused.outputs.at(0).data);
+}
