@@ -9,7 +9,10 @@ NAME (default: resnet18 mobilenet_v2) is a float model exported by
 scripts/export_models.py, MODELS/NAME/model.onnx with its test_data_set_0.
 Writes MODELS/NAME-qdq/ and MODELS/NAME-qoperator/, each a model.onnx and
 test_data_set_0/ (the float model's input, and ONNX Runtime's output of that
-model for it, scripts/ort/infer.js).
+model for it, scripts/ort/infer.js); and MODELS/NAME-qdq7/ and
+MODELS/NAME-qoperator7/, the same with 7-bit weights (|w| <= 64, ONNX
+Runtime's reduce_range=True), which CPUs without VNNI run on int8 kernels
+without saturating their 16-bit pair sums.
 
 The format (onnxruntime.quantization.quantize_static with QuantFormat.QDQ,
 its defaults: uint8 activations, int8 weights per channel):
@@ -166,14 +169,14 @@ def activation_params(low, high):
     return scale, zero_point
 
 
-def weight_params(w, axis):
-    """Per-channel symmetric int8 along `axis`: (quantized weights, scales)."""
+def weight_params(w, axis, qmax):
+    """Per-channel symmetric int8 in [-qmax, qmax] along `axis`: (quantized weights, scales)."""
     reduce = tuple(d for d in range(w.ndim) if d != axis)
-    scale = (np.abs(w).max(axis=reduce) / 127.0).astype(np.float32)
+    scale = (np.abs(w).max(axis=reduce) / float(qmax)).astype(np.float32)
     scale[scale == 0] = 1.0
     shape = [1] * w.ndim
     shape[axis] = -1
-    q = np.clip(np.rint(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    q = np.clip(np.rint(w / scale.reshape(shape)), -qmax, qmax).astype(np.int8)
     return q, scale
 
 
@@ -186,7 +189,7 @@ def weight_axis(node):
     return (0 if trans_b else 1), 2  # Gemm: weights B, bias C
 
 
-def quantize(model, ranges):
+def quantize(model, ranges, weight_qmax):
     """The QDQ model: Q/DQ pairs on the calibrated activations, weights and biases quantized."""
     graph = model.graph
     initializers = {t.name: t for t in graph.initializer}
@@ -221,7 +224,7 @@ def quantize(model, ranges):
             axis, bias_slot = weight_axis(node)
             bias_slot = 2 if node.op_type == "Conv" else bias_slot
             w = numpy_helper.to_array(initializers[node.input[1]])
-            q, w_scale = weight_params(w, axis)
+            q, w_scale = weight_params(w, axis, weight_qmax)
             wname = node.input[1]
             nodes.append(helper.make_node(
                 "DequantizeLinear", [const(f"{wname}_q", q), const(f"{wname}_scale", w_scale),
@@ -346,10 +349,10 @@ def write(target, model, test_input, input_name):
 
 def export(name, models, force):
     source = os.path.join(models, name)
-    target = os.path.join(models, f"{name}-qdq")
-    done = all(os.path.exists(os.path.join(models, f"{name}-{form}", "model.onnx")) for form in ("qdq", "qoperator"))
+    done = all(os.path.exists(os.path.join(models, f"{name}-{form}", "model.onnx"))
+               for form in ("qdq", "qoperator", "qdq7", "qoperator7"))
     if done and not force:
-        print(f"{target}: exists (--force to write it again)")
+        print(f"{models}/{name}-qdq, -qoperator, -qdq7, -qoperator7: exist (--force to write them again)")
         return
     model = fold_batch_norm(onnx.load(os.path.join(source, "model.onnx")))
     test_input = numpy_helper.to_array(onnx.load_tensor(os.path.join(source, "test_data_set_0", "input_0.pb")))
@@ -359,9 +362,11 @@ def export(name, models, force):
     initializers = {t.name for t in model.graph.initializer}
     with tempfile.TemporaryDirectory() as folder:
         ranges = calibrate(model, activations(model, initializers), samples, folder)
-    qmodel = quantize(model, ranges)
-    write(target, qmodel, test_input, model.graph.input[0].name)
-    write(os.path.join(models, f"{name}-qoperator"), as_qoperator(qmodel), test_input, model.graph.input[0].name)
+    for suffix, weight_qmax in (("", 127), ("7", 64)):  # 8-bit weights; 7-bit (reduce_range)
+        qmodel = quantize(model, ranges, weight_qmax)
+        write(os.path.join(models, f"{name}-qdq{suffix}"), qmodel, test_input, model.graph.input[0].name)
+        write(os.path.join(models, f"{name}-qoperator{suffix}"), as_qoperator(qmodel), test_input,
+              model.graph.input[0].name)
 
 
 def main():

@@ -184,13 +184,16 @@ std::vector<std::pair<std::string, double>> MsPerKind(const std::vector<Schedule
   return sorted;
 }
 
-// Each step with the fusion group that emitted it and that group's library
-// pattern (null when none): what the report's groups became.
+// Each step with its implementation (oneDNN's name, e.g.
+// "jit_uni_int8:avx2" for an int8 convolution, or ours), the fusion group
+// that emitted it and that group's library pattern (null when none): what
+// the report's groups became.
 nlohmann::json StepsJson(const std::vector<ScheduleStep>& schedule) {
   nlohmann::json steps = nlohmann::json::array();
   for (const ScheduleStep& s : schedule)
     steps.push_back({{"kind", s.kind},
                      {"label", s.label},
+                     {"impl", s.impl},
                      {"group", s.group < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.group)},
                      {"pattern", s.pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.pattern)}});
   return steps;
@@ -318,6 +321,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
                         {"strategy", prepared.strategy},
                         {"fused", stats.fused},
                         {"threads", stats.threads},
+                        {"cpu_isa", CpuIsaName()},
                         {"iterations", stats.iterations},
                         {"warmup", options.warmup},
                         {"min_ms", stats.min_ms},

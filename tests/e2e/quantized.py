@@ -1,33 +1,46 @@
 #!/usr/bin/python3
 """Quantized models (scripts/export_quantized.py: ResNet-18 and MobileNet-V2
 in the two formats ONNX Runtime's static quantizer writes, QDQ and
-QOperator) through `onnx-fuse run`, fused and unfused, and through
-onnxfuse.InferenceSession, against ONNX Runtime.
+QOperator, with 8-bit and with 7-bit weights) through `onnx-fuse run`, fused
+and unfused, and through onnxfuse.InferenceSession, against ONNX Runtime.
 
     tests/e2e/quantized.py BIN MODELS_DIR WORK_DIR
 
-The reference is ONNX Runtime with graph optimizations disabled
-(scripts/ort/infer.js --optimization disabled) on the QDQ model: every
-QuantizeLinear and DequantizeLinear as the model states it, around float
-convolutions, the semantics onnx-fuse's plans follow. The QOperator twin
-computes the same quantization (each QLinearConv is its QDQ form), which ONNX
-Runtime runs on its int8 kernel at any optimization level, so the QDQ
-model's run is its reference too. Where two runtimes sum a convolution in
-another order, an output near a rounding boundary of the next QuantizeLinear
-can land one step apart, and a deep network carries such steps on; so the
+Each plan is compared with the ONNX Runtime run that does its arithmetic:
+  - a plan whose convolutions run in float (the unfused plan; the fused one
+    where int8 is not used) with ONNX Runtime with graph optimizations
+    disabled (scripts/ort/infer.js --optimization disabled) on the QDQ
+    model: every QuantizeLinear and DequantizeLinear as the model states
+    it, around float convolutions. The QOperator twin computes the same
+    quantization (each QLinearConv is its QDQ form), so the QDQ model's run
+    is its reference too;
+  - a plan whose convolutions run int8 (integer sums, then one float
+    requantization) with ONNX Runtime with all optimizations on the model
+    itself, which runs its int8 kernels (QLinearConv) the same way. Its
+    kernels on AVX2 without VNNI may saturate 16-bit pair sums with 8-bit
+    weights, as its documentation warns; onnx-fuse takes int8 there only
+    with 7-bit weights, which do not.
+Where two runs sum a convolution in another order, an output near a
+rounding boundary of the next QuantizeLinear can land one step apart, and a
+deep network carries such steps on (a random-weight MobileNet-V2's top two
+classes can then trade places between ONNX Runtime's own two runs); so the
 checks are, per model:
   - the fused plan runs every quantization (a QuantizeLinear, or the output
-    of a QLinearConv, which runs as its QDQ form) as one quantize_dequantize
-    step and has no host step (`run --json`'s steps);
+    of a QLinearConv, which runs as its QDQ form) in one step, and has no
+    host step (`run --json`'s steps): a quantize_dequantize step (float in,
+    float out), a quantize step (the integer tensor an int8 convolution
+    reads), or the int8 convolution that writes it;
+  - every convolution runs on oneDNN's int8 kernel (its `impl`) where the
+    CPU sums u8 x s8 products without saturating (VNNI) or the weights are
+    7-bit, and none otherwise (backend/lower/fused/int8_conv.h);
   - the session's outputs equal `run`'s fused ones, bit for bit;
-  - fused, unfused and session outputs have ONNX Runtime's top-1 class, and
-    their difference from ONNX Runtime's output (compare.js's max rel) is
-    below what quantizing the model changed in ONNX Runtime's own output
-    (its float model's against its QDQ model's): the runtimes differ by less
-    than the quantization does.
-ONNX Runtime with its optimizations ("all": int8 kernels, which on AVX2
-without VNNI may saturate their 16-bit pair sums, as its documentation warns)
-on the model itself is measured and printed, not checked. A missing model, module or tool fails.
+  - fused, unfused and session outputs have their reference's top-1 class,
+    and their difference from it (compare.js's max rel) is below what
+    quantizing the model changed in ONNX Runtime's own output (its float
+    model's against its QDQ model's): the runtimes differ by less than the
+    quantization does.
+The difference from the other ONNX Runtime run is printed, not checked. A
+missing model, module or tool fails.
 
 Exit status: 0 every check holds; 1 otherwise.
 """
@@ -46,7 +59,7 @@ from zoo_check import max_rel  # noqa: E402
 
 INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
 MODELS = ["resnet18", "mobilenet_v2"]
-FORMS = ["qdq", "qoperator"]
+FORMS = ["qdq", "qoperator", "qdq7", "qoperator7"]
 
 
 def read(path):
@@ -80,7 +93,8 @@ def check_model(binary, models, work, base, form, failures):
     # The QOperator twin is the QDQ model's quantization with each convolution
     # as one QLinearConv, which ONNX Runtime runs on its int8 kernel at every
     # optimization level: the QDQ model's nodes as they are stand for both.
-    qdq = os.path.join(models, base + "-qdq", "model.onnx")
+    bits = "7" if form.endswith("7") else ""
+    qdq = os.path.join(models, base + "-qdq" + bits, "model.onnx")
     expected = ort(qdq, data, os.path.join(folder, "ort_disabled"), "disabled")
     optimized = ort(model, data, os.path.join(folder, "ort_all"), "all")
     quantization = max_rel(reference, expected)
@@ -91,23 +105,40 @@ def check_model(binary, models, work, base, form, failures):
     session = onnxfuse.InferenceSession(model, threads=1)
     served = session.run(None, {session.get_inputs()[0].name: x})[0]
 
-    pairs = sum(1 for n in onnx.load(model).graph.node if n.op_type in ("QuantizeLinear", "QLinearConv"))
-    kinds = [step["kind"] for step in report["steps"]]
-    print("%s: %d quantizations, %d quantize_dequantize steps, %d host steps; "
-          "quantization changed ORT's output by max rel %.3g" % (name, pairs, kinds.count("quantize_dequantize"),
-                                                                 kinds.count("host"), quantization))
-    if kinds.count("quantize_dequantize") != pairs or "host" in kinds:
-        failures.append("%s: the fused plan does not run every pair as one quantize_dequantize step" % name)
+    nodes = onnx.load(model).graph.node
+    pairs = sum(1 for n in nodes if n.op_type in ("QuantizeLinear", "QLinearConv"))
+    convs = sum(1 for n in nodes if n.op_type in ("Conv", "QLinearConv"))
+    steps = report["steps"]
+    kinds = [step["kind"] for step in steps]
+    int8 = [s for s in steps if s["kind"] == "conv" and "int8" in s["impl"]]
+    writers = kinds.count("quantize_dequantize") + kinds.count("quantize") + \
+        sum(1 for s in int8 if s["label"].endswith("QuantizeLinear"))
+    print("%s (oneDNN at %s): %d quantizations, %d steps write them, %d of %d convolutions int8, %d host steps; "
+          "quantization changed ORT's output by max rel %.3g" % (name, report["cpu_isa"], pairs, writers, len(int8),
+                                                                 convs, kinds.count("host"), quantization))
+    if writers != pairs or "host" in kinds:
+        failures.append("%s: the fused plan does not run every quantization as one step" % name)
+    want_int8 = convs if bits or has_vnni(report["cpu_isa"]) else 0
+    if len(int8) != want_int8:
+        failures.append("%s: %d convolutions run int8, expected %d" % (name, len(int8), want_int8))
     if not np.array_equal(served, fused):
         failures.append("%s: the session's output differs from run's fused output" % name)
-    for label, actual in (("fused", fused), ("unfused", unfused), ("session", served)):
-        rel = max_rel(expected, actual)
-        same_class = int(actual.argmax()) == int(expected.argmax())
-        print("  %-8s max rel %.3g against ORT (optimizations disabled), %.3g against ORT (all); top-1 %s" %
-              (label, rel, max_rel(optimized, actual), "same" if same_class else "DIFFERS"))
+    for label, actual, int8_plan in (("fused", fused, bool(int8)), ("unfused", unfused, False),
+                                     ("session", served, bool(int8))):
+        reference_run, other_run = (optimized, expected) if int8_plan else (expected, optimized)
+        rel = max_rel(reference_run, actual)
+        same_class = int(actual.argmax()) == int(reference_run.argmax())
+        print("  %-8s max rel %.3g against ORT (%s, its reference), %.3g against ORT (%s); top-1 %s" %
+              (label, rel, "all" if int8_plan else "disabled", max_rel(other_run, actual),
+               "disabled" if int8_plan else "all", "same" if same_class else "DIFFERS"))
         if not same_class or not rel < quantization:
             failures.append("%s %s: max rel %.3g against ORT, top-1 %s (quantization: %.3g)" %
                             (name, label, rel, "same" if same_class else "differs", quantization))
+
+
+def has_vnni(isa):
+    """Whether oneDNN's ISA (`run --json`'s cpu_isa, capped by ONEDNN_MAX_CPU_ISA) has VNNI."""
+    return isa in ("avx2_vnni", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_amx")
 
 
 def main():

@@ -49,6 +49,8 @@ Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstan
 
 bool Builder::IsConst(ValueId v) const { return consts_[v] != nullptr || graph.IsConstant(v); }
 
+bool Builder::HasConstData(ValueId v) const { return consts_[v] != nullptr || graph.ConstantTensor(v) != nullptr; }
+
 const Tensor& Builder::Const(ValueId v, const Node& user) {
   if (!consts_[v]) {
     const onnx::TensorProto* proto = graph.ConstantTensor(v);
@@ -155,12 +157,16 @@ void Builder::Consume(const Node& node) {
 }
 
 void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
-  for (NodeId id : nodes)
+  for (NodeId id : nodes) {
+    // The integer weights and scales a DequantizeLinear folds stay: an int8
+    // convolution reading its output takes them (backend/lower/fused/int8_conv.h).
+    if (graph.node(id).op_type == "DequantizeLinear") continue;
     for (ValueId v : graph.node(id).inputs)
       if (v != kNoValue && remaining_[v] <= 0 && graph.ConstantTensor(v)) {
         consts_[v].reset();
         if (releasable_) releasable_->ReleaseInitializer(v);
       }
+  }
 }
 
 bool Builder::DeadNow(int slot, const Node* reading) const {
@@ -205,7 +211,19 @@ Act Builder::NewAct(const Dims& dims, const dnnl::memory::desc& md) {
 }
 
 Arg Builder::Use(ValueId v, const dnnl::memory::desc& want, const Node& user) {
-  const Act& a = ActOf(v, user);
+  return UseAct(ActOf(v, user), v, want, user);
+}
+
+Arg Builder::UseQuantized(ValueId v, const dnnl::memory::desc& want, const Node& user) {
+  const Act& a = AnyActOf(v, user);
+  if ((a.elem_type != onnx::TensorProto::UINT8 && a.elem_type != onnx::TensorProto::INT8) ||
+      want.data_type() != a.md.data_type())
+    throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads '" + graph.value(v).name +
+                                          "' as an 8-bit integer tensor of its own type, which it is not");
+  return UseAct(a, v, want, user);
+}
+
+Arg Builder::UseAct(const Act& a, ValueId v, const dnnl::memory::desc& want, const Node& user) {
   // oneDNN calls two descriptors equal when they differ only in the strides
   // of dims of size 1, but its binary kernel then reads src1 with other
   // offsets than src0 (onednn_limits.h, limit 5): the reader gets exactly `want`.

@@ -41,16 +41,22 @@ struct Slot {
 
 /// Where an activation lives and how it is laid out.
 ///
-/// Run-time tensors have one of two storage types (StorageTypeOf): FLOAT,
-/// float32 in any layout oneDNN picks, which every lowering takes; and INT64,
+/// Run-time tensors have one of these storage types (StorageTypeOf): FLOAT,
+/// float32 in any layout oneDNN picks, which every lowering takes; INT64,
 /// every integer and bool value as dense row-major int64 (bool: 0 or 1), which
 /// only the host steps (host_step.h) and typed views read: its md is the
-/// s32 tensor [dims..., 2], so that sizes and plain views stay exact.
+/// s32 tensor [dims..., 2], so that sizes and plain views stay exact; and
+/// UINT8 or INT8, the output of a QuantizeLinear that int8 convolutions read
+/// (md u8 or s8, in any layout; backend/lower/fused/int8_conv.h), which only
+/// they and its DequantizeLinear readers' lowering take.
 struct Act {
   int slot = -1;
   dnnl::memory::desc md;
   Dims dims;  ///< logical ONNX dims (md may be rank-1 [1] for a scalar)
-  std::int32_t elem_type = onnx::TensorProto::FLOAT;  ///< storage type: FLOAT or INT64
+  std::int32_t elem_type = onnx::TensorProto::FLOAT;  ///< storage type: FLOAT, INT64, UINT8 or INT8
+  /// UINT8 and INT8: the value each integer q stands for is (q - zero_point) * scale.
+  float scale = 1;
+  std::int64_t zero_point = 0;
 };
 
 /// The memory descriptor of a dense row-major tensor of `dims` in storage type
@@ -110,6 +116,9 @@ class Builder {
 
   // --- values ---------------------------------------------------------------
   bool IsConst(ValueId v) const;
+  /// IsConst, with its data still at hand: not an initializer that
+  /// ReleaseConsts freed (Const would throw).
+  bool HasConstData(ValueId v) const;
   /// The value's host tensor (initializer, Constant node or folded). Throws
   /// Error(kUnsupported) naming `user` when the value is not known at build time.
   const Tensor& Const(ValueId v, const Node& user);
@@ -129,6 +138,10 @@ class Builder {
   const Act& AnyActOf(ValueId v, const Node& user) const;
   /// True when `v` is an activation of storage type INT64.
   bool IsIntAct(ValueId v) const { return IsAct(v) && acts_[v]->elem_type == onnx::TensorProto::INT64; }
+  /// True when `v` is an activation of storage type UINT8 or INT8 (a quantized activation).
+  bool IsInt8Act(ValueId v) const {
+    return IsAct(v) && (acts_[v]->elem_type == onnx::TensorProto::UINT8 || acts_[v]->elem_type == onnx::TensorProto::INT8);
+  }
   /// Dims of a constant or an activation.
   Dims DimsOfValue(ValueId v, const Node& user);
   /// The dims of constant `v` (IsConst), without decoding its values when
@@ -151,7 +164,8 @@ class Builder {
   /// Drops the host copies of the inputs of `nodes` that no later node reads
   /// and that the model stores (initializers, Constant nodes): after a group is
   /// lowered its weights live on only in their prepacked form, which keeps the
-  /// compiler's peak memory near the model's size.
+  /// compiler's peak memory near the model's size. The inputs of a
+  /// DequantizeLinear stay (int8 convolutions read them later).
   void ReleaseConsts(const std::vector<NodeId>& nodes);
   /// True when no value stored in `slot`, in the buffer it views or in another
   /// view of that buffer is read again, and none is a graph output; with
@@ -173,6 +187,9 @@ class Builder {
   /// match (`want` may then have other dims with as many elements: a reshape),
   /// or through one reorder step (shared by all consumers wanting it).
   Arg Use(ValueId v, const dnnl::memory::desc& want, const Node& user);
+  /// Use for an activation of storage type UINT8 or INT8 (`want` of its
+  /// data type); Error(kInternal) for any other.
+  Arg UseQuantized(ValueId v, const dnnl::memory::desc& want, const Node& user);
   /// `v` in plain row-major layout with `dims` (a reshape view when allowed).
   Arg UsePlain(ValueId v, const Node& user);
   /// `v` in whatever layout it has.
@@ -257,6 +274,8 @@ class Builder {
   std::vector<bool> absorbed;
 
  private:
+  /// Use's work, for the activation `a` of `v`.
+  Arg UseAct(const Act& a, ValueId v, const dnnl::memory::desc& want, const Node& user);
   /// Names `step` (kind, label, destination layout, the current group and
   /// pattern), logs it and appends it: what Emit and EmitCustom share.
   void Push(Step step, std::string kind, std::string label, const dnnl::memory::desc& dst_md);

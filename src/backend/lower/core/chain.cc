@@ -19,6 +19,7 @@
 #include "backend/lower/ops/binary.h"
 #include "backend/lower/ops/broadcast_binary.h"
 #include "backend/lower/fused/channel_scale.h"
+#include "backend/lower/fused/int8_conv.h"
 #include "backend/lower/fused/quantize_dequantize.h"
 #include "backend/lower/ops/concat.h"
 #include "backend/lower/ops/conv.h"
@@ -250,7 +251,9 @@ bool Attach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& grou
 
 void EmitAnchor(Builder& b, const Chain& chain) {
   const std::string& op = b.graph.node(chain.anchor).op_type;
-  if (op == "Conv") EmitConv(b, chain);
+  if (op == "Conv") {
+    if (!EmitInt8Conv(b, chain)) EmitConv(b, chain);
+  }
   else if (op == "ConvTranspose") EmitDeconv(b, chain);
   else if (op == "Gemm") EmitGemm(b, chain);
   else if (op == "MatMul") EmitMatMul(b, chain);
@@ -374,8 +377,14 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
     // The QDQ format's fake quantization: one float pass, no integer tensor
     // (or none at all, without fake quantization).
     if ((b.fuse || !b.fake_quantize) && node.op_type == "QuantizeLinear") {
+      if (chain && TakeQuantize(b, *chain, id)) {  // an int8 convolution writes the integer tensor
+        b.Consume(node);
+        Flush(b, *chain), chain.reset();
+        DequantizeForFloatReaders(b, node);
+        continue;
+      }
       if (chain) Flush(b, *chain), chain.reset();
-      if (LowerQuantizeDequantize(b, id)) {
+      if (LowerQuantize(b, id) || LowerQuantizeDequantize(b, id)) {
         b.Consume(node);
         continue;
       }
@@ -399,7 +408,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
     // Their uses are consumed where the product is used.
     if (DeferChannelScale(b, id) || DeferScalarScale(b, id)) continue;
     if (StartsChain(b, node)) {
-      chain = Chain{id, node.outputs.at(0), {id}, {}, {}};
+      chain = Chain{id, node.outputs.at(0), {id}, {}, {}, kNoNode};
     } else if (!LowerView(b, id) && !LowerSlice(b, id)) {
       const std::string& op = node.op_type;
       if (IsPooling(op)) EmitPool(b, id);

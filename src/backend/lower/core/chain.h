@@ -67,6 +67,10 @@ struct Chain {
   std::vector<NodeId> members;        ///< anchor first
   eval::ChannelAffine affine;         ///< folded BatchNormalization(s) (empty: none)
   std::vector<PostOp> post_ops;
+  /// The QuantizeLinear that ends an int8 convolution's chain
+  /// (backend/lower/fused/int8_conv.h): `out` is then its integer output, and
+  /// the float value it quantizes is never stored. kNoNode: none.
+  NodeId quantize = kNoNode;
 };
 
 /// Lowers node `id` of a group together with the other nodes of a larger

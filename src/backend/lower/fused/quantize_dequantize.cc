@@ -10,25 +10,10 @@
 
 namespace onnxfuse::backend {
 
-namespace {
-
-// A per-tensor quantization: scale, zero point and the zero point's type.
-struct PerTensor {
-  float scale = 1;
-  std::int64_t zero_point = 0;
-  std::int32_t type = onnx::TensorProto::UINT8;
-  bool operator==(const PerTensor& o) const {
-    return scale == o.scale && zero_point == o.zero_point && type == o.type;
-  }
-};
-
-// Inputs 1 (scale) and 2 (zero point, optional) of `node` as one constant
-// per-tensor quantization, or nullopt. DequantizeLinear without a zero point
-// takes its input's type.
 std::optional<PerTensor> PerTensorOf(Builder& b, const Node& node, std::int32_t default_type) {
   const ValueId scale = node.inputs.size() > 1 ? node.inputs[1] : kNoValue;
   const ValueId zero = node.inputs.size() > 2 ? node.inputs[2] : kNoValue;
-  if (scale == kNoValue || !b.IsConst(scale) || (zero != kNoValue && !b.IsConst(zero))) return std::nullopt;
+  if (scale == kNoValue || !b.HasConstData(scale) || (zero != kNoValue && !b.HasConstData(zero))) return std::nullopt;
   const Tensor& s = b.Const(scale, node);
   if (s.NumElements() != 1 || s.data.size() != 1) return std::nullopt;
   PerTensor p{s.data[0], 0, default_type};
@@ -41,36 +26,50 @@ std::optional<PerTensor> PerTensorOf(Builder& b, const Node& node, std::int32_t 
   return p;
 }
 
-}  // namespace
+std::optional<std::vector<const Node*>> DequantizeReaders(Builder& b, const Node& q) {
+  if (q.op_type != "QuantizeLinear" || !q.domain.empty() || q.outputs.empty()) return std::nullopt;
+  const ValueId quantized = q.outputs[0];
+  const Value& value = b.graph.value(quantized);
+  if (value.is_graph_output || value.consumers.empty()) return std::nullopt;
+  std::vector<const Node*> readers;
+  for (NodeId c : value.consumers) {
+    const Node& dq = b.graph.node(c);
+    if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || dq.inputs.at(0) != quantized) return std::nullopt;
+    if (std::find(readers.begin(), readers.end(), &dq) == readers.end()) readers.push_back(&dq);
+  }
+  return readers;
+}
+
+std::optional<PerTensor> SharedQuantization(Builder& b, const Node& q, const std::vector<const Node*>& readers) {
+  const auto quantize = PerTensorOf(b, q, onnx::TensorProto::UINT8);
+  if (!quantize || !(quantize->scale > 0)) return std::nullopt;
+  for (const Node* dq : readers) {
+    const auto dequantize = PerTensorOf(b, *dq, b.graph.value(q.outputs[0]).type.elem_type);
+    if (!dequantize || !(*quantize == *dequantize)) return std::nullopt;
+  }
+  const auto range = eval::QuantizedRange(quantize->type);
+  if (!range || range->first > quantize->zero_point || quantize->zero_point > range->second) return std::nullopt;
+  return quantize;
+}
 
 bool LowerQuantizeDequantize(Builder& b, NodeId id) {
   const Node& q = b.graph.node(id);
   if ((!b.fuse && b.fake_quantize) || q.op_type != "QuantizeLinear" || !q.domain.empty() || q.outputs.empty())
     return false;
-  const ValueId x = q.inputs.at(0), quantized = q.outputs[0];
-  const Value& value = b.graph.value(quantized);
-  if (value.is_graph_output || value.consumers.empty() || !b.IsAct(x) || b.IsIntAct(x)) return false;
+  const ValueId x = q.inputs.at(0);
+  if (!b.IsAct(x) || b.IsIntAct(x)) return false;
   // Every reader a DequantizeLinear of the quantized value (ONNX Runtime's
   // QDQ models give each consumer its own).
-  std::vector<const Node*> readers;
-  for (NodeId c : value.consumers) {
-    const Node& dq = b.graph.node(c);
-    if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || dq.inputs.at(0) != quantized) return false;
-    if (std::find(readers.begin(), readers.end(), &dq) == readers.end()) readers.push_back(&dq);
-  }
+  const auto readers = DequantizeReaders(b, q);
+  if (!readers) return false;
   if (!b.fake_quantize) {
-    Absorb(b, readers);
-    for (const Node* dq : readers) b.SetAct(dq->outputs.at(0), b.ActOf(x, q));
+    Absorb(b, *readers);
+    for (const Node* dq : *readers) b.SetAct(dq->outputs.at(0), b.ActOf(x, q));
     return true;
   }
-  const auto quantize = PerTensorOf(b, q, onnx::TensorProto::UINT8);
-  if (!quantize || !(quantize->scale > 0)) return false;
-  for (const Node* dq : readers) {
-    const auto dequantize = PerTensorOf(b, *dq, value.type.elem_type);
-    if (!dequantize || !(*quantize == *dequantize)) return false;
-  }
+  const auto quantize = SharedQuantization(b, q, *readers);
+  if (!quantize) return false;
   const auto range = eval::QuantizedRange(quantize->type);
-  if (!range || range->first > quantize->zero_point || quantize->zero_point > range->second) return false;
 
   Arg src = IsDense(b.ActOf(x, q).md) ? b.UseAsIs(x, q) : b.UsePlain(x, q);  // the kernel runs over all bytes
   Act dst = b.NewAct(b.ActOf(x, q).dims, src.md);
@@ -79,15 +78,15 @@ bool LowerQuantizeDequantize(Builder& b, NodeId id) {
   const auto low = static_cast<float>(range->first - quantize->zero_point);
   const auto high = static_cast<float>(range->second - quantize->zero_point);
   std::string label = q.name;
-  for (const Node* dq : readers) label += "+" + dq->name;
+  for (const Node* dq : *readers) label += "+" + dq->name;
   b.EmitCustom("quantize_dequantize", label, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
                [count, scale, low, high](const std::vector<void*>& data) {
                  QuantizeDequantize(static_cast<const float*>(data[0]), static_cast<float*>(data[1]), count, scale,
                                     low, high);
                },
                dst.md);
-  Absorb(b, readers);
-  for (const Node* dq : readers) b.SetAct(dq->outputs.at(0), dst);
+  Absorb(b, *readers);
+  for (const Node* dq : *readers) b.SetAct(dq->outputs.at(0), dst);
   return true;
 }
 

@@ -4,9 +4,38 @@
 // instead of two host steps through an integer tensor.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <vector>
+
 #include "backend/lower/core/builder.h"
 
 namespace onnxfuse::backend {
+
+/// A per-tensor quantization: scale, zero point and the zero point's type
+/// (onnx::TensorProto::DataType).
+struct PerTensor {
+  float scale = 1;
+  std::int64_t zero_point = 0;
+  std::int32_t type = onnx::TensorProto::UINT8;
+  bool operator==(const PerTensor& o) const {
+    return scale == o.scale && zero_point == o.zero_point && type == o.type;
+  }
+};
+
+/// Inputs 1 (scale) and 2 (zero point, optional) of a QuantizeLinear or
+/// DequantizeLinear `node` as one constant per-tensor quantization, or
+/// nullopt. Without a zero point the type is `default_type` (QuantizeLinear:
+/// uint8; DequantizeLinear: its input's type).
+std::optional<PerTensor> PerTensorOf(Builder& b, const Node& node, std::int32_t default_type);
+
+/// The DequantizeLinear nodes reading QuantizeLinear `q`'s output, each once,
+/// when they are all its readers and the output is no graph output; nullopt otherwise.
+std::optional<std::vector<const Node*>> DequantizeReaders(Builder& b, const Node& q);
+
+/// The constant per-tensor quantization `q` and all its `readers` share,
+/// with a positive scale and a zero point in its type's range; nullopt otherwise.
+std::optional<PerTensor> SharedQuantization(Builder& b, const Node& q, const std::vector<const Node*>& readers);
 
 /// In fused mode, for a QuantizeLinear `id` of a float activation whose
 /// quantized value is read by DequantizeLinear nodes alone (and is no graph

@@ -1,0 +1,344 @@
+#include "backend/lower/fused/int8_conv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "backend/kernels/quantize_linear.h"
+#include "backend/lower/core/conv_geometry.h"
+#include "backend/lower/core/operands.h"
+#include "backend/lower/ops/conv.h"
+#include "ir/attributes.h"
+#include "onnxfuse/error.h"
+
+namespace onnxfuse::backend {
+
+using dnnl::memory;
+using Kind = PostOp::Kind;
+
+namespace {
+
+bool IsInt8Type(std::int32_t type) { return type == onnx::TensorProto::UINT8 || type == onnx::TensorProto::INT8; }
+
+Int8Type KernelType(std::int32_t type) { return type == onnx::TensorProto::UINT8 ? Int8Type::kUint8 : Int8Type::kInt8; }
+
+memory::data_type OneDnnType(std::int32_t type) {
+  return type == onnx::TensorProto::UINT8 ? memory::data_type::u8 : memory::data_type::s8;
+}
+
+// `md`'s layout with another element type.
+memory::desc WithDataType(const memory::desc& md, memory::data_type type) {
+  dnnl_memory_desc_t data = md.data;
+  data.data_type = static_cast<dnnl_data_type_t>(type);
+  return memory::desc(data);
+}
+
+// oneDNN's int8 kernels use a dot-product instruction that sums u8 x s8
+// products in 32 bits (VNNI): AVX-512 VNNI and later, or AVX-VNNI.
+bool HasInt8DotProduct() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::avx2_vnni:
+    case isa::avx512_core_vnni:
+    case isa::avx512_core_bf16:
+    case isa::avx512_core_amx: return true;
+    default: return false;
+  }
+}
+
+// The producer of `v` when it is a DequantizeLinear of the default domain.
+const Node* DequantizeProducing(const Builder& b, ValueId v) {
+  const NodeId p = b.graph.value(v).producer;
+  if (p == kNoNode) return nullptr;
+  const Node& node = b.graph.node(p);
+  return node.op_type == "DequantizeLinear" && node.domain.empty() ? &node : nullptr;
+}
+
+// W's scales, one per output channel, and its int8 values, from the
+// DequantizeLinear `dq` of a constant int8 tensor of `channels` output channels.
+bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out) {
+  const ValueId w = dq.inputs.at(0), scale = dq.inputs.size() > 1 ? dq.inputs[1] : kNoValue;
+  const ValueId zero = dq.inputs.size() > 2 ? dq.inputs[2] : kNoValue;
+  if (!b.HasConstData(w) || scale == kNoValue || !b.HasConstData(scale) || (zero != kNoValue && !b.HasConstData(zero)))
+    return false;
+  const Tensor& t = b.Const(w, dq);
+  if (t.DataType() != onnx::TensorProto::INT8 || t.dims.size() != 4) return false;
+  const std::int64_t channels = t.dims[0];
+  const Tensor& s = b.Const(scale, dq);
+  if (s.NumElements() == 1) {
+    out.weight_scales.assign(static_cast<std::size_t>(channels), s.data.at(0));
+  } else {
+    if (s.NumElements() != channels || AttrInt(dq, "axis", 1) != 0) return false;
+    out.weight_scales = s.data;
+  }
+  if (!std::all_of(out.weight_scales.begin(), out.weight_scales.end(), [](float f) { return f > 0 && std::isfinite(f); }))
+    return false;
+  if (zero != kNoValue) {
+    const Tensor& z = b.Const(zero, dq);
+    if (!std::all_of(z.int_data.begin(), z.int_data.end(), [](std::int64_t v) { return v == 0; })) return false;
+  }
+  out.weight_dims = t.dims;
+  out.weights.resize(t.int_data.size());
+  std::int64_t largest = 0;
+  for (std::size_t i = 0; i < t.int_data.size(); ++i) {
+    out.weights[i] = static_cast<std::int8_t>(t.int_data[i]);
+    largest = std::max(largest, std::abs(t.int_data[i]));
+  }
+  return largest <= 64 || HasInt8DotProduct();  // see "Saturation"
+}
+
+// The chain's post-ops for an int8 convolution whose result is divided by
+// `out_scale` (y's scale when it is requantized, else 1); nullopt when one
+// is not ReLU, Clip or linear, which commute with that division.
+std::optional<dnnl::post_ops> ScaledPostOps(const Chain& chain, double out_scale) {
+  dnnl::post_ops ops;
+  for (const PostOp& po : chain.post_ops) {
+    if (po.kind != Kind::kEltwise) return std::nullopt;
+    const auto f = [&](float v) { return static_cast<float>(v / out_scale); };
+    if (po.alg == dnnl::algorithm::eltwise_relu) ops.append_eltwise(1.f, po.alg, po.alpha, 0.f);
+    else if (po.alg == dnnl::algorithm::eltwise_clip) ops.append_eltwise(1.f, po.alg, f(po.alpha), f(po.beta));
+    else if (po.alg == dnnl::algorithm::eltwise_linear) ops.append_eltwise(1.f, po.alg, po.alpha, f(po.beta));
+    else return std::nullopt;
+  }
+  return ops;
+}
+
+// A "dequantize" step: the float value `v` from the integer Act `q` of quantization `p`.
+void EmitDequantize(Builder& b, ValueId q, const PerTensor& p, ValueId v, const Node& user, const std::string& label) {
+  const Act& a = b.AnyActOf(q, user);
+  const Arg src = IsDense(a.md) ? Arg{a.slot, a.md, {}}
+                                : b.UseQuantized(q, WithDataType(PlainDesc(a.dims), a.md.data_type()), user);
+  const memory::desc md = WithDataType(src.md, memory::data_type::f32);
+  const Act dst = b.NewAct(a.dims, md);
+  const auto count = static_cast<std::int64_t>(src.md.get_size());
+  const Int8Type type = KernelType(p.type);
+  const float scale = p.scale;
+  const auto zero_point = static_cast<std::int32_t>(p.zero_point);
+  b.EmitCustom("dequantize", label, {{0, src}, {1, Arg{dst.slot, md, {}}}},
+               [=](const std::vector<void*>& data) {
+                 DequantizeLinear(data[0], type, static_cast<float*>(data[1]), count, scale, zero_point);
+               },
+               md);
+  b.SetAct(v, dst);
+}
+
+// A "quantize" step: the integer value `q` (QuantizeLinear `node`'s output)
+// of the float activation `x`, in x's layout.
+void EmitQuantize(Builder& b, const Node& node, ValueId x, const PerTensor& p) {
+  const Arg src = IsDense(b.ActOf(x, node).md) ? b.UseAsIs(x, node) : b.UsePlain(x, node);
+  const memory::desc md = WithDataType(src.md, OneDnnType(p.type));
+  Act dst = b.NewAct(b.ActOf(x, node).dims, md);
+  dst.elem_type = p.type, dst.scale = p.scale, dst.zero_point = p.zero_point;
+  const auto count = static_cast<std::int64_t>(md.get_size());
+  const Int8Type type = KernelType(p.type);
+  const float scale = p.scale;
+  const auto zero_point = static_cast<std::int32_t>(p.zero_point);
+  b.EmitCustom("quantize", node.name, {{0, src}, {1, Arg{dst.slot, md, {}}}},
+               [=](const std::vector<void*>& data) {
+                 QuantizeLinear(static_cast<const float*>(data[0]), data[1], type, count, scale, zero_point);
+               },
+               md);
+  b.SetAct(node.outputs.at(0), dst);
+}
+
+// The int8 convolution itself; false, with nothing emitted, when oneDNN has
+// no fast implementation or a post-op does not commute with the scales.
+bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc) {
+  const Node& node = b.graph.node(chain.anchor);
+  const Node* quantize = chain.quantize != kNoNode ? &b.graph.node(chain.quantize) : nullptr;
+  // y's quantization when the chain ends in QuantizeLinear; scale 1, float32 otherwise.
+  PerTensor out{1.f, 0, onnx::TensorProto::FLOAT};
+  if (quantize) {
+    const std::optional<PerTensor> p = PerTensorOf(b, *quantize, onnx::TensorProto::UINT8);
+    if (!p) return false;
+    out = *p;
+  }
+  const double out_scale = out.scale;
+  const std::optional<dnnl::post_ops> ops = ScaledPostOps(chain, out_scale);
+  if (!ops) return false;
+
+  const Dims x = b.AnyActOf(qc.src, node).dims, &w = qc.weight_dims;
+  const ConvGeometry g = ConvGeometryOf(b, node, x, w);
+  const std::int64_t group = AttrInt(node, "group", 1), channels = w[0];
+  Dims wdims = w;
+  if (group > 1) {  // goihw: the same bytes as oihw
+    wdims = {group, channels / group};
+    wdims.insert(wdims.end(), w.begin() + 1, w.end());
+  }
+  const double src_scale = qc.src_quantization.scale;
+  std::vector<float> scales(static_cast<std::size_t>(channels));
+  std::vector<double> bias = BiasOf(b, node, 2, channels);
+  for (std::size_t c = 0; c < scales.size(); ++c) {
+    const double accumulator = src_scale * qc.weight_scales[c];  // the float value of one unit of the sum
+    scales[c] = static_cast<float>(accumulator / out_scale);
+    bias[c] /= accumulator;
+  }
+  const bool per_channel = std::any_of(scales.begin(), scales.end(), [&](float s) { return s != scales[0]; });
+
+  using ConvPd = dnnl::convolution_forward::primitive_desc;
+  dnnl::primitive_attr attr = b.Attr(*ops);
+  attr.set_output_scales(per_channel ? 1 << 1 : 0, per_channel ? scales : std::vector<float>{scales[0]});
+  if (qc.src_quantization.zero_point != 0)
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {static_cast<std::int32_t>(qc.src_quantization.zero_point)});
+  if (out.zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {static_cast<std::int32_t>(out.zero_point)});
+  const memory::desc src_md(x, OneDnnType(qc.src_quantization.type), memory::format_tag::any);
+  const memory::desc dst_md(g.out, quantize ? OneDnnType(out.type) : memory::data_type::f32, memory::format_tag::any);
+  ConvPd pd;
+  try {
+    pd = ConvPd(dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                dnnl::algorithm::convolution_direct, src_md,
+                                                memory::desc(wdims, memory::data_type::s8, memory::format_tag::any),
+                                                PlainDesc({channels}), dst_md, g.strides, g.dil, g.pl, g.pr),
+                attr, b.engine);
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return false;  // ref_int8: the float path is faster
+
+  const Arg src = b.UseQuantized(qc.src, pd.src_desc(), node);
+  const memory weights = b.PackedConstant(chain.anchor, "int8 weights", pd.weights_desc(), [&] {
+    const memory::desc plain(wdims, memory::data_type::s8, wdims.size() == 4 ? memory::format_tag::oihw
+                                                                               : memory::format_tag::goihw);
+    return memory(plain, b.engine, const_cast<std::int8_t*>(qc.weights.data()));
+  });
+  const memory bias_memory = BiasMemory(b, chain.anchor, bias);
+  Act dst = b.NewAct(g.out, pd.dst_desc());
+  dst.elem_type = out.type, dst.scale = out.scale, dst.zero_point = out.zero_point;
+  b.Emit(pd, "conv", ChainLabel(b, chain),
+         {{DNNL_ARG_SRC, src},
+          {DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights}},
+          {DNNL_ARG_BIAS, Arg{-1, bias_memory.get_desc(), bias_memory}},
+          {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}},
+         dst.md);
+  b.SetAct(chain.out, dst);
+  return true;
+}
+
+}  // namespace
+
+std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv) {
+  if (conv.op_type != "Conv" || !conv.domain.empty() || conv.inputs.size() < 2) return std::nullopt;
+  const Node* x = DequantizeProducing(b, conv.inputs[0]);
+  const Node* w = DequantizeProducing(b, conv.inputs[1]);
+  if (!x || !w || x->inputs.at(0) == kNoValue) return std::nullopt;
+  QuantizedConv qc;
+  qc.src = x->inputs[0];
+  // Computed already: its Act keeps the quantization (the DequantizeLinear's
+  // constants may be released); otherwise the DequantizeLinear's constants.
+  std::optional<PerTensor> src;
+  if (b.IsInt8Act(qc.src)) {
+    const Act& a = b.AnyActOf(qc.src, conv);
+    src = PerTensor{a.scale, a.zero_point, a.elem_type};
+  } else {
+    src = PerTensorOf(b, *x, b.graph.value(qc.src).type.elem_type);
+  }
+  if (!src || !IsInt8Type(src->type) || !(src->scale > 0) || !std::isfinite(src->scale)) return std::nullopt;
+  qc.src_quantization = *src;
+  // Without VNNI, oneDNN runs an s8 source as u8 (x + 128) and halves the
+  // weights to keep the pair sums in 16 bits, losing their last bit: see "Saturation".
+  if (src->type != onnx::TensorProto::UINT8 && !HasInt8DotProduct()) return std::nullopt;
+  if (conv.inputs.size() > 2 && conv.inputs[2] != kNoValue) {  // B: known at build time, or the dequantized constant
+    const ValueId bias = conv.inputs[2];
+    const Node* dq = DequantizeProducing(b, bias);
+    const bool known = b.HasConstData(bias) || (dq && std::all_of(dq->inputs.begin(), dq->inputs.end(), [&](ValueId v) {
+                                                  return v == kNoValue || b.HasConstData(v);
+                                                }));
+    if (!known) return std::nullopt;
+  }
+  if (!QuantizedWeights(b, *w, qc)) return std::nullopt;
+  return qc;
+}
+
+bool ReadsAsInt8(Builder& b, const Node& reader, ValueId v) {
+  if (!b.fuse || !b.fake_quantize || reader.op_type != "Conv" || !reader.domain.empty()) return false;
+  if (reader.inputs.empty() || reader.inputs[0] != v) return false;
+  if (std::count(reader.inputs.begin(), reader.inputs.end(), v) != 1) return false;
+  return QuantizedConvOf(b, reader).has_value();
+}
+
+bool TakeQuantize(Builder& b, Chain& chain, NodeId id) {
+  if (!b.fuse || !b.fake_quantize || chain.quantize != kNoNode || !chain.affine.scale.empty()) return false;
+  const Node& anchor = b.graph.node(chain.anchor);
+  const Node& q = b.graph.node(id);
+  if (q.inputs.at(0) != chain.out || b.graph.value(chain.out).is_graph_output ||
+      b.graph.value(chain.out).consumers.size() != 1)
+    return false;
+  const auto qc = QuantizedConvOf(b, anchor);
+  if (!qc || !b.IsInt8Act(qc->src) || !ScaledPostOps(chain, 1.0)) return false;
+  const auto readers = DequantizeReaders(b, q);
+  if (!readers) return false;
+  const auto shared = SharedQuantization(b, q, *readers);
+  if (!shared || !IsInt8Type(shared->type)) return false;
+  chain.quantize = id;
+  chain.members.push_back(id);
+  chain.out = q.outputs.at(0);
+  return true;
+}
+
+bool LowerQuantize(Builder& b, NodeId id) {
+  const Node& q = b.graph.node(id);
+  if (!b.fuse || !b.fake_quantize) return false;
+  const ValueId x = q.inputs.at(0);
+  if (!b.IsAct(x) || b.AnyActOf(x, q).elem_type != onnx::TensorProto::FLOAT) return false;
+  const auto readers = DequantizeReaders(b, q);
+  if (!readers) return false;
+  const auto shared = SharedQuantization(b, q, *readers);
+  if (!shared || !IsInt8Type(shared->type)) return false;
+  const bool int8_reader = std::any_of(readers->begin(), readers->end(), [&](const Node* dq) {
+    const ValueId v = dq->outputs.at(0);
+    const auto& readers_of_v = b.graph.value(v).consumers;
+    return std::any_of(readers_of_v.begin(), readers_of_v.end(),
+                       [&](NodeId c) { return ReadsAsInt8(b, b.graph.node(c), v); });
+  });
+  if (!int8_reader) return false;
+  EmitQuantize(b, q, x, *shared);
+  DequantizeForFloatReaders(b, q);
+  return true;
+}
+
+void DequantizeForFloatReaders(Builder& b, const Node& q) {
+  const auto readers = DequantizeReaders(b, q);
+  const auto shared = readers ? SharedQuantization(b, q, *readers) : std::nullopt;
+  if (!shared)
+    throw Error(ErrorKind::kInternal, "internal error: " + q.name + ": its readers changed after it was quantized");
+  Absorb(b, *readers);
+  for (const Node* dq : *readers) {
+    const ValueId v = dq->outputs.at(0);
+    const Value& value = b.graph.value(v);
+    const bool float_reader = value.is_graph_output ||
+                              std::any_of(value.consumers.begin(), value.consumers.end(),
+                                          [&](NodeId c) { return !ReadsAsInt8(b, b.graph.node(c), v); });
+    if (float_reader) EmitDequantize(b, q.outputs[0], *shared, v, q, dq->name);
+  }
+}
+
+bool EmitInt8Conv(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  const ValueId x = node.inputs.at(0);
+  const Node* dq = DequantizeProducing(b, x);
+  if (!dq || !b.IsInt8Act(dq->inputs.at(0))) return false;  // a float convolution (TakeQuantize needs an integer X)
+  const auto qc = QuantizedConvOf(b, node);
+  if (qc && chain.affine.scale.empty() && TryInt8(b, chain, *qc)) return true;
+  if (b.IsAct(x) && chain.quantize == kNoNode) return false;
+  // The float convolution of the dequantized values, then QuantizeLinear.
+  if (!b.IsAct(x)) {
+    const Act& q = b.AnyActOf(dq->inputs[0], node);
+    EmitDequantize(b, dq->inputs[0], PerTensor{q.scale, q.zero_point, q.elem_type}, x, node, dq->name);
+  }
+  Chain float_chain = chain;
+  if (chain.quantize != kNoNode) {
+    float_chain.members.pop_back();
+    float_chain.quantize = kNoNode;
+    float_chain.out = b.graph.node(chain.quantize).inputs.at(0);
+  }
+  EmitConv(b, float_chain);
+  if (chain.quantize != kNoNode) {
+    const Node& q = b.graph.node(chain.quantize);
+    EmitQuantize(b, q, float_chain.out, *PerTensorOf(b, q, onnx::TensorProto::UINT8));
+  }
+  return true;
+}
+
+}  // namespace onnxfuse::backend

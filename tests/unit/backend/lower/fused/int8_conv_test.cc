@@ -1,0 +1,153 @@
+// int8 convolutions of the QDQ format (src/backend/lower/fused/int8_conv.cc):
+// DequantizeLinear -> Conv (DequantizeLinear weights and bias) [-> Relu |
+// Clip] [-> QuantizeLinear] lowered in fused mode as one oneDNN int8
+// convolution, against the unfused plan, which runs the ONNX definition
+// (host steps for QuantizeLinear and DequantizeLinear around a float
+// convolution). The two differ only where a float32 result lies at a
+// rounding boundary of the QuantizeLinear: at most one step there.
+#include <catch2/catch.hpp>
+
+#include <dnnl.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/runtime/executor.h"
+#include "plan_check.h"
+#include "test_models.h"
+
+using namespace onnxfuse;
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::string src_type = "uint8";  // x's quantized type
+  int src_zero = 128;
+  int channels = 16, outputs = 8, group = 1, stride = 1;
+  int weight_max = 64;           // |w| <= weight_max
+  std::string activation = "Relu";  // "Relu", "Clip" (0..6) or ""
+  bool requantize = true;           // a QuantizeLinear ends the chain
+  std::string dst_type = "uint8";
+  int dst_zero = 0;
+};
+
+std::string List(const std::vector<std::string>& values) {
+  std::string s;
+  for (const std::string& v : values) s += (s.empty() ? "" : ", ") + v;
+  return s;
+}
+
+// x [1, C, 9, 9] -> Q -> DQ -> Conv 3x3 pad 1 -> activation [-> Q -> DQ] -> y, as ONNX text.
+std::string ModelText(const Case& c) {
+  const int per_group = c.channels / c.group, outputs = c.outputs;
+  const int out_side = (9 + 2 - 3) / c.stride + 1;
+  std::vector<std::string> w, ws, wz, b, bs;
+  const float sx = 0.05f;
+  for (int i = 0; i < outputs * per_group * 9; ++i)
+    w.push_back(std::to_string((i * 37 + 11) % (2 * c.weight_max + 1) - c.weight_max));
+  for (int o = 0; o < outputs; ++o) {
+    const float scale = 0.002f * static_cast<float>(1 + o % 5);
+    ws.push_back(std::to_string(scale));
+    wz.push_back("0");
+    b.push_back(std::to_string((o * 53) % 401 - 200));
+    bs.push_back(std::to_string(sx * scale));
+  }
+  std::ostringstream text;
+  text << R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,)" << c.channels << R"(,9,9] x) => (float[1,)" << outputs << "," << out_side << "," << out_side
+       << R"(] y) {
+      sx = Constant <value = float {)" << sx << R"(}> ()
+      zx = Constant <value = )" << c.src_type << " {" << c.src_zero << R"(}> ()
+      wq = Constant <value = int8[)" << outputs << "," << per_group << R"(,3,3] {)" << List(w) << R"(}> ()
+      ws = Constant <value = float[)" << outputs << "] {" << List(ws) << R"(}> ()
+      wz = Constant <value = int8[)" << outputs << "] {" << List(wz) << R"(}> ()
+      bq = Constant <value = int32[)" << outputs << "] {" << List(b) << R"(}> ()
+      bs = Constant <value = float[)" << outputs << "] {" << List(bs) << R"(}> ()
+      sy = Constant <value = float {0.03}> ()
+      zy = Constant <value = )" << c.dst_type << " {" << c.dst_zero << R"(}> ()
+      lo = Constant <value = float {0.0}> ()
+      hi = Constant <value = float {6.0}> ()
+      xq = QuantizeLinear (x, sx, zx)
+      xd = DequantizeLinear (xq, sx, zx)
+      wd = DequantizeLinear <axis = 0> (wq, ws, wz)
+      bd = DequantizeLinear <axis = 0> (bq, bs)
+      c = Conv <group = )" << c.group << ", strides = [" << c.stride << "," << c.stride
+       << R"(], pads = [1, 1, 1, 1]> (xd, wd, bd)
+)";
+  std::string last = "c";
+  if (c.activation == "Relu") text << "      a = Relu (c)\n", last = "a";
+  if (c.activation == "Clip") text << "      a = Clip (c, lo, hi)\n", last = "a";
+  if (c.requantize)
+    text << "      yq = QuantizeLinear (" << last << ", sy, zy)\n      y = DequantizeLinear (yq, sy, zy)\n";
+  else
+    text << "      y = Identity (" << last << ")\n";
+  text << "    }";
+  return text.str();
+}
+
+// What int8_conv.cc asks of oneDNN's ISA (capped by ONEDNN_MAX_CPU_ISA).
+bool HasVnni() {
+  using isa = dnnl::cpu_isa;
+  const isa i = dnnl::get_effective_cpu_isa();
+  return i == isa::avx2_vnni || i == isa::avx512_core_vnni || i == isa::avx512_core_bf16 || i == isa::avx512_core_amx;
+}
+
+// Fused against unfused: within one step of y's scale (0.03) everywhere,
+// equal on at least 97% of the elements; float outputs within 1e-5.
+void CheckCase(const Case& c, bool want_int8) {
+  INFO(c.name);
+  Graph graph = test::GraphFromText(ModelText(c));
+  const Tensor x = test::TensorFrom({1, c.channels, 9, 9}, [](std::int64_t i) { return 4.0f * test::Wave(i * 7 + 3); });
+  const test::PlanRun fused = test::RunPlan(graph, true, {x});
+  const test::PlanRun unfused = test::RunPlan(graph, false, {x});
+  INFO(test::StepList(fused));
+  CHECK(test::StepsContaining(fused, "int8") == (want_int8 ? 1 : 0));
+  CHECK(test::StepsStartingWith(fused, "host ") == 0);
+  const std::vector<float>& got = fused.outputs.at(0).data;
+  const std::vector<float>& want = unfused.outputs.at(0).data;
+  REQUIRE(got.size() == want.size());
+  std::size_t equal = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": fused " << got[i] << ", unfused " << want[i]);
+    if (c.requantize) {
+      REQUIRE(std::fabs(got[i] - want[i]) <= 0.03f * 1.001f);
+    } else {
+      REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5f * std::max(1.0f, std::fabs(want[i])));
+    }
+    equal += got[i] == want[i];
+  }
+  if (c.requantize) CHECK(static_cast<double>(equal) >= 0.97 * static_cast<double>(got.size()));
+}
+
+}  // namespace
+
+TEST_CASE("a QDQ convolution with 7-bit weights runs as one int8 convolution on every CPU", "[quantize][int8]") {
+  std::vector<Case> cases;
+  cases.push_back({"uint8 source with zero point 128 (the padding is the zero point), Relu, uint8 result"});
+  Case strided{"stride 2, Clip 0..6, result zero point 5"};
+  strided.stride = 2, strided.activation = "Clip", strided.dst_zero = 5;
+  cases.push_back(strided);
+  Case dw{"depthwise, no activation, int8 result with zero point 2"};
+  dw.group = 16, dw.outputs = 16, dw.activation = "", dw.dst_type = "int8", dw.dst_zero = 2;
+  cases.push_back(dw);
+  Case grouped{"4 groups of 8 channels, Relu"};
+  grouped.group = 4, grouped.channels = 32, grouped.outputs = 32;
+  cases.push_back(grouped);
+  Case to_float{"no QuantizeLinear after it: a float32 result"};
+  to_float.requantize = false;
+  cases.push_back(to_float);
+  for (const Case& c : cases) CheckCase(c, true);
+}
+
+TEST_CASE("8-bit weights and int8 sources run int8 only where the CPU sums u8 x s8 products in 32 bits (VNNI)",
+          "[quantize][int8]") {
+  Case wide{"8-bit weights"};
+  wide.weight_max = 127;
+  Case s8{"int8 source with zero point -3"};
+  s8.src_type = "int8", s8.src_zero = -3;
+  for (const Case& c : {wide, s8}) CheckCase(c, HasVnni());
+}
