@@ -184,6 +184,24 @@ std::vector<std::pair<std::string, double>> MsPerKind(const std::vector<Schedule
   return sorted;
 }
 
+// "int8 convolutions: 20 of 20", and why the others are float
+// (ScheduleStep::note), for a plan with quantized convolutions; nothing otherwise.
+void PrintInt8Convolutions(std::ostream& out, const std::vector<ScheduleStep>& schedule) {
+  int int8 = 0, total = 0;
+  std::map<std::string, int> reasons;
+  for (const ScheduleStep& s : schedule) {
+    if (s.kind != "conv") continue;
+    const bool on_int8 = s.impl.find("int8") != std::string::npos;
+    if (!on_int8 && s.note.empty()) continue;
+    ++total;
+    if (on_int8) ++int8;
+    else ++reasons[s.note];
+  }
+  if (total == 0) return;
+  out << "  int8 convolutions: " << int8 << " of " << total << " quantized ones\n";
+  for (const auto& [reason, count] : reasons) out << "    " << count << " " << reason << "\n";
+}
+
 // Each step with its implementation (oneDNN's name, e.g.
 // "jit_uni_int8:avx2" for an int8 convolution, or ours), the fusion group
 // that emitted it and that group's library pattern (null when none): what
@@ -195,7 +213,8 @@ nlohmann::json StepsJson(const std::vector<ScheduleStep>& schedule) {
                      {"label", s.label},
                      {"impl", s.impl},
                      {"group", s.group < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.group)},
-                     {"pattern", s.pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.pattern)}});
+                     {"pattern", s.pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.pattern)},
+                     {"note", s.note.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.note)}});
   return steps;
 }
 
@@ -393,6 +412,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
         out << " " << type << " (" << use["values"].get<int>() << " values) " << use["computed_as"].get<std::string>() << ";";
       out << "\n";
     }
+    PrintInt8Convolutions(out, exec.Schedule());
     if (options.profile) PrintProfile(out, exec.Schedule(), step_ms, options.iterations);
     const bool float_graph = verification && verification->without_fake_quantization;
     for (const auto& c : checks)

@@ -97,6 +97,10 @@ struct ScheduleStep {
   /// execute nodes it absorbed from a neighbouring group (its label names them).
   int group = -1;
   std::string pattern;  ///< that group's FusedGroup::pattern_name, "" when none
+  /// Why it runs as it does where that is not what the model asks: a QDQ
+  /// convolution on float kernels says why not int8
+  /// (backend/lower/fused/int8_conv.h). "" otherwise.
+  std::string note;
 };
 
 

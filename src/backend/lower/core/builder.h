@@ -87,6 +87,7 @@ struct Step {
   std::string layout; ///< layout of its destination
   int group = -1;       ///< Builder::group when it was emitted
   std::string pattern;  ///< Builder::group_pattern when it was emitted
+  std::string note;     ///< why it runs as it does, when not as asked ("float, not int8: ..."); "" otherwise
 };
 
 /// An implementation to avoid when another exists: oneDNN's reference

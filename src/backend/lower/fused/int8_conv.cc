@@ -58,7 +58,9 @@ const Node* DequantizeProducing(const Builder& b, ValueId v) {
 
 // W's scales, one per output channel, and its int8 values, from the
 // DequantizeLinear `dq` of a constant int8 tensor of `channels` output channels.
-bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out) {
+bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out, std::string& why) {
+  why = "its weights are not the DequantizeLinear of constant int8 values with zero point 0 and one scale per "
+        "tensor or per output channel";
   const ValueId w = dq.inputs.at(0), scale = dq.inputs.size() > 1 ? dq.inputs[1] : kNoValue;
   const ValueId zero = dq.inputs.size() > 2 ? dq.inputs[2] : kNoValue;
   if (!b.HasConstData(w) || scale == kNoValue || !b.HasConstData(scale) || (zero != kNoValue && !b.HasConstData(zero)))
@@ -86,7 +88,10 @@ bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out) {
     out.weights[i] = static_cast<std::int8_t>(t.int_data[i]);
     largest = std::max(largest, std::abs(t.int_data[i]));
   }
-  return largest <= 64 || HasInt8DotProduct();  // see "Saturation"
+  if (largest <= 64 || HasInt8DotProduct()) return true;  // see "Saturation"
+  why = "its weights reach |w| = " + std::to_string(largest) +
+        ", over 64: without VNNI oneDNN's int8 kernels would saturate their 16-bit pair sums";
+  return false;
 }
 
 // The chain's post-ops for an int8 convolution whose result is divided by
@@ -145,19 +150,26 @@ void EmitQuantize(Builder& b, const Node& node, ValueId x, const PerTensor& p) {
 
 // The int8 convolution itself; false, with nothing emitted, when oneDNN has
 // no fast implementation or a post-op does not commute with the scales.
-bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc) {
+bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::string& why) {
+  if (!chain.affine.scale.empty()) {
+    why = "a BatchNormalization folded into it";
+    return false;
+  }
   const Node& node = b.graph.node(chain.anchor);
   const Node* quantize = chain.quantize != kNoNode ? &b.graph.node(chain.quantize) : nullptr;
   // y's quantization when the chain ends in QuantizeLinear; scale 1, float32 otherwise.
   PerTensor out{1.f, 0, onnx::TensorProto::FLOAT};
   if (quantize) {
     const std::optional<PerTensor> p = PerTensorOf(b, *quantize, onnx::TensorProto::UINT8);
-    if (!p) return false;
+    if (!p) return false;  // TakeQuantize read it
     out = *p;
   }
   const double out_scale = out.scale;
   std::optional<dnnl::post_ops> ops = ScaledPostOps(chain, out_scale);
-  if (!ops) return false;
+  if (!ops) {
+    why = "a step after it other than Relu, Clip or a linear one";
+    return false;
+  }
   // y's zero point as a last linear step: oneDNN rounds (to nearest even)
   // and saturates after it, and round(v + z) = round(v) + z for an integer
   // z. The same as a destination zero point, which oneDNN 2.6's jit int8
@@ -198,9 +210,13 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc) {
                                                 PlainDesc({channels}), dst_md, g.strides, g.dil, g.pl, g.pr),
                 attr, b.engine);
   } catch (const dnnl::error&) {
+    why = "oneDNN has no int8 convolution for it";
     return false;
   }
-  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return false;  // ref_int8: the float path is faster
+  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {  // ref_int8: the float path is faster
+    why = "oneDNN has only its reference int8 kernel for it";
+    return false;
+  }
 
   const Arg src = b.UseQuantized(qc.src, pd.src_desc(), node);
   const memory weights = b.PackedConstant(chain.anchor, "int8 weights", pd.weights_desc(), [&] {
@@ -223,12 +239,17 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc) {
 
 }  // namespace
 
-std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv) {
+std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::string* why) {
+  std::string reason;
+  std::string& r = why ? *why : reason;
+  r = "its input or weights are not DequantizeLinear outputs";
   if (conv.op_type != "Conv" || !conv.domain.empty() || conv.inputs.size() < 2) return std::nullopt;
   const Node* x = DequantizeProducing(b, conv.inputs[0]);
   const Node* w = DequantizeProducing(b, conv.inputs[1]);
   if (!x || !w || x->inputs.at(0) == kNoValue) return std::nullopt;
   QuantizedConv qc;
+  if (!QuantizedWeights(b, *w, qc, r)) return std::nullopt;
+  r = "its input is not a per-tensor uint8 or int8 quantization";
   qc.src = x->inputs[0];
   // Computed already: its Act keeps the quantization (the DequantizeLinear's
   // constants may be released); otherwise the DequantizeLinear's constants.
@@ -243,16 +264,22 @@ std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv) {
   qc.src_quantization = *src;
   // Without VNNI, oneDNN runs an s8 source as u8 (x + 128) and halves the
   // weights to keep the pair sums in 16 bits, losing their last bit: see "Saturation".
-  if (src->type != onnx::TensorProto::UINT8 && !HasInt8DotProduct()) return std::nullopt;
+  if (src->type != onnx::TensorProto::UINT8 && !HasInt8DotProduct()) {
+    r = "its input is int8: without VNNI oneDNN runs it as uint8 with halved weights, losing a bit";
+    return std::nullopt;
+  }
   if (conv.inputs.size() > 2 && conv.inputs[2] != kNoValue) {  // B: known at build time, or the dequantized constant
     const ValueId bias = conv.inputs[2];
     const Node* dq = DequantizeProducing(b, bias);
     const bool known = b.HasConstData(bias) || (dq && std::all_of(dq->inputs.begin(), dq->inputs.end(), [&](ValueId v) {
                                                   return v == kNoValue || b.HasConstData(v);
                                                 }));
-    if (!known) return std::nullopt;
+    if (!known) {
+      r = "its bias is computed at run time";
+      return std::nullopt;
+    }
   }
-  if (!QuantizedWeights(b, *w, qc)) return std::nullopt;
+  r.clear();
   return qc;
 }
 
@@ -260,7 +287,7 @@ bool ReadsAsInt8(Builder& b, const Node& reader, ValueId v) {
   if (!b.fuse || !b.fake_quantize || reader.op_type != "Conv" || !reader.domain.empty()) return false;
   if (reader.inputs.empty() || reader.inputs[0] != v) return false;
   if (std::count(reader.inputs.begin(), reader.inputs.end(), v) != 1) return false;
-  return QuantizedConvOf(b, reader).has_value();
+  return QuantizedConvOf(b, reader, nullptr).has_value();
 }
 
 bool TakeQuantize(Builder& b, Chain& chain, NodeId id) {
@@ -270,7 +297,7 @@ bool TakeQuantize(Builder& b, Chain& chain, NodeId id) {
   if (q.inputs.at(0) != chain.out || b.graph.value(chain.out).is_graph_output ||
       b.graph.value(chain.out).consumers.size() != 1)
     return false;
-  const auto qc = QuantizedConvOf(b, anchor);
+  const auto qc = QuantizedConvOf(b, anchor, nullptr);
   if (!qc || !b.IsInt8Act(qc->src) || !ScaledPostOps(chain, 1.0)) return false;
   const auto readers = DequantizeReaders(b, q);
   if (!readers) return false;
@@ -323,12 +350,17 @@ bool EmitInt8Conv(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
   const ValueId x = node.inputs.at(0);
   const Node* dq = DequantizeProducing(b, x);
-  if (!dq || !b.IsInt8Act(dq->inputs.at(0))) return false;  // a float convolution (TakeQuantize needs an integer X)
-  const auto qc = QuantizedConvOf(b, node);
-  if (qc && chain.affine.scale.empty() && TryInt8(b, chain, *qc)) return true;
-  if (b.IsAct(x) && chain.quantize == kNoNode) return false;
+  if (!dq) return false;  // not a QDQ convolution
+  const bool int8_src = b.IsInt8Act(dq->inputs.at(0));
+  std::string why;
+  const auto qc = QuantizedConvOf(b, node, &why);
+  if (qc && int8_src && TryInt8(b, chain, *qc, why)) return true;
+  if (why.empty()) why = "its input is not an integer tensor here";
   // The float convolution of the dequantized values, then QuantizeLinear.
+  const std::size_t first = b.steps.size();
   if (!b.IsAct(x)) {
+    if (!int8_src)
+      throw Error(ErrorKind::kInternal, "internal error: " + node.name + ": its input is neither float nor quantized");
     const Act& q = b.AnyActOf(dq->inputs[0], node);
     EmitDequantize(b, dq->inputs[0], PerTensor{q.scale, q.zero_point, q.elem_type}, x, node, dq->name);
   }
@@ -343,6 +375,8 @@ bool EmitInt8Conv(Builder& b, const Chain& chain) {
     const Node& q = b.graph.node(chain.quantize);
     EmitQuantize(b, q, float_chain.out, *PerTensorOf(b, q, onnx::TensorProto::UINT8));
   }
+  for (std::size_t i = first; i < b.steps.size(); ++i)
+    if (b.steps[i].kind == "conv") b.steps[i].note = "float, not int8: " + why;
   return true;
 }
 

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backend/lower/core/chain.h"
@@ -52,8 +53,9 @@ struct QuantizedConv {
 /// u8 or s8 quantization; W a DequantizeLinear of a constant int8 tensor of
 /// rank 4 with zero points 0 and one scale, or one per output channel
 /// (axis 0); B absent or known at build time; on a CPU without VNNI, a u8
-/// X and every |w| <= 64 (see "Saturation"). nullopt otherwise.
-std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv);
+/// X and every |w| <= 64 (see "Saturation"). nullopt otherwise, with the
+/// reason in `why` (when not null).
+std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::string* why);
 
 /// True when `reader` is a Conv that reads `v` only as its X and would read
 /// it as an int8 convolution (QuantizedConvOf), in fused mode with fake quantization.
@@ -80,11 +82,12 @@ bool LowerQuantize(Builder& b, NodeId q);
 /// writing that float output.
 void DequantizeForFloatReaders(Builder& b, const Node& q);
 
-/// Emits a Conv chain whose source or end is quantized: as one int8
-/// convolution when oneDNN has a fast one for it, otherwise as the float
-/// convolution between a dequantize and a quantize step. False, with nothing
-/// done, for a float chain (its X computed in float, no Chain::quantize):
-/// EmitConv's.
+/// Emits a Conv chain whose X is a DequantizeLinear output: as one int8
+/// convolution when its operands allow (QuantizedConvOf), X is an integer
+/// Act and oneDNN has a fast int8 kernel for it; otherwise as the float
+/// convolution (between a dequantize and a quantize step where X or the end
+/// are integer tensors), whose conv step's Step::note says why it is not
+/// int8. False, with nothing done, for any other Conv: EmitConv's.
 bool EmitInt8Conv(Builder& b, const Chain& chain);
 
 }  // namespace onnxfuse::backend

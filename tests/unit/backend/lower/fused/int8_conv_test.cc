@@ -9,6 +9,7 @@
 
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -107,6 +108,11 @@ void CheckCase(const Case& c, bool want_int8) {
   INFO(test::StepList(fused));
   CHECK(test::StepsContaining(fused, "int8") == (want_int8 ? 1 : 0));
   CHECK(test::StepsStartingWith(fused, "host ") == 0);
+  // A float convolution says why it is not int8 (run prints it, run --json gives it).
+  const bool noted = std::any_of(fused.schedule.begin(), fused.schedule.end(), [](const ScheduleStep& s) {
+    return s.kind == "conv" && s.note.rfind("float, not int8: ", 0) == 0;
+  });
+  CHECK(noted == !want_int8);
   const std::vector<float>& got = fused.outputs.at(0).data;
   const std::vector<float>& want = unfused.outputs.at(0).data;
   REQUIRE(got.size() == want.size());
