@@ -161,11 +161,15 @@ void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
     // The integer weights and scales a DequantizeLinear folds stay: an int8
     // convolution reading its output takes them (backend/lower/fused/int8_conv.h).
     if (graph.node(id).op_type == "DequantizeLinear") continue;
-    for (ValueId v : graph.node(id).inputs)
-      if (v != kNoValue && remaining_[v] <= 0 && graph.ConstantTensor(v)) {
+    for (ValueId v : graph.node(id).inputs) {
+      if (v == kNoValue || remaining_[v] > 0 || graph.value(v).is_graph_output) continue;
+      if (graph.ConstantTensor(v)) {
         consts_[v].reset();
         if (releasable_) releasable_->ReleaseInitializer(v);
+      } else if (!graph.IsConstant(v) && consts_[v] && !IsAct(v)) {
+        consts_[v].reset();  // folded at build time (a DequantizeLinear's float weights) and read no more
       }
+    }
   }
 }
 

@@ -165,8 +165,9 @@ class Builder {
   /// Drops the host copies of the inputs of `nodes` that no later node reads
   /// and that the model stores (initializers, Constant nodes): after a group is
   /// lowered its weights live on only in their prepacked form, which keeps the
-  /// compiler's peak memory near the model's size. The inputs of a
-  /// DequantizeLinear stay (int8 convolutions read them later).
+  /// compiler's peak memory near the model's size. Values folded at build
+  /// time that no later node reads go too. The inputs of a DequantizeLinear
+  /// stay (int8 convolutions read them later).
   void ReleaseConsts(const std::vector<NodeId>& nodes);
   /// True when no value stored in `slot`, in the buffer it views or in another
   /// view of that buffer is read again, and none is a graph output; with
