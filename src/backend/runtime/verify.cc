@@ -9,6 +9,7 @@
 
 #include "onnxfuse/error.h"
 #include "backend/runtime/executor.h"
+#include "ir/fake_quantization.h"
 
 namespace onnxfuse {
 
@@ -59,20 +60,6 @@ Graph WithOutputs(const Graph& graph, const std::vector<ValueId>& values) {
     for (std::int64_t d : value.type.dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
   }
   return Graph(std::move(model), graph.source_path());
-}
-
-// Whether `graph` quantizes an activation and dequantizes it again (the QDQ
-// format): a QuantizeLinear read by DequantizeLinear nodes alone.
-bool HasFakeQuantization(const Graph& graph) {
-  for (const Node& node : graph.nodes()) {
-    if (node.op_type != "QuantizeLinear" || !node.domain.empty() || node.outputs.empty()) continue;
-    const Value& q = graph.value(node.outputs[0]);
-    if (!q.consumers.empty() && std::all_of(q.consumers.begin(), q.consumers.end(), [&](NodeId c) {
-          return graph.node(c).op_type == "DequantizeLinear";
-        }))
-      return true;
-  }
-  return false;
 }
 
 // Compiles and runs `graph` fused with `plan` and unfused; the outputs of each, by name.

@@ -299,7 +299,7 @@ bool TakeQuantize(Builder& b, Chain& chain, NodeId id) {
     return false;
   const auto qc = QuantizedConvOf(b, anchor, nullptr);
   if (!qc || !b.IsInt8Act(qc->src) || !ScaledPostOps(chain, 1.0)) return false;
-  const auto readers = DequantizeReaders(b, q);
+  const auto readers = DequantizeReaders(b.graph, q);
   if (!readers) return false;
   const auto shared = SharedQuantization(b, q, *readers);
   if (!shared || !IsInt8Type(shared->type)) return false;
@@ -314,7 +314,7 @@ bool LowerQuantize(Builder& b, NodeId id) {
   if (!b.fuse || !b.fake_quantize) return false;
   const ValueId x = q.inputs.at(0);
   if (!b.IsAct(x) || b.AnyActOf(x, q).elem_type != onnx::TensorProto::FLOAT) return false;
-  const auto readers = DequantizeReaders(b, q);
+  const auto readers = DequantizeReaders(b.graph, q);
   if (!readers) return false;
   const auto shared = SharedQuantization(b, q, *readers);
   if (!shared || !IsInt8Type(shared->type)) return false;
@@ -331,7 +331,7 @@ bool LowerQuantize(Builder& b, NodeId id) {
 }
 
 void DequantizeForFloatReaders(Builder& b, const Node& q) {
-  const auto readers = DequantizeReaders(b, q);
+  const auto readers = DequantizeReaders(b.graph, q);
   const auto shared = readers ? SharedQuantization(b, q, *readers) : std::nullopt;
   if (!shared)
     throw Error(ErrorKind::kInternal, "internal error: " + q.name + ": its readers changed after it was quantized");

@@ -7,6 +7,7 @@
 
 #include "backend/kernels/quantize_dequantize.h"
 #include "eval/host_eval.h"
+#include "ir/fake_quantization.h"
 
 namespace onnxfuse::backend {
 
@@ -24,20 +25,6 @@ std::optional<PerTensor> PerTensorOf(Builder& b, const Node& node, std::int32_t 
     p.type = z.DataType();
   }
   return p;
-}
-
-std::optional<std::vector<const Node*>> DequantizeReaders(Builder& b, const Node& q) {
-  if (q.op_type != "QuantizeLinear" || !q.domain.empty() || q.outputs.empty()) return std::nullopt;
-  const ValueId quantized = q.outputs[0];
-  const Value& value = b.graph.value(quantized);
-  if (value.is_graph_output || value.consumers.empty()) return std::nullopt;
-  std::vector<const Node*> readers;
-  for (NodeId c : value.consumers) {
-    const Node& dq = b.graph.node(c);
-    if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || dq.inputs.at(0) != quantized) return std::nullopt;
-    if (std::find(readers.begin(), readers.end(), &dq) == readers.end()) readers.push_back(&dq);
-  }
-  return readers;
 }
 
 std::optional<PerTensor> SharedQuantization(Builder& b, const Node& q, const std::vector<const Node*>& readers) {
@@ -60,7 +47,7 @@ bool LowerQuantizeDequantize(Builder& b, NodeId id) {
   if (!b.IsAct(x) || b.IsIntAct(x)) return false;
   // Every reader a DequantizeLinear of the quantized value (ONNX Runtime's
   // QDQ models give each consumer its own).
-  const auto readers = DequantizeReaders(b, q);
+  const auto readers = DequantizeReaders(b.graph, q);
   if (!readers) return false;
   if (!b.fake_quantize) {
     Absorb(b, *readers);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/lower/core/builder.h"
+#include "ir/fake_quantization.h"
 
 namespace onnxfuse::backend {
 
@@ -29,11 +30,8 @@ struct PerTensor {
 /// uint8; DequantizeLinear: its input's type).
 std::optional<PerTensor> PerTensorOf(Builder& b, const Node& node, std::int32_t default_type);
 
-/// The DequantizeLinear nodes reading QuantizeLinear `q`'s output, each once,
-/// when they are all its readers and the output is no graph output; nullopt otherwise.
-std::optional<std::vector<const Node*>> DequantizeReaders(Builder& b, const Node& q);
-
-/// The constant per-tensor quantization `q` and all its `readers` share,
+/// The constant per-tensor quantization QuantizeLinear `q` and all its
+/// `readers` (ir/fake_quantization.h's DequantizeReaders) share,
 /// with a positive scale and a zero point in its type's range; nullopt otherwise.
 std::optional<PerTensor> SharedQuantization(Builder& b, const Node& q, const std::vector<const Node*>& readers);
 
