@@ -38,6 +38,7 @@ Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstan
       packed_(packed), releasable_(releasable) {
   std::size_t n = graph.values().size();
   consts_.resize(n);
+  folded_released_.resize(n, false);
   acts_.resize(n);
   alternates_.resize(n);
   remaining_.resize(n);
@@ -47,14 +48,16 @@ Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstan
   }
 }
 
-bool Builder::IsConst(ValueId v) const { return consts_[v] != nullptr || graph.IsConstant(v); }
+bool Builder::IsConst(ValueId v) const {
+  return consts_[v] != nullptr || graph.IsConstant(v) || folded_released_[v];
+}
 
 bool Builder::HasConstData(ValueId v) const { return consts_[v] != nullptr || graph.ConstantTensor(v) != nullptr; }
 
 const Tensor& Builder::Const(ValueId v, const Node& user) {
   if (!consts_[v]) {
     const onnx::TensorProto* proto = graph.ConstantTensor(v);
-    if (!proto && graph.IsReleased(v))
+    if (!proto && (graph.IsReleased(v) || folded_released_[v]))
       throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads initializer '" +
                                             graph.value(v).name + "' after its data was released");
     if (!proto)
@@ -168,6 +171,7 @@ void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
         if (releasable_) releasable_->ReleaseInitializer(v);
       } else if (!graph.IsConstant(v) && consts_[v] && !IsAct(v)) {
         consts_[v].reset();  // folded at build time (a DequantizeLinear's float weights) and read no more
+        folded_released_[v] = true;
       }
     }
   }

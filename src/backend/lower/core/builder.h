@@ -289,6 +289,7 @@ class Builder {
   PackedConstants* packed_;
   Graph* releasable_;
   std::vector<std::shared_ptr<const Tensor>> consts_;  // decoded or folded; shared with packed_->decoded
+  std::vector<bool> folded_released_;  ///< folded values ReleaseConsts dropped: still constants
   std::vector<std::optional<Act>> acts_;
   std::vector<std::vector<Act>> alternates_;  ///< the value in other layouts (reorder results)
   std::map<int, std::vector<int>> views_of_;   ///< root slot -> the view slots into its buffer (NewView)
