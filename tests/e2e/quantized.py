@@ -33,7 +33,8 @@ checks are, per model:
   - every convolution runs on oneDNN's int8 kernel (its `impl`) where the
     CPU sums u8 x s8 products without saturating (VNNI) or the weights are
     7-bit, and none otherwise (backend/lower/fused/int8_conv.h);
-  - the session's outputs equal `run`'s fused ones, bit for bit;
+  - the session's outputs, and those of the model's plan file, equal `run`'s
+    fused ones, bit for bit;
   - fused, unfused and session outputs have their reference's top-1 class,
     and their difference from it (compare.js's max rel) is below what
     quantizing the model changed in ONNX Runtime's own output (its float
@@ -104,6 +105,10 @@ def check_model(binary, models, work, base, form, failures):
     import onnxfuse  # build/python, on PYTHONPATH
     session = onnxfuse.InferenceSession(model, threads=1)
     served = session.run(None, {session.get_inputs()[0].name: x})[0]
+    # Its plan file (int8 weights are packed again from the model when it is loaded).
+    plan = os.path.join(folder, "model.plan")
+    subprocess.run([binary, model, "-o", plan], check=True, capture_output=True)
+    planned, _ = run(binary, plan, data, os.path.join(folder, "plan"), True)
 
     nodes = onnx.load(model).graph.node
     pairs = sum(1 for n in nodes if n.op_type in ("QuantizeLinear", "QLinearConv"))
@@ -123,6 +128,8 @@ def check_model(binary, models, work, base, form, failures):
         failures.append("%s: %d convolutions run int8, expected %d" % (name, len(int8), want_int8))
     if not np.array_equal(served, fused):
         failures.append("%s: the session's output differs from run's fused output" % name)
+    if not np.array_equal(planned, fused):
+        failures.append("%s: its plan file's output differs from run's fused output" % name)
     for label, actual, int8_plan in (("fused", fused, bool(int8)), ("unfused", unfused, False),
                                      ("session", served, bool(int8))):
         reference_run, other_run = (optimized, expected) if int8_plan else (expected, optimized)

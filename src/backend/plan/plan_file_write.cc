@@ -224,6 +224,7 @@ PlanFileInfo WritePlanFile(const std::string& path, const Graph& graph, const Fu
     }
   std::vector<StreamedConstant> constants;
   for (const auto& [key, memory] : packed->by_key) {
+    if (!planformat::CanStoreDesc(memory.get_desc())) continue;  // packed again when the plan is loaded
     StreamedConstant c;
     c.head.set_key(key);
     StoreDesc(memory.get_desc(), *c.head.mutable_desc());

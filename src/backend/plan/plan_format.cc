@@ -30,6 +30,16 @@ std::uint32_t Crc32(const void* data, std::size_t size, std::uint32_t crc) {
   return static_cast<std::uint32_t>(value);
 }
 
+bool CanStoreDesc(const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.data_type != dnnl_f32 || d.offset0 != 0 || d.extra.flags != 0) return false;
+  if (d.format_kind == dnnl_format_kind_wino) return true;
+  if (d.format_kind != dnnl_blocked) return false;
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.padded_offsets[i] != 0) return false;
+  return true;
+}
+
 void StoreDesc(const dnnl::memory::desc& md, planfile::MemoryDesc& out) {
   const dnnl_memory_desc_t& d = md.data;
   Check((d.format_kind == dnnl_blocked || d.format_kind == dnnl_format_kind_wino) && d.offset0 == 0 &&

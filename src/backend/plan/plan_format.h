@@ -44,6 +44,13 @@ std::uint32_t Crc32(const void* data, std::size_t size, std::uint32_t crc = 0);
 /// Throws Error(kInternal) otherwise.
 void StoreDesc(const dnnl::memory::desc& md, planfile::MemoryDesc& out);
 
+/// Whether StoreDesc stores `md` and LoadDesc reads it back: float32, plain
+/// or blocked without padded offsets or an offset, or Winograd; no extra
+/// (compensation) data. An int8 convolution's s8 weights are not: a plan file
+/// leaves them out, and loading it packs them again from the model's int8
+/// initializers (Builder::PackedConstant).
+bool CanStoreDesc(const dnnl::memory::desc& md);
+
 /// A stored descriptor, validated so that every element it addresses lies inside
 /// the `data_bytes` that come with it (oneDNN trusts a descriptor's strides);
 /// a Winograd one only so that its size is `data_bytes`: it must not be used
