@@ -160,19 +160,30 @@ void Builder::Consume(const Node& node) {
 }
 
 void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
+  auto release = [&](ValueId v) {
+    if (v == kNoValue || remaining_[v] > 0 || graph.value(v).is_graph_output) return;
+    if (graph.ConstantTensor(v)) {
+      consts_[v].reset();
+      if (releasable_) releasable_->ReleaseInitializer(v);
+    } else if (!graph.IsConstant(v) && consts_[v] && !IsAct(v)) {
+      consts_[v].reset();  // folded at build time (a DequantizeLinear's float weights) and read no more
+      folded_released_[v] = true;
+    }
+  };
+  // A DequantizeLinear's integer weights and scales stay until its output's
+  // readers are lowered: an int8 convolution takes them from there
+  // (backend/lower/fused/int8_conv.h), not from the folded float weights.
+  auto dequantize_read = [&](const Node& n) {
+    return n.op_type == "DequantizeLinear" && !n.outputs.empty() && remaining_[n.outputs[0]] > 0;
+  };
   for (NodeId id : nodes) {
-    // The integer weights and scales a DequantizeLinear folds stay: an int8
-    // convolution reading its output takes them (backend/lower/fused/int8_conv.h).
-    if (graph.node(id).op_type == "DequantizeLinear") continue;
-    for (ValueId v : graph.node(id).inputs) {
-      if (v == kNoValue || remaining_[v] > 0 || graph.value(v).is_graph_output) continue;
-      if (graph.ConstantTensor(v)) {
-        consts_[v].reset();
-        if (releasable_) releasable_->ReleaseInitializer(v);
-      } else if (!graph.IsConstant(v) && consts_[v] && !IsAct(v)) {
-        consts_[v].reset();  // folded at build time (a DequantizeLinear's float weights) and read no more
-        folded_released_[v] = true;
-      }
+    const Node& node = graph.node(id);
+    if (dequantize_read(node)) continue;
+    for (ValueId v : node.inputs) {
+      release(v);
+      const NodeId producer = v == kNoValue ? kNoNode : graph.value(v).producer;
+      if (producer != kNoNode && graph.node(producer).op_type == "DequantizeLinear" && remaining_[v] <= 0)
+        for (ValueId u : graph.node(producer).inputs) release(u);
     }
   }
 }
