@@ -224,7 +224,13 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::strin
                                                                                : memory::format_tag::goihw);
     return memory(plain, b.engine, const_cast<std::int8_t*>(qc.weights.data()));
   });
-  const memory bias_memory = BiasMemory(b, chain.anchor, bias);
+  // The bias in the sum's units: its own key, never a float convolution's
+  // "bias" (a plan file built where this node ran in float, or the reverse).
+  const memory::desc bias_md = PlainDesc({channels});
+  const std::vector<float> bias_values(bias.begin(), bias.end());
+  const memory bias_memory = b.PackedConstant(chain.anchor, "int8 bias", bias_md, [&] {
+    return b.HostView(bias_md, bias_values.data());
+  });
   Act dst = b.NewAct(g.out, pd.dst_desc());
   dst.elem_type = out.type, dst.scale = out.scale, dst.zero_point = out.zero_point;
   b.Emit(pd, "conv", ChainLabel(b, chain),
