@@ -54,7 +54,7 @@ __attribute__((target("avx2"))) void QuantizeAvx2(const float* x, T* q, std::int
     const __m256i bytes = std::is_same_v<T, std::uint8_t> ? _mm256_packus_epi16(ab, cd) : _mm256_packs_epi16(ab, cd);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_permutevar8x32_epi32(bytes, order));
   }
-  for (; i < n; ++i) q[i] = QuantizeOne<T>(x[i], scale, r, zero_point);
+  QuantizeBaseline(x + i, q + i, n - i, scale, r, zero_point);
 }
 
 template <typename T>
@@ -73,7 +73,7 @@ __attribute__((target("avx2"))) void DequantizeAvx2(const T* q, float* y, std::i
     const __m256i v = std::is_same_v<T, std::uint8_t> ? _mm256_cvtepu8_epi32(bytes) : _mm256_cvtepi8_epi32(bytes);
     _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, z)), s));
   }
-  for (; i < n; ++i) y[i] = static_cast<float>(static_cast<std::int32_t>(q[i]) - zero_point) * scale;
+  DequantizeBaseline(q + i, y + i, n - i, scale, zero_point);
 }
 
 constexpr std::int64_t kChunk = 16384;  // elements per OpenMP task, a multiple of every vector width

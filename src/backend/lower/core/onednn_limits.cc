@@ -56,4 +56,15 @@ bool BlockedOperandRight(const Dims& operand_dims, const Dims& src0_dims) {
          Product(operand_dims) == operand_dims[1];
 }
 
+bool HasInt8DotProduct() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::avx2_vnni:
+    case isa::avx512_core_vnni:
+    case isa::avx512_core_bf16:
+    case isa::avx512_core_amx: return true;
+    default: return false;
+  }
+}
+
 }  // namespace onnxfuse::backend

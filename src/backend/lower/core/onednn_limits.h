@@ -26,6 +26,13 @@
 //    {4,1,4,2}: the same elements, and equal to oneDNN's operator==) reads
 //    src1 at other offsets. Builder::Use hands every reader the descriptor it
 //    asked for, so src1 is described exactly as src0.
+// 6. Without VNNI (AVX2, AVX-512 without VNNI), the int8 convolution adds
+//    pairs of u8 x s8 products in 16 bits with saturation (vpmaddubsw):
+//    weights of +-127 on inputs near 255 came out 1,203 units off. An s8
+//    source runs as u8 + 128 with halved weights, which drops their last
+//    bit: two quantization steps off. With VNNI the products are summed in
+//    32 bits. backend/lower/fused/int8_conv.h keeps to u8 sources and
+//    |w| <= 64 without it (pinned by tests/unit/backend/lower/fused/int8_conv_test.cc).
 #pragma once
 
 #include <cstddef>
@@ -49,5 +56,10 @@ bool BinaryPostOpsInPlaceRight(const dnnl::memory::desc& md);
 /// Whether a binary primitive on src0 of `src0_dims` reads a src1 of
 /// `operand_dims` right in src0's channel-blocked layout (limit 4).
 bool BlockedOperandRight(const Dims& operand_dims, const Dims& src0_dims);
+
+/// Whether oneDNN's effective ISA (capped by ONEDNN_MAX_CPU_ISA) has an int8
+/// dot product summing in 32 bits (VNNI: AVX-VNNI, AVX-512 VNNI and later),
+/// so that its int8 convolutions are exact for any weights and sources (limit 6).
+bool HasInt8DotProduct();
 
 }  // namespace onnxfuse::backend

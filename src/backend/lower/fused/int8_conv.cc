@@ -8,6 +8,7 @@
 
 #include "backend/kernels/quantize_linear.h"
 #include "backend/lower/core/conv_geometry.h"
+#include "backend/lower/core/onednn_limits.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/ops/conv.h"
 #include "ir/attributes.h"
@@ -35,19 +36,6 @@ memory::desc WithDataType(const memory::desc& md, memory::data_type type) {
   return memory::desc(data);
 }
 
-// oneDNN's int8 kernels use a dot-product instruction that sums u8 x s8
-// products in 32 bits (VNNI): AVX-512 VNNI and later, or AVX-VNNI.
-bool HasInt8DotProduct() {
-  using isa = dnnl::cpu_isa;
-  switch (dnnl::get_effective_cpu_isa()) {
-    case isa::avx2_vnni:
-    case isa::avx512_core_vnni:
-    case isa::avx512_core_bf16:
-    case isa::avx512_core_amx: return true;
-    default: return false;
-  }
-}
-
 // The producer of `v` when it is a DequantizeLinear of the default domain.
 const Node* DequantizeProducing(const Builder& b, ValueId v) {
   const NodeId p = b.graph.value(v).producer;
@@ -65,7 +53,8 @@ bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out, std::strin
   const ValueId zero = dq.inputs.size() > 2 ? dq.inputs[2] : kNoValue;
   if (!b.HasConstData(w) || scale == kNoValue || !b.HasConstData(scale) || (zero != kNoValue && !b.HasConstData(zero)))
     return false;
-  const Tensor& t = b.Const(w, dq);
+  out.weights = b.SharedConst(w, dq);
+  const Tensor& t = *out.weights;
   if (t.DataType() != onnx::TensorProto::INT8 || t.dims.size() != 4) return false;
   const std::int64_t channels = t.dims[0];
   const Tensor& s = b.Const(scale, dq);
@@ -81,14 +70,9 @@ bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out, std::strin
     const Tensor& z = b.Const(zero, dq);
     if (!std::all_of(z.int_data.begin(), z.int_data.end(), [](std::int64_t v) { return v == 0; })) return false;
   }
-  out.weight_dims = t.dims;
-  out.weights.resize(t.int_data.size());
   std::int64_t largest = 0;
-  for (std::size_t i = 0; i < t.int_data.size(); ++i) {
-    out.weights[i] = static_cast<std::int8_t>(t.int_data[i]);
-    largest = std::max(largest, std::abs(t.int_data[i]));
-  }
-  if (largest <= 64 || HasInt8DotProduct()) return true;  // see "Saturation"
+  for (std::int64_t v : t.int_data) largest = std::max(largest, std::abs(v));
+  if (largest <= 64 || HasInt8DotProduct()) return true;  // see "Saturation"; onednn_limits.h, limit 6
   why = "its weights reach |w| = " + std::to_string(largest) +
         ", over 64: without VNNI oneDNN's int8 kernels would saturate their 16-bit pair sums";
   return false;
@@ -177,7 +161,7 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::strin
   if (out.zero_point != 0)
     ops->append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, static_cast<float>(out.zero_point));
 
-  const Dims x = b.AnyActOf(qc.src, node).dims, &w = qc.weight_dims;
+  const Dims x = b.AnyActOf(qc.src, node).dims, &w = qc.weights->dims;
   const ConvGeometry g = ConvGeometryOf(b, node, x, w);
   const std::int64_t group = AttrInt(node, "group", 1), channels = w[0];
   Dims wdims = w;
@@ -219,10 +203,12 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::strin
   }
 
   const Arg src = b.UseQuantized(qc.src, pd.src_desc(), node);
+  std::vector<std::int8_t> plain_weights;  // w_int8 as bytes, oihw: made only when packed now
   const memory weights = b.PackedConstant(chain.anchor, "int8 weights", pd.weights_desc(), [&] {
+    plain_weights.assign(qc.weights->int_data.begin(), qc.weights->int_data.end());
     const memory::desc plain(wdims, memory::data_type::s8, wdims.size() == 4 ? memory::format_tag::oihw
                                                                                : memory::format_tag::goihw);
-    return memory(plain, b.engine, const_cast<std::int8_t*>(qc.weights.data()));
+    return memory(plain, b.engine, plain_weights.data());
   });
   // The bias in the sum's units: its own key, never a float convolution's
   // "bias" (a plan file built where this node ran in float, or the reverse).
@@ -269,7 +255,8 @@ std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::
   if (!src || !IsInt8Type(src->type) || !(src->scale > 0) || !std::isfinite(src->scale)) return std::nullopt;
   qc.src_quantization = *src;
   // Without VNNI, oneDNN runs an s8 source as u8 (x + 128) and halves the
-  // weights to keep the pair sums in 16 bits, losing their last bit: see "Saturation".
+  // weights to keep the pair sums in 16 bits, losing their last bit: see
+  // "Saturation"; onednn_limits.h, limit 6.
   if (src->type != onnx::TensorProto::UINT8 && !HasInt8DotProduct()) {
     r = "its input is int8: without VNNI oneDNN runs it as uint8 with halved weights, losing a bit";
     return std::nullopt;

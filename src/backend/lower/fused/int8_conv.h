@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,8 +44,8 @@ namespace onnxfuse::backend {
 struct QuantizedConv {
   ValueId src = kNoValue;  ///< the integer tensor X dequantizes
   PerTensor src_quantization;
-  Dims weight_dims;                  ///< [C_out, C_in / group, kH, kW]
-  std::vector<std::int8_t> weights;  ///< w_int8 in that order (oihw)
+  /// w_int8, [C_out, C_in / group, kH, kW] (int_data; shared with the Builder, not copied)
+  std::shared_ptr<const Tensor> weights;
   std::vector<float> weight_scales;  ///< one per output channel
 };
 

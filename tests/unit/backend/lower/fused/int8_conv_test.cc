@@ -7,8 +7,6 @@
 // rounding boundary of the QuantizeLinear: at most one step there.
 #include <catch2/catch.hpp>
 
-#include <dnnl.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/lower/core/onednn_limits.h"
 #include "backend/runtime/executor.h"
 #include "plan_check.h"
 #include "test_models.h"
@@ -93,13 +92,6 @@ std::string ModelText(const Case& c) {
   return text.str();
 }
 
-// What int8_conv.cc asks of oneDNN's ISA (capped by ONEDNN_MAX_CPU_ISA).
-bool HasVnni() {
-  using isa = dnnl::cpu_isa;
-  const isa i = dnnl::get_effective_cpu_isa();
-  return i == isa::avx2_vnni || i == isa::avx512_core_vnni || i == isa::avx512_core_bf16 || i == isa::avx512_core_amx;
-}
-
 // Fused against unfused: within one step of y's scale (0.03) everywhere,
 // equal on at least `equal_share` of the elements; float outputs within 1e-5.
 void CheckCase(const Case& c, bool want_int8, double equal_share = 0.97) {
@@ -159,7 +151,7 @@ TEST_CASE("8-bit weights and int8 sources run int8 only where the CPU sums u8 x 
   wide.weight_max = 127;
   Case s8{"int8 source with zero point -3"};
   s8.src_type = "int8", s8.src_zero = -3;
-  for (const Case& c : {wide, s8}) CheckCase(c, HasVnni());
+  for (const Case& c : {wide, s8}) CheckCase(c, onnxfuse::backend::HasInt8DotProduct());
 }
 
 TEST_CASE("random QDQ convolutions: int8 within one step of the ONNX definition", "[quantize][int8]") {
