@@ -184,6 +184,20 @@ std::vector<std::pair<std::string, double>> MsPerKind(const std::vector<Schedule
   return sorted;
 }
 
+std::string FormatSteps(double steps) { return std::isfinite(steps) ? std::to_string(static_cast<long long>(steps)) : "inf"; }
+
+// "check quantized activations ...: 40, at most 1 step apart ... ok"
+void PrintQuantizedCheck(std::ostream& out, const Verification& v) {
+  double max_steps = 0, max_share = 0;
+  bool ok = v.quantized_note.empty();
+  for (const QuantizedCheck& q : v.quantized)
+    max_steps = std::max(max_steps, q.max_steps), max_share = std::max(max_share, q.share_over_one_step), ok &= q.ok;
+  out << "  check quantized activations (each layer on the same integers in both plans): " << v.quantized.size()
+      << ", at most " << FormatSteps(max_steps) << " steps apart, at most " << std::setprecision(3) << 100 * max_share
+      << "% of a tensor more than one step" << (ok ? " ok" : " FAILED") << "\n"
+      << std::setprecision(2);
+}
+
 // "int8 convolutions: 20 of 20", and why the others are float
 // (ScheduleStep::note), for a plan with quantized convolutions; nothing otherwise.
 void PrintInt8Convolutions(std::ostream& out, const std::vector<ScheduleStep>& schedule) {
@@ -249,10 +263,24 @@ void PrintProfile(std::ostream& out, const std::vector<ScheduleStep>& schedule, 
 // How each element type of the graph's values is held and computed at run
 // time (src/backend/runtime/executor.h, "Element types"): {"FLOAT16": {"values":
 // 12, "computed_as": "as float32, converted at the edges"}, ...}.
-nlohmann::json ElementTypesJson(const Graph& graph) {
-  std::map<std::int32_t, int> counts;
+// A value only QuantizeLinear and DequantizeLinear nodes read (a QDQ model's
+// quantized weights, biases and activations, and zero points): how it is held
+// depends on the plan, not on its type.
+bool IsDequantized(const Graph& graph, const Value& value) {
+  return !value.consumers.empty() && std::all_of(value.consumers.begin(), value.consumers.end(), [&](NodeId c) {
+    const Node& n = graph.node(c);
+    return (n.op_type == "DequantizeLinear" || n.op_type == "QuantizeLinear") && n.domain.empty();
+  });
+}
+
+nlohmann::json ElementTypesJson(const Graph& graph, bool fused) {
+  std::map<std::int32_t, int> counts, dequantized;
   for (const Value& value : graph.values())
-    if (value.type.elem_type != onnx::TensorProto::UNDEFINED) ++counts[value.type.elem_type];
+    if (value.type.elem_type != onnx::TensorProto::UNDEFINED) {
+      ++counts[value.type.elem_type];
+      if (value.type.elem_type != onnx::TensorProto::FLOAT && IsDequantized(graph, value))
+        ++dequantized[value.type.elem_type];
+    }
   nlohmann::json types = nlohmann::json::object();
   for (const auto& [type, count] : counts) {
     std::string how = "as float32";
@@ -264,7 +292,14 @@ nlohmann::json ElementTypesJson(const Graph& graph) {
       how = "as int64, on host steps, wrapped to the type's width";
     else if (type != onnx::TensorProto::FLOAT)
       how = "not held at run time";
-    types[onnx::TensorProto::DataType_Name(type)] = {{"values", count}, {"computed_as", how}};
+    nlohmann::json use = {{"values", count}, {"computed_as", how}};
+    if (const int n = dequantized.count(type) ? dequantized.at(type) : 0; n > 0 && fused) {
+      use["dequantized_values"] = n;
+      use["dequantized_as"] =
+          "constants used at build time; activations 8-bit where an int8 convolution reads them, else "
+          "dequantized in the pass that quantizes them";
+    }
+    types[onnx::TensorProto::DataType_Name(type)] = use;
   }
   return types;
 }
@@ -334,7 +369,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   const bool check_ok = !verification || verification->ok;
 
   const PlanStats& ps = stats.plan;
-  const nlohmann::json element_types = ElementTypesJson(graph);
+  const nlohmann::json element_types = ElementTypesJson(graph, fused);
   if (options.json) {
     nlohmann::json j = {{"model", options.model_path},
                         {"strategy", prepared.strategy},
@@ -360,6 +395,14 @@ int RunJob(const RunOptions& options, std::ostream& out) {
     if (options.check) {
       j["check"] = {{"ok", check_ok}, {"rtol", options.check_rtol}, {"outputs", checks},
                     {"without_fake_quantization", verification->without_fake_quantization}};
+      if (verification->without_fake_quantization) {
+        nlohmann::json quantized = nlohmann::json::array();
+        for (const QuantizedCheck& q : verification->quantized)
+          quantized.push_back({{"value", q.value}, {"elements", q.elements}, {"max_steps", q.max_steps},
+                               {"share_over_one_step", q.share_over_one_step}, {"ok", q.ok}});
+        j["check"]["quantized"] = quantized;
+        if (!verification->quantized_note.empty()) j["check"]["quantized_note"] = verification->quantized_note;
+      }
       if (!check_ok) {
         j["check"]["first_difference"] = first_difference;  // null when not localized
         j["check"]["summary"] = verification->Summary();
@@ -409,7 +452,15 @@ int RunJob(const RunOptions& options, std::ostream& out) {
     if (element_types.size() > 1 || (element_types.size() == 1 && !element_types.contains("FLOAT"))) {
       out << "  element types:";
       for (const auto& [type, use] : element_types.items())
-        out << " " << type << " (" << use["values"].get<int>() << " values) " << use["computed_as"].get<std::string>() << ";";
+      {
+        out << " " << type << " (" << use["values"].get<int>() << " values) ";
+        const int dequantized = use.value("dequantized_values", 0);
+        if (dequantized < use["values"].get<int>()) out << use["computed_as"].get<std::string>();
+        if (dequantized > 0)
+          out << (dequantized < use["values"].get<int>() ? ", except " + std::to_string(dequantized) + " " : "")
+              << "in QuantizeLinear/DequantizeLinear only: " << use["dequantized_as"].get<std::string>();
+        out << ";";
+      }
       out << "\n";
     }
     PrintInt8Convolutions(out, exec.Schedule());
@@ -420,9 +471,10 @@ int RunJob(const RunOptions& options, std::ostream& out) {
           << (float_graph ? " (fused vs unfused, without fake quantization)" : " (fused vs unfused)") << ": max abs " << c["max_abs"].get<double>() << ", max rel " << c["max_rel"].get<double>()
           << (c["ok"].get<bool>() ? " ok" : " FAILED") << "\n"
           << std::fixed;
+    if (float_graph) PrintQuantizedCheck(out, *verification);
     if (!check_ok) out << "  " << verification->Summary() << "\n";
   }
-  if (!check_ok) spdlog::error("--check: outputs differ beyond {} relative: {}", options.check_rtol, verification->Summary());
+  if (!check_ok) spdlog::error("--check: the plans differ: {}", verification->Summary());
   return check_ok ? 0 : 1;
 }
 

@@ -33,6 +33,9 @@ checks are, per model:
   - every convolution runs on oneDNN's int8 kernel (its `impl`) where the
     CPU sums u8 x s8 products without saturating (VNNI) or the weights are
     7-bit, and none otherwise (backend/lower/fused/int8_conv.h);
+  - `run --check` holds, and compares at least one quantized activation per
+    convolution, each layer on the same integers in the fused and unfused
+    plans (backend/runtime/verify.h);
   - the session's outputs, and those of the model's plan file, equal `run`'s
     fused ones, bit for bit;
   - fused, unfused and session outputs have their reference's top-1 class,
@@ -75,9 +78,9 @@ def ort(model, inputs, folder, level):
     return read(os.path.join(folder, "output_0.pb"))
 
 
-def run(binary, model, inputs, folder, fuse):
+def run(binary, model, inputs, folder, fuse, check=False):
     args = [binary, "run", model, "--inputs", inputs, "--outputs", folder, "--threads", "1", "--iterations", "1",
-            "--warmup", "0", "--json"] + ([] if fuse else ["--no-fuse"])
+            "--warmup", "0", "--json"] + ([] if fuse else ["--no-fuse"]) + (["--check"] if check else [])
     p = subprocess.run(args, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError("%s failed: %s" % (" ".join(args), p.stderr.strip()[-400:]))
@@ -100,7 +103,7 @@ def check_model(binary, models, work, base, form, failures):
     optimized = ort(model, data, os.path.join(folder, "ort_all"), "all")
     quantization = max_rel(reference, expected)
 
-    fused, report = run(binary, model, data, os.path.join(folder, "fused"), True)
+    fused, report = run(binary, model, data, os.path.join(folder, "fused"), True, check=True)
     unfused, _ = run(binary, model, data, os.path.join(folder, "unfused"), False)
     import onnxfuse  # build/python, on PYTHONPATH
     session = onnxfuse.InferenceSession(model, threads=1)
@@ -126,6 +129,12 @@ def check_model(binary, models, work, base, form, failures):
     want_int8 = convs if bits or has_vnni(report["cpu_isa"]) else 0
     if len(int8) != want_int8:
         failures.append("%s: %d convolutions run int8, expected %d" % (name, len(int8), want_int8))
+    quantized = report["check"].get("quantized", [])
+    print("  --check: %s; %d quantized activations, at most %g steps apart" %
+          ("ok" if report["check"]["ok"] else "FAILED", len(quantized), max([q["max_steps"] for q in quantized] or [0])))
+    if not report["check"]["ok"] or len(quantized) < convs or not all(q["ok"] for q in quantized):
+        failures.append("%s: run --check fails or compares fewer quantized activations (%d) than convolutions (%d)" %
+                        (name, len(quantized), convs))
     if not np.array_equal(served, fused):
         failures.append("%s: the session's output differs from run's fused output" % name)
     if not np.array_equal(planned, fused):

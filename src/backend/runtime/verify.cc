@@ -3,12 +3,15 @@
 #include "backend/runtime/verify.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <utility>
 
 #include "onnxfuse/error.h"
 #include "backend/runtime/executor.h"
+#include "backend/runtime/verify_graphs.h"
 #include "ir/fake_quantization.h"
 
 namespace onnxfuse {
@@ -45,21 +48,6 @@ std::vector<ValueId> LeavingValues(const Graph& graph, const FusionPlan& plan, c
     if (type.elem_type == onnx::TensorProto::FLOAT && elements && *elements > 0) leaving.push_back(v);
   }
   return leaving;
-}
-
-// `graph` with `values` added to its outputs (same nodes, so the same node ids).
-Graph WithOutputs(const Graph& graph, const std::vector<ValueId>& values) {
-  onnx::ModelProto model = graph.model();
-  for (ValueId v : values) {
-    const Value& value = graph.value(v);
-    if (value.is_graph_output) continue;
-    onnx::ValueInfoProto* info = model.mutable_graph()->add_output();
-    info->set_name(value.name);
-    auto* tensor = info->mutable_type()->mutable_tensor_type();
-    tensor->set_elem_type(value.type.elem_type);
-    for (std::int64_t d : value.type.dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
-  }
-  return Graph(std::move(model), graph.source_path());
 }
 
 // Compiles and runs `graph` fused with `plan` and unfused; the outputs of each, by name.
@@ -110,24 +98,96 @@ void Localize(const Graph& graph, const FusionPlan& plan, const std::vector<Tens
       "reused in place)";
 }
 
+QuantizedCheck CompareInSteps(const std::string& name, const QuantizedActivation& activation, const Tensor& unfused,
+                              const Tensor& fused) {
+  QuantizedCheck check;
+  check.value = name;
+  check.elements = unfused.NumElements();
+  if (unfused.dims != fused.dims || unfused.data.size() != fused.data.size()) {
+    check.max_steps = std::numeric_limits<double>::infinity(), check.share_over_one_step = 1, check.ok = false;
+    return check;
+  }
+  const std::vector<float>& scale = activation.scale;
+  const auto inner = static_cast<std::size_t>(activation.inner);
+  std::int64_t over_one = 0;
+  for (std::size_t i = 0; i < unfused.data.size(); ++i) {
+    const float step = scale[scale.size() == 1 ? 0 : (i / inner) % scale.size()];
+    // Both values are (q - zero_point) * scale: their difference is a whole number of steps.
+    double steps = std::round(std::fabs(static_cast<double>(fused.data[i]) - unfused.data[i]) / step);
+    if (std::isnan(steps)) steps = std::numeric_limits<double>::infinity();
+    check.max_steps = std::max(check.max_steps, steps);
+    over_one += steps > 1;
+  }
+  check.share_over_one_step = check.elements ? static_cast<double>(over_one) / static_cast<double>(check.elements) : 0;
+  check.ok = check.max_steps <= kMaxSteps && check.share_over_one_step <= kMaxShareOverOneStep;
+  return check;
+}
+
+// Each layer between quantized activations, run by both plans on the same
+// integers (verify_graphs.h, CutAtQuantizedActivations): the unfused plan of
+// the model gives every activation; the graph cut at them reads those back
+// and computes each one again, in both plans.
+void CompareQuantized(const Graph& graph, const FusionPlan& plan, const std::vector<Tensor>& inputs,
+                      Verification& result) {
+  const std::vector<QuantizedActivation> activations = QuantizedActivations(graph);
+  if (activations.empty()) return;
+  try {
+    std::vector<ValueId> kept;
+    for (const QuantizedActivation& a : activations) kept.push_back(a.dequantized);
+    std::map<std::string, Tensor> reference;
+    for (Tensor& t : ExecutablePlan::Compile(WithOutputs(graph, kept), plan, CompileOptions{false}).Run(inputs))
+      reference[t.name] = std::move(t);
+    const CutGraph cut = CutAtQuantizedActivations(graph, plan, activations);
+    std::vector<Tensor> cut_inputs = inputs;
+    for (std::size_t i = 0; i < activations.size(); ++i) {
+      cut_inputs.push_back(reference.at(graph.value(activations[i].dequantized).name));
+      cut_inputs.back().name = cut.reference_inputs[i];
+    }
+    auto [fused, unfused] = RunBoth(cut.graph, cut.plan, cut_inputs, true);
+    for (std::size_t i = 0; i < activations.size(); ++i) {
+      const std::string& out = cut.checked_outputs[i];
+      result.quantized.push_back(CompareInSteps(graph.value(graph.node(activations[i].quantize).outputs[0]).name,
+                                                activations[i], unfused.at(out), fused.at(out)));
+      result.ok &= result.quantized.back().ok;
+    }
+  } catch (const Error& e) {
+    result.quantized_note = std::string("the quantized activations were not compared: ") + e.what();
+    result.ok = false;
+  }
+}
+
 }  // namespace
 
 std::string Verification::Summary() const {
   const std::string without =
       without_fake_quantization ? " (compiled without fake quantization: each QuantizeLinear -> DequantizeLinear pair as the identity)" : "";
-  if (ok) return "fused and unfused outputs agree" + without;
   std::string line;
+  const auto add = [&line](const std::string& part) { line += (line.empty() ? "" : "; ") + part; };
   for (const OutputCheck& o : outputs)
-    if (!o.ok)
-      line += std::string(line.empty() ? "" : "; ") + "output '" + o.output + "' differs (max abs " +
-              Scientific(o.max_abs) + ", max rel " + Scientific(o.max_rel) + ")";
+    if (!o.ok) add("output '" + o.output + "' differs (max abs " + Scientific(o.max_abs) + ", max rel " + Scientific(o.max_rel) + ")");
   if (first)
-    line += "; first differing group " + std::to_string(first->group) + " (" + first->function + ": " +
-            first->nodes + ") at node '" + first->node + "' (value '" + first->value + "', max rel " +
-            Scientific(first->max_rel) + ")";
+    add("first differing group " + std::to_string(first->group) + " (" + first->function + ": " + first->nodes +
+        ") at node '" + first->node + "' (value '" + first->value + "', max rel " + Scientific(first->max_rel) + ")");
   else if (!localization_note.empty())
-    line += "; " + localization_note;
-  return line + without;
+    add(localization_note);
+  line = line.empty() ? "fused and unfused outputs agree" + without : line + without;
+  // The quantized activations: the first that differs (each is computed from the same integers in both plans).
+  const auto differing = std::count_if(quantized.begin(), quantized.end(), [](const QuantizedCheck& q) { return !q.ok; });
+  double max_steps = 0, max_share = 0;
+  for (const QuantizedCheck& q : quantized) {
+    max_steps = std::max(max_steps, q.max_steps), max_share = std::max(max_share, q.share_over_one_step);
+    if (q.ok || q.value.empty()) continue;
+    add("quantized activation '" + q.value + "'" +
+        (differing > 1 ? " (the first of " + std::to_string(differing) + " that differ)" : std::string()) +
+        " differs by up to " + Scientific(q.max_steps) + " steps, " + Scientific(100 * q.share_over_one_step) +
+        "% of its elements by more than one");
+    break;
+  }
+  if (!quantized_note.empty()) add(quantized_note);
+  if (!quantized.empty() && differing == 0)
+    add("the " + std::to_string(quantized.size()) + " quantized activations agree (at most " +
+        Scientific(max_steps) + " steps apart, at most " + Scientific(100 * max_share) + "% of a tensor by more than one)");
+  return line;
 }
 
 Verification VerifyOutputs(const Graph& graph, const FusionPlan& plan, const std::vector<Tensor>& inputs,
@@ -152,6 +212,7 @@ Verification VerifyOutputs(const Graph& graph, const FusionPlan& plan, const std
     result.outputs.push_back(std::move(check));
   }
   if (!result.ok) Localize(graph, plan, inputs, rtol, result);
+  if (result.without_fake_quantization) CompareQuantized(graph, plan, inputs, result);
   return result;
 }
 

@@ -9,6 +9,18 @@
 // Keeping the values changes what may be computed in place, so a difference
 // may vanish in that second compilation; the verification then says so
 // instead of naming a group.
+//
+// A graph with fake quantization (the QDQ format) is checked twice. Its float
+// arithmetic: both plans compiled without fake quantization, compared at
+// `rtol` as above. Its integer arithmetic: both plans compiled as the model
+// asks (the fused one with its int8 convolutions), every quantized activation
+// kept and compared in steps of its own scale: at least 99.9% of its elements
+// within one step of the unfused plan's (which computes each QuantizeLinear
+// and DequantizeLinear as the ONNX spec defines them, over float sums), and
+// none more than two steps away. A float sum and an int32 one may round a
+// value near a half step to neighbouring integers, and such a step moves the
+// layers after it by a fraction of theirs; a wrong scale, zero point or bias
+// moves whole tensors by many steps.
 #pragma once
 
 #include <optional>
@@ -29,6 +41,22 @@ inline constexpr double kVerifyRtol = 1e-4;
 struct OutputCheck {
   std::string output;
   double max_abs = 0, max_rel = 0;  ///< as TensorDiff; infinite for a shape or NaN mismatch
+  bool ok = true;
+};
+
+/// The quantization rule: a quantized activation agrees when no element is
+/// more than kMaxSteps steps away and at most kMaxShareOverOneStep of them
+/// are more than one step away.
+inline constexpr double kMaxSteps = 2;
+inline constexpr double kMaxShareOverOneStep = 0.001;
+
+/// One quantized activation compared in steps of its scale: a QuantizeLinear's
+/// output as its first DequantizeLinear reader gives it back in float.
+struct QuantizedCheck {
+  std::string value;          ///< the QuantizeLinear's output
+  std::int64_t elements = 0;
+  double max_steps = 0;       ///< max |fused - unfused| / scale; infinite for a shape or NaN mismatch
+  double share_over_one_step = 0;  ///< elements more than one step away / elements
   bool ok = true;
 };
 
@@ -53,10 +81,17 @@ struct Verification {
   /// pairs' own lowering equals the two ops bit for bit (its unit tests).
   bool without_fake_quantization = false;
   std::vector<OutputCheck> outputs;      ///< in graph-output order
+  /// With fake quantization: every quantized activation compared, in graph
+  /// order (see the file comment); empty otherwise.
+  std::vector<QuantizedCheck> quantized;
+  /// Why the quantized activations could not be compared (keeping them
+  /// failed to compile); the verification then fails.
+  std::string quantized_note;
   std::optional<GroupDifference> first;  ///< set when !ok and the difference was localized
   std::string localization_note;         ///< when !ok and not localized: why not
   /// One line: "output 'y' differs (max abs 1.5e+01, max rel 1.2e+00); first differing group 3
-  /// (Conv_Mul_Add: conv1,mul1,add1) at node 'add1' (value 'y')".
+  /// (Conv_Mul_Add: conv1,mul1,add1) at node 'add1' (value 'y')"; for a
+  /// quantized graph it also names the quantized activations that differ.
   std::string Summary() const;
 };
 
@@ -64,8 +99,8 @@ struct Verification {
 /// `inputs`, in graph-output order; for a graph with fake quantization, the
 /// outputs of both plans compiled without it instead, see
 /// Verification::without_fake_quantization): float outputs at `rtol`, integer and
-/// bool outputs exactly (a difference of 1 in an index is never rounding);
-/// when some output differs,
+/// bool outputs exactly (a difference of 1 in an index is never rounding),
+/// and the quantized activations of such a graph in steps; when some output differs,
 /// localizes the difference to a group of `plan` (compiling and running both
 /// plans once more). Throws what ExecutablePlan::Compile throws only from the
 /// localization's compilations, which are caught and reported in

@@ -3,6 +3,8 @@
 // graph output it reaches.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "backend/runtime/executor.h"
 #include "backend/runtime/verify.h"
 #include "plan_check.h"
@@ -137,4 +139,85 @@ TEST_CASE("without fake quantization a QuantizeLinear -> DequantizeLinear pair i
     const Tensor quantized = ExecutablePlan::Compile(graph, plan, CompileOptions{fuse}).Run(inputs).at(0);
     CHECK(quantized.data != expected.data);
   }
+}
+
+namespace {
+
+// x -> Q -> DQ -> Conv (7-bit int8 weights per channel, int32 bias) -> Relu
+// -> Q -> DQ -> Conv -> Q -> DQ -> y: two int8 convolutions in a fused plan
+// on any CPU (int8_conv.h), three quantized activations (xq, aq, yq).
+std::string Int8Convs() {
+  std::string w, ws, b;
+  for (int i = 0; i < 8 * 8 * 9; ++i) w += (i ? "," : "") + std::to_string((i * 37) % 129 - 64);
+  for (int o = 0; o < 8; ++o) {
+    ws += (o ? "," : "") + std::to_string(0.002 * (1 + o % 3));
+    b += (o ? "," : "") + std::to_string((o * 53) % 400 - 200);
+  }
+  return R"(<ir_version: 8, opset_import: ["" : 13]>
+  g (float[1,8,10,10] x) => (float[1,8,10,10] y) {
+    wq = Constant <value = int8[8,8,3,3] {)" + w + R"(}> ()
+    ws = Constant <value = float[8] {)" + ws + R"(}> ()
+    wz = Constant <value = int8[8] {0,0,0,0,0,0,0,0}> ()
+    bq = Constant <value = int32[8] {)" + b + R"(}> ()
+    sx = Constant <value = float {0.01}> ()
+    zx = Constant <value = uint8 {128}> ()
+    sa = Constant <value = float {0.02}> ()
+    za = Constant <value = uint8 {0}> ()
+    sy = Constant <value = float {0.03}> ()
+    zy = Constant <value = uint8 {100}> ()
+    bs = Mul (ws, sx)
+    wd = DequantizeLinear <axis = 0> (wq, ws, wz)
+    bd = DequantizeLinear <axis = 0> (bq, bs)
+    xq = QuantizeLinear (x, sx, zx)
+    xd = DequantizeLinear (xq, sx, zx)
+    c1 = Conv <pads = [1, 1, 1, 1]> (xd, wd, bd)
+    a = Relu (c1)
+    aq = QuantizeLinear (a, sa, za)
+    ad = DequantizeLinear (aq, sa, za)
+    c2 = Conv <pads = [1, 1, 1, 1]> (ad, wd)
+    yq = QuantizeLinear (c2, sy, zy)
+    y = DequantizeLinear (yq, sy, zy)
+  })";
+}
+
+}  // namespace
+
+TEST_CASE("the int8 convolutions of a quantized graph are checked in steps, each on the same integers",
+          "[verify][quantize][int8]") {
+  Graph graph = test::GraphFromText(Int8Convs());
+  FusionPlan plan = test::FusePostdom(graph);
+  const std::vector<Tensor> inputs = RandomInputs(graph);
+  const auto schedule = ExecutablePlan::Compile(graph, plan, CompileOptions{true}).Schedule();
+  const auto int8 = std::count_if(schedule.begin(), schedule.end(),
+                                  [](const ScheduleStep& s) { return s.impl.find("int8") != std::string::npos; });
+  REQUIRE(int8 == 2);  // what is checked is the int8 arithmetic
+
+  Verification v = Verify(graph, plan);
+  CHECK(v.ok);
+  CHECK(v.quantized_note.empty());
+  REQUIRE(v.quantized.size() == 3);
+  CHECK(v.quantized[0].value == "xq");
+  CHECK(v.quantized[1].value == "aq");
+  CHECK(v.quantized[2].value == "yq");
+  for (const QuantizedCheck& q : v.quantized) {
+    INFO(q.value);
+    CHECK(q.elements == 800);
+    CHECK(q.max_steps <= 1);
+    CHECK(q.share_over_one_step == 0);
+  }
+  CHECK(v.Summary().find("the 3 quantized activations agree") != std::string::npos);
+
+  // The integers the second convolution reads made 3 steps wrong in the fused
+  // plan only: its result fails, and nothing before it.
+  const NodeId aq = graph.value(*graph.FindValue("aq")).producer;
+  test::FaultAt fault(graph.node(aq).name + "_reference");
+  v = Verify(graph, plan);
+  CHECK_FALSE(v.ok);
+  CHECK(v.outputs.at(0).ok);  // the model's own plans are right
+  REQUIRE(v.quantized.size() == 3);
+  CHECK(v.quantized[0].ok);
+  CHECK(v.quantized[1].ok);
+  CHECK_FALSE(v.quantized[2].ok);
+  CHECK(v.quantized[2].max_steps > 2);
+  CHECK(v.Summary().find("quantized activation 'yq' differs by up to") != std::string::npos);
 }
