@@ -55,7 +55,11 @@ bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out, std::strin
     return false;
   out.weights = b.SharedConst(w, dq);
   const Tensor& t = *out.weights;
-  if (t.DataType() != onnx::TensorProto::INT8 || t.dims.size() != 4) return false;
+  if (t.DataType() != onnx::TensorProto::INT8) return false;
+  if (t.dims.size() != 4) {
+    why = "it is a " + std::to_string(t.dims.size() - 2) + "-D convolution: int8 is lowered for 2-D ones";
+    return false;
+  }
   const std::int64_t channels = t.dims[0];
   const Tensor& s = b.Const(scale, dq);
   if (s.NumElements() == 1) {
@@ -368,7 +372,8 @@ bool EmitInt8Conv(Builder& b, const Chain& chain) {
     const Node& q = b.graph.node(chain.quantize);
     EmitQuantize(b, q, float_chain.out, *PerTensorOf(b, q, onnx::TensorProto::UINT8));
   }
-  for (std::size_t i = first; i < b.steps.size(); ++i)
+  // The unfused plan (the reference) is float by design: only a fused one says why.
+  for (std::size_t i = first; b.fuse && i < b.steps.size(); ++i)
     if (b.steps[i].kind == "conv") b.steps[i].note = "float, not int8: " + why;
   return true;
 }
