@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from . import quantized
 from .graph import V, Skip, weights
 
 
@@ -105,10 +106,19 @@ def conv(g, st, v, rng, transpose=False):
     else:
         fan = cin // grp * k ** ns
         wshape = [cout, cin // grp] + [k] * ns
-    w = _runtime_input(g, wshape, math.sqrt(3.0 / max(1, fan))) if st.get("rtw") else g.const(_w(st, rng, wshape, fan))
+    w_scales = None
+    if st.get("qw") and not transpose:     # int8 weights through DequantizeLinear (quantized.py)
+        w, w_scales = quantized.dequantized_weights(g, _w(st, rng, wshape, fan), st["qw"])
+    elif st.get("rtw"):
+        w = _runtime_input(g, wshape, math.sqrt(3.0 / max(1, fan)))
+    else:
+        w = g.const(_w(st, rng, wshape, fan))
     ins = [v.name, w]
     if st.get("bias"):
-        ins.append(_runtime_input(g, [cout]) if st.get("rtb") else g.const(rng.uniform(-0.5, 0.5, cout)))
+        if w_scales is not None:
+            ins.append(quantized.dequantized_bias(g, v, w_scales, rng.uniform(-0.5, 0.5, cout)))
+        else:
+            ins.append(_runtime_input(g, [cout]) if st.get("rtb") else g.const(rng.uniform(-0.5, 0.5, cout)))
     y = g.node("ConvTranspose" if transpose else "Conv", ins, attrs)
     out = V(y, [v.dims[0], cout] + spatial, v.mag + (0.5 if st.get("bias") else 0))
     if st.get("bn"):

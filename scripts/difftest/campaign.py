@@ -32,7 +32,7 @@ class Campaign:
         self.args, self.bin = args, binary
         self.runner = Runner(binary, os.path.join(ROOT, "scripts", "ort"))
         self.work = tempfile.mkdtemp(prefix="difftest-")
-        self.tried = self.ort_runs = self.fuse_runs = 0
+        self.tried = self.ort_runs = self.fuse_runs = self.quantized = 0
         self.explained = collections.Counter()  # mismatches explained, by rule (trial.keep_real)
         self.session_runs = self.session_shapes = 0
         self.refused, self.ops = collections.Counter(), collections.Counter()
@@ -64,7 +64,9 @@ class Campaign:
             print("INVALID seed %d (generator bug): %s" % (seed, res["invalid"][:300]), flush=True)
         if res["note"]:
             self.notes[res["note"][:80]] += 1
-        if not (res["refused"] or res["invalid"]):
+        if res.get("quantized"):
+            self.quantized += 1
+        elif not (res["refused"] or res["invalid"]):
             self.ort_runs += cfg["ort"]
             self.fuse_runs += cfg["fuse"]
             self.session_runs += res["session_shapes"] > 0
@@ -147,6 +149,8 @@ class Campaign:
               "(%d shapes, each in passes and in one pass)"
               % (self.tried, secs, self.tried * 60 / max(secs, 1e-9), self.ort_runs, self.fuse_runs,
                  self.session_runs, self.session_shapes))
+        print("quantized graphs (QDQ): %d, checked by run --check alone (float arithmetic without fake quantization, "
+              "each quantized activation in steps); not compared with ONNX Runtime" % self.quantized)
         print("refusals: %d (%s)" % (sum(self.refused.values()), top(self.refused)))
         left = sorted(set(typed.GATED) - set(self.gated))
         print("typed steps' optional ops drawn: %s%s" % (", ".join(self.gated) or "none",

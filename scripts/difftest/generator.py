@@ -318,4 +318,8 @@ def make_recipe(seed):
         if r.random() < 0.2:
             steps.append(step(r, "output"))
     from .generator_ops import add_ops      # it draws with this module's helpers
-    return add_ops(add_typed({"seed": seed, "input": dims, "steps": steps}, seed), seed)
+    from .quantized import add_quantized
+    recipe = add_typed({"seed": seed, "input": dims, "steps": steps}, seed)
+    # A quantized recipe gets no op steps: those make shapes follow values, and a model
+    # run in stages is checked at 1e-4 relative, without the quantization rule (cli.md).
+    return add_quantized(recipe, seed) or add_ops(recipe, seed)

@@ -11,8 +11,8 @@ import numpy as np
 import onnx
 import onnx.parser
 
-from . import anchors, arith, control_flow, elementwise as ew, indexing, normalize, recurrent, sampling, shaping, \
-    typed, views
+from . import anchors, arith, control_flow, elementwise as ew, indexing, normalize, quantized, recurrent, sampling, \
+    shaping, typed, views
 from .graph import V, Graph, Skip, broadcast, broadcast_ok
 
 RENDER = {
@@ -27,7 +27,7 @@ RENDER = {
     "reduce": views.reduce_mean, "se": views.squeeze_excite, "prelu": ew.prelu,
     "pad": views.pad, "inorm": views.instance_norm, "identity": views.identity, "bin_in": ew.binary_input,
     **typed.RENDER, **recurrent.RENDER, **sampling.RENDER, **indexing.RENDER, **normalize.RENDER,
-    **arith.RENDER, **shaping.RENDER, **control_flow.RENDER,
+    **arith.RENDER, **shaping.RENDER, **control_flow.RENDER, **quantized.RENDER,
 }
 
 # Steps that give every plan's result bit for bit alike when their input is

@@ -182,10 +182,21 @@ class Runner:
         f = {"check": check, "message": err.splitlines()[-1][:300] if err else ""}
         if rc == 1 and fail_kind == "fused-vs-unfused":
             try:
-                bad = [o for o in json.loads(out.strip().splitlines()[-1])["check"]["outputs"] if not o["ok"]]
-                worst = max(bad, key=lambda o: o["max_rel"])
-                f.update(kind=fail_kind, output=worst["output"], max_abs=worst["max_abs"], max_rel=worst["max_rel"])
-                return Outcome("fail", f)
+                check_json = json.loads(out.strip().splitlines()[-1])["check"]
+                bad = [o for o in check_json["outputs"] if not o["ok"]]
+                if bad:
+                    worst = max(bad, key=lambda o: o["max_rel"])
+                    f.update(kind=fail_kind, output=worst["output"], max_abs=worst["max_abs"],
+                             max_rel=worst["max_rel"])
+                    return Outcome("fail", f)
+                # A quantized activation beyond the quantization rule (verify.h): in steps, no
+                # max_rel, so no conditioning rule explains it away.
+                steps = [q for q in check_json.get("quantized", []) if not q["ok"]]
+                if steps:
+                    f.update(kind="quantized-steps", output=steps[0]["value"], max_steps=steps[0]["max_steps"],
+                             message="%s: %g steps, %.3g%% of it over one step" % (
+                                 steps[0]["value"], steps[0]["max_steps"], 100 * steps[0]["share_over_one_step"]))
+                    return Outcome("fail", f)
             except (ValueError, KeyError, IndexError, TypeError):
                 pass
         if rc == 70:

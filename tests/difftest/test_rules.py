@@ -598,3 +598,68 @@ def test_a_cancelling_sub_of_ours_off_its_own_inputs_stays_a_failure():
         assert trial.keep_real(LoopCeluRunner(ort_off=1e-4, sub_off=1e-3), b, [f]) == [f]
         # Our Celu off, ORT's right: ours is the farther side.
         assert trial.keep_real(LoopCeluRunner(ours_off=1e-4), b, [f]) == [f]
+
+
+def test_a_quantized_activation_beyond_the_step_rule_fails_with_no_figure_to_explain_it():
+    """`run --check` failing only on a quantized activation: a failure of its own kind, carrying
+    steps, not max_rel, so that keep_real's conditioning rules never see it."""
+    out = ('{"check": {"ok": false, "outputs": [{"output": "y", "max_abs": 0, "max_rel": 0, "ok": true}], '
+           '"quantized": [{"value": "aq", "elements": 800, "max_steps": 3, "share_over_one_step": 0.5, "ok": false}]}}')
+    o = runner.Runner._classify(None, 1, "error: --check: the plans differ", "run --check", out=out)
+    assert o.status == "fail"
+    assert o.failure["kind"] == "quantized-steps"
+    assert o.failure["output"] == "aq" and o.failure["max_steps"] == 3
+    assert o.failure.get("max_rel") is None
+    with tempfile.TemporaryDirectory() as d:
+        b = Built(d)
+        f = dict(o.failure, via=["check", "pattern", 1])
+        assert trial.keep_real(None, b, [f]) == [f]   # never explained: no runner is even asked
+
+
+def test_the_float_twin_of_a_quantized_graph_takes_each_pair_out():
+    """quantized.without_fake_quantization: each QuantizeLinear read by DequantizeLinear nodes
+    alone is the identity (what run --check compares first); a pair whose integers are an
+    output stays."""
+    from difftest import quantized
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4])
+    q2 = helper.make_tensor_value_info("q2", onnx.TensorProto.UINT8, [4])
+    s = helper.make_tensor("s", onnx.TensorProto.FLOAT, [], [0.1])
+    z = helper.make_tensor("z", onnx.TensorProto.UINT8, [], [128])
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("Relu", ["d"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s", "z"], ["y"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y, q2], [s, z]),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    assert quantized.is_quantized(model)
+    twin = quantized.without_fake_quantization(model)
+    ops = [(n.op_type, list(n.input)) for n in twin.graph.node]
+    assert ops == [("Identity", ["x"]), ("Relu", ["d"]), ("QuantizeLinear", ["r", "s", "z"]),
+                   ("DequantizeLinear", ["q2", "s", "z"])]
+    onnx.checker.check_model(twin)
+
+
+def test_quantized_recipes_render_the_int8_convolution_chain():
+    """add_quantized draws, in a quarter of the recipes, the chain onnx-fuse runs as one int8
+    convolution (QuantizeLinear, DequantizeLinear, Conv of int8 weights through
+    DequantizeLinear with an int32 bias, QuantizeLinear, DequantizeLinear), and such recipes
+    render to valid models."""
+    from difftest import generator, renderer, quantized
+    drawn, chains = 0, 0
+    for seed in range(1000, 1200):
+        model = renderer.to_model(renderer.render(generator.make_recipe(seed))[0])
+        renderer.check(model)
+        if not quantized.is_quantized(model):
+            continue
+        drawn += 1
+        producer = {o: n for n in model.graph.node for o in n.output}
+        for n in model.graph.node:
+            if n.op_type != "Conv" or n.input[0] not in producer:
+                continue
+            ins = [producer.get(i) for i in n.input]
+            if all(p is not None and p.op_type == "DequantizeLinear" for p in ins) and len(ins) == 3:
+                chains += 1
+    assert 30 <= drawn <= 70      # a quarter of 200
+    assert chains >= 10
