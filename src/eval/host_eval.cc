@@ -247,8 +247,8 @@ bool HostEvaluable(const Node& node) {
   static const std::set<std::string> kOps = {
       // this unit
       "Constant", "Identity", "Dropout", "Cast", "CastLike", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape",
-      "Flatten", "Slice", "Transpose", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater",
-      "GreaterOrEqual", "LessOrEqual", "And", "Or", "Where", "Expand", "Tile", "ConstantOfShape", "Range",
+      "Flatten", "Slice", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater",
+      "GreaterOrEqual", "LessOrEqual", "And", "Or", "Where", "ConstantOfShape", "Range",
       // host_eval_reduce.cc
       "ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
       "ReduceLogSumExp", "ReduceLogSum",
@@ -270,37 +270,11 @@ bool HostEvaluable(const Node& node) {
       // host_eval_detection.cc, host_eval_unique.cc
       "NonMaxSuppression", "Unique"};
   if (!node.domain.empty()) return false;
-  return kOps.count(node.op_type) > 0 || IsHostLayoutOp(node.op_type) ||  // host_eval_layout.cc: Split, Pad
+  return kOps.count(node.op_type) > 0 || IsHostLayoutOp(node.op_type) ||  // host_eval_layout.cc: Split, Pad, Transpose, Expand, Tile
          IsHostSampleOp(node.op_type);  // host_eval_sample.cc, host_eval_window.cc
 }
 
 namespace {
-
-// True when `perm` keeps every axis but swaps the last two (a key
-// transposed for attention: [b, h, s, d] -> [b, h, d, s]).
-bool SwapsLastTwo(const std::vector<std::int64_t>& perm) {
-  const std::size_t r = perm.size();
-  if (r < 2 || perm[r - 1] != static_cast<std::int64_t>(r - 2) || perm[r - 2] != static_cast<std::int64_t>(r - 1))
-    return false;
-  for (std::size_t d = 0; d + 2 < r; ++d)
-    if (perm[d] != static_cast<std::int64_t>(d)) return false;
-  return true;
-}
-
-// `count` row-major [rows, cols] matrices of `src` transposed into `dst`, in
-// square tiles so that the strided side of each tile stays in a few cache
-// lines: a plain row-by-row copy reads one element per line of the source.
-template <typename T>
-void TransposeMatrices(const T* src, T* dst, std::int64_t count, std::int64_t rows, std::int64_t cols) {
-  constexpr std::int64_t kTile = 16;
-  for (std::int64_t m = 0; m < count; ++m, src += rows * cols, dst += rows * cols)
-    for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
-      for (std::int64_t c0 = 0; c0 < cols; c0 += kTile) {
-        const std::int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-        for (std::int64_t c = c0; c < c1; ++c)
-          for (std::int64_t r = r0; r < r1; ++r) dst[c * rows + r] = src[r * cols + c];
-      }
-}
 
 // The ops of this unit: constants, views and shape arithmetic, binary and
 // unary elementwise math, Reduce*.
@@ -385,51 +359,6 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
     return One(std::move(t));
   }
   if (op == "Slice") return One(Slice(node, in, opset));
-  if (op == "Transpose") {
-    const Tensor& x = need(0);
-    auto perm = AttrInts(node, "perm");
-    if (perm.empty())
-      for (std::size_t d = x.dims.size(); d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
-    if (perm.size() != x.dims.size()) InvalidNode(node, "perm has " + std::to_string(perm.size()) + " axes");
-    const Dims is = DenseStrides(x.dims);
-    Dims out, from;  // the output's dims, and the input stride each of them steps
-    for (auto p : perm) out.push_back(x.dims[static_cast<std::size_t>(p)]), from.push_back(is[static_cast<std::size_t>(p)]);
-    Tensor t;
-    t.elem_type = x.elem_type, t.data_type = x.data_type, t.dims = out;
-    // The output in rows of its last dim (a fixed source stride each), the
-    // rows counted like an odometer: the source offset moves by the stride
-    // of the digit that turns.
-    auto transpose = [&](auto field) {
-      const auto& src = x.*field;
-      auto& dst = t.*field;
-      dst.resize(static_cast<std::size_t>(Product(out)));
-      if (out.empty() || dst.empty()) {  // a scalar is itself; an empty tensor has no rows
-        std::copy(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(dst.size()), dst.begin());
-        return;
-      }
-      const std::size_t last = out.size() - 1;
-      if (SwapsLastTwo(perm)) {  // a batch of matrices, each transposed in tiles
-        const std::int64_t rows = x.dims[last - 1], cols = x.dims[last];
-        TransposeMatrices(src.data(), dst.data(), static_cast<std::int64_t>(dst.size()) / (rows * cols), rows, cols);
-        return;
-      }
-      const std::int64_t row = out[last], step = from[last];
-      std::vector<std::int64_t> index(out.size(), 0);
-      std::int64_t offset = 0;
-      for (std::size_t i = 0; i < dst.size(); i += static_cast<std::size_t>(row)) {
-        for (std::int64_t j = 0; j < row; ++j) dst[i + static_cast<std::size_t>(j)] = src[static_cast<std::size_t>(offset + j * step)];
-        for (std::size_t d = last; d-- > 0;) {
-          offset += from[d];
-          if (++index[d] < out[d]) break;
-          offset -= from[d] * out[d];
-          index[d] = 0;
-        }
-      }
-    };
-    if (IsInt64(x)) transpose(&Tensor::int_data);
-    else transpose(&Tensor::data);
-    return One(std::move(t));
-  }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Equal" || op == "Less" ||
       op == "Greater" || op == "GreaterOrEqual" || op == "LessOrEqual" || op == "And" || op == "Or")
     return One(Binary(node, need(0), need(1)));
@@ -454,27 +383,6 @@ std::vector<Tensor> EvalBasicOp(const Node& node, const HostInputs& in, std::int
         t.data[i] = static_cast<float>(chosen(i) ? ElementAt(x, at_x[i]) : ElementAt(y, at_y[i]));
     }
     return One(std::move(t));
-  }
-  if (op == "Expand") {  // elements copied as stored: int64 exactly
-    const Tensor& x = need(0);
-    return One(BroadcastAsStored(x, BroadcastDims(x.dims, AsInts(need(1)))));
-  }
-  if (op == "Tile") {  // ONNX Operators.md, Tile-13: dim d repeated repeats[d] times
-    const Tensor& x = need(0);
-    const auto repeats = AsInts(need(1));
-    if (repeats.size() != x.dims.size())
-      throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": repeats has " + std::to_string(repeats.size()) +
-                                                " values for an input of rank " + std::to_string(x.dims.size()));
-    Dims out;
-    for (std::size_t d = 0; d < x.dims.size(); ++d) out.push_back(x.dims[d] * repeats[d]);
-    const Dims os = DenseStrides(out), is = DenseStrides(x.dims);
-    std::vector<double> values(static_cast<std::size_t>(Product(out)));
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      std::int64_t src = 0;
-      for (std::size_t d = 0; d < out.size(); ++d) src += (static_cast<std::int64_t>(i) / os[d] % out[d] % x.dims[d]) * is[d];
-      values[i] = ElementAt(x, src);
-    }
-    return One(MakeHostTensor(IsInt64(x), out, values));
   }
   if (op == "ConstantOfShape") {
     Dims out = AsInts(need(0));

@@ -1,6 +1,7 @@
 #include "backend/kernels/activation.h"
 
 #include "backend/kernels/cpu_isa.h"
+#include "backend/kernels/in_chunks.h"
 
 #include <immintrin.h>
 
@@ -210,12 +211,8 @@ __attribute__((target("avx2,fma"))) void Avx2(const float* x, float* y, std::int
 // --- dispatch ----------------------------------------------------------------
 
 void Apply(Kernel kernel, const float* src, float* dst, std::int64_t count) {
-  constexpr std::int64_t kChunk = 4096;  // floats per task: 16 KiB, a multiple of every vector width
-  const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-  // One chunk (a squeeze-and-excitation vector, say): no thread team to wake.
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (std::int64_t c = 0; c < chunks; ++c)
-    kernel(src + c * kChunk, dst + c * kChunk, std::min(kChunk, count - c * kChunk));
+  constexpr std::int64_t kChunk = 4096;  // floats per task: 16 KiB
+  InChunks(count, kChunk, [&](std::int64_t begin, std::int64_t n) { kernel(src + begin, dst + begin, n); });
 }
 
 // sums[c] += rows of x [rows, channels], c < channels. Four rows per update of

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backend/kernels/cpu_isa.h"
+#include "backend/kernels/in_chunks.h"
 
 // GCC 12 warns inside its own avx512fintrin.h: the unmasked intrinsics pass
 // _mm512_undefined_ps() as the (ignored) merge source.
@@ -57,13 +58,8 @@ void Baseline(const float* x, float* y, std::int64_t n, float scale, float low, 
 
 void QuantizeDequantize(const float* x, float* y, std::int64_t count, float scale, float low, float high) {
   static const Span span = ForCpuIsa<Span>(Avx512, Avx2, Baseline);
-  constexpr std::int64_t kChunk = 16384;  // elements per OpenMP task: 64 KB, a multiple of every vector width
-  const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    const std::int64_t begin = c * kChunk;
-    span(x + begin, y + begin, std::min(kChunk, count - begin), scale, low, high);
-  }
+  constexpr std::int64_t kChunk = 16384;  // elements per OpenMP task: 64 KB
+  InChunks(count, kChunk, [&](std::int64_t begin, std::int64_t n) { span(x + begin, y + begin, n, scale, low, high); });
 }
 
 }  // namespace onnxfuse::backend

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "backend/kernels/cpu_isa.h"
+#include "backend/kernels/in_chunks.h"
 
 namespace onnxfuse::backend {
 
@@ -76,27 +77,20 @@ __attribute__((target("avx2"))) void DequantizeAvx2(const T* q, float* y, std::i
   DequantizeBaseline(q + i, y + i, n - i, scale, zero_point);
 }
 
-constexpr std::int64_t kChunk = 16384;  // elements per OpenMP task, a multiple of every vector width
-
-template <typename Fn>
-void InChunks(std::int64_t count, const Fn& fn) {
-  const std::int64_t chunks = (count + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (std::int64_t c = 0; c < chunks; ++c) fn(c * kChunk, std::min(kChunk, count - c * kChunk));
-}
+constexpr std::int64_t kChunk = 16384;  // elements per OpenMP task
 
 template <typename T>
 void Quantize(const float* x, T* q, std::int64_t count, float scale, Range r, std::int32_t zero_point) {
   using Span = void (*)(const float*, T*, std::int64_t, float, Range, std::int32_t);
   static const Span span = ForCpuIsa<Span>(QuantizeAvx2<T>, QuantizeAvx2<T>, QuantizeBaseline<T>);
-  InChunks(count, [&](std::int64_t begin, std::int64_t n) { span(x + begin, q + begin, n, scale, r, zero_point); });
+  InChunks(count, kChunk, [&](std::int64_t begin, std::int64_t n) { span(x + begin, q + begin, n, scale, r, zero_point); });
 }
 
 template <typename T>
 void Dequantize(const T* q, float* y, std::int64_t count, float scale, std::int32_t zero_point) {
   using Span = void (*)(const T*, float*, std::int64_t, float, std::int32_t);
   static const Span span = ForCpuIsa<Span>(DequantizeAvx2<T>, DequantizeAvx2<T>, DequantizeBaseline<T>);
-  InChunks(count, [&](std::int64_t begin, std::int64_t n) { span(q + begin, y + begin, n, scale, zero_point); });
+  InChunks(count, kChunk, [&](std::int64_t begin, std::int64_t n) { span(q + begin, y + begin, n, scale, zero_point); });
 }
 
 }  // namespace

@@ -85,33 +85,9 @@ TEST_CASE("Gather copies rows as stored: int64 elements beyond 2^53 exactly, neg
   CHECK_THAT(e.message, Catch::Contains("index out of range"));
 }
 
-TEST_CASE("Expand and Where copy elements as stored: int64 beyond 2^53 exactly, broadcast on every side",
-          "[host_eval]") {
+TEST_CASE("Where copies elements as stored: int64 beyond 2^53 exactly, broadcast on every side", "[host_eval]") {
   const std::int64_t big = (std::int64_t{1} << 62) + 1;  // no exact double
   const Tensor column = test::IntTensorOf("", {2, 1}, {big, -big});
-  const Tensor to_2x3 = test::IntTensorOf("", {2}, {2, 3}), to_2x1 = test::IntTensorOf("", {2}, {2, 1});
-  const Tensor expanded = eval::EvalOnHost(test::NodeOf("Expand"), {&column, &to_2x3}, 13).at(0);
-  CHECK(expanded.dims == std::vector<std::int64_t>{2, 3});
-  CHECK(expanded.int_data == std::vector<std::int64_t>{big, big, big, -big, -big, -big});
-  const Tensor row = test::TensorOf("", {3}, {1.5f, 2.5f, 3.5f});
-  const Tensor rows = eval::EvalOnHost(test::NodeOf("Expand"), {&row, &to_2x1}, 13).at(0);
-  CHECK(rows.data == std::vector<float>{1.5f, 2.5f, 3.5f, 1.5f, 2.5f, 3.5f});
-  // Blocks copied, blocks filled, and both around broadcast dims in the middle.
-  for (const auto& [in, shape] : std::vector<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>>{
-           {{2, 1, 4}, {2, 3, 4}}, {{1, 3, 1}, {2, 3, 5}}, {{4, 1, 1, 1}, {4, 3, 2, 2}}, {{}, {2, 2}}, {{1}, {3}},
-           {{2, 3}, {2, 3}}, {{3, 1}, {2, 3, 0}}}) {
-    INFO(eval::DimsString(in) << " to " << eval::DimsString(shape));
-    std::vector<float> values(static_cast<std::size_t>(eval::Product(in)));
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) + 0.5f;
-    const Tensor x = test::TensorOf("", in, values), to = test::IntTensorOf("", {std::int64_t(shape.size())}, shape);
-    const Tensor y = eval::EvalOnHost(test::NodeOf("Expand"), {&x, &to}, 13).at(0);
-    REQUIRE(y.dims == eval::BroadcastDims(in, shape));
-    REQUIRE(y.data.size() == static_cast<std::size_t>(eval::Product(y.dims)));
-    int wrong = 0;
-    for (std::size_t i = 0; i < y.data.size(); ++i)
-      wrong += y.data[i] != values[static_cast<std::size_t>(eval::BroadcastIndex(std::int64_t(i), y.dims, in))];
-    CHECK(wrong == 0);
-  }
   // Where: the condition [1, 3], x a column [2, 1], y one element.
   Tensor condition = test::IntTensorOf("", {1, 3}, {1, 0, 1});
   condition.data_type = onnx::TensorProto::BOOL;
@@ -124,27 +100,3 @@ TEST_CASE("Expand and Where copy elements as stored: int64 beyond 2^53 exactly, 
   CHECK(mixed.data == std::vector<float>{1.25f, 8, 1.25f, -2.0f, 8, -2.0f});
 }
 
-TEST_CASE("Transpose swapping the last two axes (tiled) equals the element-wise definition", "[host_eval]") {
-  // Tiles of 16: rows and columns of 1, around 16 and beyond 32; float and int64.
-  for (const auto& [rows, cols] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-           {1, 1}, {1, 17}, {15, 1}, {16, 16}, {17, 33}, {40, 7}}) {
-    INFO(rows << "x" << cols);
-    const std::vector<std::int64_t> dims = {2, 3, rows, cols};
-    const std::int64_t n = 6 * rows * cols;
-    std::vector<float> values(static_cast<std::size_t>(n));
-    std::vector<std::int64_t> ints(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) values[std::size_t(i)] = static_cast<float>(i) * 0.5f, ints[std::size_t(i)] = (1LL << 60) + i;
-    const Tensor x = test::TensorOf("", dims, values), xi = test::IntTensorOf("", dims, ints);
-    const Node node = test::NodeOf("Transpose", {test::IntsAttr("perm", {0, 1, 3, 2})});
-    const Tensor y = eval::EvalOnHost(node, {&x}, 13).at(0), yi = eval::EvalOnHost(node, {&xi}, 13).at(0);
-    CHECK(y.dims == std::vector<std::int64_t>{2, 3, cols, rows});
-    int wrong = 0;
-    for (std::int64_t m = 0; m < 6; ++m)
-      for (std::int64_t r = 0; r < rows; ++r)
-        for (std::int64_t c = 0; c < cols; ++c) {
-          const auto from = std::size_t((m * rows + r) * cols + c), to = std::size_t((m * cols + c) * rows + r);
-          wrong += y.data[to] != values[from] || yi.int_data[to] != ints[from];
-        }
-    CHECK(wrong == 0);
-  }
-}
