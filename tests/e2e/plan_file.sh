@@ -18,7 +18,7 @@ json_field() {  # json_field FILE EXPR: evaluates EXPR on the JSON object j
 plan=$work/model.plan
 expect write 0 "executable plan of" -- "$model_dir/model.onnx" -o "$plan" --report "$work/report.json"
 [[ -s "$plan" ]] || fail "write: no plan file"
-[[ $(json_field "$work/report.json" 'j["emit"], j["plan_file"]["format_version"]') == "plan 5" ]] || fail "report: emit/plan_file"
+[[ $(json_field "$work/report.json" 'j["emit"], j["plan_file"]["format_version"]') == "plan 6" ]] || fail "report: emit/plan_file"
 [[ $(head -c 8 "$plan") == ONNXFPLN ]] || fail "plan magic"
 
 # Same CPU: constants used as stored, the schedule as compiled when written.
@@ -48,8 +48,8 @@ expect truncated 3 "truncated plan file" -- run "$work/cut.plan"
 head -c 12 "$plan" >"$work/header_only.plan"
 expect header_only 3 "truncated plan file" -- run "$work/header_only.plan"
 cp "$plan" "$work/future.plan"
-printf '\x06' | dd of="$work/future.plan" bs=1 seek=8 conv=notrunc status=none
-expect future_version 4 "plan format version 6" -- run "$work/future.plan"
+printf '\x07' | dd of="$work/future.plan" bs=1 seek=8 conv=notrunc status=none
+expect future_version 4 "plan format version 7" -- run "$work/future.plan"
 # The model's input is fixed at batch 1: the plan runs at that shape only.
 expect shape_on_plan 2 "input dim 0 is 2 but the model fixes it to 1" -- run "$plan" --input-shape input=2x3x224x224
 expect shape_name_on_plan 2 "names 'x', which is not a graph input" -- run "$plan" --input-shape x=1x3x224x224

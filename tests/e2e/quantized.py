@@ -36,6 +36,8 @@ checks are, per model:
   - `run --check` holds, and compares at least one quantized activation per
     convolution, each layer on the same integers in the fused and unfused
     plans (backend/runtime/verify.h);
+  - the model's plan file holds every prepacked constant (int8 weights with
+    oneDNN's compensation data too), used as stored when it is loaded here;
   - the session's outputs, and those of the model's plan file, equal `run`'s
     fused ones, bit for bit;
   - fused, unfused and session outputs have their reference's top-1 class,
@@ -111,7 +113,7 @@ def check_model(binary, models, work, base, form, failures):
     # Its plan file (int8 weights are packed again from the model when it is loaded).
     plan = os.path.join(folder, "model.plan")
     subprocess.run([binary, model, "-o", plan], check=True, capture_output=True)
-    planned, _ = run(binary, plan, data, os.path.join(folder, "plan"), True)
+    planned, plan_report = run(binary, plan, data, os.path.join(folder, "plan"), True)
 
     nodes = onnx.load(model).graph.node
     pairs = sum(1 for n in nodes if n.op_type in ("QuantizeLinear", "QLinearConv"))
@@ -137,6 +139,10 @@ def check_model(binary, models, work, base, form, failures):
                         (name, len(quantized), convs))
     if not np.array_equal(served, fused):
         failures.append("%s: the session's output differs from run's fused output" % name)
+    use = plan_report["plan_file_use"]
+    if use["constants_repacked"] or use["constants_relaid"]:
+        failures.append("%s: its plan file's constants were not used as stored (%d repacked, %d reordered)" %
+                        (name, use["constants_repacked"], use["constants_relaid"]))
     if not np.array_equal(planned, fused):
         failures.append("%s: its plan file's output differs from run's fused output" % name)
     for label, actual, int8_plan in (("fused", fused, bool(int8)), ("unfused", unfused, False),

@@ -61,8 +61,9 @@ namespace onnxfuse {
 /// The plan-file format this build writes. 2: Winograd weights layouts;
 /// 3: symbolic input dims kept, the built shapes stored (any input shape);
 /// 4: the pattern regions of postdom and greedy groups stored (FusedGroup::regions);
-/// 5: a model whose shapes follow values stored to run in stages (PlanFileInfo::staged).
-inline constexpr std::uint32_t kPlanFormatVersion = 5;
+/// 5: a model whose shapes follow values stored to run in stages (PlanFileInfo::staged);
+/// 6: int8 convolutions' s8 weights stored with oneDNN's compensation data.
+inline constexpr std::uint32_t kPlanFormatVersion = 6;
 /// The oldest format this build reads (versions kPlanFormatOldest..kPlanFormatVersion).
 inline constexpr std::uint32_t kPlanFormatOldest = 2;
 /// Bytes before the payload.

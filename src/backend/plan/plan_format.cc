@@ -30,11 +30,22 @@ std::uint32_t Crc32(const void* data, std::size_t size, std::uint32_t crc) {
   return static_cast<std::uint32_t>(value);
 }
 
+namespace {
+
+// The extra data a stored descriptor may carry: that of int8 weights.
+constexpr std::uint64_t kStorableExtra = dnnl_memory_extra_flag_compensation_conv_s8s8 |
+                                         dnnl_memory_extra_flag_scale_adjust |
+                                         dnnl_memory_extra_flag_compensation_conv_asymmetric_src;
+
+std::size_t ElementBytes(dnnl_data_type_t type) { return type == dnnl_f32 ? 4 : 1; }
+
+}  // namespace
+
 bool CanStoreDesc(const dnnl::memory::desc& md) {
   const dnnl_memory_desc_t& d = md.data;
-  if (d.data_type != dnnl_f32 || d.offset0 != 0 || d.extra.flags != 0) return false;
-  if (d.format_kind == dnnl_format_kind_wino) return true;
-  if (d.format_kind != dnnl_blocked) return false;
+  if (d.offset0 != 0 || (d.extra.flags & ~kStorableExtra) != 0) return false;
+  if (d.format_kind == dnnl_format_kind_wino) return d.data_type == dnnl_f32 && d.extra.flags == 0;
+  if (d.format_kind != dnnl_blocked || (d.data_type != dnnl_f32 && d.data_type != dnnl_s8)) return false;
   for (int i = 0; i < d.ndims; ++i)
     if (d.padded_offsets[i] != 0) return false;
   return true;
@@ -42,9 +53,7 @@ bool CanStoreDesc(const dnnl::memory::desc& md) {
 
 void StoreDesc(const dnnl::memory::desc& md, planfile::MemoryDesc& out) {
   const dnnl_memory_desc_t& d = md.data;
-  Check((d.format_kind == dnnl_blocked || d.format_kind == dnnl_format_kind_wino) && d.offset0 == 0 &&
-            d.extra.flags == 0,
-        "a prepacked constant has a layout the plan file cannot store");
+  Check(CanStoreDesc(md), "a prepacked constant has a layout the plan file cannot store");
   if (d.format_kind == dnnl_format_kind_wino) {
     const dnnl_wino_desc_t& w = d.format_desc.wino_desc;
     for (int i = 0; i < d.ndims; ++i) out.add_dims(d.dims[i]), out.add_padded_dims(d.padded_dims[i]);
@@ -66,6 +75,13 @@ void StoreDesc(const dnnl::memory::desc& md, planfile::MemoryDesc& out) {
   for (int i = 0; i < blk.inner_nblks; ++i) {
     out.add_inner_blks(blk.inner_blks[i]);
     out.add_inner_idxs(blk.inner_idxs[i]);
+  }
+  if (d.extra.flags != 0) {
+    planfile::MemoryExtra& e = *out.mutable_extra();
+    e.set_flags(static_cast<std::int64_t>(d.extra.flags));
+    e.set_compensation_mask(d.extra.compensation_mask);
+    e.set_scale_adjust(d.extra.scale_adjust);
+    e.set_asymm_compensation_mask(d.extra.asymm_compensation_mask);
   }
 }
 
@@ -99,11 +115,12 @@ dnnl::memory::desc LoadDesc(const planfile::MemoryDesc& in, std::size_t data_byt
   if (ndims < 1 || ndims > DNNL_MAX_NDIMS || in.padded_dims_size() != ndims || in.strides_size() != ndims ||
       in.inner_blks_size() != in.inner_idxs_size() || in.inner_blks_size() > DNNL_MAX_NDIMS)
     throw std::invalid_argument(what + ": malformed memory descriptor");
-  if (in.data_type() != dnnl_f32) throw std::invalid_argument(what + ": data type is not f32");
+  if (in.data_type() != dnnl_f32 && in.data_type() != dnnl_s8)
+    throw std::invalid_argument(what + ": data type is neither f32 nor s8");
   dnnl_memory_desc_t d;
   std::memset(&d, 0, sizeof d);
   d.ndims = ndims;
-  d.data_type = dnnl_f32;
+  d.data_type = static_cast<dnnl_data_type_t>(in.data_type());
   d.format_kind = dnnl_blocked;
   auto& blk = d.format_desc.blocking;
   std::int64_t block[DNNL_MAX_NDIMS], inner = 1;
@@ -125,8 +142,21 @@ dnnl::memory::desc LoadDesc(const planfile::MemoryDesc& in, std::size_t data_byt
       throw std::invalid_argument(what + ": bad dims or strides");
     d.dims[i] = dim, d.padded_dims[i] = padded, blk.strides[i] = stride;
   }
+  // The elements come first, oneDNN's extra data (int8 weights' compensations) after them.
+  const auto elements = static_cast<std::int64_t>(dnnl::memory::desc(d).get_size() / ElementBytes(d.data_type));
+  if (in.has_extra()) {
+    const planfile::MemoryExtra& e = in.extra();
+    const auto flags = static_cast<std::uint64_t>(e.flags());
+    // A compensation covers the output channels of each group (mask bits 0 and 1).
+    if (flags == 0 || (flags & ~kStorableExtra) != 0 || d.data_type != dnnl_s8 || e.compensation_mask() < 0 ||
+        e.compensation_mask() > 3 || e.asymm_compensation_mask() < 0 || e.asymm_compensation_mask() > 3)
+      throw std::invalid_argument(what + ": bad extra data");
+    d.extra.flags = flags;
+    d.extra.compensation_mask = e.compensation_mask();
+    d.extra.scale_adjust = e.scale_adjust();
+    d.extra.asymm_compensation_mask = e.asymm_compensation_mask();
+  }
   dnnl::memory::desc md(d);
-  std::int64_t elements = static_cast<std::int64_t>(md.get_size()) / 4;
   if (md.get_size() != data_bytes || last >= elements)
     throw std::invalid_argument(what + ": " + std::to_string(data_bytes) + " bytes of data for a descriptor of " +
                                 std::to_string(md.get_size()));

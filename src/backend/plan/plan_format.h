@@ -44,11 +44,12 @@ std::uint32_t Crc32(const void* data, std::size_t size, std::uint32_t crc = 0);
 /// Throws Error(kInternal) otherwise.
 void StoreDesc(const dnnl::memory::desc& md, planfile::MemoryDesc& out);
 
-/// Whether StoreDesc stores `md` and LoadDesc reads it back: float32, plain
-/// or blocked without padded offsets or an offset, or Winograd; no extra
-/// (compensation) data. An int8 convolution's s8 weights are not: a plan file
-/// leaves them out, and loading it packs them again from the model's int8
-/// initializers (Builder::PackedConstant).
+/// Whether StoreDesc stores `md` and LoadDesc reads it back: float32 or s8,
+/// plain or blocked without padded offsets or an offset, with the extra data
+/// of int8 weights (oneDNN's s8s8 and asymmetric-source compensations, scale
+/// adjustment), or float32 Winograd. Anything else is left out of a plan
+/// file and packed again from the model when it is loaded
+/// (Builder::PackedConstant).
 bool CanStoreDesc(const dnnl::memory::desc& md);
 
 /// A stored descriptor, validated so that every element it addresses lies inside

@@ -323,10 +323,13 @@ dnnl::memory Builder::PackedConstant(NodeId node, const std::string& argument, c
       return made->second;
     }
     auto it = packed_->by_key.find(key);
-    // A stored layout that is not blocked (Winograd's) is never a reorder
-    // source: oneDNN only writes those, and only one it made itself is trusted.
+    // A stored layout that is not blocked (Winograd's), or carries extra data
+    // (int8 weights' compensations), is never a reorder source: oneDNN only
+    // writes those, and only one it made itself is trusted.
+    const dnnl_memory_desc_t& stored_desc = it == packed_->by_key.end() ? want.data : it->second.get_desc().data;
     const bool usable = it != packed_->by_key.end() && it->second.get_desc().dims() == want.dims() &&
-                        (it->second.get_desc().data.format_kind == dnnl_blocked || it->second.get_desc() == want);
+                        ((stored_desc.format_kind == dnnl_blocked && stored_desc.extra.flags == 0) ||
+                         it->second.get_desc() == want);
     if (usable) {
       weight_bytes += static_cast<std::int64_t>(want.get_size());
       if (it->second.get_desc() == want) {

@@ -1,7 +1,7 @@
 // The plan file's fixed parts (src/backend/plan/plan_format.cc): CRC-32,
 // little-endian fields, and oneDNN memory descriptors stored and loaded
-// (blocked, column-major and Winograd layouts), a stored descriptor that
-// addresses past its data refused.
+// (blocked, column-major and Winograd layouts, int8 weights with their
+// compensations), a stored descriptor that addresses past its data refused.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -163,12 +163,51 @@ TEST_CASE("a blocked descriptor is stored and loaded back equal, one addressing 
     planfile::MemoryDesc negative = stored;
     negative.set_strides(1, -1);
     CHECK_THROWS_WITH(planformat::LoadDesc(negative, md.get_size(), "w"), Catch::Contains("bad dims or strides"));
-    planfile::MemoryDesc int8 = stored;
-    int8.set_data_type(dnnl_s8);
-    CHECK_THROWS_WITH(planformat::LoadDesc(int8, md.get_size(), "w"), Catch::Contains("data type is not f32"));
+    planfile::MemoryDesc uint8 = stored;
+    uint8.set_data_type(dnnl_u8);
+    CHECK_THROWS_WITH(planformat::LoadDesc(uint8, md.get_size(), "w"), Catch::Contains("neither f32 nor s8"));
     planfile::MemoryDesc short_strides = stored;
     short_strides.mutable_strides()->RemoveLast();
     CHECK_THROWS_WITH(planformat::LoadDesc(short_strides, md.get_size(), "w"),
                       Catch::Contains("malformed memory descriptor"));
   }
+}
+
+TEST_CASE("int8 weights are stored with their compensation data and loaded back equal; bad extra data refused",
+          "[plan_file][int8]") {
+  using dnnl::memory;
+  for (std::uint64_t flags : {std::uint64_t{dnnl_memory_extra_flag_compensation_conv_s8s8},
+                              std::uint64_t{dnnl_memory_extra_flag_compensation_conv_asymmetric_src},
+                              std::uint64_t{dnnl_memory_extra_flag_compensation_conv_s8s8 |
+                                            dnnl_memory_extra_flag_scale_adjust}}) {
+    INFO("extra flags " << flags);
+    // 20 output channels in 8-blocks, as oneDNN's AVX2 int8 convolution packs them.
+    dnnl_memory_desc_t d = memory::desc({20, 16, 3, 3}, memory::data_type::s8, memory::format_tag::OIhw8i8o).data;
+    d.extra.flags = flags;
+    if (flags & dnnl_memory_extra_flag_compensation_conv_s8s8) d.extra.compensation_mask = 1;
+    if (flags & dnnl_memory_extra_flag_compensation_conv_asymmetric_src) d.extra.asymm_compensation_mask = 1;
+    if (flags & dnnl_memory_extra_flag_scale_adjust) d.extra.scale_adjust = 0.5f;
+    const memory::desc md(d);
+    REQUIRE(md.get_size() > 24 * 16 * 9);  // the elements, then the compensations
+    REQUIRE(planformat::CanStoreDesc(md));
+    planfile::MemoryDesc stored;
+    planformat::StoreDesc(md, stored);
+    CHECK(stored.data_type() == dnnl_s8);
+    CHECK(static_cast<std::uint64_t>(stored.extra().flags()) == flags);
+    CHECK(planformat::LoadDesc(stored, md.get_size(), "w") == md);
+    CHECK_THROWS_WITH(planformat::LoadDesc(stored, md.get_size() - 4, "w"), Catch::Contains("bytes of data"));
+
+    planfile::MemoryDesc rnn = stored;  // an extra this format does not know
+    rnn.mutable_extra()->set_flags(dnnl_memory_extra_flag_rnn_u8s8_compensation);
+    CHECK_THROWS_WITH(planformat::LoadDesc(rnn, md.get_size(), "w"), Catch::Contains("bad extra data"));
+    planfile::MemoryDesc mask = stored;
+    mask.mutable_extra()->set_compensation_mask(7);
+    CHECK_THROWS_WITH(planformat::LoadDesc(mask, md.get_size(), "w"), Catch::Contains("bad extra data"));
+  }
+  // Float32 data never carries extra data.
+  dnnl_memory_desc_t f = memory::desc({20, 16, 3, 3}, memory::data_type::f32, memory::format_tag::oihw).data;
+  planfile::MemoryDesc stored;
+  planformat::StoreDesc(memory::desc(f), stored);
+  stored.mutable_extra()->set_flags(dnnl_memory_extra_flag_compensation_conv_s8s8);
+  CHECK_THROWS_WITH(planformat::LoadDesc(stored, memory::desc(f).get_size(), "w"), Catch::Contains("bad extra data"));
 }
