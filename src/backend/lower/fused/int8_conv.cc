@@ -82,18 +82,48 @@ bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out, std::strin
   return false;
 }
 
+// One eltwise post-op: algorithm, alpha, beta.
+struct Eltwise {
+  dnnl::algorithm alg;
+  float alpha, beta;
+};
+
 // The chain's post-ops for an int8 convolution whose result is divided by
-// `out_scale` (y's scale when it is requantized, else 1); nullopt when one
-// is not ReLU, Clip or linear, which commute with that division.
-std::optional<dnnl::post_ops> ScaledPostOps(const Chain& chain, double out_scale) {
-  dnnl::post_ops ops;
+// `out_scale` (y's scale when it is requantized, else 1), then y's zero point
+// added; nullopt when one is not ReLU, Clip or linear, which commute with
+// that division. Neighbouring linear steps are merged into one: oneDNN 2.6's
+// int8 convolutions (jit_uni_int8, jit_uni_int8_1x1 on AVX2) applied the
+// first one's alpha and beta to both (measured: x * 0.5 then + 121 gave
+// x * 0.25). Nullopt too when an algorithm still comes twice, which those
+// kernels get wrong alike (measured: Clip twice, 30 steps off).
+std::optional<dnnl::post_ops> ScaledPostOps(const Chain& chain, double out_scale, std::int64_t zero_point) {
+  std::vector<Eltwise> steps;
+  const auto add = [&steps](Eltwise e) {
+    if (e.alg == dnnl::algorithm::eltwise_linear && !steps.empty() && steps.back().alg == e.alg) {
+      Eltwise& last = steps.back();  // e(last(v)) = e.alpha * (last.alpha * v + last.beta) + e.beta
+      last = {e.alg, e.alpha * last.alpha, e.alpha * last.beta + e.beta};
+    } else {
+      steps.push_back(e);
+    }
+  };
   for (const PostOp& po : chain.post_ops) {
     if (po.kind != Kind::kEltwise) return std::nullopt;
     const auto f = [&](float v) { return static_cast<float>(v / out_scale); };
-    if (po.alg == dnnl::algorithm::eltwise_relu) ops.append_eltwise(1.f, po.alg, po.alpha, 0.f);
-    else if (po.alg == dnnl::algorithm::eltwise_clip) ops.append_eltwise(1.f, po.alg, f(po.alpha), f(po.beta));
-    else if (po.alg == dnnl::algorithm::eltwise_linear) ops.append_eltwise(1.f, po.alg, po.alpha, f(po.beta));
+    if (po.alg == dnnl::algorithm::eltwise_relu) add({po.alg, po.alpha, 0.f});
+    else if (po.alg == dnnl::algorithm::eltwise_clip) add({po.alg, f(po.alpha), f(po.beta)});
+    else if (po.alg == dnnl::algorithm::eltwise_linear) add({po.alg, po.alpha, f(po.beta)});
     else return std::nullopt;
+  }
+  // y's zero point as a last linear step: oneDNN rounds (to nearest even)
+  // and saturates after it, and round(v + z) = round(v) + z for an integer
+  // z. The same as a destination zero point, which oneDNN 2.6's jit int8
+  // convolution applies in a slower epilogue.
+  if (zero_point != 0) add({dnnl::algorithm::eltwise_linear, 1.f, static_cast<float>(zero_point)});
+  dnnl::post_ops ops;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j)
+      if (steps[j].alg == steps[i].alg) return std::nullopt;
+    ops.append_eltwise(1.f, steps[i].alg, steps[i].alpha, steps[i].beta);
   }
   return ops;
 }
@@ -153,17 +183,11 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::strin
     out = *p;
   }
   const double out_scale = out.scale;
-  std::optional<dnnl::post_ops> ops = ScaledPostOps(chain, out_scale);
+  std::optional<dnnl::post_ops> ops = ScaledPostOps(chain, out_scale, out.zero_point);
   if (!ops) {
-    why = "a step after it other than Relu, Clip or a linear one";
+    why = "its steps after it are not Relu, Clip and linear ones, each at most once";
     return false;
   }
-  // y's zero point as a last linear step: oneDNN rounds (to nearest even)
-  // and saturates after it, and round(v + z) = round(v) + z for an integer
-  // z. The same as a destination zero point, which oneDNN 2.6's jit int8
-  // convolution applies in a slower epilogue.
-  if (out.zero_point != 0)
-    ops->append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f, static_cast<float>(out.zero_point));
 
   const Dims x = b.AnyActOf(qc.src, node).dims, &w = qc.weights->dims;
   const ConvGeometry g = ConvGeometryOf(b, node, x, w);
@@ -295,11 +319,11 @@ bool TakeQuantize(Builder& b, Chain& chain, NodeId id) {
       b.graph.value(chain.out).consumers.size() != 1)
     return false;
   const auto qc = QuantizedConvOf(b, anchor, nullptr);
-  if (!qc || !b.IsInt8Act(qc->src) || !ScaledPostOps(chain, 1.0)) return false;
+  if (!qc || !b.IsInt8Act(qc->src)) return false;
   const auto readers = DequantizeReaders(b.graph, q);
   if (!readers) return false;
   const auto shared = SharedQuantization(b, q, *readers);
-  if (!shared || !IsInt8Type(shared->type)) return false;
+  if (!shared || !IsInt8Type(shared->type) || !ScaledPostOps(chain, 1.0, shared->zero_point)) return false;
   chain.quantize = id;
   chain.members.push_back(id);
   chain.out = q.outputs.at(0);

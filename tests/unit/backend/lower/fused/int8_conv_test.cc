@@ -32,7 +32,7 @@ struct Case {
   int channels = 16, outputs = 8, group = 1, stride = 1;
   int kernel = 3, pad = 1, side = 9;  // kernel x kernel over side x side, pads on every border
   int weight_max = 64;           // |w| <= weight_max
-  std::string activation = "Relu";  // "Relu", "Clip" (0..6) or ""
+  std::string activation = "Relu";  // "Relu", "Clip" (0..6), "Mul" (by 0.5), "Clip Clip" (0..6, 0..3) or ""
   bool requantize = true;           // a QuantizeLinear ends the chain
   std::string dst_type = "uint8";
   int dst_zero = 0;
@@ -84,6 +84,10 @@ std::string ModelText(const Case& c) {
   std::string last = "c";
   if (c.activation == "Relu") text << "      a = Relu (c)\n", last = "a";
   if (c.activation == "Clip") text << "      a = Clip (c, lo, hi)\n", last = "a";
+  if (c.activation == "Mul") text << "      half = Constant <value = float {0.5}> ()\n      a = Mul (c, half)\n", last = "a";
+  if (c.activation == "Clip Clip")
+    text << "      three = Constant <value = float {3.0}> ()\n      a1 = Clip (c, lo, hi)\n      a = Clip (a1, lo, three)\n",
+        last = "a";
   if (c.requantize)
     text << "      yq = QuantizeLinear (" << last << ", sy, zy)\n      y = DequantizeLinear (yq, sy, zy)\n";
   else
@@ -142,7 +146,23 @@ TEST_CASE("a QDQ convolution with 7-bit weights runs as one int8 convolution on 
   Case to_float{"no QuantizeLinear after it: a float32 result"};
   to_float.requantize = false;
   cases.push_back(to_float);
+  // A linear step, then the result's zero point (another linear step): one
+  // post-op, as oneDNN's int8 kernels apply the first one's alpha and beta to both.
+  Case scaled{"Mul by 0.5, result zero point 121"};
+  scaled.activation = "Mul", scaled.dst_zero = 121;
+  cases.push_back(scaled);
+  Case scaled_1x1{"1x1, Mul by 0.5, result zero point 121"};
+  scaled_1x1.activation = "Mul", scaled_1x1.dst_zero = 121, scaled_1x1.kernel = 1, scaled_1x1.pad = 0;
+  cases.push_back(scaled_1x1);
   for (const Case& c : cases) CheckCase(c, true);
+}
+
+TEST_CASE("two post-ops of one algorithm after a QDQ convolution run on float kernels, and say why",
+          "[quantize][int8]") {
+  // oneDNN 2.6's AVX2 int8 kernels gave Clip then Clip 30 steps off.
+  Case twice{"Clip 0..6 then Clip 0..3"};
+  twice.activation = "Clip Clip";
+  CheckCase(twice, false);
 }
 
 TEST_CASE("8-bit weights and int8 sources run int8 only where the CPU sums u8 x s8 products in 32 bits (VNNI)",
