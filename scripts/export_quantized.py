@@ -5,7 +5,7 @@ material for onnx-fuse's int8 path.
 
     /usr/bin/python3 scripts/export_quantized.py [--models models] [--force] [NAME ...]
 
-NAME (default: resnet18 mobilenet_v2) is a float model exported by
+NAME (default: resnet18 mobilenet_v2 efficientnet_b0) is a float model exported by
 scripts/export_models.py, MODELS/NAME/model.onnx with its test_data_set_0.
 Writes MODELS/NAME-qdq/ and MODELS/NAME-qoperator/, each a model.onnx and
 test_data_set_0/ (the float model's input, and ONNX Runtime's output of that
@@ -54,7 +54,7 @@ from onnx import helper, numpy_helper, shape_inference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
-DEFAULT = ["resnet18", "mobilenet_v2"]
+DEFAULT = ["resnet18", "mobilenet_v2", "efficientnet_b0"]
 SEED = 2026
 EXTRA_INPUTS = 3
 ANCHORS = {"Conv", "Gemm", "MatMul"}

@@ -36,17 +36,18 @@ werror=OFF
 bash scripts/build.sh
 stage_done "set-up and build"
 
-# resnet18 and mobilenet_v2 for the e2e tests, convnext_tiny and
+# resnet18 and mobilenet_v2 for the e2e tests (and efficientnet_b0 for its
+# quantized twins), convnext_tiny and
 # mobilenet_v3_large for their opset-18 twins (ctest opset_twins); --full: all
 # eleven, for the fusion agreement on each. The recurrent models of ctest
 # e2e.rnn with ONNX Runtime's reference outputs, the two transformers of
 # ctest e2e.dynamic_shapes, whose shapes change from call to call, and the
-# QDQ ResNet-18 and MobileNet-V2 of ctest e2e.quantized (calibrated with ONNX
-# Runtime).
+# QDQ ResNet-18, MobileNet-V2 and EfficientNet-B0 of ctest e2e.quantized
+# (calibrated with ONNX Runtime).
 if $full; then
   /usr/bin/python3 scripts/export_models.py
 else
-  /usr/bin/python3 scripts/export_models.py resnet18 mobilenet_v2 mobilenet_v3_large convnext_tiny
+  /usr/bin/python3 scripts/export_models.py resnet18 mobilenet_v2 mobilenet_v3_large convnext_tiny efficientnet_b0
 fi
 /usr/bin/python3 scripts/export_zoo.py --out models/rnn lstm_bidir2 gru_bidir2
 /usr/bin/python3 scripts/export_dynamic.py

@@ -64,7 +64,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from zoo_check import max_rel  # noqa: E402
 
 INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
-MODELS = ["resnet18", "mobilenet_v2"]
+MODELS = ["resnet18", "mobilenet_v2", "efficientnet_b0"]
 FORMS = ["qdq", "qoperator", "qdq7", "qoperator7"]
 
 
