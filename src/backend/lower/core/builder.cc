@@ -1,6 +1,7 @@
 #include "backend/lower/core/builder.h"
 
 #include <algorithm>
+#include <utility>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -39,6 +40,7 @@ Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstan
   std::size_t n = graph.values().size();
   consts_.resize(n);
   folded_released_.resize(n, false);
+  deferred_.resize(n, kNoNode);
   acts_.resize(n);
   alternates_.resize(n);
   remaining_.resize(n);
@@ -49,12 +51,22 @@ Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstan
 }
 
 bool Builder::IsConst(ValueId v) const {
-  return consts_[v] != nullptr || graph.IsConstant(v) || folded_released_[v];
+  return consts_[v] != nullptr || graph.IsConstant(v) || folded_released_[v] || deferred_[v] != kNoNode;
 }
 
-bool Builder::HasConstData(ValueId v) const { return consts_[v] != nullptr || graph.ConstantTensor(v) != nullptr; }
+bool Builder::HasConstData(ValueId v) const {
+  return consts_[v] != nullptr || graph.ConstantTensor(v) != nullptr || deferred_[v] != kNoNode;
+}
+
+void Builder::DeferFold(ValueId v, NodeId producer) { deferred_[v] = producer; }
 
 const Tensor& Builder::Const(ValueId v, const Node& user) {
+  if (!consts_[v] && deferred_[v] != kNoNode) {
+    const NodeId producer = std::exchange(deferred_[v], kNoNode);
+    if (!fold || !fold(*this, producer) || !consts_[v])
+      throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(user) + " reads '" + graph.value(v).name +
+                                            "', which could not be evaluated at build time after all");
+  }
   if (!consts_[v]) {
     const onnx::TensorProto* proto = graph.ConstantTensor(v);
     if (!proto && (graph.IsReleased(v) || folded_released_[v]))
@@ -165,8 +177,9 @@ void Builder::ReleaseConsts(const std::vector<NodeId>& nodes) {
     if (graph.ConstantTensor(v)) {
       consts_[v].reset();
       if (releasable_) releasable_->ReleaseInitializer(v);
-    } else if (!graph.IsConstant(v) && consts_[v] && !IsAct(v)) {
-      consts_[v].reset();  // folded at build time (a DequantizeLinear's float weights) and read no more
+    } else if (!graph.IsConstant(v) && (consts_[v] || deferred_[v] != kNoNode) && !IsAct(v)) {
+      consts_[v].reset();  // folded at build time (a DequantizeLinear's float weights), or never, and read no more
+      deferred_[v] = kNoNode;
       folded_released_[v] = true;
     }
   };

@@ -149,6 +149,14 @@ class Builder {
   /// they are not decoded yet. Throws what Const throws for a non-constant.
   Dims ConstDims(ValueId v, const Node& user);
   void SetConst(ValueId v, Tensor t);
+  /// Makes `v`, the output of node `producer` whose inputs are all constants,
+  /// a constant evaluated only when Const first reads it, by `fold`: a
+  /// DequantizeLinear of int8 weights, whose float values an int8
+  /// convolution never reads (PrefoldConstants). IsConst is true from now on.
+  void DeferFold(ValueId v, NodeId producer);
+  /// Evaluates node `id` at build time (TryFold, views.h): what Const calls
+  /// for a deferred value. Set by PrefoldConstants.
+  std::function<bool(Builder&, NodeId)> fold;
   /// Records an activation; checks its dims against the loader's shape inference.
   void SetAct(ValueId v, Act act);
   /// Makes constant `v` (a float32 initializer, Constant node or folded
@@ -290,6 +298,7 @@ class Builder {
   Graph* releasable_;
   std::vector<std::shared_ptr<const Tensor>> consts_;  // decoded or folded; shared with packed_->decoded
   std::vector<bool> folded_released_;  ///< folded values ReleaseConsts dropped: still constants
+  std::vector<NodeId> deferred_;       ///< DeferFold: the producer to evaluate on first read; kNoNode: none
   std::vector<std::optional<Act>> acts_;
   std::vector<std::vector<Act>> alternates_;  ///< the value in other layouts (reorder results)
   std::map<int, std::vector<int>> views_of_;   ///< root slot -> the view slots into its buffer (NewView)

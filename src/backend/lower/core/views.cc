@@ -128,9 +128,21 @@ bool TryFold(Builder& b, NodeId id) {
 }
 
 void PrefoldConstants(Builder& b) {
+  b.fold = TryFold;
   // TryFold evaluates a host-evaluable node only when all its inputs are known.
-  for (NodeId id = 0; id < b.graph.num_nodes(); ++id)
-    if (eval::HostEvaluable(b.graph.node(id))) TryFold(b, id);
+  // A DequantizeLinear of constants is evaluated when first read: an int8
+  // convolution reads its integer weights instead, and the float ones (four
+  // times the bytes) would only raise the compiler's peak memory.
+  for (NodeId id = 0; id < b.graph.num_nodes(); ++id) {
+    const Node& node = b.graph.node(id);
+    if (!eval::HostEvaluable(node)) continue;
+    const auto first = node.inputs.begin(), last = first + static_cast<std::ptrdiff_t>(node.num_explicit_inputs);
+    if (node.op_type == "DequantizeLinear" && node.outputs.size() == 1 && !b.IsConst(node.outputs[0]) &&
+        std::all_of(first, last, [&](ValueId v) { return v == kNoValue || b.IsConst(v); }))
+      b.DeferFold(node.outputs[0], id);
+    else
+      TryFold(b, id);
+  }
 }
 
 namespace {

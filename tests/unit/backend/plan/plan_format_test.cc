@@ -173,7 +173,7 @@ TEST_CASE("a blocked descriptor is stored and loaded back equal, one addressing 
   }
 }
 
-TEST_CASE("int8 weights are stored with their compensation data and loaded back equal; bad extra data refused",
+TEST_CASE("int8 weights are stored with their compensation data and loaded back equal, bad extra data refused",
           "[plan_file][int8]") {
   using dnnl::memory;
   for (std::uint64_t flags : {std::uint64_t{dnnl_memory_extra_flag_compensation_conv_s8s8},
