@@ -79,9 +79,22 @@ void EmitEltwise(Builder& b, NodeId id) {
   Dims dims = b.ActOf(node.inputs[0], node).dims;
   // Fused, in place over x when nothing reads x later.
   bool in_place = b.fuse && b.DeadNow(src.slot, &node);
+  const int input_slot = src.slot;
   for (const PostOp& po : EltwiseOf(b, node)) {
     dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, po.alg, src.md, po.alpha, po.beta);
     auto pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, desc, b.Attr());
+    // oneDNN 2.6 runs its reference kernel over a blocked layout whose channels
+    // are padded (a squeeze-and-excitation vector of 4 channels in 8-blocks,
+    // between a convolution and a quantization): the plain layout has a jit one.
+    if (IsSlowImpl("eltwise", pd.impl_info_str()) && src.slot == input_slot && src.md != PlainDesc(dims)) {
+      const Arg plain = b.UsePlain(node.inputs[0], node);
+      dnnl::eltwise_forward::desc plain_desc(dnnl::prop_kind::forward_inference, po.alg, plain.md, po.alpha, po.beta);
+      auto plain_pd = MakePd<dnnl::eltwise_forward::primitive_desc>(b, node, plain_desc, b.Attr());
+      if (!IsSlowImpl("eltwise", plain_pd.impl_info_str())) {
+        src = plain, pd = plain_pd;
+        in_place = false;  // the plain copy is shared by every reader wanting it
+      }
+    }
     Act dst = in_place && pd.dst_desc() == src.md ? Act{src.slot, src.md, dims} : b.NewAct(dims, pd.dst_desc());
     in_place = b.fuse;  // the next step (HardSigmoid's clip) works on this step's own result
     b.Emit(pd, "eltwise", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);

@@ -186,3 +186,32 @@ TEST_CASE("PRelu: a prelu primitive, per-channel after a Conv's layout, or broad
     })",
             {a, s}, {-2.5 * 0.5, -1.5 * 1.0, -0.5 * 1.5, 0.5, 1.5, 2.5});
 }
+
+TEST_CASE("an activation over a blocked layout with padded channels runs on a jit kernel in the plain layout",
+          "[backend_ops]") {
+  // A squeeze-and-excitation vector of 4 channels from a convolution whose
+  // layout blocks channels by 8, quantized and dequantized (a QDQ model)
+  // before its Sigmoid, which therefore is no post-op of the convolution:
+  // oneDNN 2.6 has only its reference eltwise for the padded blocked layout.
+  std::string w;
+  for (int i = 0; i < 4 * 32; ++i) w += (i ? "," : "") + std::to_string(((i * 7) % 11 - 5) / 16.0);
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,32,1,1] x) => (float[1,4,1,1] y) {
+      w = Constant <value = float[4,32,1,1] {)" + w + R"(}> ()
+      s = Constant <value = float {0.01}> ()
+      z = Constant <value = uint8 {128}> ()
+      c = Conv (x, w)
+      q = QuantizeLinear (c, s, z)
+      d = DequantizeLinear (q, s, z)
+      y = Sigmoid (d)
+    })");
+  const Tensor x = TensorFrom({1, 32, 1, 1}, [](std::int64_t i) { return Wave(i); });
+  const PlanRun fused = test::RunPlan(graph, true, {x});
+  const PlanRun unfused = test::RunPlan(graph, false, {x});
+  INFO(test::StepList(fused));
+  CHECK(test::StepsContaining(fused, "eltwise") == 1);
+  CHECK(test::StepsContaining(fused, "ref") == 0);
+  // Sigmoid of the same quantized values: equal up to the kernels' rounding.
+  std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
+  test::CheckClose(fused.outputs.at(0), expected, 1e-5, 1e-7);
+}
