@@ -12,15 +12,17 @@
 //
 // A graph with fake quantization (the QDQ format) is checked twice. Its float
 // arithmetic: both plans compiled without fake quantization, compared at
-// `rtol` as above. Its integer arithmetic: both plans compiled as the model
-// asks (the fused one with its int8 convolutions), every quantized activation
-// kept and compared in steps of its own scale: at least 99.9% of its elements
-// within one step of the unfused plan's (which computes each QuantizeLinear
-// and DequantizeLinear as the ONNX spec defines them, over float sums), and
-// none more than two steps away. A float sum and an int32 one may round a
-// value near a half step to neighbouring integers, and such a step moves the
-// layers after it by a fraction of theirs; a wrong scale, zero point or bias
-// moves whole tensors by many steps.
+// `rtol` as above. Its integer arithmetic, layer by layer: the unfused plan
+// (which computes each QuantizeLinear and DequantizeLinear as the ONNX spec
+// defines them, over float sums) gives every quantized activation; then both
+// plans, compiled as the model asks (the fused one with its int8
+// convolutions), run the model cut at those activations, each layer reading
+// the unfused plan's integers (verify_graphs.h), and each activation is
+// compared in steps of its own scale: at least 99.9% of its elements within
+// one step, none more than two. A float sum and an int32 one may round a
+// value near a half step to neighbouring integers; carried through a deep
+// network such steps grow to tens of steps between two correct plans, hence
+// the cut. A wrong scale, zero point or bias moves a whole layer by many steps.
 #pragma once
 
 #include <optional>
