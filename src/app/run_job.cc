@@ -184,7 +184,40 @@ std::vector<std::pair<std::string, double>> MsPerKind(const std::vector<Schedule
   return sorted;
 }
 
-std::string FormatSteps(double steps) { return std::isfinite(steps) ? std::to_string(static_cast<long long>(steps)) : "inf"; }
+// "element types: FLOAT (214 values) as float32; INT32 (42 values), UINT8 (80
+// values) only in QuantizeLinear/DequantizeLinear (constants used at build
+// time; ...)": the values a quantization alone reads described once.
+void PrintElementTypes(std::ostream& out, const nlohmann::json& element_types) {
+  std::vector<std::string> quantization_only;
+  std::string dequantized_as;
+  const char* separator = " ";
+  out << "  element types:";
+  for (const auto& [type, use] : element_types.items()) {
+    const int values = use["values"].get<int>(), dequantized = use.value("dequantized_values", 0);
+    if (dequantized > 0) dequantized_as = use["dequantized_as"].get<std::string>();
+    if (dequantized == values) {
+      quantization_only.push_back(type + " (" + std::to_string(values) + " values)");
+      continue;
+    }
+    out << separator << type << " (" << values << " values) " << use["computed_as"].get<std::string>();
+    if (dequantized > 0) out << ", " << dequantized << " of them only in QuantizeLinear/DequantizeLinear";
+    separator = "; ";
+  }
+  if (!quantization_only.empty()) {
+    out << separator;
+    for (std::size_t i = 0; i < quantization_only.size(); ++i) out << (i ? ", " : "") << quantization_only[i];
+    out << " only in QuantizeLinear/DequantizeLinear";
+  }
+  if (!dequantized_as.empty()) out << " (" << dequantized_as << ")";
+  out << "\n";
+}
+
+// "1 step", "3 steps", "inf steps".
+std::string FormatSteps(double steps) {
+  if (!std::isfinite(steps)) return "inf steps";
+  const auto n = static_cast<long long>(steps);
+  return std::to_string(n) + (n == 1 ? " step" : " steps");
+}
 
 // "check quantized activations ...: 40, at most 1 step apart ... ok"
 void PrintQuantizedCheck(std::ostream& out, const Verification& v) {
@@ -193,7 +226,7 @@ void PrintQuantizedCheck(std::ostream& out, const Verification& v) {
   for (const QuantizedCheck& q : v.quantized)
     max_steps = std::max(max_steps, q.max_steps), max_share = std::max(max_share, q.share_over_one_step), ok &= q.ok;
   out << "  check quantized activations (each layer on the same integers in both plans): " << v.quantized.size()
-      << ", at most " << FormatSteps(max_steps) << " steps apart, at most " << std::setprecision(3) << 100 * max_share
+      << ", at most " << FormatSteps(max_steps) << " apart, at most " << std::setprecision(3) << 100 * max_share
       << "% of a tensor more than one step" << (ok ? " ok" : " FAILED") << "\n"
       << std::setprecision(2);
 }
@@ -449,20 +482,8 @@ int RunJob(const RunOptions& options, std::ostream& out) {
         << Megabytes(ps.intermediate_bytes_total) << "), weights " << Megabytes(ps.weight_bytes) << "\n";
     out << "  " << stats.iterations << " iterations after " << options.warmup << " warmup: min " << stats.min_ms
         << " ms, median " << stats.median_ms << " ms, p90 " << stats.p90_ms << " ms, max " << stats.max_ms << " ms\n";
-    if (element_types.size() > 1 || (element_types.size() == 1 && !element_types.contains("FLOAT"))) {
-      out << "  element types:";
-      for (const auto& [type, use] : element_types.items())
-      {
-        out << " " << type << " (" << use["values"].get<int>() << " values) ";
-        const int dequantized = use.value("dequantized_values", 0);
-        if (dequantized < use["values"].get<int>()) out << use["computed_as"].get<std::string>();
-        if (dequantized > 0)
-          out << (dequantized < use["values"].get<int>() ? ", except " + std::to_string(dequantized) + " " : "")
-              << "in QuantizeLinear/DequantizeLinear only: " << use["dequantized_as"].get<std::string>();
-        out << ";";
-      }
-      out << "\n";
-    }
+    if (element_types.size() > 1 || (element_types.size() == 1 && !element_types.contains("FLOAT")))
+      PrintElementTypes(out, element_types);
     PrintInt8Convolutions(out, exec.Schedule());
     if (options.profile) PrintProfile(out, exec.Schedule(), step_ms, options.iterations);
     const bool float_graph = verification && verification->without_fake_quantization;
