@@ -221,13 +221,10 @@ std::string FormatSteps(double steps) {
 
 // "check quantized activations ...: 40, at most 1 step apart ... ok"
 void PrintQuantizedCheck(std::ostream& out, const Verification& v) {
-  double max_steps = 0, max_share = 0;
-  bool ok = v.quantized_note.empty();
-  for (const QuantizedCheck& q : v.quantized)
-    max_steps = std::max(max_steps, q.max_steps), max_share = std::max(max_share, q.share_over_one_step), ok &= q.ok;
+  const QuantizedCheck worst = v.WorstQuantized();
   out << "  check quantized activations (each layer on the same integers in both plans): " << v.quantized.size()
-      << ", at most " << FormatSteps(max_steps) << " apart, at most " << std::setprecision(3) << 100 * max_share
-      << "% of a tensor more than one step" << (ok ? " ok" : " FAILED") << "\n"
+      << ", at most " << FormatSteps(worst.max_steps) << " apart, at most " << std::setprecision(3)
+      << 100 * worst.share_over_one_step << "% of a tensor more than one step" << (worst.ok ? " ok" : " FAILED") << "\n"
       << std::setprecision(2);
 }
 

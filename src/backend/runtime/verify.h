@@ -14,12 +14,12 @@
 // arithmetic: both plans compiled without fake quantization, compared at
 // `rtol` as above. Its integer arithmetic, layer by layer: the unfused plan
 // (which computes each QuantizeLinear and DequantizeLinear as the ONNX spec
-// defines them, over float sums) gives every quantized activation; then both
-// plans, compiled as the model asks (the fused one with its int8
-// convolutions), run the model cut at those activations, each layer reading
-// the unfused plan's integers (verify_graphs.h), and each activation is
-// compared in steps of its own scale: at least 99.9% of its elements within
-// one step, none more than two. A float sum and an int32 one may round a
+// defines them, over float sums) gives every quantized activation; then the
+// fused plan, compiled as the model asks (with its int8 convolutions), runs
+// the model cut at those activations, each layer reading the unfused plan's
+// integers (verify_graphs.h), and each activation it computes is compared
+// with the unfused plan's in steps of its own scale: at least 99.9% of its
+// elements within one step, none more than two. A float sum and an int32 one may round a
 // value near a half step to neighbouring integers; carried through a deep
 // network such steps grow to tens of steps between two correct plans, hence
 // the cut. A wrong scale, zero point or bias moves a whole layer by many steps.
@@ -95,6 +95,9 @@ struct Verification {
   /// (Conv_Mul_Add: conv1,mul1,add1) at node 'add1' (value 'y')"; for a
   /// quantized graph it also names the quantized activations that differ.
   std::string Summary() const;
+  /// The quantized activations together: their elements summed, the largest
+  /// max_steps and share_over_one_step, ok when each is and quantized_note is empty.
+  QuantizedCheck WorstQuantized() const;
 };
 
 /// Compares `fused` with `unfused` (outputs of the two plans of `graph` on
