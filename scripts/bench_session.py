@@ -254,6 +254,7 @@ def main():
                         times.setdefault(key, {}).setdefault(variant, {})[rnd] = ms
                     print(f"bench_session: round {rnd}/{args.rounds} {name} b{batch} t{t} {variant}: "
                           f"{err or f'{ms:.3f} ms'}", file=sys.stderr)
+    shutil.rmtree(folder, ignore_errors=True)
     lines = ["## onnxfuse Python API vs ONNX Runtime: time per image", "",
              f"Started {started}; {os.cpu_count()} cores; load average at start {' '.join(load_start)}, "
              f"at end {' '.join(open('/proc/loadavg').read().split()[:3])}. {args.rounds} rounds x "

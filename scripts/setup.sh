@@ -37,5 +37,9 @@ fi
 # network refuses (npm then rolls back), so skip it; the CPU library ships in the tarball.
 if [[ ! -d scripts/ort/node_modules/onnxruntime-node || ! -d scripts/ort/node_modules/onnx-proto ]]; then
   echo "setup: installing onnxruntime-node into scripts/ort" >&2
-  (cd scripts/ort && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --silent)
+  # --loglevel error: quiet, but a failure (no network, no disk space) says why.
+  (cd scripts/ort && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund --loglevel error) || {
+    echo "setup: npm install of onnxruntime-node failed (see npm's error above); free space: $(df -h --output=avail . | tail -1)" >&2
+    exit 1
+  }
 fi

@@ -8,6 +8,7 @@ the replay reads: `# strategy: NAME` pins one strategy (default: all three);
 import json
 import os
 import re
+import shutil
 import tempfile
 
 import onnx
@@ -250,5 +251,6 @@ def replay(binary, node_dir, target, log=print):
                 log("ok   %s%s" % (name, " (%s)" % note if note else ""))
     finally:
         runner.close()
+        shutil.rmtree(work, ignore_errors=True)
     log("replay: %d case(s) ran, %d failed, %d refused" % (len(files), failed, refused))
     return failed + refused

@@ -373,12 +373,12 @@ def test_ort_as_reference_gives_nan_clamps_onnx_fuses_values_and_nothing_else():
     assert np.isnan(ours_ref["leaky"][nan]).all()
 
 
-def test_a_failure_without_figures_is_saved_as_a_case():
+def test_a_failure_without_figures_is_saved_as_a_case(tmp_path):
     # An output not written compares with max_rel None; saving it must not
     # stop the campaign (seed 39122124's campaign died there).
     from difftest import generator
     recipe = generator.make_recipe(39122124)
-    b_dir = tempfile.mkdtemp()
+    b_dir = str(tmp_path)
     built = trial.Built(recipe, os.path.join(b_dir, "g"))
     failure = {"kind": "fusepath-vs-original", "check": "ORT: fuse -o output", "output": "v1", "max_abs": None,
                "max_rel": None, "via": ["fuse", "pattern", 1]}
