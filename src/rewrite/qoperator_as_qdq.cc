@@ -4,72 +4,19 @@
 
 #include <spdlog/spdlog.h>
 
-#include "ir/tensor_io.h"
+#include "ir/attributes.h"
+#include "ir/node_label.h"
 #include "load/loader.h"
-#include "rewrite/name_source.h"
+#include "onnxfuse/error.h"
+#include "rewrite/contrib_qoperators.h"
+#include "rewrite/qdq_writer.h"
 
 namespace onnxfuse {
 
 namespace {
 
-// The float32 values of constant `name` (an initializer or a Constant node's
-// output), or nullopt.
-std::optional<std::vector<float>> FloatConstant(const Graph& graph, const std::string& name) {
-  const std::optional<ValueId> v = graph.FindValue(name);
-  if (!v || !graph.IsConstant(*v)) return std::nullopt;
-  const onnx::TensorProto* proto = graph.ConstantTensor(*v);
-  if (!proto || proto->data_type() != onnx::TensorProto::FLOAT) return std::nullopt;
-  return TensorFromProto(*proto, name).data;
-}
-
-bool IsConstantValue(const Graph& graph, const std::string& name) {
-  const std::optional<ValueId> v = graph.FindValue(name);
-  return v && graph.IsConstant(*v);
-}
-
-std::size_t RankOf(const Graph& graph, const std::string& name) {
-  const std::optional<ValueId> v = graph.FindValue(name);
-  return v && graph.value(*v).type.has_shape ? graph.value(*v).type.dims.size() : 0;
-}
-
-class Writer {
- public:
-  Writer(onnx::ModelProto& model, google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes)
-      : model_(model), nodes_(nodes), fresh_(model) {}
-
-  std::string Node(const std::string& op, const std::string& base, const std::vector<std::string>& inputs,
-                   const std::string& output = "", std::optional<std::int64_t> axis = std::nullopt) {
-    onnx::NodeProto& n = *nodes_.Add();
-    n.set_op_type(op);
-    n.set_name(fresh_.Fresh(base + "_" + op));
-    for (const std::string& in : inputs) n.add_input(in);
-    const std::string out = output.empty() ? fresh_.Fresh(base) : output;
-    n.add_output(out);
-    if (axis) {
-      onnx::AttributeProto& a = *n.add_attribute();
-      a.set_name("axis");
-      a.set_type(onnx::AttributeProto::INT);
-      a.set_i(*axis);
-    }
-    return out;
-  }
-
-  onnx::NodeProto& Last() { return *nodes_.Mutable(nodes_.size() - 1); }
-
-  std::string Initializer(const std::string& base, onnx::TensorProto tensor) {
-    tensor.set_name(fresh_.Fresh(base));
-    *model_.mutable_graph()->add_initializer() = tensor;
-    return tensor.name();
-  }
-
- private:
-  onnx::ModelProto& model_;
-  google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes_;
-  NameSource fresh_;
-};
-
 // QLinearConv's QDQ form, or a reason it stays.
-std::string QLinearConvAsQdq(const Graph& graph, const onnx::NodeProto& node, Writer& w) {
+std::string QLinearConvAsQdq(const Graph& graph, const onnx::NodeProto& node, QdqWriter& w) {
   const auto x_scale = FloatConstant(graph, node.input(1));
   const auto w_scale = FloatConstant(graph, node.input(4));
   if (!x_scale || !w_scale || x_scale->size() != 1) return "x_scale or w_scale is not a constant";
@@ -94,13 +41,14 @@ std::string QLinearConvAsQdq(const Graph& graph, const onnx::NodeProto& node, Wr
     conv_inputs.push_back(w.Node("DequantizeLinear", base + "_bias", {node.input(8), b_scale, b_zero}, "", std::int64_t{0}));
   }
   const std::string y = w.Node("Conv", base + "_float", conv_inputs);
-  *w.Last().mutable_attribute() = node.attribute();
+  for (const onnx::AttributeProto& a : node.attribute())
+    if (a.name() != "channels_last") *w.Last().add_attribute() = a;  // com.microsoft's: 0 here
   w.Node("QuantizeLinear", base, {y, node.input(6), node.input(7)}, node.output(0));
   return "";
 }
 
 // QLinearMatMul's QDQ form, or a reason it stays.
-std::string QLinearMatMulAsQdq(const Graph& graph, const onnx::NodeProto& node, Writer& w) {
+std::string QLinearMatMulAsQdq(const Graph& graph, const onnx::NodeProto& node, QdqWriter& w) {
   for (int i : {1, 6}) {  // a_scale, y_scale: per tensor (a per-row scale has no DequantizeLinear axis here)
     const auto scale = FloatConstant(graph, node.input(i));
     if (!scale || scale->size() != 1) return "a's or y's parameters are not one constant scale";
@@ -119,29 +67,43 @@ std::string QLinearMatMulAsQdq(const Graph& graph, const onnx::NodeProto& node, 
   return "";
 }
 
+// QLinearConv of the default domain, or com.microsoft's in NCHW (the same op).
+bool IsQLinearConv(const Node& node) {
+  if (node.op_type != "QLinearConv") return false;
+  if (node.domain.empty()) return true;
+  return node.domain == "com.microsoft" && AttrInt(node, "channels_last", 0) == 0;
+}
+
 }  // namespace
 
 QOperatorRewrite ExpressQOperatorsAsQdq(Graph& graph) {
   QOperatorRewrite result;
   if (graph.opset() < 13) return result;
   bool any = false;
-  for (const Node& node : graph.nodes()) any |= node.domain.empty() && (node.op_type == "QLinearConv" || node.op_type == "QLinearMatMul");
+  for (const Node& node : graph.nodes())
+    any |= IsQLinearConv(node) || (node.domain.empty() && node.op_type == "QLinearMatMul") || IsContribQOperator(node);
   if (!any) return result;
   onnx::ModelProto model = graph.model();
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-  Writer writer(model, nodes);
+  QdqWriter writer(model, nodes);
+  ElementTypes types;
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     const Node& node = graph.node(id);
     const onnx::NodeProto& proto = model.graph().node(static_cast<int>(id));
-    std::string why = "not a QOperator op";
-    if (node.domain.empty() && node.op_type == "QLinearConv") why = QLinearConvAsQdq(graph, proto, writer);
+    std::string why;
+    if (IsQLinearConv(node)) why = QLinearConvAsQdq(graph, proto, writer);
     else if (node.domain.empty() && node.op_type == "QLinearMatMul") why = QLinearMatMulAsQdq(graph, proto, writer);
+    else if (IsContribQOperator(node)) why = ContribQOperatorAsQdq(graph, proto, writer, types);
     else {
       *nodes.Add() = proto;
       continue;
     }
     if (why.empty()) {
       result.rewritten.push_back(node.name);
+    } else if (!node.domain.empty()) {
+      // Only its QDQ form runs: the host evaluator knows the default domain's QOperators alone.
+      throw Error(ErrorKind::kUnsupported, NodeInFile(graph, node) + ": " + node.domain + "." + node.op_type +
+                                               " runs as its QDQ form, which needs what it lacks: " + why);
     } else {
       *nodes.Add() = proto;
       result.kept.emplace_back(node.name, why);

@@ -1,0 +1,48 @@
+#include "rewrite/qdq_writer.h"
+
+#include "ir/tensor_io.h"
+
+namespace onnxfuse {
+
+std::optional<std::vector<float>> FloatConstant(const Graph& graph, const std::string& name) {
+  const std::optional<ValueId> v = graph.FindValue(name);
+  if (!v || !graph.IsConstant(*v)) return std::nullopt;
+  const onnx::TensorProto* proto = graph.ConstantTensor(*v);
+  if (!proto || proto->data_type() != onnx::TensorProto::FLOAT) return std::nullopt;
+  return TensorFromProto(*proto, name).data;
+}
+
+bool IsConstantValue(const Graph& graph, const std::string& name) {
+  const std::optional<ValueId> v = graph.FindValue(name);
+  return v && graph.IsConstant(*v);
+}
+
+std::size_t RankOf(const Graph& graph, const std::string& name) {
+  const std::optional<ValueId> v = graph.FindValue(name);
+  return v && graph.value(*v).type.has_shape ? graph.value(*v).type.dims.size() : 0;
+}
+
+std::string QdqWriter::Node(const std::string& op, const std::string& base, const std::vector<std::string>& inputs,
+                            const std::string& output, std::optional<std::int64_t> axis) {
+  onnx::NodeProto& n = *nodes_.Add();
+  n.set_op_type(op);
+  n.set_name(fresh_.Fresh(base + "_" + op));
+  for (const std::string& in : inputs) n.add_input(in);
+  const std::string out = output.empty() ? fresh_.Fresh(base) : output;
+  n.add_output(out);
+  if (axis) {
+    onnx::AttributeProto& a = *n.add_attribute();
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(*axis);
+  }
+  return out;
+}
+
+std::string QdqWriter::Initializer(const std::string& base, onnx::TensorProto tensor) {
+  tensor.set_name(fresh_.Fresh(base));
+  *model_.mutable_graph()->add_initializer() = tensor;
+  return tensor.name();
+}
+
+}  // namespace onnxfuse
