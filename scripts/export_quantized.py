@@ -37,8 +37,12 @@ weights, theirs, the output's, the int32 bias): DequantizeLinear ->
 Conv -> QuantizeLinear, and a Relu or Clip between Conv and QuantizeLinear
 that the quantized range already clamps (zero point 0, and for Clip an upper
 bound of at least the range's top), as ONNX Runtime's quantizer folds it.
-What has no QOperator form among the default-domain ops (Add, pooling, the
-classifier's Gemm) stays as QDQ.
+Add, GlobalAveragePool and the classifier's Gemm become the com.microsoft
+ops ONNX Runtime's quantizer writes for them: QLinearAdd,
+QLinearGlobalAveragePool, and QGemm (float output, the model's). MaxPool
+stays as QDQ (ONNX Runtime's quantizer would run it on the quantized input
+with the input's scale, where this quantization gives its output a range of
+its own).
 """
 
 import argparse
@@ -59,6 +63,7 @@ SEED = 2026
 EXTRA_INPUTS = 3
 ANCHORS = {"Conv", "Gemm", "MatMul"}
 QUANTIZED_OPS = ANCHORS | {"Add", "Concat", "MaxPool", "AveragePool", "GlobalAveragePool"}
+MS = "com.microsoft"
 
 
 def ort_outputs(model, inputs, folder):
@@ -311,6 +316,7 @@ def as_qoperator(qmodel):
         qconv.attribute.extend(conv.attribute)
         replaced[id(q)] = qconv
         dropped.update({id(conv), id(w), id(b)} | ({id(activation)} if activation is not None else set()))
+    contrib_ops(graph, tensors, dequantized, consumers, replaced, dropped)
     nodes = [replaced.get(id(n), n) for n in graph.node if id(n) not in dropped]
     # DequantizeLinear and Constant nodes that nothing reads any more (a
     # QLinearConv reads x quantized; a folded Clip's bounds).
@@ -323,10 +329,47 @@ def as_qoperator(qmodel):
     read = {i for n in nodes for i in n.input}
     qgraph = helper.make_graph(nodes, graph.name.replace("_qdq", "_qoperator"), list(graph.input), list(graph.output),
                                [t for t in graph.initializer if t.name in read])
-    model = helper.make_model(qgraph, opset_imports=list(qmodel.opset_import), producer_name=qmodel.producer_name)
+    model = helper.make_model(qgraph, opset_imports=list(qmodel.opset_import) + [helper.make_opsetid(MS, 1)],
+                              producer_name=qmodel.producer_name)
     model.ir_version = qmodel.ir_version
     onnx.checker.check_model(model)
     return model
+
+
+def contrib_ops(graph, tensors, dequantized, consumers, replaced, dropped):
+    """Add, GlobalAveragePool and Gemm in the com.microsoft ops ONNX Runtime's
+    quantizer writes for them (QLinearAdd, QLinearGlobalAveragePool, QGemm):
+    each where every float input is a DequantizeLinear and (QGemm aside) its
+    only reader a QuantizeLinear. The nodes they replace join `dropped`."""
+    def quantized_by(node):
+        after = consumers.get(node.output[0], [])
+        return after[0] if len(after) == 1 and after[0].op_type == "QuantizeLinear" else None
+
+    for node in graph.node:
+        parts = [dequantized(i) for i in node.input]
+        if not parts or any(p is None for p in parts):
+            continue
+        q = quantized_by(node)
+        if node.op_type == "Add" and len(parts) == 2 and q is not None:
+            (a, b), op = parts, "QLinearAdd"
+            inputs = list(a.input) + list(b.input) + [q.input[1], q.input[2]]
+        elif node.op_type == "GlobalAveragePool" and q is not None:
+            op, inputs = "QLinearGlobalAveragePool", list(parts[0].input) + [q.input[1], q.input[2]]
+        elif node.op_type == "Gemm" and len(parts) == 3 and q is None:
+            # C's scale is a_scale * b_scale (alpha 1, beta 1: torchvision's Linear), as quantize() wrote it.
+            op, inputs = "QGemm", list(parts[0].input) + list(parts[1].input) + [parts[2].input[0]]
+        else:
+            continue
+        out = q.output[0] if q is not None else node.output[0]
+        qnode = helper.make_node(op, inputs, [out], name=node.name + "_quant", domain=MS)
+        if op == "QLinearGlobalAveragePool":
+            qnode.attribute.extend([helper.make_attribute("channels_last", 0)])
+        if op == "QGemm":
+            qnode.attribute.extend(a for a in node.attribute if a.name in ("transA", "transB", "alpha"))
+        replaced[id(q if q is not None else node)] = qnode
+        dropped.update({id(node)} if q is not None else set())
+        if op == "QGemm":
+            dropped.update({id(parts[1]), id(parts[2])})
 
 
 def write(target, model, test_input, input_name):

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Quantized models (scripts/export_quantized.py: ResNet-18 and MobileNet-V2
-in the two formats ONNX Runtime's static quantizer writes, QDQ and
-QOperator, with 8-bit and with 7-bit weights) through `onnx-fuse run`, fused
-and unfused, and through onnxfuse.InferenceSession, against ONNX Runtime.
+"""Quantized models (scripts/export_quantized.py: ResNet-18, MobileNet-V2 and
+EfficientNet-B0 in the two formats ONNX Runtime's static quantizer writes,
+QDQ and QOperator with its com.microsoft ops, with 8-bit and with 7-bit
+weights) through `onnx-fuse run`, fused and unfused, and through
+onnxfuse.InferenceSession, against ONNX Runtime.
 
     tests/e2e/quantized.py BIN MODELS_DIR WORK_DIR
 
@@ -97,11 +98,15 @@ def check_model(binary, models, work, base, form, failures):
     folder = os.path.join(work, name)
     reference = ort(os.path.join(models, base, "model.onnx"), data, os.path.join(folder, "ort_float"), "disabled")
     # The QOperator twin is the QDQ model's quantization with each convolution
-    # as one QLinearConv, which ONNX Runtime runs on its int8 kernel at every
-    # optimization level: the QDQ model's nodes as they are stand for both.
+    # as one QLinearConv (and Add, GlobalAveragePool, Gemm as QLinearAdd,
+    # QLinearGlobalAveragePool, QGemm), which ONNX Runtime runs on its int8
+    # kernels at every optimization level: the QDQ model's nodes as they are
+    # stand for both.
     bits = "7" if form.endswith("7") else ""
     qdq = os.path.join(models, base + "-qdq" + bits, "model.onnx")
     expected = ort(qdq, data, os.path.join(folder, "ort_disabled"), "disabled")
+    # The model itself in ONNX Runtime, all optimizations on: its int8 kernels
+    # (QLinearConv, QLinearAdd, QGemm, ...), or its QDQ fusions.
     optimized = ort(model, data, os.path.join(folder, "ort_all"), "all")
     quantization = max_rel(reference, expected)
 
@@ -116,7 +121,9 @@ def check_model(binary, models, work, base, form, failures):
     planned, plan_report = run(binary, plan, data, os.path.join(folder, "plan"), True)
 
     nodes = onnx.load(model).graph.node
-    pairs = sum(1 for n in nodes if n.op_type in ("QuantizeLinear", "QLinearConv"))
+    # Every op whose output is quantized: QuantizeLinear, and the QOperators that end in one.
+    pairs = sum(1 for n in nodes if n.op_type in ("QuantizeLinear", "QLinearConv", "QLinearAdd",
+                                                  "QLinearGlobalAveragePool"))
     convs = sum(1 for n in nodes if n.op_type in ("Conv", "QLinearConv"))
     steps = report["steps"]
     kinds = [step["kind"] for step in steps]

@@ -22,12 +22,15 @@ namespace onnxfuse::backend {
 
 /// Throws Error(kUnsupported) for an op the backend has no lowering for:
 /// "operator not supported by the oneDNN backend", and for an op of another
-/// domain than ONNX's default one (ONNX Runtime's com.microsoft contrib ops:
-/// QLinearAdd, QGemm, FusedConv, ...) that domain named.
+/// domain than ONNX's default one (ONNX Runtime's com.microsoft contrib ops
+/// other than its quantized ones, which run as their QDQ form before
+/// lowering, rewrite/contrib_qoperators.h: FusedConv, Attention, ...) that
+/// domain named.
 [[noreturn]] inline void UnsupportedOp(const Builder& b, const Node& node) {
   if (!node.domain.empty() && node.domain != "ai.onnx")
     Unsupported(b, node, "operator of domain '" + node.domain +
-                             "' not supported (onnx-fuse runs the default ONNX domain's operators)");
+                             "' not supported (onnx-fuse runs the default ONNX domain's operators and ONNX "
+                             "Runtime's quantized com.microsoft ones)");
   Unsupported(b, node, "operator not supported by the oneDNN backend");
 }
 
