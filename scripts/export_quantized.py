@@ -12,7 +12,10 @@ test_data_set_0/ (the float model's input, and ONNX Runtime's output of that
 model for it, scripts/ort/infer.js); and MODELS/NAME-qdq7/ and
 MODELS/NAME-qoperator7/, the same with 7-bit weights (|w| <= 64, ONNX
 Runtime's reduce_range=True), which CPUs without VNNI run on int8 kernels
-without saturating their 16-bit pair sums.
+without saturating their 16-bit pair sums. Without NAMEs it also writes
+MODELS/dynamic/bert_encoder-dynamic/, the BERT-shaped encoder of
+scripts/export_dynamic.py in the form ONNX Runtime's quantize_dynamic writes
+(quantize_dynamic() below), with 7-bit weights.
 
 The format (onnxruntime.quantization.quantize_static with QuantFormat.QDQ,
 its defaults: uint8 activations, int8 weights per channel):
@@ -59,6 +62,7 @@ from onnx import helper, numpy_helper, shape_inference
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
 DEFAULT = ["resnet18", "mobilenet_v2", "efficientnet_b0"]
+DYNAMIC = ["bert_encoder"]  # in MODELS/dynamic (scripts/export_dynamic.py)
 SEED = 2026
 EXTRA_INPUTS = 3
 ANCHORS = {"Conv", "Gemm", "MatMul"}
@@ -412,6 +416,71 @@ def export(name, models, force):
               model.graph.input[0].name)
 
 
+def quantize_dynamic(model, weight_qmax):
+    """ONNX Runtime's quantize_dynamic form of `model`: each MatMul with a
+    constant weight becomes DynamicQuantizeLinear (the activation, uint8, its
+    scale and zero point computed per call) -> MatMulInteger with the weight
+    int8 per tensor, symmetric in [-weight_qmax, weight_qmax] -> Cast to float
+    -> Mul by x_scale * w_scale."""
+    graph = model.graph
+    initializers = {t.name: t for t in graph.initializer}
+    nodes, added = [], []
+    for k, node in enumerate(graph.node):
+        if node.op_type != "MatMul" or node.input[1] not in initializers:
+            nodes.append(node)
+            continue
+        w = numpy_helper.to_array(initializers[node.input[1]])
+        scale = np.float32(max(float(np.abs(w).max()), 1e-12) / weight_qmax)
+        base = f"matmul{k}"
+        added += [numpy_helper.from_array(np.clip(np.rint(w / scale), -weight_qmax, weight_qmax).astype(np.int8),
+                                          f"{base}_w_q"),
+                  numpy_helper.from_array(np.array(scale, np.float32), f"{base}_w_scale"),
+                  numpy_helper.from_array(np.array(0, np.int8), f"{base}_w_zp")]
+        nodes += [
+            helper.make_node("DynamicQuantizeLinear", [node.input[0]], [f"{base}_x_q", f"{base}_x_scale", f"{base}_x_zp"],
+                             name=f"{base}_DynamicQuantizeLinear"),
+            helper.make_node("MatMulInteger", [f"{base}_x_q", f"{base}_w_q", f"{base}_x_zp", f"{base}_w_zp"],
+                             [f"{base}_int32"], name=f"{base}_MatMulInteger"),
+            helper.make_node("Cast", [f"{base}_int32"], [f"{base}_float"], to=onnx.TensorProto.FLOAT,
+                             name=f"{base}_Cast"),
+            helper.make_node("Mul", [f"{base}_x_scale", f"{base}_w_scale"], [f"{base}_scale"], name=f"{base}_scale_Mul"),
+            helper.make_node("Mul", [f"{base}_float", f"{base}_scale"], [node.output[0]], name=f"{base}_Mul")]
+    used = {i for n in nodes for i in n.input}
+    qgraph = helper.make_graph(nodes, graph.name + "_dynamic", list(graph.input), list(graph.output),
+                               [t for t in graph.initializer if t.name in used] + added)
+    qmodel = helper.make_model(qgraph, opset_imports=list(model.opset_import), producer_name="onnx-fuse export_quantized")
+    qmodel.ir_version = model.ir_version
+    onnx.checker.check_model(qmodel)
+    return qmodel
+
+
+def export_dynamic(name, folder, force):
+    """FOLDER/NAME-dynamic: FOLDER/NAME dynamically quantized with 7-bit weights
+    (ONNX Runtime's reduce_range: its u8 x s8 kernels on AVX2 without VNNI
+    saturate 8-bit ones), with NAME's test inputs and ONNX Runtime's output."""
+    target = os.path.join(folder, f"{name}-dynamic")
+    if os.path.exists(os.path.join(target, "model.onnx")) and not force:
+        print(f"{target}: exists (--force to write it again)")
+        return
+    model = quantize_dynamic(onnx.load(os.path.join(folder, name, "model.onnx")), 64)
+    staging = target + ".partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(os.path.join(staging, "test_data_set_0"))
+    onnx.save(model, os.path.join(staging, "model.onnx"))
+    source = os.path.join(folder, name, "test_data_set_0")
+    for f in sorted(os.listdir(source)):
+        if f.startswith("input_"):
+            shutil.copy(os.path.join(source, f), os.path.join(staging, "test_data_set_0", f))
+    subprocess.run(["node", INFER_JS, os.path.join(staging, "model.onnx"), os.path.join(staging, "test_data_set_0")],
+                   check=True, stdout=subprocess.DEVNULL)
+    shutil.rmtree(target, ignore_errors=True)
+    os.rename(staging, target)
+    counts = {}
+    for node in model.graph.node:
+        counts[node.op_type] = counts.get(node.op_type, 0) + 1
+    print(f"{target}/model.onnx: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items()) if n > 8))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=os.path.join(ROOT, "models"))
@@ -424,6 +493,14 @@ def main():
                   file=sys.stderr)
             return 2
         export(name, args.models, args.force)
+    if args.names == DEFAULT:
+        dynamic = os.path.join(args.models, "dynamic")
+        for name in DYNAMIC:
+            if not os.path.exists(os.path.join(dynamic, name, "model.onnx")):
+                print(f"export_quantized: {dynamic}/{name}/model.onnx is missing (scripts/export_dynamic.py)",
+                      file=sys.stderr)
+                return 2
+            export_dynamic(name, dynamic, args.force)
     return 0
 
 

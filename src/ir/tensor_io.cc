@@ -85,6 +85,19 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& where)
   return t;
 }
 
+onnx::ValueInfoProto TensorValueInfo(const std::string& name, std::int32_t elem_type,
+                                     const std::vector<std::int64_t>* dims) {
+  onnx::ValueInfoProto info;
+  info.set_name(name);
+  auto* tensor_type = info.mutable_type()->mutable_tensor_type();
+  tensor_type->set_elem_type(elem_type);
+  if (dims) {
+    auto* shape = tensor_type->mutable_shape();
+    for (std::int64_t d : *dims) shape->add_dim()->set_dim_value(d);
+  }
+  return info;
+}
+
 onnx::TensorProto TensorToProto(const Tensor& tensor) {
   const std::int32_t type = tensor.DataType();
   Check(StorageTypeOf(type) == tensor.elem_type, "TensorToProto: data_type does not match the storage type");

@@ -34,6 +34,11 @@ Tensor TensorFromProto(const onnx::TensorProto& proto, const std::string& where)
 /// The tensor as raw_data of its DataType(): float values rounded to FLOAT16 or
 /// widened to DOUBLE, integers wrapped to the type's width, BOOL as 0/1.
 onnx::TensorProto TensorToProto(const Tensor& tensor);
+/// A tensor's ValueInfoProto, as a graph's input, output or value_info states
+/// it: `name`, `elem_type` (TensorProto::DataType), and `dims` when given
+/// (else no shape: rank unknown).
+onnx::ValueInfoProto TensorValueInfo(const std::string& name, std::int32_t elem_type,
+                                     const std::vector<std::int64_t>* dims);
 
 // ReadTensorFile: onnxfuse/tensor.h.
 /// Writes one tensor atomically. Throws Error(kIo).

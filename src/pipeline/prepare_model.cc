@@ -43,6 +43,8 @@ PreparedModel PrepareGraph(Graph graph, const PrepareOptions& options) {
   // The QOperator format runs as the QDQ form it computes: one way for the
   // backend to run a static quantization.
   if (executable) p.qoperators = ExpressQOperatorsAsQdq(*p.graph);
+  // Dynamic quantization's integer products run on float kernels.
+  if (executable) p.integer_products = ExpressIntegerProductsAsFloat(*p.graph);
   if (options.fold_bn) p.bn_folding = FoldBatchNormIntoConv(*p.graph);
   // Function ops the backend has no lowering for run as their ONNX bodies; a
   // written model keeps them as the model wrote them.

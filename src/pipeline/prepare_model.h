@@ -11,8 +11,11 @@
 //                Where), and whatever stays is an error (RequireNoControlFlow)
 //                unless options.keep_run_time_control_flow;
 //                an ONNX target keeps it in the written model;
-//      QOperator executable target only: QLinearConv and QLinearMatMul as
-//                their QDQ form (rewrite/qoperator_as_qdq.h);
+//      QOperator executable target only: QLinearConv, QLinearMatMul and ONNX
+//                Runtime's quantized com.microsoft ops as their QDQ form
+//                (rewrite/qoperator_as_qdq.h, contrib_qoperators.h), and
+//                MatMulInteger/ConvInteger cast to float as float products
+//                (rewrite/integer_products_as_float.h);
 //   3. fold BN   FoldBatchNormIntoConv, when options.fold_bn;
 //   4. functions executable target only: ExpandFunctionOps with the backend's
 //                options.lowers (rewrite/expand_functions.h); an ONNX target
@@ -36,6 +39,7 @@
 #include "rewrite/expand_functions.h"
 #include "rewrite/fold_batchnorm.h"
 #include "rewrite/inline_control_flow.h"
+#include "rewrite/integer_products_as_float.h"
 #include "rewrite/qoperator_as_qdq.h"
 
 namespace onnxfuse {
@@ -82,7 +86,8 @@ struct PreparedModel {
   ControlFlowResult control_flow;
   std::optional<FoldResult> bn_folding;  ///< set when options.fold_bn
   FunctionExpansion functions;           ///< executable target: the function ops expanded and kept
-  QOperatorRewrite qoperators;           ///< executable target: QLinearConv/QLinearMatMul written as QDQ
+  QOperatorRewrite qoperators;           ///< executable target: QOperators (QLinearConv, com.microsoft's) written as QDQ
+  IntegerProductsRewrite integer_products;  ///< executable target: MatMulInteger/ConvInteger then Cast, as float
   double load_ms = 0;  ///< wall-clock ms of steps 1-4
   double fuse_ms = 0;  ///< wall-clock ms of step 5
 };

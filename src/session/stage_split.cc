@@ -52,18 +52,6 @@ std::vector<ValueId> KnownRead(const Graph& graph, const std::vector<bool>& done
   return read;
 }
 
-onnx::ValueInfoProto InfoOf(const std::string& name, std::int32_t elem_type, const std::vector<std::int64_t>* dims) {
-  onnx::ValueInfoProto info;
-  info.set_name(name);
-  auto* tensor_type = info.mutable_type()->mutable_tensor_type();
-  tensor_type->set_elem_type(elem_type);
-  if (dims) {
-    auto* shape = tensor_type->mutable_shape();
-    for (std::int64_t d : *dims) shape->add_dim()->set_dim_value(d);
-  }
-  return info;
-}
-
 // `model` without its graph's nodes, inputs, outputs, initializers and value
 // types: what a model cut from it starts from.
 onnx::ModelProto Header(const onnx::ModelProto& model) {
@@ -240,13 +228,13 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
       named.name = graph.value(v).name;
       *g.add_initializer() = TensorToProto(named);
     } else {
-      *g.add_input() = InfoOf(graph.value(v).name, t.DataType(), &t.dims);
+      *g.add_input() = TensorValueInfo(graph.value(v).name, t.DataType(), &t.dims);
     }
   }
   for (ValueId v : graph.outputs()) {
     const NodeId producer = graph.value(v).producer;
     if (!known.count(graph.value(v).name) && producer != kNoNode && !done[producer] && !blocked[producer])
-      *g.add_output() = InfoOf(graph.value(v).name, graph.value(v).type.elem_type, nullptr);
+      *g.add_output() = TensorValueInfo(graph.value(v).name, graph.value(v).type.elem_type, nullptr);
   }
 
   detail::InstallOnnxInferenceGuards();
@@ -305,7 +293,7 @@ Stage SplitStage(const ShapeModel& shapes, const std::vector<bool>& done, const 
       const Value& whole = graph.value(*graph.FindValue(value.name));  // its readers in the whole graph
       const bool later = whole.is_graph_output || std::any_of(whole.consumers.begin(), whole.consumers.end(),
                                                               [&](NodeId reader) { return !in_stage[reader]; });
-      if (later) *s.add_output() = InfoOf(value.name, value.type.elem_type, &value.type.dims);
+      if (later) *s.add_output() = TensorValueInfo(value.name, value.type.elem_type, &value.type.dims);
     }
   }
   return stage;

@@ -13,15 +13,6 @@ namespace onnxfuse {
 
 namespace {
 
-onnx::ValueInfoProto InfoOf(const std::string& name, std::int32_t elem_type, const std::vector<std::int64_t>& dims) {
-  onnx::ValueInfoProto info;
-  info.set_name(name);
-  auto* tensor = info.mutable_type()->mutable_tensor_type();
-  tensor->set_elem_type(elem_type);
-  for (std::int64_t d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
-  return info;
-}
-
 // Optional input `slot` of `node`, kNoValue when omitted.
 ValueId InputOr(const Node& node, std::size_t slot) {
   return slot < node.num_explicit_inputs ? node.inputs[slot] : kNoValue;
@@ -53,7 +44,7 @@ Graph WithOutputs(const Graph& graph, const std::vector<ValueId>& values) {
   for (ValueId v : values) {
     const Value& value = graph.value(v);
     if (value.is_graph_output) continue;
-    *model.mutable_graph()->add_output() = InfoOf(value.name, value.type.elem_type, value.type.dims);
+    *model.mutable_graph()->add_output() = TensorValueInfo(value.name, value.type.elem_type, &value.type.dims);
   }
   return Graph(std::move(model), graph.source_path());
 }
@@ -125,9 +116,9 @@ CutGraph CutAtQuantizedActivations(const Graph& graph, const FusionPlan& plan,
     dq.add_output(checked);
     checks.push_back(std::move(dq));
 
-    *g->add_input() = InfoOf(reference, onnx::TensorProto::FLOAT, x.type.dims);
-    *g->add_value_info() = InfoOf(computed, x.type.elem_type, x.type.dims);
-    *g->add_output() = InfoOf(checked, onnx::TensorProto::FLOAT, x.type.dims);
+    *g->add_input() = TensorValueInfo(reference, onnx::TensorProto::FLOAT, &x.type.dims);
+    *g->add_value_info() = TensorValueInfo(computed, x.type.elem_type, &x.type.dims);
+    *g->add_output() = TensorValueInfo(checked, onnx::TensorProto::FLOAT, &x.type.dims);
     reference_inputs.push_back(reference);
     checked_outputs.push_back(checked);
   }

@@ -1,7 +1,7 @@
 // ONNX Runtime's quantized com.microsoft ops written as their QDQ form
 // (src/rewrite/contrib_qoperators.cc, through ExpressQOperatorsAsQdq): the
 // structure of the rewritten graph. The numbers against ONNX Runtime's own
-// kernels are ctest e2e.contrib_qoperators.
+// kernels are ctest e2e.quantized_ops.
 #include <catch2/catch.hpp>
 
 #include <string>

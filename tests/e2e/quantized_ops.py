@@ -1,18 +1,23 @@
 #!/usr/bin/python3
-"""ONNX Runtime's quantized com.microsoft operators (QLinearAdd, QLinearMul,
-QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
-QLinearAveragePool, QLinearConcat, QGemm, and
-com.microsoft's QLinearConv, QuantizeLinear and DequantizeLinear), one small
-model each, through `onnx-fuse run` (fused and unfused) and
-onnxfuse.InferenceSession, against ONNX Runtime running its own kernels.
+"""Quantized operators that onnx-fuse runs in another form, one small model
+each, through `onnx-fuse run` (fused and unfused) and
+onnxfuse.InferenceSession, against ONNX Runtime running its own kernels:
+  - ONNX Runtime's quantized com.microsoft operators (QLinearAdd, QLinearMul,
+    QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
+    QLinearAveragePool, QLinearConcat, QGemm, and com.microsoft's
+    QLinearConv, QuantizeLinear and DequantizeLinear), run as their QDQ
+    form (src/rewrite/contrib_qoperators.h);
+  - dynamic quantization's DynamicQuantizeLinear -> MatMulInteger or
+    ConvInteger -> Cast -> Mul, the products run as float ones
+    (src/rewrite/integer_products_as_float.h).
 
-    tests/e2e/contrib_qoperators.py BIN WORK_DIR
+    tests/e2e/quantized_ops.py BIN WORK_DIR
 
-onnx-fuse runs each as its QDQ form (src/rewrite/contrib_qoperators.h);
 ONNX Runtime runs its integer kernels. A quantized output must be within
 one step of ONNX Runtime's everywhere (the QDQ form rounds a float result
 once; ORT's kernels may round a value near a half step the other way); a
-float output (QGemm without y_scale) within 1e-5 of its largest magnitude.
+float output (QGemm without y_scale, the dynamic products) within 1e-5 of
+its largest magnitude.
 A form that onnx-fuse cannot rewrite (channels_last) must be refused
 (exit 4) with a message naming the node and the reason. Inputs are random
 (seed 2026), with zero points and scales that differ between operands, and
@@ -20,6 +25,7 @@ weights of 7 bits (see weights()).
 
 Exit status: 0 every check holds; 1 otherwise; 2 usage.
 """
+import json
 import os
 import subprocess
 import sys
@@ -139,6 +145,26 @@ def quantize_dequantize():
     return m, {"x": RNG.normal(0, 3, [2, 50]).astype(np.float32)}
 
 
+def dynamic(op, shape, w_shape, out, zero_point, **attrs):
+    """DynamicQuantizeLinear (x) -> op (x_q, w, x_zp, w_zp) -> Cast -> Mul by x_scale * w_scale, with int8
+    weights of 7 bits, their zero point per tensor or per column of MatMulInteger's (ONNX Runtime's
+    ConvInteger takes one per tensor only)."""
+    w = weights(w_shape)
+    per = w_shape[-1] if op == "MatMulInteger" else w_shape[0]
+    wz = RNG.integers(-3, 4, per) if zero_point == "per-axis" else np.array(zero_point)
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node(op, ["xq", "w", "xz", "wz"], ["acc"], name=op + "_0", **attrs),
+             helper.make_node("Cast", ["acc"], ["accf"], to=T.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    inits = [const("w", w, np.int8), const("wz", wz, np.int8), const("ws", 0.01, np.float32)]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, op, [value("x", T.FLOAT, shape)], [value("y", T.FLOAT, out)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m, {"x": RNG.normal(0.3, 2.0, shape).astype(np.float32)}
+
+
 CASES = {
     "QLinearAdd uint8, broadcast": lambda: binary("QLinearAdd", np.uint8, [1, 8, 5, 5], [1, 8, 1, 1], [1, 8, 5, 5]),
     "QLinearAdd int8": lambda: binary("QLinearAdd", np.int8, [2, 6, 7], [2, 6, 7], [2, 6, 7]),
@@ -159,6 +185,14 @@ CASES = {
     "QGemm, float output, transB, per-column b, C": lambda: gemm(False, True, True, True, 1.0),
     "com.microsoft QLinearConv": qlinearconv,
     "com.microsoft QuantizeLinear, DequantizeLinear": quantize_dequantize,
+    "dynamic MatMulInteger, w zero point 0": lambda: dynamic("MatMulInteger", [5, 64], [64, 24], [5, 24], 0),
+    "dynamic MatMulInteger, w zero point per column": lambda: dynamic("MatMulInteger", [5, 64], [64, 24], [5, 24],
+                                                                               "per-axis"),
+    "dynamic ConvInteger, pads, w zero point 2": lambda: dynamic("ConvInteger", [1, 3, 7, 7], [4, 3, 3, 3],
+                                                                [1, 4, 7, 7], 2, pads=[1, 1, 1, 1]),
+    "dynamic ConvInteger, stride 2, w zero point -1": lambda: dynamic("ConvInteger", [1, 5, 9, 9], [6, 5, 3, 3],
+                                                                     [1, 6, 4, 4], -1, strides=[2, 2],
+                                                                     pads=[0, 1, 1, 0]),
 }
 
 
@@ -200,11 +234,15 @@ def check_case(binary, work, title, make, failures):
     for label, extra in (("fused", []), ("unfused", ["--no-fuse"])):
         out = os.path.join(folder, label)
         p = subprocess.run([binary, "run", path, "--inputs", inputs, "--outputs", out, "--iterations", "1",
-                            "--warmup", "0", "--threads", "1"] + extra, capture_output=True, text=True)
+                            "--warmup", "0", "--threads", "1", "--json"] + extra, capture_output=True, text=True)
         if p.returncode != 0:
             failures.append("%s (%s): exit %d: %s" % (title, label, p.returncode, p.stderr.strip()[-300:]))
             continue
         results.append((label, read_output(out)))
+        # An integer product runs on oneDNN's float kernels, not on the host evaluator.
+        kinds = [step["kind"] for step in json.loads(p.stdout.strip().splitlines()[-1])["steps"]]
+        if title.startswith("dynamic") and not ("matmul" in kinds or "conv" in kinds):
+            failures.append("%s (%s): no matmul or conv step: %s" % (title, label, kinds))
     import onnxfuse  # build/python, on sys.path
     session = onnxfuse.InferenceSession(path, threads=1)
     results.append(("session", session.run(None, feeds)[0]))
