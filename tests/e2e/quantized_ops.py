@@ -145,7 +145,7 @@ def quantize_dequantize():
     return m, {"x": RNG.normal(0, 3, [2, 50]).astype(np.float32)}
 
 
-def dynamic(op, shape, w_shape, out, zero_point, **attrs):
+def dynamic(op, shape, w_shape, out, zero_point, zeros=False, **attrs):
     """DynamicQuantizeLinear (x) -> op (x_q, w, x_zp, w_zp) -> Cast -> Mul by x_scale * w_scale, with int8
     weights of 7 bits, their zero point per tensor or per column of MatMulInteger's (ONNX Runtime's
     ConvInteger takes one per tensor only)."""
@@ -162,7 +162,8 @@ def dynamic(op, shape, w_shape, out, zero_point, **attrs):
     graph = helper.make_graph(nodes, op, [value("x", T.FLOAT, shape)], [value("y", T.FLOAT, out)], inits)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
-    return m, {"x": RNG.normal(0.3, 2.0, shape).astype(np.float32)}
+    x = np.zeros(shape, np.float32) if zeros else RNG.normal(0.3, 2.0, shape).astype(np.float32)
+    return m, {"x": x}
 
 
 CASES = {
@@ -186,6 +187,8 @@ CASES = {
     "com.microsoft QLinearConv": qlinearconv,
     "com.microsoft QuantizeLinear, DequantizeLinear": quantize_dequantize,
     "dynamic MatMulInteger, w zero point 0": lambda: dynamic("MatMulInteger", [5, 64], [64, 24], [5, 24], 0),
+    "dynamic MatMulInteger, x all zeros": lambda: dynamic("MatMulInteger", [3, 8], [8, 4], [3, 4], 0,
+                                                                   zeros=True),
     "dynamic MatMulInteger, w zero point per column": lambda: dynamic("MatMulInteger", [5, 64], [64, 24], [5, 24],
                                                                                "per-axis"),
     "dynamic ConvInteger, pads, w zero point 2": lambda: dynamic("ConvInteger", [1, 3, 7, 7], [4, 3, 3, 3],

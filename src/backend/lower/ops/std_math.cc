@@ -74,8 +74,17 @@ void EmitStdUnary(Builder& b, NodeId id) {
   if (op == "Atanh") return EmitLoop(b, node, "atanh", [](float x) { return std::atanh(x); });
   if (op == "Floor") return EmitLoop(b, node, "floor", [](float x) { return std::floor(x); });
   if (op == "Ceil") return EmitLoop(b, node, "ceil", [](float x) { return std::ceil(x); });
-  // Round: halves to even (ONNX Round-11), the default rounding mode's nearbyint.
-  if (op == "Round") return EmitLoop(b, node, "round", [](float x) { return std::nearbyint(x); });
+  // Round: halves to even (ONNX Round-11). Adding and subtracting 2^23 rounds
+  // |x| < 2^23 to an integer in the default rounding mode (to nearest, ties to
+  // even), as nearbyint would, but in a loop the compiler vectorizes (nearbyint
+  // is a libm call per element); larger magnitudes, inf and NaN are their own
+  // rounding; the sign is put back, so -0.3 gives -0 as nearbyint does.
+  if (op == "Round")
+    return EmitLoop(b, node, "round", [](float x) {
+      constexpr float kTwo23 = 8388608.0f;
+      const float magnitude = std::fabs(x);
+      return magnitude < kTwo23 ? std::copysign((magnitude + kTwo23) - kTwo23, x) : x;
+    });
   if (op == "Sign") return EmitLoop(b, node, "sign", [](float x) { return static_cast<float>((x > 0) - (x < 0)); });
   if (op == "Softsign") return EmitLoop(b, node, "softsign", [](float x) { return x / (1 + std::fabs(x)); });
   if (op == "ThresholdedRelu") {
