@@ -7,12 +7,15 @@ the Python API against ONNX Runtime.
 (scripts/bench.sh --dynamic runs this file.) The models come from
 scripts/export_dynamic.py (models/dynamic/NAME/model.onnx) and, for the
 detectors, scripts/export_zoo.py (models/zoo/NAME/model.onnx). WORKLOAD
-(default: all four):
+(default: all five):
 
     encoder   bert_encoder, 40 requests of random lengths 8..128 (seed 2026),
               random input_ids, attention_mask with the last length // 8
               positions 0: nearly every request is a sequence length the
               session has not seen.
+    encoder-dynamic
+              the same requests to bert_encoder-dynamic, the encoder in ONNX
+              Runtime's quantize_dynamic form (scripts/export_quantized.py).
     decoder   gpt2_decoder_step, 64 tokens after a 16-token cache: the first
               call takes a random cache (past 16), every later one the
               previous call's present_* as its past_* (past 17, 18, ..., 79);
@@ -87,7 +90,8 @@ ENCODER_REQUESTS, ENCODER_LENGTHS = 40, (8, 128)
 DECODER_PAST, DECODER_TOKENS = 16, 64
 DETECTOR_IMAGES = 10
 # Workload -> its model, under models/.
-WORKLOADS = {"encoder": "dynamic/bert_encoder", "decoder": "dynamic/gpt2_decoder_step",
+WORKLOADS = {"encoder": "dynamic/bert_encoder", "encoder-dynamic": "dynamic/bert_encoder-dynamic",
+             "decoder": "dynamic/gpt2_decoder_step",
              "ssdlite": "zoo/ssdlite320_mobilenet_v3_large", "fasterrcnn": "zoo/fasterrcnn_mobilenet_v3_large_320_fpn"}
 DETECTORS = ("ssdlite", "fasterrcnn")
 DTYPES = {"float32": np.float32, "int64": np.int64}
@@ -307,7 +311,7 @@ def main():
     models = {w: os.path.join(ROOT, "models", WORKLOADS[w], "model.onnx") for w in workloads}
     missing = [m for m in models.values() if not os.path.exists(m)]
     if missing:
-        print(f"bench_dynamic: no {', '.join(missing)} (run /usr/bin/python3 scripts/export_dynamic.py, "
+        print(f"bench_dynamic: no {', '.join(missing)} (run /usr/bin/python3 scripts/export_dynamic.py, scripts/export_quantized.py, "
               "scripts/export_zoo.py ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn)",
               file=sys.stderr)
         return 2
@@ -320,7 +324,8 @@ def main():
     work = tempfile.mkdtemp(prefix="bench_dynamic.")
     lengths = {}
     for w in workloads:
-        make = (encoder_workload if w == "encoder" else decoder_workload if w == "decoder" else detector_workload)
+        make = (encoder_workload if w.startswith("encoder") else decoder_workload if w == "decoder"
+                else detector_workload)
         lengths[w] = make(os.path.join(work, w), models[w])
     variants = ["ort", "onnxfuse"]
     results, rels, errors = {}, {}, []
@@ -361,6 +366,8 @@ def main():
     describe = {
         "encoder": f"bert_encoder, {ENCODER_REQUESTS} requests, lengths {ENCODER_LENGTHS[0]}–{ENCODER_LENGTHS[1]} "
                    f"({len(lengths.get('encoder', []))} distinct)",
+        "encoder-dynamic": f"bert_encoder dynamically quantized (scripts/export_quantized.py), the encoder's "
+                           f"requests ({len(lengths.get('encoder-dynamic', []))} distinct lengths)",
         "decoder": f"gpt2_decoder_step, {DECODER_TOKENS} tokens, past {DECODER_PAST}–{DECODER_PAST + DECODER_TOKENS - 1}",
         **{d: f"{os.path.basename(WORKLOADS[d])}, {DETECTOR_IMAGES} images 320x320 (run in stages)" for d in DETECTORS},
     }

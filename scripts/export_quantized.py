@@ -376,14 +376,16 @@ def contrib_ops(graph, tensors, dequantized, consumers, replaced, dropped):
             dropped.update({id(parts[1]), id(parts[2])})
 
 
-def write(target, model, test_input, input_name):
-    """TARGET/model.onnx and test_data_set_0 (ONNX Runtime's output), written whole or not at all."""
+def write(target, model, inputs, shown=0):
+    """TARGET/model.onnx and test_data_set_0 (`inputs`, TensorProtos in input
+    order, and ONNX Runtime's output), written whole or not at all; prints the
+    op counts above `shown`."""
     staging = target + ".partial"
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(os.path.join(staging, "test_data_set_0"))
     onnx.save(model, os.path.join(staging, "model.onnx"))
-    onnx.save_tensor(numpy_helper.from_array(test_input, input_name),
-                     os.path.join(staging, "test_data_set_0", "input_0.pb"))
+    for n, tensor in enumerate(inputs):
+        onnx.save_tensor(tensor, os.path.join(staging, "test_data_set_0", f"input_{n}.pb"))
     subprocess.run(["node", INFER_JS, os.path.join(staging, "model.onnx"), os.path.join(staging, "test_data_set_0")],
                    check=True, stdout=subprocess.DEVNULL)
     shutil.rmtree(target, ignore_errors=True)
@@ -391,7 +393,7 @@ def write(target, model, test_input, input_name):
     counts = {}
     for node in model.graph.node:
         counts[node.op_type] = counts.get(node.op_type, 0) + 1
-    print(f"{target}/model.onnx: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items())))
+    print(f"{target}/model.onnx: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items()) if n > shown))
 
 
 def export(name, models, force):
@@ -409,11 +411,11 @@ def export(name, models, force):
     initializers = {t.name for t in model.graph.initializer}
     with tempfile.TemporaryDirectory() as folder:
         ranges = calibrate(model, activations(model, initializers), samples, folder)
+    inputs = [numpy_helper.from_array(test_input, model.graph.input[0].name)]
     for suffix, weight_qmax in (("", 127), ("7", 64)):  # 8-bit weights; 7-bit (reduce_range)
         qmodel = quantize(model, ranges, weight_qmax)
-        write(os.path.join(models, f"{name}-qdq{suffix}"), qmodel, test_input, model.graph.input[0].name)
-        write(os.path.join(models, f"{name}-qoperator{suffix}"), as_qoperator(qmodel), test_input,
-              model.graph.input[0].name)
+        write(os.path.join(models, f"{name}-qdq{suffix}"), qmodel, inputs)
+        write(os.path.join(models, f"{name}-qoperator{suffix}"), as_qoperator(qmodel), inputs)
 
 
 def quantize_dynamic(model, weight_qmax):
@@ -463,22 +465,9 @@ def export_dynamic(name, folder, force):
         print(f"{target}: exists (--force to write it again)")
         return
     model = quantize_dynamic(onnx.load(os.path.join(folder, name, "model.onnx")), 64)
-    staging = target + ".partial"
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(os.path.join(staging, "test_data_set_0"))
-    onnx.save(model, os.path.join(staging, "model.onnx"))
     source = os.path.join(folder, name, "test_data_set_0")
-    for f in sorted(os.listdir(source)):
-        if f.startswith("input_"):
-            shutil.copy(os.path.join(source, f), os.path.join(staging, "test_data_set_0", f))
-    subprocess.run(["node", INFER_JS, os.path.join(staging, "model.onnx"), os.path.join(staging, "test_data_set_0")],
-                   check=True, stdout=subprocess.DEVNULL)
-    shutil.rmtree(target, ignore_errors=True)
-    os.rename(staging, target)
-    counts = {}
-    for node in model.graph.node:
-        counts[node.op_type] = counts.get(node.op_type, 0) + 1
-    print(f"{target}/model.onnx: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items()) if n > 8))
+    inputs = [onnx.load_tensor(os.path.join(source, f"input_{n}.pb")) for n in range(len(model.graph.input))]
+    write(target, model, inputs, shown=8)
 
 
 def main():

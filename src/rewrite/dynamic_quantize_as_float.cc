@@ -3,7 +3,6 @@
 #include <set>
 
 #include "ir/attributes.h"
-#include "load/loader.h"
 #include "rewrite/qdq_writer.h"
 
 namespace onnxfuse {
@@ -113,10 +112,7 @@ DynamicQuantizeRewrite ExpressDynamicQuantizeAsFloat(Graph& graph) {
     skipped.insert(z_casts.begin(), z_casts.end());
     result.rewritten.push_back(node.name);
   }
-  model.mutable_graph()->mutable_node()->Swap(&nodes);
-  Graph rewritten = LoadModelProto(std::move(model), graph.source_path());
-  rewritten.set_conversion(graph.conversion());
-  graph = std::move(rewritten);
+  ReloadWithNodes(graph, std::move(model), nodes);
   return result;
 }
 

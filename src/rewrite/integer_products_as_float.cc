@@ -8,7 +8,6 @@
 
 #include "ir/attributes.h"
 #include "ir/tensor_io.h"
-#include "load/loader.h"
 #include "rewrite/qdq_writer.h"
 
 namespace onnxfuse {
@@ -162,10 +161,7 @@ IntegerProductsRewrite ExpressIntegerProductsAsFloat(Graph& graph) {
     *nodes.Add() = proto;
   }
   if (result.rewritten.empty()) return result;
-  model.mutable_graph()->mutable_node()->Swap(&nodes);
-  Graph rewritten = LoadModelProto(std::move(model), graph.source_path());
-  rewritten.set_conversion(graph.conversion());
-  graph = std::move(rewritten);
+  ReloadWithNodes(graph, std::move(model), nodes);
   return result;
 }
 

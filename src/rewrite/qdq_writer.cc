@@ -1,6 +1,7 @@
 #include "rewrite/qdq_writer.h"
 
 #include "ir/tensor_io.h"
+#include "load/loader.h"
 
 namespace onnxfuse {
 
@@ -20,6 +21,13 @@ bool IsConstantValue(const Graph& graph, const std::string& name) {
 std::size_t RankOf(const Graph& graph, const std::string& name) {
   const std::optional<ValueId> v = graph.FindValue(name);
   return v && graph.value(*v).type.has_shape ? graph.value(*v).type.dims.size() : 0;
+}
+
+void ReloadWithNodes(Graph& graph, onnx::ModelProto model, google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
+  model.mutable_graph()->mutable_node()->Swap(&nodes);
+  Graph rewritten = LoadModelProto(std::move(model), graph.source_path());
+  rewritten.set_conversion(graph.conversion());
+  graph = std::move(rewritten);
 }
 
 std::string QdqWriter::Node(const std::string& op, const std::string& base, const std::vector<std::string>& inputs,

@@ -25,6 +25,11 @@ bool IsConstantValue(const Graph& graph, const std::string& name);
 /// The rank of `name`'s declared or inferred shape; 0 when it is unknown.
 std::size_t RankOf(const Graph& graph, const std::string& name);
 
+/// Replaces `graph` by `model` with `nodes` as its main graph's nodes, loaded
+/// and shape-inferred (source path and opset conversion kept): how a rewrite
+/// that wrote a node list takes effect. Throws what LoadModelProto throws.
+void ReloadWithNodes(Graph& graph, onnx::ModelProto model, google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes);
+
 /// Appends the nodes of a QDQ form to a node list, with names new to the model.
 class QdqWriter {
  public:

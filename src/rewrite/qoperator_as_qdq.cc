@@ -6,7 +6,6 @@
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
-#include "load/loader.h"
 #include "onnxfuse/error.h"
 #include "rewrite/contrib_qoperators.h"
 #include "rewrite/qdq_writer.h"
@@ -111,10 +110,7 @@ QOperatorRewrite ExpressQOperatorsAsQdq(Graph& graph) {
     }
   }
   if (result.rewritten.empty()) return result;
-  model.mutable_graph()->mutable_node()->Swap(&nodes);
-  Graph rewritten = LoadModelProto(std::move(model), graph.source_path());
-  rewritten.set_conversion(graph.conversion());
-  graph = std::move(rewritten);
+  ReloadWithNodes(graph, std::move(model), nodes);
   return result;
 }
 

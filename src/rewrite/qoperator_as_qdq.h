@@ -40,10 +40,14 @@ struct QOperatorRewrite {
 /// Rewrites every default-domain QLinearConv and QLinearMatMul of `graph`'s
 /// main graph that it can (the scales that the bias's scale is made of are
 /// constants; QLinearMatMul's a and y per tensor, b per tensor or per
-/// column) into their QDQ form; `graph` is then reloaded from its model
-/// (shape-inferred; source path and opset conversion kept). Nothing changes
-/// when there is none, or when the graph's opset is below 13 (per-axis
-/// DequantizeLinear). Throws what LoadModelProto throws (a bug here).
+/// column) into their QDQ form, and every com.microsoft QOperator
+/// (contrib_qoperators.h; com.microsoft's QLinearConv in NCHW as the default
+/// domain's); `graph` is then reloaded from its model (shape-inferred;
+/// source path and opset conversion kept). Nothing changes when there is
+/// none, or when the graph's opset is below 13 (per-axis DequantizeLinear).
+/// Throws Error(kUnsupported) naming the node for a com.microsoft one it
+/// cannot rewrite (the host evaluator does not run them), and what
+/// LoadModelProto throws (a bug here).
 QOperatorRewrite ExpressQOperatorsAsQdq(Graph& graph);
 
 }  // namespace onnxfuse

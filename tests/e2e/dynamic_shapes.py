@@ -22,6 +22,7 @@ its third call. A missing model, module or tool fails; nothing is skipped.
 Exit status: 0 every output within tolerance; 1 otherwise.
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -57,6 +58,7 @@ class Check:
         """ONNX Runtime's outputs of MODEL at FEED (input order)."""
         folder = os.path.join(self.work, "ort_%d" % self.calls)
         self.calls += 1
+        shutil.rmtree(folder, ignore_errors=True)  # an earlier run's files must not be read as inputs
         write_dir(folder, feed, "input")
         p = subprocess.run(["node", INFER_JS, model, folder, "--threads", "1"], capture_output=True, text=True)
         if p.returncode != 0:

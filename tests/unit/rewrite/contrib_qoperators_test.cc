@@ -79,7 +79,7 @@ TEST_CASE("an absent output zero point is 0 of the input's type (QuantizeLinear 
   CHECK(InputProducer(graph, quantize, 0).op_type == "Sigmoid");
 }
 
-TEST_CASE("QGemm: C as float, alpha * a_scale * b_scale per column; b per column on axis 1 without transB",
+TEST_CASE("QGemm: C as float, alpha * a_scale * b_scale per column, and b per column on axis 1 without transB",
           "[rewrite][quantize]") {
   Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17, "com.microsoft" : 1]>
     g (uint8[2,3] a) => (uint8[2,2] y) {
