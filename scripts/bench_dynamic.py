@@ -85,6 +85,13 @@ SEQUENCE_JS = os.path.join(ROOT, "scripts", "ort", "sequence.js")
 SEED = 2026
 VOCAB = 1000
 RTOL = 1e-3
+# The dynamically quantized encoder: an activation within float rounding of a
+# half step rounds to the other integer in DynamicQuantizeLinear, and such a
+# step carries on as far as the quantization's own error does. Its bound is
+# the smallest effect of the quantization on ONNX Runtime's own output over
+# the encoder's lengths 8-128 (float model against quantized one, max rel
+# 7e-3; tests/e2e/dynamic_shapes.py checks each call against its own).
+RTOL_QUANTIZED = 7e-3
 LAYERS, HEADS, HEAD_DIM = 4, 4, 64
 ENCODER_REQUESTS, ENCODER_LENGTHS = 40, (8, 128)
 DECODER_PAST, DECODER_TOKENS = 16, 64
@@ -390,7 +397,8 @@ def main():
             sf = {r: summarize(x) for r, x in ours.items()}
             col = lambda s, key, fmt: spread([x[key] for x in s.values()], fmt)  # noqa: E731
             rel = rels.get((w, t), [])
-            line_failed = (not rel or max(rel) > RTOL or len(rel) < args.rounds
+            rtol = RTOL_QUANTIZED if w.endswith("-dynamic") else RTOL
+            line_failed = (not rel or max(rel) > rtol or len(rel) < args.rounds
                            or any(e.startswith(f"{w} t{t} ") for e in errors))
             failed |= line_failed
             compiles = spread([x["compiles"] for x in ours.values()], "{:.0f}") + (
@@ -418,7 +426,8 @@ def main():
               "shape cache evicted a schedule that was needed again), or for a model run in stages the stages "
               "it compiled (after the schedules of its first shapes, for a KV cache); load_ms, compile_ms: "
               "session.stats() per schedule made; max rel: worst output of any call "
-              f"against ORT's in the same round (FAIL above {RTOL:g})."]
+              f"against ORT's in the same round (FAIL above {RTOL:g}, {RTOL_QUANTIZED:g} for a dynamically quantized "
+              f"model)."]
     print_table(lines, errors, args.out)
     return 1 if failed else 0
 

@@ -10,8 +10,8 @@ compare.js's measure).
 
 bert_encoder: sequence lengths 8, 37, 128 and 37 again (a cached shape);
 bert_encoder-dynamic (scripts/export_quantized.py: ONNX Runtime's
-quantize_dynamic form) the same, within a quarter of what the quantization
-changed ONNX Runtime's output (encoder()).
+quantize_dynamic form) the same, within what the quantization changed ONNX
+Runtime's output (encoder()).
 gpt2_decoder_step: 5 tokens after a 16-token cache, each call's present_*
 fed back as the next call's past_*. The encoder's session must have fused
 once (stats()["fused_once"]) and compiled once per distinct shape. The
@@ -90,10 +90,12 @@ class Check:
 
 def encoder(check, onnxfuse, models, name="bert_encoder"):
     """The encoder, or its dynamically quantized form (NAME-dynamic), whose
-    tolerance is a quarter of what quantizing changed ONNX Runtime's own
-    output at the same inputs (its float model's against its quantized one's):
-    an activation that lands within float rounding of a half step, computed
-    in another order, rounds to the other integer in DynamicQuantizeLinear."""
+    tolerance is what quantizing changed ONNX Runtime's own output at the same
+    inputs (its float model's against its quantized one's), as
+    tests/e2e/quantized.py bounds the quantized image models: an activation
+    within float rounding of a half step, computed in another order, rounds
+    to the other integer in DynamicQuantizeLinear, and a step there is as
+    large as the quantization's own error on what it feeds."""
     model = os.path.join(models, name, "model.onnx")
     quantized = name.endswith("-dynamic")
     session = onnxfuse.InferenceSession(model, threads=1)
@@ -109,7 +111,7 @@ def encoder(check, onnxfuse, models, name="bert_encoder"):
         rtol = RTOL
         if quantized:
             float_ref = check.ort(model.replace("-dynamic", ""), feed, len(names))
-            rtol = min(max_rel(np.asarray(f), np.asarray(q)) for f, q in zip(float_ref, ref)) / 4
+            rtol = min(max_rel(np.asarray(f), np.asarray(q)) for f, q in zip(float_ref, ref))
         check.compare("%s session S=%d" % (name, length), ref, session.run(None, dict(feed)), names, rtol)
         if i < 2:
             ours = check.run_cli(model, feed, names, "%s_%d" % (name, length))
