@@ -9,7 +9,6 @@
 #include <iomanip>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <ostream>
 #include <sstream>

@@ -66,4 +66,12 @@ std::string AttrString(const onnx::NodeProto& node, const std::string& name, con
   return attr ? attr->s() : fallback;
 }
 
+onnx::AttributeProto IntAttribute(const std::string& name, std::int64_t value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(AttributeProto::INT);
+  a.set_i(value);
+  return a;
+}
+
 }  // namespace onnxfuse

@@ -35,4 +35,7 @@ std::vector<std::int64_t> AttrInts(const Node& node, const std::string& name, st
 std::int64_t AttrInt(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback);
 std::string AttrString(const onnx::NodeProto& node, const std::string& name, const std::string& fallback);
 
+/// An INT attribute `name` = `value`, for a node a rewrite writes.
+onnx::AttributeProto IntAttribute(const std::string& name, std::int64_t value);
+
 }  // namespace onnxfuse

@@ -33,10 +33,6 @@ const std::map<std::string, Form>& Forms() {
   return forms;
 }
 
-std::string Slot(const onnx::NodeProto& proto, int i) {
-  return i >= 0 && i < proto.input_size() ? proto.input(i) : std::string();
-}
-
 std::int32_t ElementType(const Graph& graph, const ElementTypes& types, const std::string& name) {
   if (auto it = types.find(name); it != types.end()) return it->second;
   const std::optional<ValueId> v = graph.FindValue(name);
@@ -68,8 +64,8 @@ std::string CarryAttributes(const onnx::NodeProto& proto, onnx::NodeProto& to) {
 }
 
 std::string Dequantize(QdqWriter& w, const onnx::NodeProto& proto, const Operand& q, const std::string& base) {
-  std::vector<std::string> inputs = {Slot(proto, q.x), Slot(proto, q.scale)};
-  if (!Slot(proto, q.zero).empty()) inputs.push_back(Slot(proto, q.zero));
+  std::vector<std::string> inputs = {OptionalInput(proto, q.x), OptionalInput(proto, q.scale)};
+  if (!OptionalInput(proto, q.zero).empty()) inputs.push_back(OptionalInput(proto, q.zero));
   return w.Node("DequantizeLinear", base, inputs);
 }
 
@@ -77,23 +73,23 @@ std::string Dequantize(QdqWriter& w, const onnx::NodeProto& proto, const Operand
 // (QuantizeLinear without one would give uint8).
 void Quantize(QdqWriter& w, const onnx::NodeProto& proto, const std::string& y, int scale, int zero,
               std::int32_t type) {
-  std::string zero_point = Slot(proto, zero);
+  std::string zero_point = OptionalInput(proto, zero);
   if (zero_point.empty()) {
     onnx::TensorProto z;
     z.set_data_type(type);
     z.add_int32_data(0);
     zero_point = w.Initializer(proto.name() + "_zero_point", z);
   }
-  w.Node("QuantizeLinear", proto.name(), {y, Slot(proto, scale), zero_point}, proto.output(0));
+  w.Node("QuantizeLinear", proto.name(), {y, OptionalInput(proto, scale), zero_point}, proto.output(0));
 }
 
 std::string FormAsQdq(const Graph& graph, const onnx::NodeProto& proto, const Form& form, QdqWriter& w,
                       ElementTypes& types) {
   for (const Operand& q : form.operands)
-    if (std::string why = PerTensorScale(graph, Slot(proto, q.scale), "an input's scale"); !why.empty()) return why;
-  if (std::string why = PerTensorScale(graph, Slot(proto, form.y_scale), "the output's scale"); !why.empty())
+    if (std::string why = PerTensorScale(graph, OptionalInput(proto, q.scale), "an input's scale"); !why.empty()) return why;
+  if (std::string why = PerTensorScale(graph, OptionalInput(proto, form.y_scale), "the output's scale"); !why.empty())
     return why;
-  const std::int32_t type = ElementType(graph, types, Slot(proto, form.operands[0].x));
+  const std::int32_t type = ElementType(graph, types, OptionalInput(proto, form.operands[0].x));
   if (!IsEightBit(type)) return "its input's element type is not known to be uint8 or int8";
   onnx::NodeProto attributes;
   if (std::string why = CarryAttributes(proto, attributes); !why.empty()) return why;
@@ -156,11 +152,11 @@ std::string GemmBiasAsFloat(const Graph& graph, const std::string& c, float fact
 
 // QGemm (A, a_scale, a_zero_point, B, b_scale, b_zero_point[, C[, y_scale, y_zero_point]]).
 std::string GemmAsQdq(const Graph& graph, const onnx::NodeProto& proto, QdqWriter& w, ElementTypes& types) {
-  const auto a_scale = FloatConstant(graph, Slot(proto, 1));
-  const auto b_scale = FloatConstant(graph, Slot(proto, 4));
+  const auto a_scale = FloatConstant(graph, OptionalInput(proto, 1));
+  const auto b_scale = FloatConstant(graph, OptionalInput(proto, 4));
   if (!a_scale || a_scale->size() != 1) return "a_scale is not one constant number";
   if (!b_scale) return "b_scale is not a constant";
-  const std::string c = Slot(proto, 6), y_scale = Slot(proto, 7), y_zero = Slot(proto, 8);
+  const std::string c = OptionalInput(proto, 6), y_scale = OptionalInput(proto, 7), y_zero = OptionalInput(proto, 8);
   if (!y_scale.empty() && y_zero.empty()) return "y_scale is given without y_zero_point";
   if (!y_scale.empty())
     if (std::string why = PerTensorScale(graph, y_scale, "y_scale"); !why.empty()) return why;
@@ -178,8 +174,8 @@ std::string GemmAsQdq(const Graph& graph, const onnx::NodeProto& proto, QdqWrite
   const std::string a = Dequantize(w, proto, {0, 1, 2}, base + "_a");
   std::optional<std::int64_t> b_axis;
   if (b_scale->size() != 1) b_axis = trans_b ? 0 : 1;  // per column: B is (N, K) with transB, else (K, N)
-  std::vector<std::string> b_inputs = {Slot(proto, 3), Slot(proto, 4)};
-  if (!Slot(proto, 5).empty()) b_inputs.push_back(Slot(proto, 5));
+  std::vector<std::string> b_inputs = {OptionalInput(proto, 3), OptionalInput(proto, 4)};
+  if (!OptionalInput(proto, 5).empty()) b_inputs.push_back(OptionalInput(proto, 5));
   std::vector<std::string> inputs = {a, w.Node("DequantizeLinear", base + "_b", b_inputs, "", b_axis)};
   if (!c.empty()) inputs.push_back(w.Initializer(base + "_C", bias));
   const std::string y = w.Node("Gemm", y_scale.empty() ? base : base + "_float", inputs,
@@ -198,7 +194,7 @@ std::string GemmAsQdq(const Graph& graph, const onnx::NodeProto& proto, QdqWrite
 // com.microsoft QuantizeLinear and DequantizeLinear: the default domain's, 8-bit.
 std::string QdqOpAsDefault(const Graph& graph, const onnx::NodeProto& proto, QdqWriter& w, ElementTypes& types) {
   const bool quantize = proto.op_type() == "QuantizeLinear";
-  const std::int32_t type = ElementType(graph, types, quantize ? Slot(proto, 2) : Slot(proto, 0));
+  const std::int32_t type = ElementType(graph, types, quantize ? OptionalInput(proto, 2) : OptionalInput(proto, 0));
   if (!IsEightBit(type)) return "its quantized type is not known to be uint8 or int8 (the default domain's at opset 17)";
   std::vector<std::string> inputs(proto.input().begin(), proto.input().end());
   w.Node(proto.op_type(), proto.name(), inputs, proto.output(0));

@@ -3,17 +3,11 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/attributes.h"
+
 namespace onnxfuse {
 
 namespace {
-
-onnx::AttributeProto IntAttribute(const std::string& name, std::int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
 
 // Builds the nodes and constants of one expansion.
 class Emitter {

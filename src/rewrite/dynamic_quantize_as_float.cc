@@ -9,34 +9,6 @@ namespace onnxfuse {
 
 namespace {
 
-bool IsGraphOutput(const Graph& graph, ValueId v) {
-  for (ValueId out : graph.outputs())
-    if (out == v) return true;
-  return false;
-}
-
-bool IsFloatCast(const Node& node) {
-  return node.domain.empty() && node.op_type == "Cast" && AttrInt(node, "to", 0) == onnx::TensorProto::FLOAT;
-}
-
-// The Casts to float among `v`'s readers; `others` set when something else reads it too.
-std::vector<NodeId> FloatCasts(const Graph& graph, ValueId v, bool& others) {
-  std::vector<NodeId> casts;
-  others = IsGraphOutput(graph, v);
-  for (NodeId reader : graph.value(v).consumers) {
-    if (IsFloatCast(graph.node(reader))) casts.push_back(reader);
-    else others = true;
-  }
-  return casts;
-}
-
-void SetInt(onnx::NodeProto& node, const char* name, std::int64_t value) {
-  onnx::AttributeProto& a = *node.add_attribute();
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-}
-
 std::string Scalar(QdqWriter& w, const std::string& base, float value) {
   onnx::TensorProto t;
   t.set_data_type(onnx::TensorProto::FLOAT);
@@ -53,7 +25,7 @@ void WriteFloatForm(const Graph& graph, const Node& node, const std::vector<Node
                     top = Scalar(w, base + "_255", 255.0f);
   auto reduce = [&](const char* op) {
     const std::string out = w.Node(op, base + "_" + op, {x});
-    SetInt(w.Last(), "keepdims", 0);
+    *w.Last().add_attribute() = IntAttribute("keepdims", 0);
     return out;
   };
   const std::string low = w.Node("Min", base + "_low", {reduce("ReduceMin"), zero});
@@ -70,7 +42,7 @@ void WriteFloatForm(const Graph& graph, const Node& node, const std::vector<Node
   for (NodeId cast : z_casts) w.Node("Identity", base + "_z_float", {z}, graph.value(graph.node(cast).outputs[0]).name);
   if (z_read_as_is) {
     w.Node("Cast", base + "_z_uint8", {z}, graph.value(node.outputs[2]).name);
-    SetInt(w.Last(), "to", onnx::TensorProto::UINT8);
+    *w.Last().add_attribute() = IntAttribute("to", onnx::TensorProto::UINT8);
   }
   // saturate(round(x / scale) + z) = Min (Max (round(x / scale), -z), 255 - z) + z.
   const std::string rounded = w.Node("Round", base + "_round", {w.Node("Div", base + "_div", {x, scale})});
@@ -90,7 +62,7 @@ DynamicQuantizeRewrite ExpressDynamicQuantizeAsFloat(Graph& graph) {
     const Node& node = graph.node(id);
     if (!node.domain.empty() || node.op_type != "DynamicQuantizeLinear" || node.outputs.size() != 3) continue;
     bool others = false;
-    if (!FloatCasts(graph, node.outputs[0], others).empty() && !others) candidates.insert(id);
+    if (!FloatCastReaders(graph, node.outputs[0], others).empty() && !others) candidates.insert(id);
   }
   if (candidates.empty()) return result;
   onnx::ModelProto model = graph.model();
@@ -105,8 +77,8 @@ DynamicQuantizeRewrite ExpressDynamicQuantizeAsFloat(Graph& graph) {
       continue;
     }
     bool y_others = false, z_others = false;
-    const std::vector<NodeId> y_casts = FloatCasts(graph, node.outputs[0], y_others);
-    const std::vector<NodeId> z_casts = FloatCasts(graph, node.outputs[2], z_others);
+    const std::vector<NodeId> y_casts = FloatCastReaders(graph, node.outputs[0], y_others);
+    const std::vector<NodeId> z_casts = FloatCastReaders(graph, node.outputs[2], z_others);
     WriteFloatForm(graph, node, y_casts, z_casts, z_others, writer);
     skipped.insert(y_casts.begin(), y_casts.end());
     skipped.insert(z_casts.begin(), z_casts.end());

@@ -14,11 +14,6 @@ namespace onnxfuse {
 
 namespace {
 
-// Optional input `slot`'s name, "" when omitted.
-std::string Slot(const onnx::NodeProto& proto, int slot) {
-  return slot < proto.input_size() ? proto.input(slot) : std::string();
-}
-
 // The element count of `name` when its shape is known, else -1; 1 for an omitted input.
 std::int64_t ElementsOf(const Graph& graph, const std::string& name) {
   if (name.empty()) return 1;
@@ -29,26 +24,14 @@ std::int64_t ElementsOf(const Graph& graph, const std::string& name) {
     for (std::int64_t d : graph.ConstantTensor(*v)->dims()) n *= d;
     return n;
   }
-  const TensorType& type = graph.value(*v).type;
-  if (!type.has_shape) return -1;
-  std::int64_t n = 1;
-  for (std::int64_t d : type.dims) {
-    if (d < 0) return -1;
-    n *= d;
-  }
-  return n;
+  return graph.value(*v).type.NumElements().value_or(-1);
 }
 
 // The Cast to float that alone reads `v` (not a graph output), or nullptr.
 const Node* FloatCastReader(const Graph& graph, ValueId v) {
-  const Value& value = graph.value(v);
-  if (value.consumers.size() != 1) return nullptr;
-  for (ValueId out : graph.outputs())
-    if (out == v) return nullptr;
-  const Node& reader = graph.node(value.consumers[0]);
-  const bool cast = reader.domain.empty() && reader.op_type == "Cast" &&
-                    AttrInt(reader, "to", 0) == onnx::TensorProto::FLOAT;
-  return cast ? &reader : nullptr;
+  bool others = false;
+  const std::vector<NodeId> casts = FloatCastReaders(graph, v, others);
+  return casts.size() == 1 && !others ? &graph.node(casts[0]) : nullptr;
 }
 
 // Constant integer `w` minus its zero point `zero` (omitted, one value, or one
@@ -84,10 +67,7 @@ std::optional<onnx::TensorProto> ShiftedConstant(const Graph& graph, const std::
 std::string ShiftedActivation(QdqWriter& w, const std::string& x, const std::string& zero, const std::string& base) {
   auto cast = [&](const std::string& v, const std::string& name) {
     const std::string out = w.Node("Cast", name, {v});
-    onnx::AttributeProto& to = *w.Last().add_attribute();
-    to.set_name("to");
-    to.set_type(onnx::AttributeProto::INT);
-    to.set_i(onnx::TensorProto::FLOAT);
+    *w.Last().add_attribute() = IntAttribute("to", onnx::TensorProto::FLOAT);
     return out;
   };
   const std::string shifted = cast(x, base + "_float");
@@ -100,7 +80,7 @@ std::string ShiftedActivation(QdqWriter& w, const std::string& x, const std::str
 // zero point then one value, or per column of a MatMul's b, which broadcasts).
 std::optional<std::string> ShiftedWeight(const Graph& graph, const onnx::NodeProto& proto, QdqWriter& w,
                                          std::size_t axis, bool per_axis_broadcasts) {
-  const std::string weight = Slot(proto, 1), zero = Slot(proto, 3);
+  const std::string weight = OptionalInput(proto, 1), zero = OptionalInput(proto, 3);
   if (auto shifted = ShiftedConstant(graph, weight, zero, axis))
     return w.Initializer(proto.name() + "_weight_float", *shifted);
   const std::int64_t zeros = ElementsOf(graph, zero);
@@ -112,16 +92,16 @@ std::optional<std::string> ShiftedWeight(const Graph& graph, const onnx::NodePro
 // Writes the float form of `proto` giving `output`; false (nothing written) when its
 // zero points do not allow it.
 bool WriteFloatForm(const Graph& graph, const onnx::NodeProto& proto, const std::string& output, QdqWriter& w) {
-  if (ElementsOf(graph, Slot(proto, 2)) != 1) return false;  // a's or x's zero point: one value
+  if (ElementsOf(graph, OptionalInput(proto, 2)) != 1) return false;  // a's or x's zero point: one value
   const bool matmul = proto.op_type() == "MatMulInteger";
-  const std::optional<ValueId> weight = graph.FindValue(Slot(proto, 1));
+  const std::optional<ValueId> weight = graph.FindValue(OptionalInput(proto, 1));
   if (!weight || !graph.value(*weight).type.has_shape || graph.value(*weight).type.dims.empty()) return false;
   const std::size_t rank = graph.value(*weight).type.dims.size();
   // b's zero point per column (its last axis), w's per output channel (axis 0).
   const std::size_t axis = matmul ? rank - 1 : 0;
   const std::optional<std::string> b = ShiftedWeight(graph, proto, w, axis, matmul && rank >= 1);
   if (!b) return false;
-  const std::string a = ShiftedActivation(w, Slot(proto, 0), Slot(proto, 2), proto.name() + "_input");
+  const std::string a = ShiftedActivation(w, OptionalInput(proto, 0), OptionalInput(proto, 2), proto.name() + "_input");
   w.Node(matmul ? "MatMul" : "Conv", proto.name(), {a, *b}, output);
   if (!matmul) *w.Last().mutable_attribute() = proto.attribute();
   return true;

@@ -1,5 +1,8 @@
 #include "rewrite/qdq_writer.h"
 
+#include <algorithm>
+
+#include "ir/attributes.h"
 #include "ir/tensor_io.h"
 #include "load/loader.h"
 
@@ -23,6 +26,24 @@ std::size_t RankOf(const Graph& graph, const std::string& name) {
   return v && graph.value(*v).type.has_shape ? graph.value(*v).type.dims.size() : 0;
 }
 
+std::string OptionalInput(const onnx::NodeProto& proto, int slot) {
+  return slot >= 0 && slot < proto.input_size() ? proto.input(slot) : std::string();
+}
+
+std::vector<NodeId> FloatCastReaders(const Graph& graph, ValueId v, bool& others) {
+  const auto& outputs = graph.outputs();
+  others = std::find(outputs.begin(), outputs.end(), v) != outputs.end();
+  std::vector<NodeId> casts;
+  for (NodeId reader : graph.value(v).consumers) {
+    const Node& node = graph.node(reader);
+    if (node.domain.empty() && node.op_type == "Cast" && AttrInt(node, "to", 0) == onnx::TensorProto::FLOAT)
+      casts.push_back(reader);
+    else
+      others = true;
+  }
+  return casts;
+}
+
 void ReloadWithNodes(Graph& graph, onnx::ModelProto model, google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes) {
   model.mutable_graph()->mutable_node()->Swap(&nodes);
   Graph rewritten = LoadModelProto(std::move(model), graph.source_path());
@@ -38,12 +59,7 @@ std::string QdqWriter::Node(const std::string& op, const std::string& base, cons
   for (const std::string& in : inputs) n.add_input(in);
   const std::string out = output.empty() ? fresh_.Fresh(base) : output;
   n.add_output(out);
-  if (axis) {
-    onnx::AttributeProto& a = *n.add_attribute();
-    a.set_name("axis");
-    a.set_type(onnx::AttributeProto::INT);
-    a.set_i(*axis);
-  }
+  if (axis) *n.add_attribute() = IntAttribute("axis", *axis);
   return out;
 }
 

@@ -25,6 +25,13 @@ bool IsConstantValue(const Graph& graph, const std::string& name);
 /// The rank of `name`'s declared or inferred shape; 0 when it is unknown.
 std::size_t RankOf(const Graph& graph, const std::string& name);
 
+/// Input `slot` of `proto`, "" when it is omitted (an optional input).
+std::string OptionalInput(const onnx::NodeProto& proto, int slot);
+
+/// The Casts to float among `v`'s readers; `others` is set when anything else
+/// reads it too, or it is a graph output.
+std::vector<NodeId> FloatCastReaders(const Graph& graph, ValueId v, bool& others);
+
 /// Replaces `graph` by `model` with `nodes` as its main graph's nodes, loaded
 /// and shape-inferred (source path and opset conversion kept): how a rewrite
 /// that wrote a node list takes effect. Throws what LoadModelProto throws.
