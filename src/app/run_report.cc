@@ -111,7 +111,7 @@ void PrintInt8Convolutions(std::ostream& out, const std::vector<ScheduleStep>& s
   std::map<std::string, int> reasons;
   for (const ScheduleStep& s : schedule) {
     if (s.kind != "conv") continue;
-    const bool on_int8 = s.impl.find("int8") != std::string::npos;
+    const bool on_int8 = s.data_type == "u8" || s.data_type == "s8";
     if (!on_int8 && s.note.empty()) continue;
     ++total;
     if (on_int8) ++int8;
@@ -128,6 +128,7 @@ nlohmann::json StepsJson(const std::vector<ScheduleStep>& schedule) {
     steps.push_back({{"kind", s.kind},
                      {"label", s.label},
                      {"impl", s.impl},
+                     {"data_type", s.data_type.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.data_type)},
                      {"group", s.group < 0 ? nlohmann::json(nullptr) : nlohmann::json(s.group)},
                      {"pattern", s.pattern.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.pattern)},
                      {"note", s.note.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.note)}});

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/attributes.h"
+
 namespace onnxfuse {
 
 std::optional<std::vector<const Node*>> DequantizeReaders(const Graph& graph, const Node& q) {
@@ -18,9 +20,38 @@ std::optional<std::vector<const Node*>> DequantizeReaders(const Graph& graph, co
   return readers;
 }
 
+namespace {
+
+// The readers of `v` when every one is a Cast to float and `v` is no graph
+// output; nullopt otherwise.
+std::optional<std::vector<const Node*>> FloatCasts(const Graph& graph, ValueId v) {
+  const Value& value = graph.value(v);
+  if (value.is_graph_output) return std::nullopt;
+  std::vector<const Node*> casts;
+  for (NodeId c : value.consumers) {
+    const Node& n = graph.node(c);
+    if (n.op_type != "Cast" || !n.domain.empty() || AttrInt(n, "to", 0) != onnx::TensorProto::FLOAT) return std::nullopt;
+    casts.push_back(&n);
+  }
+  return casts;
+}
+
+}  // namespace
+
+std::optional<std::pair<std::vector<const Node*>, std::vector<const Node*>>> FloatCastsOfDynamicQuantize(
+    const Graph& graph, const Node& q) {
+  if (q.op_type != "DynamicQuantizeLinear" || !q.domain.empty() || q.outputs.size() != 3) return std::nullopt;
+  auto y = FloatCasts(graph, q.outputs[0]);
+  auto z = q.outputs[2] == kNoValue ? std::vector<const Node*>{} : FloatCasts(graph, q.outputs[2]);
+  if (!y || y->empty() || !z) return std::nullopt;
+  return std::make_pair(std::move(*y), std::move(*z));
+}
+
 bool HasFakeQuantization(const Graph& graph) {
   const auto& nodes = graph.nodes();
-  return std::any_of(nodes.begin(), nodes.end(), [&](const Node& n) { return DequantizeReaders(graph, n).has_value(); });
+  return std::any_of(nodes.begin(), nodes.end(), [&](const Node& n) {
+    return DequantizeReaders(graph, n).has_value() || FloatCastsOfDynamicQuantize(graph, n).has_value();
+  });
 }
 
 }  // namespace onnxfuse

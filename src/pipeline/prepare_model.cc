@@ -45,7 +45,6 @@ PreparedModel PrepareGraph(Graph graph, const PrepareOptions& options) {
   if (executable) p.qoperators = ExpressQOperatorsAsQdq(*p.graph);
   // Dynamic quantization's integer products run on float kernels.
   if (executable) p.integer_products = ExpressIntegerProductsAsFloat(*p.graph);
-  if (executable) p.dynamic_quantize = ExpressDynamicQuantizeAsFloat(*p.graph);
   if (options.fold_bn) p.bn_folding = FoldBatchNormIntoConv(*p.graph);
   // Function ops the backend has no lowering for run as their ONNX bodies; a
   // written model keeps them as the model wrote them.

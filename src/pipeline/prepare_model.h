@@ -15,8 +15,9 @@
 //                Runtime's quantized com.microsoft ops as their QDQ form
 //                (rewrite/qoperator_as_qdq.h, contrib_qoperators.h), and
 //                MatMulInteger/ConvInteger cast to float as float products
-//                and the DynamicQuantizeLinear before them as float ops
-//                (rewrite/integer_products_as_float.h, dynamic_quantize_as_float.h);
+//                (rewrite/integer_products_as_float.h; the backend runs the
+//                DynamicQuantizeLinear before them as one step,
+//                backend/lower/fused/dynamic_quantize.h);
 //   3. fold BN   FoldBatchNormIntoConv, when options.fold_bn;
 //   4. functions executable target only: ExpandFunctionOps with the backend's
 //                options.lowers (rewrite/expand_functions.h); an ONNX target
@@ -39,7 +40,6 @@
 #include "onnxfuse/strategy.h"
 #include "rewrite/expand_functions.h"
 #include "rewrite/fold_batchnorm.h"
-#include "rewrite/dynamic_quantize_as_float.h"
 #include "rewrite/inline_control_flow.h"
 #include "rewrite/integer_products_as_float.h"
 #include "rewrite/qoperator_as_qdq.h"
@@ -90,7 +90,6 @@ struct PreparedModel {
   FunctionExpansion functions;           ///< executable target: the function ops expanded and kept
   QOperatorRewrite qoperators;           ///< executable target: QOperators (QLinearConv, com.microsoft's) written as QDQ
   IntegerProductsRewrite integer_products;  ///< executable target: MatMulInteger/ConvInteger then Cast, as float
-  DynamicQuantizeRewrite dynamic_quantize;  ///< executable target: DynamicQuantizeLinear cast to float, as float ops
   double load_ms = 0;  ///< wall-clock ms of steps 1-4
   double fuse_ms = 0;  ///< wall-clock ms of step 5
 };

@@ -101,6 +101,10 @@ struct ScheduleStep {
   /// convolution on float kernels says why not int8
   /// (backend/lower/fused/int8_conv.h). "" otherwise.
   std::string note;
+  /// The element type of the primitive's source as oneDNN names it ("f32";
+  /// "u8" or "s8" for an int8 convolution, whatever its implementation is
+  /// called); "" for a kernel of our own.
+  std::string data_type;
 };
 
 

@@ -1,5 +1,7 @@
 #include "backend/lower/core/builder.h"
 
+#include <oneapi/dnnl/dnnl_debug.h>
+
 #include <algorithm>
 #include <utility>
 #include <cstring>
@@ -392,6 +394,8 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
   step.args = std::move(args);
   step.scratchpad = pd.scratchpad_desc();
   step.impl = pd.impl_info_str();
+  if (const dnnl::memory::desc src = pd.query_md(dnnl::query::src_md, 0); !src.is_zero())
+    step.data_type = dnnl_dt2str(static_cast<dnnl_data_type_t>(src.data_type()));
   if (fuse && IsSlowImpl(kind, step.impl))
     spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", kind, label,
                  step.impl.rfind("ref", 0) == 0 ? "reference" : "gemm", step.impl);

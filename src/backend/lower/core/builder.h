@@ -88,6 +88,7 @@ struct Step {
   int group = -1;       ///< Builder::group when it was emitted
   std::string pattern;  ///< Builder::group_pattern when it was emitted
   std::string note;     ///< why it runs as it does, when not as asked ("float, not int8: ..."); "" otherwise
+  std::string data_type;  ///< its source's element type ("f32", "u8", "s8"); "" for a custom kernel
 };
 
 /// An implementation to avoid when another exists: oneDNN's reference

@@ -19,6 +19,7 @@
 #include "backend/lower/ops/binary.h"
 #include "backend/lower/ops/broadcast_binary.h"
 #include "backend/lower/fused/channel_scale.h"
+#include "backend/lower/fused/dynamic_quantize.h"
 #include "backend/lower/fused/int8_conv.h"
 #include "backend/lower/fused/quantize_dequantize.h"
 #include "backend/lower/ops/concat.h"
@@ -385,6 +386,14 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
       }
       if (chain) Flush(b, *chain), chain.reset();
       if (LowerQuantize(b, id) || LowerQuantizeDequantize(b, id)) {
+        b.Consume(node);
+        continue;
+      }
+    }
+    // Dynamic quantization's operands: one step of our kernel.
+    if (node.op_type == "DynamicQuantizeLinear") {
+      if (chain) Flush(b, *chain), chain.reset();
+      if (LowerDynamicQuantize(b, id)) {
         b.Consume(node);
         continue;
       }

@@ -188,8 +188,9 @@ TEST_CASE("the int8 convolutions of a quantized graph are checked in steps, each
   FusionPlan plan = test::FusePostdom(graph);
   const std::vector<Tensor> inputs = RandomInputs(graph);
   const auto schedule = ExecutablePlan::Compile(graph, plan, CompileOptions{true}).Schedule();
-  const auto int8 = std::count_if(schedule.begin(), schedule.end(),
-                                  [](const ScheduleStep& s) { return s.impl.find("int8") != std::string::npos; });
+  const auto int8 = std::count_if(schedule.begin(), schedule.end(), [](const ScheduleStep& s) {
+    return s.kind == "conv" && (s.data_type == "u8" || s.data_type == "s8");
+  });
   REQUIRE(int8 == 2);  // what is checked is the int8 arithmetic
 
   Verification v = Verify(graph, plan);
@@ -220,4 +221,45 @@ TEST_CASE("the int8 convolutions of a quantized graph are checked in steps, each
   CHECK_FALSE(v.quantized[2].ok);
   CHECK(v.quantized[2].max_steps > 2);
   CHECK(v.Summary().find("quantized activation 'yq' differs by up to") != std::string::npos);
+}
+
+TEST_CASE("a dynamically quantized product is verified without fake quantization: the float values it stands for",
+          "[verify][quantize]") {
+  // rewrite/integer_products_as_float.h's form of ONNX Runtime's
+  // quantize_dynamic: (Cast (y) - Cast (z)) x w_q, scaled by y_scale * w_scale.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[4,8] x) => (float[4,3] p) {
+      q, s, z = DynamicQuantizeLinear (x)
+      qf = Cast <to = 1> (q)
+      zf = Cast <to = 1> (z)
+      a = Sub (qf, zf)
+      w = Constant <value = float[8,3] {1, -2, 3, 0, 5, 1, -1, 2, 7, 1, 1, 1, 3, 3, -3, 0, 0, 9, -9, 4, 2, 1, 1, -5}> ()
+      m = MatMul (a, w)
+      ws = Constant <value = float {0.01}> ()
+      scale = Mul (s, ws)
+      p = Mul (m, scale)
+    })";
+  Graph graph = test::GraphFromText(text);
+  const FusionPlan plan = test::FusePostdom(graph);
+  const Verification v = Verify(graph, plan);
+  CHECK(v.without_fake_quantization);
+  CHECK(v.ok);
+  // Without fake quantization both plans compute x w * 0.01 (a float MatMul
+  // of x with the weights 0.01 w), rounding aside; with it, steps show.
+  const std::vector<Tensor> inputs = RandomInputs(graph);
+  std::vector<double> expected(12, 0.0);
+  const std::vector<float> w = {1, -2, 3, 0, 5, 1, -1, 2, 7, 1, 1, 1, 3, 3, -3, 0, 0, 9, -9, 4, 2, 1, 1, -5};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 8; ++k) expected[i * 3 + j] += 0.01 * inputs[0].data[i * 8 + k] * w[k * 3 + j];
+  for (bool fuse : {true, false}) {
+    INFO("fuse " << fuse);
+    CompileOptions options{fuse};
+    options.fake_quantize = false;
+    test::CheckClose(ExecutablePlan::Compile(graph, plan, options).Run(inputs).at(0), expected, 1e-5, 1e-6);
+    const Tensor quantized = ExecutablePlan::Compile(graph, plan, CompileOptions{fuse}).Run(inputs).at(0);
+    double worst = 0;
+    for (std::size_t i = 0; i < expected.size(); ++i) worst = std::max(worst, std::abs(quantized.data[i] - expected[i]));
+    CHECK(worst > 1e-5);
+  }
 }
