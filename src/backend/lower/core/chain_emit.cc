@@ -137,7 +137,8 @@ bool PlanTail(Builder& b, const Chain& chain, std::size_t count, const dnnl::mem
     const std::string kind = chain.post_ops[first].kind == Kind::kEltwise ? "eltwise" : "binary";
     std::size_t hi = first + 1;  // a sum needs the addend in its destination: it starts a step of its own
     while (hi < n && chain.post_ops[hi].kind != Kind::kSum) ++hi;
-    if (kind == "binary" && !BinaryPostOpsInPlaceRight(cur)) hi = first + 1;  // tail steps run in place
+    // Tail steps run in place; a binary's post-ops must be right there (limit 2).
+    if (kind == "binary" && !(BinaryPostOpsInPlaceRight(cur) && BinaryPostOpsRight(cur))) hi = first + 1;
     std::map<std::size_t, dnnl::primitive_desc_base> made;
     auto end = LongestFast(chain, first + 1, hi, kind, dims, [&](std::size_t k) -> std::optional<std::string> {
       dnnl::primitive_desc_base pd = TailPd(b, chain, first, k, cur, dims, error);
@@ -189,7 +190,7 @@ AnchorChoice ChooseAnchor(Builder& b, const Chain& chain, const Dims& dst_dims, 
     for (bool cl : {false, true}) {
       if (cl && channels_last.is_zero()) continue;
       auto r = probe(k, cl ? channels_last : dnnl::memory::desc(), attr);
-      if (!r) continue;
+      if (!r || (kind == "binary" && k > 0 && !BinaryPostOpsRight(r->dst))) continue;  // limit 2
       if (k == n && !cl) whole = r->impl;
       bool tail_fast = true;
       if (!PlanTail(b, chain, k, TailDesc(r->dst, dst_dims), dst_dims, tail, tail_fast, error)) continue;

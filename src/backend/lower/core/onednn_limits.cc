@@ -43,6 +43,15 @@ bool PostOpsRight(const Chain& chain, std::size_t begin, std::size_t end, const 
   return DistinctEltwise(chain, begin, end) && (kind != "binary" || BroadcastPostOpsRight(chain, begin, end, dst_dims));
 }
 
+bool BinaryPostOpsRight(const dnnl::memory::desc& md) {
+  const auto& blocking = md.data.format_desc.blocking;
+  if (md.data.format_kind != dnnl_blocked) return true;
+  const std::int64_t vector = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;
+  for (int i = 0; i < blocking.inner_nblks; ++i)
+    if (blocking.inner_idxs[i] == 1 && blocking.inner_blks[i] != vector) return false;
+  return true;
+}
+
 bool BinaryPostOpsInPlaceRight(const dnnl::memory::desc& md) {
   // Read from the layout itself, whatever order its outer dims take: oneDNN's
   // reference pooling picks caB8b for its destination, the channel block

@@ -12,7 +12,10 @@
 //    channel-blocked layout whose channels do not fill whole blocks (C = 17 in
 //    nChw16c, C = 1 in nChw8c, C = 2 in caB8b, whatever the order of the
 //    outer dims) applies its post-ops wrongly, eltwise and binary ones
-//    alike. Without post-ops, or out of place, it is right.
+//    alike. Without post-ops, or out of place, it is right. Out of place
+//    too, its post-ops are wrong on a channel block other than its ISA's
+//    vector of floats (nChw8c under AVX-512, nChw16c under AVX2), even a
+//    full one; without post-ops it is right.
 // 3. The binary jit:uni kernel with a per-channel binary post-op ([1,C,1,..])
 //    on a destination [N,C,1,..] (N > 1, every spatial dim 1) broadcasts the
 //    operand wrongly. Rank 2 ([N,C] with [1,C]) is right.
@@ -52,6 +55,11 @@ bool PostOpsRight(const Chain& chain, std::size_t begin, std::size_t end, const 
 /// Whether a binary primitive with post-ops may write its result over src0
 /// in layout `md` (limit 2): no channel padding.
 bool BinaryPostOpsInPlaceRight(const dnnl::memory::desc& md);
+
+/// Whether a binary primitive with post-ops computes them right on a
+/// destination in layout `md` (limit 2): not channel-blocked, or blocked by
+/// the effective ISA's vector of floats (16 with AVX-512, else 8).
+bool BinaryPostOpsRight(const dnnl::memory::desc& md);
 
 /// Whether a binary primitive on src0 of `src0_dims` reads a src1 of
 /// `operand_dims` right in src0's channel-blocked layout (limit 4).

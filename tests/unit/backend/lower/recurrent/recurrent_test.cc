@@ -303,7 +303,10 @@ TEST_CASE("a fused LSTM with constant weights runs one projection matmul and our
       Variant v;
       v.peepholes = peepholes;
       const Outcome o = Run(p, v);
-      Check(o, p, 0);
+      // Our recurrence runs our sigmoid and tanh (activation.h: sigmoid's
+      // relative error below 2e-6): 2e-6 absolute on the scale of 1, where
+      // oneDNN's primitive and the unfused plan keep to 1e-6.
+      Check(o, p, 0, 2e-5);
       CHECK(test::StepsContaining(o.fused, "onnxfuse:lstm") == 1);
       CHECK(test::StepsStartingWith(o.fused, "matmul ") == 1);  // the input projection
       CHECK(test::StepsStartingWith(o.fused, "reorder ") == 0);
