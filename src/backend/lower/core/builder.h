@@ -57,6 +57,10 @@ struct Act {
   /// UINT8 and INT8: the value each integer q stands for is (q - zero_point) * scale.
   float scale = 1;
   std::int64_t zero_point = 0;
+  /// UINT8 with a zero point computed at run time (dynamic quantization,
+  /// backend/lower/fused/dynamic_quantize.h): the slot of its one s32 value,
+  /// which stands for zero_point; -1 otherwise.
+  int zero_point_slot = -1;
 };
 
 /// The memory descriptor of a dense row-major tensor of `dims` in storage type

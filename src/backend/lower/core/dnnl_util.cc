@@ -19,9 +19,9 @@ Dims PlainStrides(const Dims& dims) {
 
 }  // namespace
 
-dnnl::memory::desc PlainDesc(const Dims& dims) {
+dnnl::memory::desc PlainDesc(const Dims& dims, DataType type) {
   Dims d = NonEmpty(dims);
-  return dnnl::memory::desc(d, DataType::f32, PlainStrides(d));
+  return dnnl::memory::desc(d, type, PlainStrides(d));
 }
 
 dnnl::memory::desc ChannelsLastDesc(const Dims& dims) {

@@ -23,8 +23,9 @@ using eval::Product;
 using Tag = dnnl::memory::format_tag;
 using DataType = dnnl::memory::data_type;
 
-/// Row-major ("plain") f32 descriptor: a, ab, abc, abcd (nchw), ... Rank 0 is treated as [1].
-dnnl::memory::desc PlainDesc(const Dims& dims);
+/// Row-major ("plain") descriptor, f32 unless `type` says otherwise: a, ab,
+/// abc, abcd (nchw), ... Rank 0 is treated as [1].
+dnnl::memory::desc PlainDesc(const Dims& dims, DataType type = DataType::f32);
 /// Channels-last f32 descriptor (nwc, nhwc, ndhwc) for 3-D to 5-D dims; a zero desc otherwise.
 dnnl::memory::desc ChannelsLastDesc(const Dims& dims);
 /// f32 descriptor with format_tag::any: the primitive chooses.

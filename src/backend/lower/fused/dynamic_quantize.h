@@ -9,8 +9,9 @@
 // In fused mode the op, its Casts and those Subs run as one step of our
 // kernel (backend/kernels/dynamic_quantize.h): one pass for x's range, one
 // writing y - y_zero_point (or y itself, for a Cast read otherwise) as
-// float32. The values are the host evaluator's, bit for bit; the unfused
-// plan runs the op there. Without fake quantization (Builder::fake_quantize
+// float32; for a MatMul that runs as an int8 matmul (int8_matmul.h), y as
+// uint8 bytes and its zero point as one int32 instead. The values are the
+// host evaluator's, bit for bit; the unfused plan runs the op there. Without fake quantization (Builder::fake_quantize
 // false, the output check's float plans), in either mode, the step writes
 // x / y_scale + y_zero_point (minus it where shifted) instead: the float
 // values the quantization stands for, neither rounded nor saturated.

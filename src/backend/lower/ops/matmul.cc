@@ -11,6 +11,7 @@
 #include "eval/host_tensor.h"
 #include "backend/lower/core/chain.h"
 #include "backend/lower/fused/channel_scale.h"
+#include "backend/lower/fused/int8_matmul.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/own_kernels/own_kernels.h"
 #include "backend/lower/core/unsupported.h"
@@ -290,6 +291,11 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   out.push_back(ae[rank - 2]), out.push_back(we[rank - 1]);
 
   const bool const_weights = b.IsConst(in_b);
+  // Dynamic quantization's u8 A with its run-time zero point (dynamic_quantize.h):
+  // an int8 matmul over constant integer weights (int8_matmul.h).
+  const bool int8 = b.IsInt8Act(in_a) && b.AnyActOf(in_a, node).zero_point_slot >= 0;
+  if (int8 && !const_weights)
+    throw Error(ErrorKind::kInternal, "internal error: " + node.name + ": an int8 A without constant weights");
   // [B.., M, K] x constant [K, N]: one 2-D [B*M, K] x [K, N] product instead of
   // B products of M rows (vit's [197,1,768] x [768,2304] would be 197 GEMVs);
   // 2-D also lets oneDNN prepack the weights (it keeps 3-D weights plain).
@@ -304,7 +310,7 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   if (collapse) ae = {Product(ae) / ae[rank - 1], ae[rank - 1]}, we = {we[rank - 2], we[rank - 1]};
   const Dims pd_out = collapse ? Dims{ae[0], we[1]} : out;
   // On AVX2: our own GEMM (backend/lower/own_kernels/own_gemm.cc).
-  if (const_weights && (rank == 2 || collapse) && chain.affine.scale.empty() &&
+  if (!int8 && const_weights && (rank == 2 || collapse) && chain.affine.scale.empty() &&
       EmitOwnGemm(b, chain, in_a, out, we[0], PlainDesc(we), [&] { return b.Const(in_b, node).data.data(); }, {}))
     return;
   // Fused: a run-time operand that is a strided view (a transpose) is read in
@@ -332,9 +338,13 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
     auto make = [&](const memory::desc& md) {
       return MatMulPd(dnnl::matmul::desc(src_md, md, PlainDesc(pd_out)), attr, b.engine);
     };
+    if (int8)
+      return MatMulPd(dnnl::matmul::desc(PlainDesc(ae, DataType::u8), memory::desc(we, DataType::s8, memory::format_tag::any),
+                                         PlainDesc(pd_out)),
+                      WithRunTimeSrcZeroPoint(attr), b.engine);
     return const_weights ? WithGemmWeights(we, make) : make(weights_md);
   };
-  const bool try_strided = !collapse && (strided(in_a) || (!const_weights && strided(in_b)));
+  const bool try_strided = !int8 && !collapse && (strided(in_a) || (!const_weights && strided(in_b)));
   std::size_t count = 0;  // post-ops the matmul takes; the rest run after it (chain.h, "Splitting")
   auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {
     if (!dst.is_zero()) return MatMulPd();  // plain destinations only
@@ -361,6 +371,20 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   auto in_place = [&](ValueId v, const Dims& expanded, const memory::desc& md) {
     return try_strided && strided(v) && md == operand_md(v, expanded, false);
   };
+  if (int8) {  // the u8 bytes as they lie (plain), their zero point, the s8 weights packed once
+    const Act& q = b.AnyActOf(in_a, node);
+    args.emplace_back(DNNL_ARG_SRC, Arg{q.slot, pd.src_desc(), {}});
+    args.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                      Arg{q.zero_point_slot, PlainDesc({1}, DataType::s32), {}});
+    std::vector<std::int8_t> plain;  // made only when packed now
+    memory m = b.PackedConstant(chain.anchor, "int8 weights", pd.weights_desc(), [&] {
+      plain = Int8Weights(b.Const(in_b, node));
+      return memory(PlainDesc(we, DataType::s8), b.engine, plain.data());
+    });
+    args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, m.get_desc(), m});
+    FinishChain(b, chain, pd, "matmul", out, std::move(args), {q.slot, q.zero_point_slot}, count);
+    return;
+  }
   Arg src = operand(in_a, ae, !in_place(in_a, ae, pd.src_desc())), weights;
   if (!const_weights) weights = operand(in_b, we, !in_place(in_b, we, pd.weights_desc()));
   if (const_weights) {

@@ -1,0 +1,40 @@
+// int8 matrix products of dynamic quantization, on CPUs with VNNI: ONNX
+// Runtime's quantize_dynamic form, as rewrite/integer_products_as_float.h
+// and dynamic_quantize.h leave it,
+//
+//   x -> DynamicQuantizeLinear -> (Cast (y) - Cast (y_zero_point)) -> MatMul (., W) [-> Mul by y_scale * w_scale ...]
+//
+// with W a constant of integers in [-128, 127] (the int8 weights, shifted by
+// their zero point), runs as one oneDNN int8 matmul: y as u8 with its zero
+// point given at run time (DNNL_RUNTIME_S32_VAL, the value the
+// DynamicQuantizeLinear step writes), W as s8, the sums in int32 and the
+// chain's post-ops on their float value (oneDNN 2.6 developer guide,
+// "Quantization" and "Matrix Multiplication"). The float product it replaces
+// sums the same integers exactly while they stay below 2^24, so the two
+// agree bit for bit there. Without VNNI the float product stays: oneDNN's
+// int8 kernels there add pairs of products in 16 bits with saturation
+// (onednn_limits.h, limit 6) and are not faster.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/lower/core/builder.h"
+
+namespace onnxfuse::backend {
+
+/// True when `reader` would read `v` (the zero-point-shifted values of a
+/// DynamicQuantizeLinear) as the u8 source of an int8 matmul: fused mode
+/// with fake quantization on a CPU with VNNI; `reader` a MatMul reading `v`
+/// as A only, of dims `v_dims` (rank >= 2); B a constant [K, N] of
+/// integers in [-128, 127].
+bool ReadsAsInt8MatMul(Builder& b, const Node& reader, ValueId v, const Dims& v_dims);
+
+/// The s8 values of constant float weights that ReadsAsInt8MatMul accepted.
+std::vector<std::int8_t> Int8Weights(const Tensor& weights);
+
+/// A copy of `attr` that takes the source's zero point at run time
+/// (DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, one s32 value).
+dnnl::primitive_attr WithRunTimeSrcZeroPoint(const dnnl::primitive_attr& attr);
+
+}  // namespace onnxfuse::backend
