@@ -14,12 +14,14 @@ ExecutablePlan SharedPackedConstants::Compile(const Graph& graph, const FusionPl
     std::lock_guard<std::mutex> lock(mutex_);
     options.packed->by_key = by_key_;
     options.packed->decoded = decoded_;
+    options.packed->facts = facts_;
     options.packed->storage = storage_;
   }
   ExecutablePlan plan = ExecutablePlan::Compile(graph, fusion, options);
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [key, memory] : options.packed->by_key) by_key_.insert_or_assign(key, memory);
   decoded_.insert(options.packed->decoded.begin(), options.packed->decoded.end());
+  facts_.insert(options.packed->facts.begin(), options.packed->facts.end());
   return plan;
 }
 

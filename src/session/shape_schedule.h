@@ -52,6 +52,7 @@ class SharedPackedConstants {
   mutable std::mutex mutex_;
   std::map<std::string, dnnl::memory> by_key_;
   std::map<std::string, std::shared_ptr<const Tensor>> decoded_;
+  std::map<std::string, bool> facts_;
   std::shared_ptr<const void> storage_;
 };
 

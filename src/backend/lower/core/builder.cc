@@ -101,6 +101,15 @@ std::shared_ptr<const Tensor> Builder::SharedConst(ValueId v, const Node& user) 
   return consts_[v];
 }
 
+bool Builder::ConstFact(ValueId v, const Node& user, const std::string& fact,
+                        const std::function<bool(const Tensor&)>& test) {
+  const std::string key = SharedKey(v);
+  if (key.empty()) return test(Const(v, user));
+  const auto found = packed_->facts.find(key + "#" + fact);
+  if (found != packed_->facts.end()) return found->second;
+  return packed_->facts[key + "#" + fact] = test(*SharedConst(v, user));
+}
+
 dnnl::memory::desc StorageDesc(const Dims& dims, std::int32_t elem_type) {
   if (elem_type == onnx::TensorProto::FLOAT) return PlainDesc(dims);
   Dims pairs = dims;

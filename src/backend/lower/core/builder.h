@@ -134,6 +134,10 @@ class Builder {
   /// PackedConstants (PackedConstants::decoded): the schedules of one
   /// session at many shapes hold one copy, decoded once.
   std::shared_ptr<const Tensor> SharedConst(ValueId v, const Node& user);
+  /// `test` of constant `v`'s values, named `fact`: computed here, or taken
+  /// from an earlier compile of the same model (PackedConstants::facts) when
+  /// `v` is shared with it, without decoding the values again.
+  bool ConstFact(ValueId v, const Node& user, const std::string& fact, const std::function<bool(const Tensor&)>& test);
   bool IsAct(ValueId v) const { return v < acts_.size() && acts_[v].has_value(); }
   /// The float32 activation `v`. Throws Error(kUnsupported) naming `user` when
   /// `v` is an INT64 (integer or bool) run-time tensor, which only host steps

@@ -116,6 +116,12 @@ std::size_t RightPrefix(const Chain& chain, const std::string& kind, const Dims&
 /// between them.
 void MergeLinearSteps(std::vector<PostOp>& post_ops);
 
+/// Post-ops [begin, end) of `chain` for a primitive whose destination has
+/// `dst_dims`. With `args`, the binary operands' arguments are appended (which
+/// may emit reorders); without, only their descriptors are computed (a probe).
+dnnl::post_ops BuildPostOps(Builder& b, const Chain& chain, std::size_t begin, std::size_t end, const Dims& dst_dims,
+                            std::vector<std::pair<int, Arg>>* args);
+
 /// Builds the first `count` post-ops of `chain` for a primitive whose
 /// destination has `dst_dims`; appends the binary operands' arguments to `args`.
 dnnl::post_ops MakePostOps(Builder& b, const Chain& chain, const Dims& dst_dims,

@@ -38,39 +38,6 @@ std::size_t MemberOf(const Chain& chain, std::size_t k) {
   return k < chain.post_ops.size() ? chain.post_ops[k].member : chain.members.size();
 }
 
-// Post-ops [begin, end) of `chain` for a primitive whose destination has
-// `dst_dims`. With `args`, the binary operands' arguments are appended (which
-// may emit reorders); without, only their descriptors are computed (a probe).
-dnnl::post_ops BuildPostOps(Builder& b, const Chain& chain, std::size_t begin, std::size_t end, const Dims& dst_dims,
-                            std::vector<std::pair<int, Arg>>* args) {
-  dnnl::post_ops ops;
-  const Node& anchor = b.graph.node(chain.anchor);
-  for (std::size_t i = begin; i < end; ++i) {
-    const PostOp& po = chain.post_ops[i];
-    if (po.kind == Kind::kEltwise) {
-      ops.append_eltwise(1.f, po.alg, po.alpha, po.beta);
-    } else if (po.kind == Kind::kSum) {
-      ops.append_sum(1.f);
-    } else {
-      Arg arg;
-      if (po.constant) {
-        arg.md = PlainDesc(po.constant->dims);
-        if (args) arg.fixed = b.HostMemory(arg.md, po.constant->data.data());
-      } else {
-        const Act& a = b.ActOf(po.operand, anchor);
-        if (a.dims == dst_dims && IsDense(a.md)) {
-          arg = args ? b.UseAsIs(po.operand, anchor) : Arg{a.slot, a.md, {}};
-        } else {  // broadcast operand or sub-tensor view: plain, with the destination's rank
-          if (args) arg = b.UsePlain(po.operand, anchor);
-          arg.md = PlainDesc(ExpandRank(a.dims, dst_dims.size()));
-        }
-      }
-      ops.append_binary(po.alg, arg.md);
-      if (args) args->emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i - begin)) | DNNL_ARG_SRC_1, arg);
-    }
-  }
-  return ops;
-}
 
 // The longest cut in [lo, hi] (lo always allowed; the step runs post-op lo - 1
 // and takes those up to the cut as its own, as far as PostOpsRight allows on
@@ -160,6 +127,37 @@ dnnl::memory::desc TailDesc(const dnnl::memory::desc& dst, const Dims& dims) {
 }
 
 }  // namespace
+
+dnnl::post_ops BuildPostOps(Builder& b, const Chain& chain, std::size_t begin, std::size_t end, const Dims& dst_dims,
+                            std::vector<std::pair<int, Arg>>* args) {
+  dnnl::post_ops ops;
+  const Node& anchor = b.graph.node(chain.anchor);
+  for (std::size_t i = begin; i < end; ++i) {
+    const PostOp& po = chain.post_ops[i];
+    if (po.kind == Kind::kEltwise) {
+      ops.append_eltwise(1.f, po.alg, po.alpha, po.beta);
+    } else if (po.kind == Kind::kSum) {
+      ops.append_sum(1.f);
+    } else {
+      Arg arg;
+      if (po.constant) {
+        arg.md = PlainDesc(po.constant->dims);
+        if (args) arg.fixed = b.HostMemory(arg.md, po.constant->data.data());
+      } else {
+        const Act& a = b.ActOf(po.operand, anchor);
+        if (a.dims == dst_dims && IsDense(a.md)) {
+          arg = args ? b.UseAsIs(po.operand, anchor) : Arg{a.slot, a.md, {}};
+        } else {  // broadcast operand or sub-tensor view: plain, with the destination's rank
+          if (args) arg = b.UsePlain(po.operand, anchor);
+          arg.md = PlainDesc(ExpandRank(a.dims, dst_dims.size()));
+        }
+      }
+      ops.append_binary(po.alg, arg.md);
+      if (args) args->emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i - begin)) | DNNL_ARG_SRC_1, arg);
+    }
+  }
+  return ops;
+}
 
 std::size_t RightPrefix(const Chain& chain, const std::string& kind, const Dims& dst_dims) {
   std::size_t k = chain.post_ops.size();

@@ -33,6 +33,10 @@ struct PackedConstants {
   /// compiles of one model at other shapes share them instead of decoding
   /// and holding each again.
   std::map<std::string, std::shared_ptr<const Tensor>> decoded;
+  /// Facts about such initializers' values that a lowering found by reading
+  /// every element (Builder::ConstFact), by the same key and the fact's name:
+  /// read once for all those compiles.
+  std::map<std::string, bool> facts;
   /// replay: what those memories' bytes lie in (the mapped plan file), or
   /// nullptr; every plan compiled with this map keeps it alive.
   std::shared_ptr<const void> storage;

@@ -13,10 +13,11 @@ bool ReadsAsInt8MatMul(Builder& b, const Node& reader, ValueId v, const Dims& a)
   if (reader.inputs[0] != v || reader.inputs[1] == v || !b.IsConst(reader.inputs[1])) return false;
   const Dims w = b.ConstDims(reader.inputs[1], reader);
   if (w.size() != 2 || a.size() < 2 || a.back() != w[0]) return false;
-  const Tensor& values = b.Const(reader.inputs[1], reader);
-  if (values.elem_type != onnx::TensorProto::FLOAT) return false;
-  return std::all_of(values.data.begin(), values.data.end(),
-                     [](float x) { return x >= -128.0f && x <= 127.0f && std::nearbyint(x) == x; });
+  return b.ConstFact(reader.inputs[1], reader, "int8 values", [](const Tensor& values) {
+    return values.elem_type == onnx::TensorProto::FLOAT &&
+           std::all_of(values.data.begin(), values.data.end(),
+                       [](float x) { return x >= -128.0f && x <= 127.0f && std::nearbyint(x) == x; });
+  });
 }
 
 std::vector<std::int8_t> Int8Weights(const Tensor& weights) {
@@ -24,6 +25,53 @@ std::vector<std::int8_t> Int8Weights(const Tensor& weights) {
   std::transform(weights.data.begin(), weights.data.end(), out.begin(),
                  [](float x) { return static_cast<std::int8_t>(x); });
   return out;
+}
+
+bool EmitInt8MatMulAnyRows(Builder& b, const Chain& chain, ValueId a, ValueId w, const Dims& a_dims,
+                           const Dims& w_dims, const Dims& out_dims) {
+  using memory = dnnl::memory;
+  const std::size_t rank = out_dims.size(), n = chain.post_ops.size();
+  if (rank < 2 || rank > 4 || RightPrefix(chain, "matmul", out_dims) != n) return false;
+  const Node& node = b.graph.node(chain.anchor);
+  for (const PostOp& po : chain.post_ops) {
+    if (po.kind == PostOp::Kind::kSum) return false;
+    if (po.kind != PostOp::Kind::kBinary) continue;
+    const Dims d = ExpandRank(po.constant ? po.constant->dims : b.DimsOfValue(po.operand, node), rank);
+    if (d[rank - 2] != 1) return false;  // an operand of M rows would need them at run time too
+  }
+  Dims src = a_dims, dst = out_dims;
+  src[rank - 2] = DNNL_RUNTIME_DIM_VAL, dst[rank - 2] = DNNL_RUNTIME_DIM_VAL;
+  const memory::format_tag tag = rank == 2 ? memory::format_tag::ab : rank == 3 ? memory::format_tag::abc
+                                                                                : memory::format_tag::abcd;
+  dnnl::matmul::primitive_desc pd;
+  try {
+    const dnnl::primitive_attr attr =
+        WithRunTimeSrcZeroPoint(b.Attr(BuildPostOps(b, chain, 0, n, out_dims, nullptr)));
+    pd = dnnl::matmul::primitive_desc(
+        dnnl::matmul::desc(memory::desc(src, memory::data_type::u8, tag),
+                           memory::desc(w_dims, memory::data_type::s8, memory::format_tag::any),
+                           memory::desc(dst, memory::data_type::f32, tag)),
+        attr, b.engine);
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  if (IsSlowImpl("matmul", pd.impl_info_str())) return false;
+  std::vector<std::pair<int, Arg>> args;
+  MakePostOps(b, chain, out_dims, args, n);
+  const Act& q = b.AnyActOf(a, node);
+  args.emplace_back(DNNL_ARG_SRC, Arg{q.slot, PlainDesc(a_dims, memory::data_type::u8), {}});
+  args.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, Arg{q.zero_point_slot, PlainDesc({1}, memory::data_type::s32), {}});
+  std::vector<std::int8_t> plain;  // made only when packed now
+  const memory weights = b.PackedConstant(chain.anchor, "int8 weights", pd.weights_desc(), [&] {
+    plain = Int8Weights(b.Const(w, node));
+    return memory(PlainDesc(w_dims, memory::data_type::s8), b.engine, plain.data());
+  });
+  args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
+  const Act result = b.NewAct(out_dims, PlainDesc(out_dims));
+  args.emplace_back(DNNL_ARG_DST, Arg{result.slot, result.md, {}});
+  b.Emit(pd, "matmul", ChainLabel(b, chain), std::move(args), result.md);
+  b.SetAct(chain.out, result);
+  return true;
 }
 
 dnnl::primitive_attr WithRunTimeSrcZeroPoint(const dnnl::primitive_attr& attr) {

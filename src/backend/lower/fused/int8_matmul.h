@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/lower/core/builder.h"
+#include "backend/lower/core/chain.h"
 
 namespace onnxfuse::backend {
 
@@ -32,6 +33,19 @@ bool ReadsAsInt8MatMul(Builder& b, const Node& reader, ValueId v, const Dims& v_
 
 /// The s8 values of constant float weights that ReadsAsInt8MatMul accepted.
 std::vector<std::int8_t> Int8Weights(const Tensor& weights);
+
+/// Emits MatMul chain `chain`, whose A (`a`, dims `a_dims`) is such a u8
+/// activation and whose B (`w`, [K, N] expanded to `w_dims`) constant, as
+/// one int8 matmul created with its M given at run time
+/// (DNNL_RUNTIME_DIM_VAL): at every other sequence length oneDNN's
+/// primitive cache serves the same primitive, where one made for the exact M
+/// is compiled again (a brgemm kernel per length: about 0.4 ms each on a Zen
+/// 4). Taken when the matmul takes all the chain's post-ops, computes them
+/// right (RightPrefix), none is a sum, every binary operand broadcasts along
+/// M, the rank is at most 4 and oneDNN has a kernel that is not `ref:`;
+/// otherwise nothing is emitted and the result is false.
+bool EmitInt8MatMulAnyRows(Builder& b, const Chain& chain, ValueId a, ValueId w, const Dims& a_dims,
+                           const Dims& w_dims, const Dims& out_dims);
 
 /// A copy of `attr` that takes the source's zero point at run time
 /// (DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, one s32 value).

@@ -296,6 +296,7 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   const bool int8 = b.IsInt8Act(in_a) && b.AnyActOf(in_a, node).zero_point_slot >= 0;
   if (int8 && !const_weights)
     throw Error(ErrorKind::kInternal, "internal error: " + node.name + ": an int8 A without constant weights");
+  if (int8 && EmitInt8MatMulAnyRows(b, chain, in_a, in_b, ae, we, out)) return;
   // [B.., M, K] x constant [K, N]: one 2-D [B*M, K] x [K, N] product instead of
   // B products of M rows (vit's [197,1,768] x [768,2304] would be 197 GEMVs);
   // 2-D also lets oneDNN prepack the weights (it keeps 3-D weights plain).
