@@ -101,9 +101,12 @@ results=$work/raw.tsv
 : >"$results"
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-# This machine's peak fp32 rate per core (GFLOPS), the reference of the resnet50 target, before any load of ours.
-read -r _ peak_gflops peak_isa < <(build/onnxfuse_peak_gflops 2)
-echo "bench: peak fp32 rate $peak_gflops GFLOPS per core ($peak_isa FMA)" >&2
+# This machine's peak fp32 rate per core (GFLOPS), the reference of the resnet50 target, and with
+# AVX-512 VNNI its peak int8 rate (GOPS), that of the int8 table, before any load of ours.
+peaks=$(build/onnxfuse_peak_gflops 2)
+read -r _ peak_gflops peak_isa <<<"$(sed -n 1p <<<"$peaks")"
+peak_int8=$(sed -n 's/^peak_int8_gops_per_core \([0-9.]*\).*/\1/p' <<<"$peaks")
+echo "bench: peak fp32 rate $peak_gflops GFLOPS per core ($peak_isa FMA)${peak_int8:+, int8 $peak_int8 GOPS (VNNI)}" >&2
 load_start=$(loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 t0=$SECONDS
@@ -161,7 +164,8 @@ load_end=$(loadavg)
        "onnxruntime-node $(node -p "require('./scripts/ort/node_modules/onnxruntime-node/package.json').version")," \
        "$rounds rounds x $iterations timed iterations (after 3 warm-up runs) per process, batch 1."
   echo
-  PEAK_GFLOPS_CORE=$peak_gflops PEAK_ISA=$peak_isa /usr/bin/python3 scripts/bench_table.py "$results"
+  PEAK_GFLOPS_CORE=$peak_gflops PEAK_ISA=$peak_isa PEAK_INT8_GOPS_CORE=$peak_int8 \
+    /usr/bin/python3 scripts/bench_table.py "$results"
 } >"$work/table.md"
 cat "$work/table.md"
 [[ -n $out ]] && cp "$work/table.md" "$out"

@@ -20,6 +20,15 @@ GFLOP_RESNET50 = 8.2      # per inference
 # (scripts/bench.sh passes it); the AVX-512 machine measured 234.
 PEAK_GFLOPS_CORE = float(os.environ.get("PEAK_GFLOPS_CORE") or 234.0)
 PEAK_ISA = os.environ.get("PEAK_ISA", "avx512")
+# int8 per core, measured likewise where the CPU has AVX-512 VNNI; None elsewhere.
+PEAK_INT8_GOPS_CORE = float(os.environ["PEAK_INT8_GOPS_CORE"]) if os.environ.get("PEAK_INT8_GOPS_CORE") else None
+# Multiply-adds per inference at 224x224, torchvision's model documentation
+# ("GFLOPS", which counts multiply-adds): the int8 table's operations are twice these.
+GMAC = {"resnet18": 1.81, "resnet50": 4.09, "mobilenet_v2": 0.30, "efficientnet_b0": 0.39}
+# The int8 targets: the quantized plan's time against our float plan's.
+INT8_OF_FLOAT = {"resnet18": 0.4, "resnet50": 0.4, "mobilenet_v2": 0.6, "efficientnet_b0": 0.6}
+INT8_OF_ORT = 0.7  # against ONNX Runtime's time on the same quantized model
+QUANTIZED = re.compile(r"^(.*)-(qdq|qoperator)7?$")
 MEMORY_BOUND = ("mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0")
 FUSION_SPEEDUP_MODELS = ("mobilenet_v2", "efficientnet_b0")
 ORT_LINE = re.compile(r"median ([0-9.]+) ms\s+min ([0-9.]+)\s+max ([0-9.]+)")
@@ -137,6 +146,7 @@ def main():
     if any(runs[key].get("baseline") for key in order):
         out.append("")
         out += before_after(order, runs, errors)
+    out += int8_table(order, runs)
     out.append("")
     out.append("### Targets")
     out.append("")
@@ -151,6 +161,40 @@ def main():
         out.append("")
         out += [f"- {e}" for e in errors]
     print("\n".join(out))
+
+
+def int8_table(order, runs):
+    """Each quantized model (NAME-qdq, ...) against NAME's float plan measured in the same run, with the
+    int8 targets; nothing when no such pair was measured."""
+    pairs = [(key, (m.group(1), key[1])) for key in order for m in [QUANTIZED.match(key[0])] if m]
+    pairs = [(q, f) for q, f in pairs if f in runs]
+    if not pairs:
+        return []
+    peak = f"{PEAK_INT8_GOPS_CORE:.0f} GOPS per core (vpdpbusd)" if PEAK_INT8_GOPS_CORE else "not measured (no VNNI)"
+    out = ["", "### int8 against float", "",
+           f"The quantized plan against the float plan of its model (`fused` of both) and ONNX Runtime on the "
+           f"quantized model; GOPS: twice torchvision's multiply-adds per inference over the int8 median; "
+           f"peak int8: {peak}, times the threads.", "",
+           "| model | threads | int8 ms | float ms | int8/float | ORT int8 ms | int8/ORT int8 | int8 GOPS | % of int8 peak |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for (qkey, fkey) in pairs:
+        q, f = runs[qkey], runs[fkey]
+        of_float, of_float_text = paired_ratio(q.get("fused", []), f.get("fused", []))
+        of_ort, of_ort_text = paired_ratio(q.get("fused", []), q.get("ort", []))
+        ms = median_of(q.get("fused", []), "median_ms")
+        base = fkey[0]
+        gops = 2 * GMAC[base] / (ms / 1000) if ms and base in GMAC else None
+        pct = 100 * gops / (PEAK_INT8_GOPS_CORE * qkey[1]) if gops and PEAK_INT8_GOPS_CORE else None
+        out.append(f"| {qkey[0]} | {qkey[1]} | {spread(q.get('fused', []))} | {spread(f.get('fused', []))} "
+                   f"| {of_float_text} | {spread(q.get('ort', []))} | {of_ort_text} "
+                   f"| {f'{gops:.0f}' if gops else '–'} | {f'{pct:.0f}%' if pct else '–'} |")
+        if base in INT8_OF_FLOAT:
+            met = of_float is not None and of_float <= INT8_OF_FLOAT[base]
+            verdicts.append(f"- {qkey[0]} t{qkey[1]}: int8 ≤ {INT8_OF_FLOAT[base]}× float: {verdict(met)} — "
+                            f"{of_float_text}; ≤ {INT8_OF_ORT}× ORT int8: "
+                            f"{verdict(of_ort is not None and of_ort <= INT8_OF_ORT)} — {of_ort_text}")
+    return out + [""] + verdicts
 
 
 def before_after(order, runs, errors):
