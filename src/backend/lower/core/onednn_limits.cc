@@ -65,6 +65,10 @@ bool BlockedOperandRight(const Dims& operand_dims, const Dims& src0_dims) {
          Product(operand_dims) == operand_dims[1];
 }
 
+bool Int8ConvZeroPointRight(const std::string& impl, std::int64_t zero_point) {
+  return zero_point == 0 || impl.find("gemm") == std::string::npos;
+}
+
 bool HasInt8DotProduct() {
   using isa = dnnl::cpu_isa;
   switch (dnnl::get_effective_cpu_isa()) {

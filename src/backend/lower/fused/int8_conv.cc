@@ -10,6 +10,7 @@
 #include "backend/lower/core/conv_geometry.h"
 #include "backend/lower/core/onednn_limits.h"
 #include "backend/lower/core/operands.h"
+#include "backend/lower/fused/int8_lookup.h"
 #include "backend/lower/ops/conv.h"
 #include "ir/attributes.h"
 #include "onnxfuse/error.h"
@@ -21,20 +22,7 @@ using Kind = PostOp::Kind;
 
 namespace {
 
-bool IsInt8Type(std::int32_t type) { return type == onnx::TensorProto::UINT8 || type == onnx::TensorProto::INT8; }
-
 Int8Type KernelType(std::int32_t type) { return type == onnx::TensorProto::UINT8 ? Int8Type::kUint8 : Int8Type::kInt8; }
-
-memory::data_type OneDnnType(std::int32_t type) {
-  return type == onnx::TensorProto::UINT8 ? memory::data_type::u8 : memory::data_type::s8;
-}
-
-// `md`'s layout with another element type.
-memory::desc WithDataType(const memory::desc& md, memory::data_type type) {
-  dnnl_memory_desc_t data = md.data;
-  data.data_type = static_cast<dnnl_data_type_t>(type);
-  return memory::desc(data);
-}
 
 // The producer of `v` when it is a DequantizeLinear of the default domain.
 const Node* DequantizeProducing(const Builder& b, ValueId v) {
@@ -229,6 +217,10 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::strin
     why = "oneDNN has only its reference int8 kernel for it";
     return false;
   }
+  if (!Int8ConvZeroPointRight(pd.impl_info_str(), qc.src_quantization.zero_point)) {
+    why = "oneDNN's gemm-based int8 convolution gets a source zero point wrong (onednn_limits.h, limit 7)";
+    return false;
+  }
 
   const Arg src = b.UseQuantized(qc.src, pd.src_desc(), node);
   std::vector<std::int8_t> plain_weights;  // w_int8 as bytes, oihw: made only when packed now
@@ -363,7 +355,7 @@ void DequantizeForFloatReaders(Builder& b, const Node& q) {
     const bool float_reader = value.is_graph_output ||
                               std::any_of(value.consumers.begin(), value.consumers.end(),
                                           [&](NodeId c) { return !ReadsAsInt8(b, b.graph.node(c), v); });
-    if (float_reader) EmitDequantize(b, q.outputs[0], *shared, v, q, dq->name);
+    if (float_reader && !LowerInt8Lookup(b, q, *dq)) EmitDequantize(b, q.outputs[0], *shared, v, q, dq->name);
   }
 }
 

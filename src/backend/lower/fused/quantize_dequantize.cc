@@ -11,6 +11,18 @@
 
 namespace onnxfuse::backend {
 
+bool IsInt8Type(std::int32_t type) { return type == onnx::TensorProto::UINT8 || type == onnx::TensorProto::INT8; }
+
+dnnl::memory::data_type OneDnnType(std::int32_t type) {
+  return type == onnx::TensorProto::UINT8 ? dnnl::memory::data_type::u8 : dnnl::memory::data_type::s8;
+}
+
+dnnl::memory::desc WithDataType(const dnnl::memory::desc& md, dnnl::memory::data_type type) {
+  dnnl_memory_desc_t data = md.data;
+  data.data_type = static_cast<dnnl_data_type_t>(type);
+  return dnnl::memory::desc(data);
+}
+
 std::optional<PerTensor> PerTensorOf(Builder& b, const Node& node, std::int32_t default_type) {
   const ValueId scale = node.inputs.size() > 1 ? node.inputs[1] : kNoValue;
   const ValueId zero = node.inputs.size() > 2 ? node.inputs[2] : kNoValue;

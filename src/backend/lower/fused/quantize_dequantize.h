@@ -24,6 +24,13 @@ struct PerTensor {
   }
 };
 
+/// True for UINT8 and INT8 (onnx::TensorProto::DataType).
+bool IsInt8Type(std::int32_t type);
+/// oneDNN's u8 or s8 for UINT8 or INT8.
+dnnl::memory::data_type OneDnnType(std::int32_t type);
+/// `md`'s layout with another element type.
+dnnl::memory::desc WithDataType(const dnnl::memory::desc& md, dnnl::memory::data_type type);
+
 /// Inputs 1 (scale) and 2 (zero point, optional) of a QuantizeLinear or
 /// DequantizeLinear `node` as one constant per-tensor quantization, or
 /// nullopt. Without a zero point the type is `default_type` (QuantizeLinear:

@@ -1,0 +1,46 @@
+#include "backend/kernels/byte_lookup.h"
+
+#include <immintrin.h>
+
+#include "backend/kernels/cpu_isa.h"
+#include "backend/kernels/in_chunks.h"
+
+namespace onnxfuse::backend {
+
+namespace {
+
+void LookupBaseline(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out, std::int64_t n) {
+  std::uint8_t local[256];  // on the stack: stores through `out` cannot alias it
+  for (int i = 0; i < 256; ++i) local[i] = table[i];
+  for (std::int64_t i = 0; i < n; ++i) out[i] = local[in[i]];
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void LookupVbmi(const std::uint8_t* table,
+                                                                        const std::uint8_t* in, std::uint8_t* out,
+                                                                        std::int64_t n) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64),
+                t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  std::int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i index = _mm512_loadu_si512(in + i);
+    const __m512i low = _mm512_permutex2var_epi8(t0, index, t1);   // entries 0-127 by the low 7 bits
+    const __m512i high = _mm512_permutex2var_epi8(t2, index, t3);  // entries 128-255
+    _mm512_storeu_si512(out + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high));
+  }
+  LookupBaseline(table, in + i, out + i, n - i);
+}
+
+bool HasVbmi() {
+  static const bool vbmi = CpuIsa() == Isa::kAvx512 && __builtin_cpu_supports("avx512vbmi");
+  return vbmi;
+}
+
+}  // namespace
+
+void LookupBytes(const std::array<std::uint8_t, 256>& table, const std::uint8_t* in, std::uint8_t* out,
+                 std::int64_t count) {
+  const auto span = HasVbmi() ? LookupVbmi : LookupBaseline;
+  InChunks(count, 1 << 16, [&](std::int64_t begin, std::int64_t n) { span(table.data(), in + begin, out + begin, n); });
+}
+
+}  // namespace onnxfuse::backend
