@@ -2,8 +2,9 @@
 // elementwise function of an 8-bit quantized tensor, quantized again
 // (backend/lower/fused/int8_lookup.h). With AVX-512 VBMI, 64 bytes at a time
 // by two vpermi2b over the table's halves and a blend on the index's top bit
-// (Intel's intrinsics guide, _mm512_permutex2var_epi8); otherwise a byte at
-// a time. Over OpenMP threads.
+// (Intel's intrinsics guide, _mm512_permutex2var_epi8); with AVX2, 32 bytes
+// at a time by sixteen pshufb (one per high nibble) and masks; otherwise a
+// byte at a time. Over OpenMP threads.
 #pragma once
 
 #include <array>

@@ -1,7 +1,7 @@
 // The byte table (src/backend/kernels/byte_lookup.h) against table[in[i]]
 // written out here, over counts that leave vector tails and several chunks,
 // every byte value, and in place; run plain (VBMI where the CPU has it) and
-// under the ISA caps (kernels.AVX2, kernels.SSE41: a byte at a time).
+// under the ISA caps (kernels.AVX2: pshufb; kernels.SSE41: a byte at a time).
 #include <catch2/catch.hpp>
 
 #include <array>
