@@ -35,7 +35,7 @@ class SharedPackedConstants {
   /// ExecutablePlan::Compile(graph, fusion, {fuse, replaying the shared map}),
   /// keeping the oneDNN implementation `implementations` names for a step
   /// ("<kind>:<anchor node>" -> impl, as a plan file stores them) instead of
-  /// timing the candidates again (src/backend/lower/core/impl_choice.cc).
+  /// choosing again (src/backend/lower/core/impl_choice.cc).
   /// Throws what Compile throws.
   ExecutablePlan Compile(const Graph& graph, const FusionPlan& fusion, bool fuse,
                          const std::map<std::string, std::string>& implementations = {});

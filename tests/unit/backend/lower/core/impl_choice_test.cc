@@ -1,7 +1,8 @@
 // Choosing among oneDNN's implementations of a primitive
 // (src/backend/lower/core/impl_choice.cc, ChooseImpl): the choice keeps the
-// primitive's layouts, its instruction set and no slow kernel; replaying a plan
-// file, the stored implementation is taken when it is one of the candidates.
+// primitive's layouts, its instruction set and no slow kernel, takes the
+// preferred one when it is a candidate, and is the same every time; replaying a
+// plan file, the stored implementation is taken when it is one of the candidates.
 // A depthwise convolution on channels-last data has two on AVX-512 in oneDNN
 // 2.6 (brdgmm_dw, jit_dw), one on AVX2 (jit_dw). The plan file's side of the
 // replay: plan/plan_file_read_test.cc.
@@ -20,7 +21,6 @@ using dnnl::memory;
 namespace {
 
 const char* const kKey = "conv:dw";
-const std::vector<int> kArgs = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
 
 // A 3x3 depthwise convolution of 64 channels at 28x28, pads 1, channels-last
 // in and out, weights in the layout oneDNN picks.
@@ -55,8 +55,7 @@ std::vector<std::string> Candidates(const backend::Builder& b, const dnnl::convo
 
 }  // namespace
 
-TEST_CASE("ChooseImpl times the implementations with the primitive's layouts and keeps one of them",
-          "[impl_choice]") {
+TEST_CASE("ChooseImpl keeps the primitive's layouts and takes the preferred implementation", "[impl_choice]") {
   const Graph graph = test::GraphFromText(test::kBasicBlock);  // any graph: the choice reads none of it
   backend::Builder b(graph, true, dnnl::engine(dnnl::engine::kind::cpu, 0));
   const auto desc = DepthwiseDesc();
@@ -64,13 +63,17 @@ TEST_CASE("ChooseImpl times the implementations with the primitive's layouts and
   const std::vector<std::string> candidates = Candidates(b, desc);
   INFO("oneDNN's first choice " << pd.impl_info_str() << ", " << candidates.size() << " candidates");
   REQUIRE_FALSE(candidates.empty());
-  const dnnl::primitive_desc chosen = backend::ChooseImpl(b, pd, "conv", kKey, kArgs);
-  const std::string impl = chosen.impl_info_str();
-  INFO("chosen " << impl);
-  CHECK(std::find(candidates.begin(), candidates.end(), impl) != candidates.end());
-  CHECK(chosen.query_md(dnnl::query::src_md) == pd.src_desc());
-  CHECK(chosen.query_md(dnnl::query::dst_md) == pd.dst_desc());
-  CHECK(b.steps.empty());  // timing runs on scratch buffers, nothing is emitted
+  for (const std::string& preferred : candidates) {
+    const std::string prefix = preferred.substr(0, preferred.find(':'));  // "jit_dw:avx2" -> "jit_dw"
+    const dnnl::primitive_desc chosen = backend::ChooseImpl(b, pd, "conv", kKey, prefix);
+    INFO("preferred " << prefix << ", chosen " << chosen.impl_info_str());
+    CHECK(chosen.impl_info_str() == preferred);
+    CHECK(chosen.query_md(dnnl::query::src_md) == pd.src_desc());
+    CHECK(chosen.query_md(dnnl::query::dst_md) == pd.dst_desc());
+  }
+  // No candidate of that name: oneDNN's first choice.
+  CHECK(backend::ChooseImpl(b, pd, "conv", kKey, "no_such_kernel").impl_info_str() == pd.impl_info_str());
+  CHECK(b.steps.empty());  // nothing is emitted
 }
 
 TEST_CASE("replaying a plan, ChooseImpl takes the stored implementation when it is a candidate", "[impl_choice]") {
@@ -86,7 +89,7 @@ TEST_CASE("replaying a plan, ChooseImpl takes the stored implementation when it 
     replay.implementations[kKey] = stored;
     backend::Builder b(graph, true, engine, &replay);
     const dnnl::convolution_forward::primitive_desc pd(desc, b.Attr(), b.engine);
-    return backend::ChooseImpl(b, pd, "conv", kKey, kArgs).impl_info_str();
+    return backend::ChooseImpl(b, pd, "conv", kKey, "jit_dw").impl_info_str();
   };
   for (const std::string& stored : candidates) {
     INFO("stored " << stored);
