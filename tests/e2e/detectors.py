@@ -10,16 +10,15 @@ the session runs them in stages (src/session/staged_model.h).
 Each detector, from its model and from its plan file (ONNX_FUSE MODEL -o
 WORK_DIR/NAME.plan: the prepared model, to run in stages), in one session at
 1 thread, on three images: the export's
-test image, uniform noise (where SSDlite finds nothing), and the test image
+test image, uniform noise, and the test image
 again; the session's boxes, labels and scores against ONNX Runtime's at
 the same image (scripts/ort/infer.js), as sets of detections
 (zoo_check.compare_detections: ties at the top-k cut may fall either way)
 within the zoo's tolerance (zoo_check.tolerance) for that image's own
 torch-vs-ORT spread: the model rebuilt in torch as export_zoo.py builds it
-(same seed) and run on the image. On noise, Faster R-CNN's scores follow the
-last bits of its box regressions (RoIAlign samples near pixel edges), and
-torch and ORT differ there by 1.3e-4 of the top score where they agree to
-1e-18 on the test image. An image where ORT
+(same seed) and run on the image. On noise, torch and ORT give Faster
+R-CNN scores 1.3e-4 of the top score apart, where they agree to 1e-18 on the
+test image. An image where ORT
 finds no detection must give empty outputs of ranks 2, 1, 1. The session
 must have run every call in stages and found its stages in the cache on the
 repeated image. `ONNX_FUSE run` of the plan on the test image must give
