@@ -232,7 +232,7 @@ LoadedPlan Load(const PayloadView& payload, const Header& header, const std::str
   CompileOptions options;
   options.fuse = stored.fused();
   options.packed = ConstantsOf(payload.constants, storage, source_name);
-  // The stored implementations were chosen (by timing) for the built shapes.
+  // The stored implementations were chosen for the built shapes.
   if (as_built)
     for (const auto& step : stored.schedule())  // a step's label starts with its anchor node's name
       options.packed->implementations.emplace(step.kind() + ":" + step.label().substr(0, step.label().find('+')),
