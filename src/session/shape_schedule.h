@@ -66,7 +66,7 @@ class ShapeSchedule {
   /// wall-clock ms it took to load `graph` and fuse it (or apply a plan's
   /// groups). `implementations`: the oneDNN implementation to keep per step
   /// ("<kind>:<anchor node>", those of a schedule of the same nodes at other
-  /// shapes), instead of timing the candidates again where it is one of them.
+  /// shapes), where it is one of the candidates.
   ShapeSchedule(std::unique_ptr<Graph> graph, FusionPlan fusion, bool fuse, SharedPackedConstants* packed,
                 std::unique_ptr<ExecutablePlan> first = nullptr, double load_ms = 0,
                 const std::map<std::string, std::string>& implementations = {});
