@@ -66,6 +66,7 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
     }
     if (loaded.model) {
       s.symbolic.emplace(loaded.model);
+      s.packed.SetVaryingDims(VaryingDimsOf(*loaded.model));
       // The stored model is a prepared one: a KV cache's growing dim may turn
       // to stages around it (session_schedules.cc), fused with the plan's fuser.
       s.staged_source = loaded.model;
@@ -125,6 +126,7 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
         } else {
           s.groups = std::move(prepared.fusion);
           s.symbolic.emplace(s.staged_source);
+          s.packed.SetVaryingDims(VaryingDimsOf(*s.staged_source));
         }
       } catch (const Error& e) {
         // A rewrite that needs a shape the symbolic graph leaves open (an If

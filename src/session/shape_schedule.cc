@@ -16,6 +16,7 @@ ExecutablePlan SharedPackedConstants::Compile(const Graph& graph, const FusionPl
     options.packed->decoded = decoded_;
     options.packed->facts = facts_;
     options.packed->storage = storage_;
+    options.varying_dims = varying_;
   }
   ExecutablePlan plan = ExecutablePlan::Compile(graph, fusion, options);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -23,6 +24,11 @@ ExecutablePlan SharedPackedConstants::Compile(const Graph& graph, const FusionPl
   decoded_.insert(options.packed->decoded.begin(), options.packed->decoded.end());
   facts_.insert(options.packed->facts.begin(), options.packed->facts.end());
   return plan;
+}
+
+void SharedPackedConstants::SetVaryingDims(VaryingDims varying) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  varying_ = std::make_shared<const VaryingDims>(std::move(varying));
 }
 
 void SharedPackedConstants::Add(const backend::PackedConstants& constants) {

@@ -22,6 +22,7 @@
 #include "backend/runtime/executor.h"
 #include "fuse/fusion_plan.h"
 #include "ir/graph.h"
+#include "ir/varying_dims.h"
 
 namespace onnxfuse::session {
 
@@ -47,6 +48,10 @@ class SharedPackedConstants {
   void Add(const backend::PackedConstants& constants);
   /// Distinct constants held.
   std::size_t size() const;
+  /// The dims that change between the shapes this session compiles
+  /// (VaryingDimsOf its prepared model's symbolic graph), given to every
+  /// compile from here on (CompileOptions::varying_dims).
+  void SetVaryingDims(VaryingDims varying);
 
  private:
   mutable std::mutex mutex_;
@@ -54,6 +59,7 @@ class SharedPackedConstants {
   std::map<std::string, std::shared_ptr<const Tensor>> decoded_;
   std::map<std::string, bool> facts_;
   std::shared_ptr<const void> storage_;
+  std::shared_ptr<const VaryingDims> varying_;
 };
 
 class ShapeSchedule {

@@ -28,8 +28,9 @@ namespace onnxfuse::backend {
 /// Columns per packed weight panel: two AVX2 vectors.
 constexpr std::int64_t kGemmPanel = 16;
 
-/// Whether Gemm runs on this CPU: AVX2 with FMA but not AVX-512 (where
-/// oneDNN's brgemm matmul is at peak already), cpu_isa.h.
+/// Whether Gemm is the kernel of choice for a product of fixed shape on this
+/// CPU: AVX2 with FMA but not AVX-512 (where oneDNN's brgemm matmul is at
+/// peak already), cpu_isa.h. It runs on any CPU with AVX2 and FMA.
 bool HaveGemm();
 
 /// The product's shapes. cols is a multiple of kGemmPanel.
@@ -67,7 +68,7 @@ struct GemmLayout {
 /// PointwiseConv's (backend/kernels/pointwise.h) with kAdd, if any, first (a
 /// kAdd later is ignored): it reads `addend` [rows, cols], which may be `c`
 /// itself. Column panels are split over OpenMP threads.
-/// Requires HaveGemm().
+/// Requires AVX2 and FMA (CpuIsa() not kScalar).
 void Gemm(const float* a, const float* w, const float* bias, const float* addend, float* c, const GemmShape& shape,
           const std::vector<PointwiseOp>& epilogue, const GemmLayout& layout = {});
 

@@ -163,6 +163,7 @@ ExecutablePlan ExecutablePlan::CompileInto(const Graph& graph, Graph* releasable
   if (options.packed) impl->constant_storage = options.packed->storage;
   Builder b(graph, options.fuse, impl->engine, options.packed.get(), releasable);
   b.fake_quantize = options.fake_quantize;
+  b.varying_dims = options.varying_dims;
 
   for (ValueId v : graph.inputs()) {
     const Value& value = graph.value(v);
@@ -372,7 +373,7 @@ void ExecutablePlan::RunSteps(std::vector<double>* step_ms) {
 
 std::vector<ScheduleStep> ExecutablePlan::Schedule() const {
   std::vector<ScheduleStep> schedule;
-  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout, s.group, s.pattern, s.note, s.data_type});
+  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout, s.group, s.pattern, s.note, s.data_type, s.any_shape});
   return schedule;
 }
 

@@ -64,6 +64,7 @@
 
 #include "fuse/fusion_plan.h"
 #include "ir/graph.h"
+#include "ir/varying_dims.h"
 #include "ir/tensor_io.h"
 #include "onnxfuse/plan_stats.h"
 
@@ -84,6 +85,12 @@ struct CompileOptions {
   /// Prepacked constants to record (plan-file writer) or reuse (plan-file
   /// reader); see src/backend/lower/core/packed_constants.h. nullptr: neither.
   std::shared_ptr<backend::PackedConstants> packed;
+  /// The dims of the graph's values that change from one compiled shape to
+  /// the next (ir/varying_dims.h): a session serving a model at many input
+  /// shapes sets them, and a product with such dims runs on a kernel made
+  /// once for every shape instead of one compiled for this one
+  /// (backend/lower/ops/matmul.cc). nullptr: every dim is fixed.
+  std::shared_ptr<const VaryingDims> varying_dims;
 };
 
 /// One step of a compiled schedule.
@@ -105,6 +112,10 @@ struct ScheduleStep {
   /// "u8" or "s8" for an int8 convolution, whatever its implementation is
   /// called); "" for a kernel of our own.
   std::string data_type;
+  /// A oneDNN primitive made with dims given at run time: the same primitive
+  /// (oneDNN's primitive cache) serves every shape a session compiles
+  /// (backend/lower/fused/any_shape_matmul.h, int8_matmul.h).
+  bool any_shape = false;
 };
 
 

@@ -52,6 +52,12 @@ Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstan
   }
 }
 
+std::vector<bool> Builder::VaryingDimsOf(ValueId v) const {
+  const Value& value = graph.value(v);
+  const std::size_t rank = value.type.dims.size();
+  return varying_dims ? VaryingDimsAt(*varying_dims, value.name, rank) : std::vector<bool>(rank, false);
+}
+
 bool Builder::IsConst(ValueId v) const {
   return consts_[v] != nullptr || graph.IsConstant(v) || folded_released_[v] || deferred_[v] != kNoNode;
 }
@@ -405,6 +411,7 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
   step.impl = pd.impl_info_str();
   if (const dnnl::memory::desc src = pd.query_md(dnnl::query::src_md, 0); !src.is_zero())
     step.data_type = dnnl_dt2str(static_cast<dnnl_data_type_t>(src.data_type()));
+  step.any_shape = HasRunTimeDims(pd.query_md(dnnl::query::dst_md, 0));
   if (fuse && IsSlowImpl(kind, step.impl))
     spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", kind, label,
                  step.impl.rfind("ref", 0) == 0 ? "reference" : "gemm", step.impl);

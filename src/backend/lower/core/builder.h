@@ -23,6 +23,7 @@
 #include "backend/lower/core/packed_constants.h"
 #include "backend/kernels/pointwise.h"
 #include "ir/graph.h"
+#include "ir/varying_dims.h"
 #include "ir/tensor_io.h"
 
 namespace onnxfuse::backend {
@@ -93,6 +94,7 @@ struct Step {
   std::string pattern;  ///< Builder::group_pattern when it was emitted
   std::string note;     ///< why it runs as it does, when not as asked ("float, not int8: ..."); "" otherwise
   std::string data_type;  ///< its source's element type ("f32", "u8", "s8"); "" for a custom kernel
+  bool any_shape = false;  ///< a primitive made with run-time dims (ScheduleStep::any_shape)
 };
 
 /// An implementation to avoid when another exists: oneDNN's reference
@@ -117,10 +119,16 @@ class Builder {
   /// CompileOptions::fake_quantize: false lowers a QuantizeLinear ->
   /// DequantizeLinear pair as the identity (backend/lower/fused/quantize_dequantize.h).
   bool fake_quantize = true;
+  /// CompileOptions::varying_dims: the dims that change from one compiled
+  /// shape to the next (nullptr: none).
+  std::shared_ptr<const VaryingDims> varying_dims;
   dnnl::engine engine;
   dnnl::stream stream;  ///< for build-time reorders of weights
 
   // --- values ---------------------------------------------------------------
+  /// One flag per dim of `v` (at its rank here): true where it changes from
+  /// one compiled shape to the next (varying_dims; all false without them).
+  std::vector<bool> VaryingDimsOf(ValueId v) const;
   bool IsConst(ValueId v) const;
   /// IsConst, with its data still at hand: not an initializer that
   /// ReleaseConsts freed (Const would throw).

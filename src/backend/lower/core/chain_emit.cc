@@ -230,7 +230,8 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
                  std::size_t count, int in_place_arg) {
   const Node& anchor = b.graph.node(chain.anchor);
   count = std::min(count, chain.post_ops.size());
-  dnnl::memory::desc dst_md = pd.dst_desc(0);
+  // A primitive made for any shape (run-time dims) writes a plain tensor of dst_dims here.
+  dnnl::memory::desc dst_md = HasRunTimeDims(pd.dst_desc(0)) ? PlainDesc(dst_dims) : pd.dst_desc(0);
   // A channel block holding all channels (nChw16c of 16) is channels-last:
   // recorded as such, readers that look for channels-last (concat, pooling)
   // take it as it is.

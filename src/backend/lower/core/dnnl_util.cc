@@ -67,6 +67,10 @@ bool SameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
   return sa && sb && *sa == *sb;
 }
 
+bool HasRunTimeDims(const dnnl::memory::desc& md) {
+  return std::any_of(md.data.dims, md.data.dims + md.data.ndims, [](dnnl_dim_t d) { return d == DNNL_RUNTIME_DIM_VAL; });
+}
+
 bool IsPlainEquivalent(const dnnl::memory::desc& md) {
   const auto& d = md.data;
   if (d.format_kind != dnnl_blocked || d.offset0 != 0) return false;

@@ -39,6 +39,9 @@ Dims DimsOf(const dnnl::memory::desc& md);
 /// read through a plain view without a reorder.
 bool IsPlainEquivalent(const dnnl::memory::desc& md);
 
+/// True when a dim of `md` is given at run time (DNNL_RUNTIME_DIM_VAL).
+bool HasRunTimeDims(const dnnl::memory::desc& md);
+
 /// True when `a` and `b` store every element at the same place: equal
 /// descriptors, or unpadded layouts that differ only in how they spell it: a
 /// channel block covering all channels (nChw16c of 16 channels is nhwc), or

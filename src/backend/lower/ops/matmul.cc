@@ -11,6 +11,7 @@
 #include "eval/host_tensor.h"
 #include "backend/lower/core/chain.h"
 #include "backend/lower/fused/channel_scale.h"
+#include "backend/lower/fused/any_shape_matmul.h"
 #include "backend/lower/fused/int8_matmul.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/own_kernels/own_kernels.h"
@@ -345,6 +346,16 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
                       WithRunTimeSrcZeroPoint(attr), b.engine);
     return const_weights ? WithGemmWeights(we, make) : make(weights_md);
   };
+  if (b.fuse && !int8 && !const_weights) {
+    // Dims that change between the shapes a session compiles: a matmul made once.
+    const memory::desc a_md = operand_md(in_a, ae, !strided(in_a)), b_md = operand_md(in_b, we, !strided(in_b));
+    if (std::optional<AnyShapeMatMul> any = AnyShapeMatMulPd(b, chain, in_a, in_b, a_md, b_md, out)) {
+      const Arg src = operand(in_a, ae, !strided(in_a)), weights = operand(in_b, we, !strided(in_b));
+      std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}};
+      FinishChain(b, chain, any->pd, "matmul", out, std::move(args), {src.slot, weights.slot}, any->count);
+      return;
+    }
+  }
   const bool try_strided = !int8 && !collapse && (strided(in_a) || (!const_weights && strided(in_b)));
   std::size_t count = 0;  // post-ops the matmul takes; the rest run after it (chain.h, "Splitting")
   auto make = [&](const dnnl::primitive_attr& attr, const memory::desc& dst) {

@@ -1,0 +1,45 @@
+// A product of two run-time operands whose dims change from one compiled
+// shape to the next (attention's Q K^T and P V over a sequence length, in a
+// session serving many lengths) as one oneDNN matmul created with those dims
+// given at run time (DNNL_RUNTIME_DIM_VAL, oneDNN 2.6 "Matrix Multiplication":
+// run-time dims and strides). At every other shape oneDNN's primitive cache
+// serves the same primitive; one made for the exact dims is compiled again
+// (a brgemm kernel per length: on a Zen 4 at 1 thread, BERT's [4, S, 64] x
+// [4, 64, S] took 0.28 ms to create at each S and 0.032 ms to run at S = 65,
+// gemm:jit with run-time dims 0.006 ms to take from the cache and 0.042 ms
+// to run; /tmp probe against oneDNN 2.6.3, 17 lengths from 9 to 121).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "backend/lower/core/builder.h"
+#include "backend/lower/core/chain.h"
+
+namespace onnxfuse::backend {
+
+/// `md` with the dims `varying` flags given at run time, and then every
+/// stride but a unit one as well (they follow those dims); `md` itself when
+/// no flag is set. `md` is a blocked descriptor without inner blocks.
+dnnl::memory::desc WithRunTimeDims(const dnnl::memory::desc& md, const std::vector<bool>& varying);
+
+/// The primitive and how many of the chain's post-ops it takes.
+struct AnyShapeMatMul {
+  dnnl::matmul::primitive_desc pd;
+  std::size_t count = 0;
+};
+
+/// The matmul of run-time operands read as `a_md` [.., M, K] and `b_md`
+/// [.., K, N] (one rank, no broadcast batch dim) into plain `out` [.., M, N],
+/// with every dim that varies in any of them (Builder::VaryingDimsOf of
+/// `a`, `w` and the anchor's output) given at run time, taking the chain's
+/// leading eltwise post-ops (a binary operand of varying dims has no run-time
+/// form in oneDNN 2.6). nullopt when no dim varies, when a batch dim
+/// broadcasts, or when oneDNN has only its reference kernel for it.
+std::optional<AnyShapeMatMul> AnyShapeMatMulPd(Builder& b, const Chain& chain, ValueId a, ValueId w,
+                                               const dnnl::memory::desc& a_md, const dnnl::memory::desc& b_md,
+                                               const Dims& out);
+
+}  // namespace onnxfuse::backend
