@@ -439,7 +439,8 @@ void Builder::Push(Step step, std::string kind, std::string label, const dnnl::m
   step.layout = LayoutString(dst_md);
   step.group = group;
   step.pattern = group_pattern;
-  spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
+  if (spdlog::should_log(spdlog::level::debug))  // not formatted otherwise: a session compiles at every new shape
+    spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
   steps.push_back(std::move(step));
 }
 

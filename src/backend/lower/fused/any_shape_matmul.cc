@@ -49,9 +49,11 @@ std::optional<AnyShapeMatMul> AnyShapeMatMulPd(Builder& b, const Chain& chain, V
   fb.push_back(k), fb.push_back(n);
   fc.push_back(m), fc.push_back(n);
 
+  // The leading eltwise post-ops, as many as oneDNN computes right (RightPrefix:
+  // two of one algorithm in one primitive are not).
   AnyShapeMatMul result;
-  while (result.count < chain.post_ops.size() && chain.post_ops[result.count].kind == PostOp::Kind::kEltwise)
-    ++result.count;
+  const std::size_t right = RightPrefix(chain, "matmul", out);
+  while (result.count < right && chain.post_ops[result.count].kind == PostOp::Kind::kEltwise) ++result.count;
   try {
     result.pd = dnnl::matmul::primitive_desc(
         dnnl::matmul::desc(WithRunTimeDims(a_md, fa), WithRunTimeDims(b_md, fb), WithRunTimeDims(PlainDesc(out), fc)),

@@ -35,8 +35,9 @@ struct AnyShapeMatMul {
 /// [.., K, N] (one rank, no broadcast batch dim) into plain `out` [.., M, N],
 /// with every dim that varies in any of them (Builder::VaryingDimsOf of
 /// `a`, `w` and the anchor's output) given at run time, taking the chain's
-/// leading eltwise post-ops (a binary operand of varying dims has no run-time
-/// form in oneDNN 2.6). nullopt when no dim varies, when a batch dim
+/// leading eltwise post-ops as far as oneDNN computes them right
+/// (RightPrefix; a binary operand of varying dims has no run-time form in
+/// oneDNN 2.6). nullopt when no dim varies, when a batch dim
 /// broadcasts, or when oneDNN has only its reference kernel for it.
 std::optional<AnyShapeMatMul> AnyShapeMatMulPd(Builder& b, const Chain& chain, ValueId a, ValueId w,
                                                const dnnl::memory::desc& a_md, const dnnl::memory::desc& b_md,

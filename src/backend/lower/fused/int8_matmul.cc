@@ -58,20 +58,30 @@ bool EmitInt8MatMulAnyRows(Builder& b, const Chain& chain, ValueId a, ValueId w,
   if (IsSlowImpl("matmul", pd.impl_info_str())) return false;
   std::vector<std::pair<int, Arg>> args;
   MakePostOps(b, chain, out_dims, args, n);
+  BindInt8MatMul(b, chain, pd, a, w, a_dims, w_dims, args);
+  const Act result = b.NewAct(out_dims, PlainDesc(out_dims));
+  args.emplace_back(DNNL_ARG_DST, Arg{result.slot, result.md, {}});
+  b.Emit(pd, "matmul", ChainLabel(b, chain), std::move(args), result.md);
+  b.SetAct(chain.out, result);
+  return true;
+}
+
+std::vector<int> BindInt8MatMul(Builder& b, const Chain& chain, const dnnl::matmul::primitive_desc& pd, ValueId a,
+                                ValueId w, const Dims& a_dims, const Dims& w_dims,
+                                std::vector<std::pair<int, Arg>>& args) {
+  using memory = dnnl::memory;
+  const Node& node = b.graph.node(chain.anchor);
   const Act& q = b.AnyActOf(a, node);
   args.emplace_back(DNNL_ARG_SRC, Arg{q.slot, PlainDesc(a_dims, memory::data_type::u8), {}});
-  args.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, Arg{q.zero_point_slot, PlainDesc({1}, memory::data_type::s32), {}});
+  args.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
+                    Arg{q.zero_point_slot, PlainDesc({1}, memory::data_type::s32), {}});
   std::vector<std::int8_t> plain;  // made only when packed now
   const memory weights = b.PackedConstant(chain.anchor, "int8 weights", pd.weights_desc(), [&] {
     plain = Int8Weights(b.Const(w, node));
     return memory(PlainDesc(w_dims, memory::data_type::s8), b.engine, plain.data());
   });
   args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, weights.get_desc(), weights});
-  const Act result = b.NewAct(out_dims, PlainDesc(out_dims));
-  args.emplace_back(DNNL_ARG_DST, Arg{result.slot, result.md, {}});
-  b.Emit(pd, "matmul", ChainLabel(b, chain), std::move(args), result.md);
-  b.SetAct(chain.out, result);
-  return true;
+  return {q.slot, q.zero_point_slot};
 }
 
 dnnl::primitive_attr WithRunTimeSrcZeroPoint(const dnnl::primitive_attr& attr) {

@@ -34,6 +34,14 @@ bool ReadsAsInt8MatMul(Builder& b, const Node& reader, ValueId v, const Dims& v_
 /// The s8 values of constant float weights that ReadsAsInt8MatMul accepted.
 std::vector<std::int8_t> Int8Weights(const Tensor& weights);
 
+/// The arguments of an int8 matmul `pd` of chain `chain`, appended to
+/// `args`: the u8 activation `a` as it lies (plain, dims `a_dims`), its zero
+/// point (one s32, given at run time), and the s8 weights of constant `w`
+/// (dims `w_dims`) packed once in `pd`'s layout. Returns the slots it reads.
+std::vector<int> BindInt8MatMul(Builder& b, const Chain& chain, const dnnl::matmul::primitive_desc& pd, ValueId a,
+                                ValueId w, const Dims& a_dims, const Dims& w_dims,
+                                std::vector<std::pair<int, Arg>>& args);
+
 /// Emits MatMul chain `chain`, whose A (`a`, dims `a_dims`) is such a u8
 /// activation and whose B (`w`, [K, N] expanded to `w_dims`) constant, as
 /// one int8 matmul created with its M given at run time

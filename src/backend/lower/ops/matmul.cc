@@ -384,17 +384,8 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
     return try_strided && strided(v) && md == operand_md(v, expanded, false);
   };
   if (int8) {  // the u8 bytes as they lie (plain), their zero point, the s8 weights packed once
-    const Act& q = b.AnyActOf(in_a, node);
-    args.emplace_back(DNNL_ARG_SRC, Arg{q.slot, pd.src_desc(), {}});
-    args.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC,
-                      Arg{q.zero_point_slot, PlainDesc({1}, DataType::s32), {}});
-    std::vector<std::int8_t> plain;  // made only when packed now
-    memory m = b.PackedConstant(chain.anchor, "int8 weights", pd.weights_desc(), [&] {
-      plain = Int8Weights(b.Const(in_b, node));
-      return memory(PlainDesc(we, DataType::s8), b.engine, plain.data());
-    });
-    args.emplace_back(DNNL_ARG_WEIGHTS, Arg{-1, m.get_desc(), m});
-    FinishChain(b, chain, pd, "matmul", out, std::move(args), {q.slot, q.zero_point_slot}, count);
+    const std::vector<int> read = BindInt8MatMul(b, chain, pd, in_a, in_b, ae, we, args);
+    FinishChain(b, chain, pd, "matmul", out, std::move(args), read, count);
     return;
   }
   Arg src = operand(in_a, ae, !in_place(in_a, ae, pd.src_desc())), weights;
