@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 
@@ -107,4 +108,34 @@ TEST_CASE("WithRunTimeDims gives the flagged dims, and the strides beyond unit o
   const auto& view_strides = backend::WithRunTimeDims(view, {false, false, false, true}).data.format_desc.blocking.strides;
   CHECK(view_strides[2] == 1);
   CHECK(view_strides[3] == DNNL_RUNTIME_DIM_VAL);
+}
+
+TEST_CASE("a matmul with run-time dims takes only the post-ops oneDNN computes right", "[any_shape_matmul]") {
+  // x x^T, then two linear steps around an Abs: one primitive would drop the second.
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[S,1] x) => (float[S,S] y) {
+      t = Transpose <perm = [1, 0]> (x)
+      p = MatMul (x, t)
+      two = Constant <value = float {2.0}> ()
+      m = Mul (p, two)
+      a = Abs (m)
+      c = Constant <value = float {0.661}> ()
+      y = Add (a, c)
+    })";
+  const auto varying = std::make_shared<const VaryingDims>(VaryingDimsOf(test::GraphFromText(text)));
+  for (std::int64_t s : {1, 3}) {
+    INFO("S = " << s);
+    LoadOptions at;
+    at.input_shapes = {{"x", {s, 1}}};
+    const Graph graph = test::GraphFromText(text, at);
+    CompileOptions options;
+    options.varying_dims = varying;
+    ExecutablePlan plan = ExecutablePlan::Compile(graph, test::FusePostdom(graph), options);
+    const Tensor x = test::TensorFrom({s, 1}, [](std::int64_t i) { return i % 2 ? -0.75f - static_cast<float>(i) : 0.5f + static_cast<float>(i); });
+    std::vector<double> expected;
+    for (std::int64_t i = 0; i < s; ++i)
+      for (std::int64_t j = 0; j < s; ++j) expected.push_back(std::fabs(2.0 * x.data[i] * x.data[j]) + 0.661);
+    INFO(test::StepList({{}, plan.stats(), plan.Schedule(), plan.Describe()}));
+    test::CheckClose(plan.Run({x}).at(0), expected, 1e-6);
+  }
 }
