@@ -19,7 +19,8 @@ bool Known(const Dim& d) { return d.symbol.empty(); }
 std::int64_t Axis(std::int64_t axis, std::size_t rank) { return axis < 0 ? axis + static_cast<std::int64_t>(rank) : axis; }
 bool InRank(std::int64_t axis, std::size_t rank) { return axis >= 0 && axis < static_cast<std::int64_t>(rank); }
 
-// The ops whose first output has their first input's dims.
+// The ops whose first output has their first input's dims. (DynamicQuantizeLinear's
+// other two outputs are scalars: static dims, the same at every input shape.)
 bool KeepsShape(const std::string& op) {
   static const std::set<std::string> kOps = {
       "Identity", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal", "Floor",
@@ -27,7 +28,7 @@ bool KeepsShape(const std::string& op) {
       "LeakyRelu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Celu", "ThresholdedRelu", "Clip", "IsNaN",
       "IsInf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Mish",
       "Shrink", "LpNormalization", "Dropout", "LayerNormalization", "InstanceNormalization",
-      "BatchNormalization", "MeanVarianceNormalization", "Gelu"};
+      "BatchNormalization", "MeanVarianceNormalization", "Gelu", "DynamicQuantizeLinear"};
   return kOps.count(op) > 0;
 }
 

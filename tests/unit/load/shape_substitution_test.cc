@@ -108,6 +108,24 @@ TEST_CASE("ShapeSubstitution: shapes where it would not be exact are left to inf
   CHECK(dims_of(model.At({{"ids", {1, 17}}, {"x", {1, 17, 8}}}), "p") != std::vector<std::int64_t>{1, 17, 8});
 }
 
+TEST_CASE("ShapeSubstitution: DynamicQuantizeLinear keeps its input's dims, its scale and zero point scalars",
+          "[shape_model]") {
+  // ONNX Runtime's quantize_dynamic form of a projection over S tokens.
+  const Graph prepared = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,S,8] x) => (uint8[1,S,8] q, float s, uint8 z) {
+      q, s, z = DynamicQuantizeLinear (x)
+    })");
+  std::string why;
+  const std::optional<ShapeSubstitution> substitution = ShapeSubstitution::Of(prepared, &why);
+  INFO(why);
+  REQUIRE(substitution);
+  const auto dims = substitution->At({{"x", {1, 5, 8}}});
+  REQUIRE(dims);
+  CHECK(*(*dims)[*prepared.FindValue("q")] == std::vector<std::int64_t>{1, 5, 8});
+  CHECK((*(*dims)[*prepared.FindValue("s")]).empty());
+  CHECK((*(*dims)[*prepared.FindValue("z")]).empty());
+}
+
 TEST_CASE("ShapeSubstitution: a rule that holds at some values of a symbol only is refused", "[shape_model]") {
   std::string why;
   // S meets 5: inference on the symbolic graph says [1, 5, 8], true at S = 1 or 5 only.
