@@ -38,7 +38,8 @@ TEST_CASE("the built-in library loads with its directives and captured attribute
   CHECK(names == Strings{"AddRelu", "ConvBnClip", "ConvBnHardSigmoidMul", "ConvBnHardSwish", "ConvBnRelu", "ConvBn",
                          "ConvBnSiLU", "Gelu", "LayerNormalization", "MatMulAddGelu", "MatMulAddAdd", "MatMulAdd",
                          "PwDwConvBnRelu", "PwDwConvBnClip", "PwDwConvBnHardSigmoidMul", "PwDwConvBnHardSwish",
-                         "PwDwConvBnSiLU", "ConvBnAddRelu", "ConvAddRelu", "ConvBnAdd", "SoftmaxLog", "SEReluSigmoid",
+                         "PwDwConvBnSiLU", "QdqConvAddRelu", "QdqConvAdd", "QdqConvSiLU", "QdqConvRelu", "QdqConvClip",
+                         "QdqConv", "ConvBnAddRelu", "ConvAddRelu", "ConvBnAdd", "SoftmaxLog", "SEReluSigmoid",
                          "SEReluHardSigmoid", "SESiLUSigmoid", "SESiLUHardSigmoid"});
 
   const Pattern& cbr = patterns[4];
