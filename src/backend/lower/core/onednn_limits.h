@@ -41,6 +41,11 @@
 //    and two outputs) applies a source zero point wrongly: 215 steps off
 //    (tests/difftest/cases/, seed 1395). With a zero point of 0 it is right;
 //    backend/lower/fused/int8_conv.h runs such a convolution in float.
+// 8. The int8 matmul with its rows given at run time (gemm:jit, u8 x s8 with
+//    a run-time source zero point) crashes executing binary post-ops (a
+//    per-tensor Mul, a per-column Add): backend/lower/fused/int8_matmul.h
+//    gives it eltwise post-ops only (pinned by
+//    tests/unit/backend/lower/fused/int8_matmul_test.cc, "scale first").
 
 #include <cstddef>
 #include <string>

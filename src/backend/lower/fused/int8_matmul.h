@@ -48,9 +48,11 @@ std::vector<int> BindInt8MatMul(Builder& b, const Chain& chain, const dnnl::matm
 /// (DNNL_RUNTIME_DIM_VAL): at every other sequence length oneDNN's
 /// primitive cache serves the same primitive, where one made for the exact M
 /// is compiled again (a brgemm kernel per length: about 0.4 ms each on a Zen
-/// 4). Taken when the matmul takes all the chain's post-ops, computes them
-/// right (RightPrefix), none is a sum, every binary operand broadcasts along
-/// M, the rank is at most 4 and oneDNN has a kernel that is not `ref:`;
+/// 4). The matmul takes the chain's leading eltwise post-ops as far as
+/// oneDNN computes them right (RightPrefix); the rest (the scale, the bias, a
+/// residual) run after it as FinishChain's steps: oneDNN 2.6.3's gemm:jit
+/// int8 matmul with run-time dims crashes executing binary post-ops. Taken
+/// when the rank is at most 4 and oneDNN has a kernel that is not `ref:`;
 /// otherwise nothing is emitted and the result is false.
 bool EmitInt8MatMulAnyRows(Builder& b, const Chain& chain, ValueId a, ValueId w, const Dims& a_dims,
                            const Dims& w_dims, const Dims& out_dims);
