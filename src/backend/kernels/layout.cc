@@ -61,4 +61,38 @@ void NchwToNhwc3(const float* src, float* dst, std::int64_t images, std::int64_t
                    std::min(pixels, (b + 1) * kBlock));
 }
 
+void StridedCopy(const float* src, const std::vector<std::int64_t>& src_strides, float* dst,
+                 const std::vector<std::int64_t>& dst_strides, const std::vector<std::int64_t>& dims) {
+  const std::size_t rank = dims.size();
+  if (rank == 0) {
+    *dst = *src;
+    return;
+  }
+  for (std::int64_t d : dims)
+    if (d == 0) return;
+  const std::int64_t n = dims[rank - 1], si = src_strides[rank - 1], di = dst_strides[rank - 1];
+  std::vector<std::int64_t> at(rank - 1, 0);  // the index of the current row, outer dims
+  std::int64_t s_off = 0, d_off = 0;
+  while (true) {
+    const float* from = src + s_off;
+    float* to = dst + d_off;
+    if (si == 1 && di == 1) std::copy(from, from + n, to);
+    else
+      for (std::int64_t j = 0; j < n; ++j) to[j * di] = from[j * si];
+    // The next row: the last outer index that has room left, the ones after it back to 0.
+    std::size_t k = rank - 1;
+    while (k > 0) {
+      --k;
+      s_off += src_strides[k];
+      d_off += dst_strides[k];
+      if (++at[k] < dims[k]) break;
+      s_off -= src_strides[k] * dims[k];
+      d_off -= dst_strides[k] * dims[k];
+      at[k] = 0;
+      if (k == 0) return;
+    }
+    if (rank == 1) return;
+  }
+}
+
 }  // namespace onnxfuse::backend

@@ -16,6 +16,7 @@
 #include "onnxfuse/error.h"
 #include "load/loader.h"
 #include "backend/plan/plan_file.h"
+#include "ir/varying_dims.h"
 #include "onnxfuse/session.h"
 #include "pipeline/prepare_model.h"
 #include "session_cases.h"
@@ -94,7 +95,13 @@ TEST_CASE("session: a pinned shape gets the kernels of run --input-shape", "[ses
   run.load.input_shapes = {{"x", {3, 4}}, {"z", {3, 4}}};
   run.lowers = backend::LowersOp;
   PreparedModel prepared = PrepareModel(path, run);
-  ExecutablePlan direct = ExecutablePlan::Compile(*prepared.graph, prepared.fusion);
+  // The session also knows which dims vary between its shapes (N here), and
+  // lowers those steps on kernels that take their extents as data.
+  PrepareOptions symbolic = run;
+  symbolic.load.input_shapes.clear();
+  CompileOptions options;
+  options.varying_dims = std::make_shared<const VaryingDims>(VaryingDimsOf(*PrepareModel(path, symbolic).graph));
+  ExecutablePlan direct = ExecutablePlan::Compile(*prepared.graph, prepared.fusion, options);
   CHECK(stats.kernels == direct.stats().kernels);
   CHECK(stats.arena_bytes == direct.stats().arena_bytes);
 }

@@ -282,7 +282,9 @@ Arg Builder::UseAct(const Act& a, ValueId v, const dnnl::memory::desc& want, con
     return Arg{Use(v, PlainDesc(a.dims), user).slot, want, {}};
   for (const Act& alt : alternates_[v])
     if (alt.md == want) return Arg{alt.slot, want, {}};  // exactly `want`, as above
-  Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name);
+  const std::vector<bool> varying = VaryingDimsOf(v);
+  Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name,
+                        std::find(varying.begin(), varying.end(), true) != varying.end());
   AddToSlot(alt.slot, v);
   alternates_[v].push_back(alt);
   return Arg{alt.slot, alt.md, {}};

@@ -261,7 +261,13 @@ class Builder {
   void EmitCustom(std::string kind, std::string label, std::vector<std::pair<int, Arg>> args, CustomKernel kernel,
                   const dnnl::memory::desc& dst_md, std::string impl = "onnxfuse:custom", std::int64_t scratch_bytes = 0);
   /// A reorder step from `src` into a fresh slot in `want`; returns the new Act.
-  Act EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label);
+  /// `dims_vary`: the dims change from one compiled shape to the next
+  /// (VaryingDimsOf); a float32 copy between two dense layouts without
+  /// blocks then runs on our StridedCopy (backend/kernels/layout.h), which
+  /// takes its extents as data, instead of a oneDNN reorder generated for
+  /// this one shape.
+  Act EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label,
+                  bool dims_vary = false);
 
   std::vector<Step> steps;
   /// The fusion group being lowered (FusedGroup::id, -1: none) and its library

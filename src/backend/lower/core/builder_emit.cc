@@ -159,8 +159,33 @@ void Builder::Push(Step step, std::string kind, std::string label, const dnnl::m
   steps.push_back(std::move(step));
 }
 
-Act Builder::EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label) {
+namespace {
+
+// The element strides of a dense float32 layout without inner blocks (plain,
+// or a permutation of plain), or empty.
+Dims UnblockedStrides(const dnnl::memory::desc& md) {
+  const auto& d = md.data;
+  if (d.data_type != dnnl_f32 || !IsDense(md) || d.format_desc.blocking.inner_nblks != 0) return {};
+  for (int i = 0; i < d.ndims; ++i)
+    if (d.padded_dims[i] != d.dims[i]) return {};
+  return Dims(d.format_desc.blocking.strides, d.format_desc.blocking.strides + d.ndims);
+}
+
+}  // namespace
+
+Act Builder::EmitReorder(const Arg& src, const Dims& dims, const dnnl::memory::desc& want, const std::string& label,
+                         bool dims_vary) {
   Act dst = NewAct(dims, want);
+  if (const Dims from = UnblockedStrides(src.md), to = UnblockedStrides(want);
+      dims_vary && !src.fixed && from.size() == dims.size() && to.size() == dims.size() && !dims.empty()) {
+    EmitCustom("reorder", label, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, Arg{dst.slot, want, {}}}},
+               [from, to, dims](const std::vector<void*>& data) {
+                 StridedCopy(static_cast<const float*>(data[0]), from, static_cast<float*>(data[1]), to, dims);
+               },
+               want, "onnxfuse:strided_copy");
+    steps.back().reorder = true;
+    return dst;
+  }
   if (dims.size() == 4 && dims[1] == 3 && src.md == PlainDesc(dims) && want == ChannelsLastDesc(dims) &&
       HaveNchwToNhwc3()) {  // an image for the first convolution (backend/kernels/layout.h)
     const std::int64_t images = dims[0], pixels = dims[2] * dims[3];

@@ -70,9 +70,10 @@ bool StartsChain(Builder& b, const Node& node) {
     return true;  // EmitBinary names the node and the shapes
   }
   // Nor when oneDNN's binary would run its reference kernel on the node's
-  // plain operands (OneDnnBinaryIsSlow): LowerBroadcastBinary's too.
+  // plain operands, or be generated again at every shape a session compiles
+  // (BinaryRunsOnOwnKernel): LowerBroadcastBinary's too.
   return ((b.IsAct(node.inputs[0]) && d0 == out) || (b.IsAct(node.inputs[1]) && d1 == out)) &&
-         !OneDnnBinaryIsSlow(b, node);
+         !BinaryRunsOnOwnKernel(b, node);
 }
 
 // Fully known inferred dims of a value, or empty.

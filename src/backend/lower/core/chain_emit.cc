@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backend/kernels/broadcast_binary.h"
+#include "backend/lower/core/kernel_operand.h"
 #include "backend/lower/core/unsupported.h"
 #include "backend/lower/core/onednn_limits.h"
 #include "onnxfuse/error.h"
@@ -72,7 +74,33 @@ struct TailStep {
   std::size_t first = 0, end = 0;
   dnnl::primitive_desc_base pd;
   std::vector<std::pair<int, Arg>> args;
+  /// Set for a lone binary post-op that runs on our BroadcastBinary (OwnTailBinary): its alg and operand.
+  std::optional<BinaryAlg> own;
+  KernelOperand<float> operand;
 };
+
+// The algorithm of a tail step that runs on our BroadcastBinary, in place on
+// the chain's plain float32 destination: a binary post-op that takes no
+// post-ops of its own, where the destination's dims change from one
+// compiled shape to the next (Builder::VaryingDimsOf). oneDNN's binary is a
+// JIT kernel generated for one shape; ours takes the extents as data
+// (broadcast_binary.h). nullopt for any other step.
+std::optional<BinaryAlg> OwnTailBinary(const Builder& b, const Chain& chain, const TailStep& t,
+                                       const dnnl::memory::desc& cur) {
+  const PostOp& po = chain.post_ops[t.first];
+  if (po.kind != Kind::kBinary || t.end != t.first + 1 || cur.data_type() != dnnl::memory::data_type::f32 ||
+      !IsPlainEquivalent(cur) || HasRunTimeDims(cur))
+    return std::nullopt;
+  const std::vector<bool> varying = b.VaryingDimsOf(b.graph.node(chain.anchor).outputs.at(0));
+  if (std::find(varying.begin(), varying.end(), true) == varying.end()) return std::nullopt;
+  switch (po.alg) {
+    case dnnl::algorithm::binary_add: return BinaryAlg::kAdd;
+    case dnnl::algorithm::binary_sub: return BinaryAlg::kSub;
+    case dnnl::algorithm::binary_mul: return BinaryAlg::kMul;
+    case dnnl::algorithm::binary_div: return BinaryAlg::kDiv;
+    default: return std::nullopt;
+  }
+}
 
 // The tail primitive's descriptor; empty when oneDNN has none (`error` says why).
 dnnl::primitive_desc_base TailPd(Builder& b, const Chain& chain, std::size_t first, std::size_t end,
@@ -114,7 +142,7 @@ bool PlanTail(Builder& b, const Chain& chain, std::size_t count, const dnnl::mem
       return std::string(pd.impl_info_str());
     });
     if (!end) return false;
-    tail.push_back(TailStep{first, *end, made.at(*end), {}});
+    tail.push_back(TailStep{first, *end, made.at(*end), {}, std::nullopt, {}});
     fast &= !IsSlowImpl(kind, tail.back().pd.impl_info_str());
     first = *end;
   }
@@ -253,6 +281,14 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
   for (TailStep& t : tail) {
     const PostOp& po = chain.post_ops[t.first];
     const Node& user = b.graph.node(chain.members[po.member]);
+    if ((t.own = OwnTailBinary(b, chain, t, cur_md))) {
+      if (po.constant)
+        t.operand = {std::make_shared<const std::vector<float>>(po.constant->data), -1, po.constant->dims};
+      else
+        t.operand = FloatKernelOperand(b, po.operand, user, t.args);
+      for (const auto& [key, arg] : t.args) read.push_back(arg.slot);
+      continue;
+    }
     if (po.kind != Kind::kEltwise) {
       Arg src1;
       src1.md = TailOperandDesc(b, chain, po, cur_md, dst_dims);
@@ -289,6 +325,18 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
   for (TailStep& t : tail) {  // in place: nothing else reads the chain's intermediate values
     const bool eltwise = chain.post_ops[t.first].kind == Kind::kEltwise;
     Arg cur{dst.slot, cur_md, {}};
+    if (t.own) {
+      const int at = static_cast<int>(t.args.size());
+      t.args.emplace_back(at, cur);
+      const BroadcastPlan<2> plan = PlanBroadcast<2>(dst_dims, {dst_dims, t.operand.dims});
+      CustomKernel kernel = [alg = *t.own, operand = t.operand, plan, at](const std::vector<void*>& data) {
+        float* x = static_cast<float*>(data[static_cast<std::size_t>(at)]);
+        BroadcastBinary(alg, x, operand.Data(data), x, plan);
+      };
+      b.EmitCustom("binary", MembersLabel(b, chain, MemberOf(chain, t.first), MemberOf(chain, t.end)),
+                   std::move(t.args), std::move(kernel), cur_md, "onnxfuse:broadcast_binary");
+      continue;
+    }
     t.args.emplace_back(eltwise ? DNNL_ARG_SRC : DNNL_ARG_SRC_0, cur);
     t.args.emplace_back(DNNL_ARG_DST, cur);
     b.Emit(t.pd, eltwise ? "eltwise" : "binary",

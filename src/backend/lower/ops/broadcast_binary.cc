@@ -1,5 +1,6 @@
 #include "backend/lower/ops/broadcast_binary.h"
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -74,6 +75,16 @@ bool OneDnnBinaryIsSlow(Builder& b, const Node& node) {
   }
 }
 
+bool BinaryRunsOnOwnKernel(Builder& b, const Node& node) {
+  if (!node.domain.empty() || node.num_explicit_inputs != 2 || node.outputs.empty()) return false;
+  const std::string& op = node.op_type;
+  if (op != "Add" && op != "Sub" && op != "Mul" && op != "Div") return false;
+  const std::optional<FloatOperands> f = FloatOperandsOf(b, node);
+  if (!f || !f->broadcasts) return false;  // EmitBinary names the node and the shapes
+  const std::vector<bool> varying = b.VaryingDimsOf(node.outputs[0]);
+  return std::find(varying.begin(), varying.end(), true) != varying.end() || OneDnnBinaryIsSlow(b, node);
+}
+
 bool LowerBroadcastBinary(Builder& b, NodeId id) {
   const Node& node = b.graph.node(id);
   BinaryAlg alg{};
@@ -88,7 +99,7 @@ bool LowerBroadcastBinary(Builder& b, NodeId id) {
   // here: oneDNN's binary_max and binary_min return the second operand where
   // the first is NaN, and ONNX Runtime's (and numpy's) give NaN.
   const bool nan_kept = alg == BinaryAlg::kMax || alg == BinaryAlg::kMin;
-  if (!nan_kept && ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out)) && !OneDnnBinaryIsSlow(b, node))
+  if (!nan_kept && ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out)) && !BinaryRunsOnOwnKernel(b, node))
     return false;
   std::vector<std::pair<int, Arg>> args;
   const std::array<KernelOperand<float>, 2> xy = {FloatKernelOperand(b, x, node, args), FloatKernelOperand(b, y, node, args)};

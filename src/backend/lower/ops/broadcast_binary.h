@@ -18,9 +18,18 @@ namespace onnxfuse::backend {
 /// a rank-3 tensor's first dim), which ran at 44 ms against 1 ms here.
 bool OneDnnBinaryIsSlow(Builder& b, const Node& node);
 
+/// True for an Add, Sub, Mul or Div that this file's kernel runs although
+/// oneDNN's binary could: OneDnnBinaryIsSlow, or an output whose dims change
+/// from one compiled shape to the next (Builder::VaryingDimsOf). oneDNN's
+/// binary is a JIT kernel generated for one shape: a session serving many
+/// sequence lengths would generate it again at each one (0.06-0.1 ms per
+/// binary on a Zen 4, `ONEDNN_VERBOSE=2`), where this kernel takes its
+/// extents as data.
+bool BinaryRunsOnOwnKernel(Builder& b, const Node& node);
+
 /// Lowers Add, Sub, Mul, Div, Max or Min node `id` of two float32 inputs
 /// (activations or constants, at least one an activation; for Add, Sub, Mul
-/// and Div none an activation of the output's dims unless OneDnnBinaryIsSlow:
+/// and Div none an activation of the output's dims unless BinaryRunsOnOwnKernel:
 /// oneDNN's binary takes those) to one custom step
 /// writing a fresh plain float32 activation of the broadcast dims. Returns
 /// false, emitting nothing, for any other node.

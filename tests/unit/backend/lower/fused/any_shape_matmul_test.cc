@@ -1,6 +1,7 @@
 // Products whose dims change between the shapes a session compiles
 // (src/backend/lower/fused/any_shape_matmul.h, and our own GEMM where the
-// rows of a product with constant weights vary: own_kernels/own_gemm.cc):
+// rows of a product with constant weights vary: own_kernels/own_gemm.cc;
+// the binary after a product, chain_emit.cc):
 // compiled with the varying dims of the model's symbolic graph, an
 // attention's two products are matmuls made with run-time dims, the
 // projection runs on our own GEMM, and every shape gives the unfused plan's
@@ -75,6 +76,10 @@ TEST_CASE("a session's products with varying dims take no kernel compiled for on
     CHECK(Count(schedule, [](const ScheduleStep& st) { return st.impl.rfind("brg", 0) == 0; }) == 0);
     // The projection: our GEMM, on any CPU the runtime takes.
     CHECK(Count(schedule, [](const ScheduleStep& st) { return st.impl == "onnxfuse:gemm"; }) == 1);
+    // The mask's Add after Q Q^T: our binary, in place (the tail of a chain,
+    // chain_emit.cc), and no oneDNN kernel generated for this S at all.
+    CHECK(Count(schedule, [](const ScheduleStep& st) { return st.impl == "onnxfuse:broadcast_binary"; }) == 1);
+    CHECK(Count(schedule, [](const ScheduleStep& st) { return st.impl.find("jit:uni") != std::string::npos; }) == 0);
     const std::vector<Tensor> inputs = Inputs(s);
     const std::vector<Tensor> fused = plan.Run(inputs);
     const test::PlanRun unfused = test::RunPlan(graph, false, inputs);

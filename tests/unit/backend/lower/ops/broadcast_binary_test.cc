@@ -3,8 +3,8 @@
 // not as a host step, in either operand order and with a constant operand;
 // a binary with a full-shape operand stays on oneDNN, except Max and Min,
 // which keep NaN, and a broadcast oneDNN runs only on its reference kernel
-// (OneDnnBinaryIsSlow). Expected values are
-// computed in double.
+// (OneDnnBinaryIsSlow) or whose dims vary between the shapes a session
+// compiles (BinaryRunsOnOwnKernel). Expected values are computed in double.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "backend/runtime/executor.h"
+#include "ir/varying_dims.h"
+#include "load/loader.h"
 #include "plan_check.h"
 #include "test_models.h"
 
@@ -114,5 +116,48 @@ TEST_CASE("Max and Min keep NaN in either operand, with or without an operand of
       CHECK(same(run.outputs[2].data[i], std::isnan(xi) || std::isnan(zi) ? NAN : std::max(xi, zi)));
       CHECK(same(run.outputs[3].data[i], std::isnan(xi) || std::isnan(zi) ? NAN : std::min(xi, zi)));
     }
+  }
+}
+
+// Compiled with a session's varying dims (the symbolic S), an Add of two
+// activations of the output's dims, and the Transpose's view made plain for
+// the graph output, take no kernel generated for one shape: our binary and
+// our StridedCopy, whose extents are data. Every shape gives the values
+// computed in double.
+TEST_CASE("a binary and a layout copy whose dims vary between compiled shapes run on our own kernels",
+          "[broadcast_binary]") {
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 17]>
+    g (float[1,S,4,3] x, float[1,S,4,3] z) => (float[1,4,S,3] y) {
+      s = Add (x, z)
+      y = Transpose <perm = [0, 2, 1, 3]> (s)
+    })";
+  const auto varying = std::make_shared<const VaryingDims>(VaryingDimsOf(test::GraphFromText(text)));
+  for (std::int64_t s : {2, 6, 19}) {
+    INFO("S = " << s);
+    LoadOptions at;
+    at.input_shapes = {{"x", {1, s, 4, 3}}, {"z", {1, s, 4, 3}}};
+    const Graph graph = test::GraphFromText(text, at);
+    const Tensor x = test::TensorFrom({1, s, 4, 3}, [](std::int64_t i) { return test::Wave(i * 3 + 1); }, "x");
+    const Tensor z = test::TensorFrom({1, s, 4, 3}, [](std::int64_t i) { return test::Wave(i * 5 + 2); }, "z");
+    CompileOptions options;
+    options.varying_dims = varying;
+    ExecutablePlan plan = ExecutablePlan::Compile(graph, test::FusePostdom(graph), options);
+    const std::vector<ScheduleStep> schedule = plan.Schedule();
+    INFO(test::StepList({{}, plan.stats(), schedule, plan.Describe()}));
+    const auto count = [&](const std::string& impl) {
+      return std::count_if(schedule.begin(), schedule.end(), [&](const ScheduleStep& st) { return st.impl == impl; });
+    };
+    CHECK(count("onnxfuse:broadcast_binary") == 1);
+    CHECK(count("onnxfuse:strided_copy") == 1);
+    for (const ScheduleStep& st : schedule) CHECK(st.impl.find("jit") == std::string::npos);
+    const std::vector<Tensor> out = plan.Run({x, z});
+    std::vector<double> want;
+    for (std::int64_t h = 0; h < 4; ++h)
+      for (std::int64_t t = 0; t < s; ++t)
+        for (std::int64_t c = 0; c < 3; ++c) {
+          const std::size_t i = static_cast<std::size_t>((t * 4 + h) * 3 + c);
+          want.push_back(double(x.data[i]) + double(z.data[i]));
+        }
+    test::CheckClose(out.at(0), want);
   }
 }
