@@ -79,20 +79,24 @@ struct TailStep {
   KernelOperand<float> operand;
 };
 
+// Whether the chain's destination dims change from one compiled shape to the next.
+bool AnchorDimsVary(const Builder& b, const Chain& chain) {
+  const std::vector<bool> varying = b.VaryingDimsOf(b.graph.node(chain.anchor).outputs.at(0));
+  return std::find(varying.begin(), varying.end(), true) != varying.end();
+}
+
 // The algorithm of a tail step that runs on our BroadcastBinary, in place on
-// the chain's plain float32 destination: a binary post-op that takes no
-// post-ops of its own, where the destination's dims change from one
+// the chain's plain float32 destination: a binary (or sum: an Add) post-op
+// that takes no post-ops of its own, where the destination's dims change from one
 // compiled shape to the next (Builder::VaryingDimsOf). oneDNN's binary is a
 // JIT kernel generated for one shape; ours takes the extents as data
 // (broadcast_binary.h). nullopt for any other step.
 std::optional<BinaryAlg> OwnTailBinary(const Builder& b, const Chain& chain, const TailStep& t,
                                        const dnnl::memory::desc& cur) {
   const PostOp& po = chain.post_ops[t.first];
-  if (po.kind != Kind::kBinary || t.end != t.first + 1 || cur.data_type() != dnnl::memory::data_type::f32 ||
-      !IsPlainEquivalent(cur) || HasRunTimeDims(cur))
+  if (po.kind == Kind::kEltwise || t.end != t.first + 1 || cur.data_type() != dnnl::memory::data_type::f32 ||
+      !IsPlainEquivalent(cur) || HasRunTimeDims(cur) || !AnchorDimsVary(b, chain))
     return std::nullopt;
-  const std::vector<bool> varying = b.VaryingDimsOf(b.graph.node(chain.anchor).outputs.at(0));
-  if (std::find(varying.begin(), varying.end(), true) == varying.end()) return std::nullopt;
   switch (po.alg) {
     case dnnl::algorithm::binary_add: return BinaryAlg::kAdd;
     case dnnl::algorithm::binary_sub: return BinaryAlg::kSub;
@@ -134,6 +138,8 @@ bool PlanTail(Builder& b, const Chain& chain, std::size_t count, const dnnl::mem
     while (hi < n && chain.post_ops[hi].kind != Kind::kSum) ++hi;
     // Tail steps run in place; a binary's post-ops must be right there (limit 2).
     if (kind == "binary" && !(BinaryPostOpsInPlaceRight(cur) && BinaryPostOpsRight(cur))) hi = first + 1;
+    // Dims that vary: each binary on its own, to run on our kernel (OwnTailBinary).
+    if (kind == "binary" && AnchorDimsVary(b, chain)) hi = first + 1;
     std::map<std::size_t, dnnl::primitive_desc_base> made;
     auto end = LongestFast(chain, first + 1, hi, kind, dims, [&](std::size_t k) -> std::optional<std::string> {
       dnnl::primitive_desc_base pd = TailPd(b, chain, first, k, cur, dims, error);

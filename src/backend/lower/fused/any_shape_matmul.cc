@@ -65,4 +65,19 @@ std::optional<AnyShapeMatMul> AnyShapeMatMulPd(Builder& b, const Chain& chain, V
   return result;
 }
 
+bool EmitAnyRowsMatMul(Builder& b, const Chain& chain, ValueId a, ValueId w, const Dims& ae, const Dims& we,
+                       const Dims& out) {
+  const Node& node = b.graph.node(chain.anchor);
+  const dnnl::memory::desc a_md = PlainDesc(ae), w_md = PlainDesc(we);
+  const std::optional<AnyShapeMatMul> any = AnyShapeMatMulPd(b, chain, a, w, a_md, w_md, out);
+  if (!any) return false;
+  Arg src = b.UsePlain(a, node);
+  src.md = a_md;  // the same bytes at the product's rank
+  const dnnl::memory weights =
+      b.PackedConstant(chain.anchor, "weights", w_md, [&] { return b.HostView(w_md, b.Const(w, node).data.data()); });
+  std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, Arg{-1, w_md, weights}}};
+  FinishChain(b, chain, any->pd, "matmul", out, std::move(args), {src.slot}, any->count);
+  return true;
+}
+
 }  // namespace onnxfuse::backend

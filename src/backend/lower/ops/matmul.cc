@@ -13,6 +13,7 @@
 #include "backend/lower/fused/channel_scale.h"
 #include "backend/lower/fused/any_shape_matmul.h"
 #include "backend/lower/fused/int8_matmul.h"
+#include "backend/kernels/gemm.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/own_kernels/own_kernels.h"
 #include "backend/lower/core/unsupported.h"
@@ -298,6 +299,10 @@ void EmitMatMul(Builder& b, const Chain& chain_in) {
   if (int8 && !const_weights)
     throw Error(ErrorKind::kInternal, "internal error: " + node.name + ": an int8 A without constant weights");
   if (int8 && EmitInt8MatMulAnyRows(b, chain, in_a, in_b, ae, we, out)) return;
+  // Rows that vary between a session's shapes, on AVX-512: a matmul made once (any_shape_matmul.h).
+  if (!int8 && const_weights && b.fuse && chain.affine.scale.empty() && !HaveGemm() &&
+      EmitAnyRowsMatMul(b, chain, in_a, in_b, ae, we, out))
+    return;
   // [B.., M, K] x constant [K, N]: one 2-D [B*M, K] x [K, N] product instead of
   // B products of M rows (vit's [197,1,768] x [768,2304] would be 197 GEMVs);
   // 2-D also lets oneDNN prepack the weights (it keeps 3-D weights plain).

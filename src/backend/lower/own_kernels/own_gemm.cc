@@ -153,12 +153,11 @@ void EmitGemv(Builder& b, const Chain& chain, ValueId input, const Dims& out, st
 }
 
 // Whether the rows of `node`'s product change from one shape a session
-// compiles to the next (Builder::VaryingDimsOf). There this GEMM runs on
-// AVX-512 CPUs too: oneDNN's brgemm matmul is compiled for the exact rows,
-// 0.2-0.6 ms per product at each new length on a Zen 4, where this GEMM
-// packs nothing but the rows it reads. On that CPU, whose AVX-512 units are
-// 256 bits wide, BERT-shaped encoder calls took the same time on either
-// (5.3-5.7 ms a call at lengths 8-127, 1 thread).
+// compiles to the next (Builder::VaryingDimsOf). On AVX-512 such a product
+// is first offered to a oneDNN matmul with the rows given at run time
+// (EmitAnyRowsMatMul, any_shape_matmul.h); where oneDNN has none, this GEMM
+// runs it rather than a brgemm matmul compiled for the exact rows (0.2-0.6
+// ms per product at each new length on a Zen 4).
 bool RowsVary(const Builder& b, const Node& node) {
   const std::vector<bool> varying = b.VaryingDimsOf(node.outputs.at(0));
   return !varying.empty() && std::find(varying.begin(), varying.end() - 1, true) != varying.end() - 1;
