@@ -99,9 +99,7 @@ struct SessionOptions {
   /// format version 3, or the shapes a version 2 plan was built at.
   std::map<std::string, std::vector<std::int64_t>> input_shapes;
   /// Compiled schedules kept (one per input-shape signature), least recently
-  /// used evicted first; >= 1. The first eviction starts one thread of the
-  /// session's own that frees the evicted schedules, so that the Run that
-  /// evicts does not wait for it.
+  /// used evicted first; >= 1.
   int shape_cache_size = 8;
   /// A model that computes each sample of its leading symbolic dim on its own
   /// (src/session/batch_passes.h) runs a large batch as passes of a schedule

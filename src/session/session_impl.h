@@ -24,7 +24,6 @@
 #include "onnxfuse/error.h"
 #include "onnxfuse/session.h"
 #include "pipeline/prepare_model.h"
-#include "session/background_release.h"
 #include "session/input_check.h"
 #include "session/shape_schedule.h"
 #include "session/staged_model.h"
@@ -147,8 +146,7 @@ struct InferenceSession::Impl {
     return signature;
   }
 
-  // Keeps `schedule` as the most recent, evicting beyond shape_cache_size
-  // (the evicted ones dropped on `release`'s thread). Under `mutex`.
+  // Keeps `schedule` as the most recent, evicting beyond shape_cache_size. Under `mutex`.
   void Insert(const ShapeSignature& signature, std::shared_ptr<ShapeSchedule> schedule);
 
   // The schedule of `signature`, or nullptr when it runs in stages.
@@ -189,10 +187,6 @@ struct InferenceSession::Impl {
   // Team size for the instances of `schedule` on this thread: 1 when its
   // passes run at once, else 0 (the session's, already set).
   static int TeamFor(const ShapeSchedule& schedule) { return schedule.concurrent_passes() > 1 ? 1 : 0; }
-
-  // Last, so destroyed first: the schedules still queued go while the
-  // members they point into (packed) live.
-  session::BackgroundRelease release;
 };
 
 }  // namespace onnxfuse

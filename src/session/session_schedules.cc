@@ -160,7 +160,6 @@ void InferenceSession::Impl::Insert(const ShapeSignature& signature, std::shared
   lru.emplace_front(signature, std::move(schedule));
   ++stats.compiles;
   while (lru.size() > static_cast<std::size_t>(options.shape_cache_size)) {
-    release.Release(std::move(lru.back().second));
     lru.pop_back();
     ++stats.evictions;
   }
