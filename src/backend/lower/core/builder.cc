@@ -53,6 +53,11 @@ std::vector<bool> Builder::VaryingDimsOf(ValueId v) const {
   return varying_dims ? VaryingDimsAt(*varying_dims, value.name, rank) : std::vector<bool>(rank, false);
 }
 
+bool Builder::DimsVary(ValueId v) const {
+  const std::vector<bool> varying = VaryingDimsOf(v);
+  return std::find(varying.begin(), varying.end(), true) != varying.end();
+}
+
 bool Builder::IsConst(ValueId v) const {
   return consts_[v] != nullptr || graph.IsConstant(v) || folded_released_[v] || deferred_[v] != kNoNode;
 }
@@ -282,9 +287,7 @@ Arg Builder::UseAct(const Act& a, ValueId v, const dnnl::memory::desc& want, con
     return Arg{Use(v, PlainDesc(a.dims), user).slot, want, {}};
   for (const Act& alt : alternates_[v])
     if (alt.md == want) return Arg{alt.slot, want, {}};  // exactly `want`, as above
-  const std::vector<bool> varying = VaryingDimsOf(v);
-  Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name,
-                        std::find(varying.begin(), varying.end(), true) != varying.end());
+  Act alt = EmitReorder(Arg{a.slot, a.md, {}}, a.dims, want, user.name, DimsVary(v));
   AddToSlot(alt.slot, v);
   alternates_[v].push_back(alt);
   return Arg{alt.slot, alt.md, {}};

@@ -129,6 +129,8 @@ class Builder {
   /// One flag per dim of `v` (at its rank here): true where it changes from
   /// one compiled shape to the next (varying_dims; all false without them).
   std::vector<bool> VaryingDimsOf(ValueId v) const;
+  /// True when some dim of `v` changes from one compiled shape to the next.
+  bool DimsVary(ValueId v) const;
   bool IsConst(ValueId v) const;
   /// IsConst, with its data still at hand: not an initializer that
   /// ReleaseConsts freed (Const would throw).

@@ -79,12 +79,6 @@ struct TailStep {
   KernelOperand<float> operand;
 };
 
-// Whether the chain's destination dims change from one compiled shape to the next.
-bool AnchorDimsVary(const Builder& b, const Chain& chain) {
-  const std::vector<bool> varying = b.VaryingDimsOf(b.graph.node(chain.anchor).outputs.at(0));
-  return std::find(varying.begin(), varying.end(), true) != varying.end();
-}
-
 // The algorithm of a tail step that runs on our BroadcastBinary, in place on
 // the chain's plain float32 destination: a binary (or sum: an Add) post-op
 // that takes no post-ops of its own, where the destination's dims change from one
@@ -95,7 +89,7 @@ std::optional<BinaryAlg> OwnTailBinary(const Builder& b, const Chain& chain, con
                                        const dnnl::memory::desc& cur) {
   const PostOp& po = chain.post_ops[t.first];
   if (po.kind == Kind::kEltwise || t.end != t.first + 1 || cur.data_type() != dnnl::memory::data_type::f32 ||
-      !IsPlainEquivalent(cur) || HasRunTimeDims(cur) || !AnchorDimsVary(b, chain))
+      !IsPlainEquivalent(cur) || HasRunTimeDims(cur) || !b.DimsVary(b.graph.node(chain.anchor).outputs.at(0)))
     return std::nullopt;
   switch (po.alg) {
     case dnnl::algorithm::binary_add: return BinaryAlg::kAdd;
@@ -139,7 +133,7 @@ bool PlanTail(Builder& b, const Chain& chain, std::size_t count, const dnnl::mem
     // Tail steps run in place; a binary's post-ops must be right there (limit 2).
     if (kind == "binary" && !(BinaryPostOpsInPlaceRight(cur) && BinaryPostOpsRight(cur))) hi = first + 1;
     // Dims that vary: each binary on its own, to run on our kernel (OwnTailBinary).
-    if (kind == "binary" && AnchorDimsVary(b, chain)) hi = first + 1;
+    if (kind == "binary" && b.DimsVary(b.graph.node(chain.anchor).outputs.at(0))) hi = first + 1;
     std::map<std::size_t, dnnl::primitive_desc_base> made;
     auto end = LongestFast(chain, first + 1, hi, kind, dims, [&](std::size_t k) -> std::optional<std::string> {
       dnnl::primitive_desc_base pd = TailPd(b, chain, first, k, cur, dims, error);

@@ -1,6 +1,5 @@
 #include "backend/lower/ops/broadcast_binary.h"
 
-#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -81,8 +80,7 @@ bool BinaryRunsOnOwnKernel(Builder& b, const Node& node) {
   if (op != "Add" && op != "Sub" && op != "Mul" && op != "Div") return false;
   const std::optional<FloatOperands> f = FloatOperandsOf(b, node);
   if (!f || !f->broadcasts) return false;  // EmitBinary names the node and the shapes
-  const std::vector<bool> varying = b.VaryingDimsOf(node.outputs[0]);
-  return std::find(varying.begin(), varying.end(), true) != varying.end() || OneDnnBinaryIsSlow(b, node);
+  return b.DimsVary(node.outputs[0]) || OneDnnBinaryIsSlow(b, node);
 }
 
 bool LowerBroadcastBinary(Builder& b, NodeId id) {
