@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "onnxfuse/error.h"
+#include "app/quantize_job.h"
 #include "app/run_job.h"
 #include "backend/lower/core/lowered_ops.h"
 #include "load/loader.h"
@@ -120,6 +121,31 @@ int main(int argc, char** argv) {
   run_command->add_flag("--profile", run.profile,
                         "also time each step alone over --iterations more runs: the slowest steps, the time per kind");
 
+  auto* quantize_command = app.add_subcommand(
+      "quantize", "calibrate a float model on sample inputs and write it quantized to int8 (QDQ), with an accuracy report");
+  onnxfuse::QuantizeOptions quantize;
+  std::string method = "minmax";
+  quantize_command->add_option("model", quantize.model_path, "float ONNX model")->required();
+  quantize_command->add_option("-o,--output", quantize.output_path, "write the QDQ model here (never the input path)")
+      ->required();
+  quantize_command
+      ->add_option("--calibration", quantize.calibration_dir,
+                   "folder of input_N.pb (one sample), or of sub-folders each holding input_N.pb")
+      ->required();
+  quantize_command->add_option("--method", method, "activation ranges: minmax, or percentile (histogram, outliers cut)")
+      ->check(CLI::IsMember({"minmax", "percentile"}))
+      ->capture_default_str();
+  quantize_command->add_option("--percentile", quantize.calibration.percentile,
+                               "--method percentile: the share of values each range keeps, in percent")
+      ->capture_default_str();
+  quantize_command->add_option("--max-error", quantize.max_error,
+                               "keep float every Conv/Gemm/MatMul whose own relative RMS error exceeds this");
+  quantize_command->add_option("--weight-bits", quantize.weight_bits,
+                               "8, or 7 for CPUs without VNNI (ONNX Runtime's reduce_range)")
+      ->capture_default_str();
+  quantize_command->add_option("--report", quantize.report_path, "write the accuracy report (JSON) here; '-' for stdout");
+  quantize_command->add_option("--threads", quantize.threads, "OpenMP threads (0: all cores)")->check(CLI::Range(0, 1024));
+
   auto* patterns_command = app.add_subcommand("patterns", "list the fusion patterns, in the order they are tried");
   std::vector<std::string> list_dirs;
   patterns_command->add_option("--patterns", list_dirs, "add a directory of pattern files (repeatable)");
@@ -140,6 +166,12 @@ int main(int argc, char** argv) {
       run.strategy = onnxfuse::ParseStrategy(run_strategy);
       run.input_shapes = ParseInputShapes(run_shapes);
       return onnxfuse::RunJob(run, std::cout);
+    }
+    if (quantize_command->parsed()) {
+      quantize.calibration.method =
+          method == "percentile" ? onnxfuse::quantize::CalibrationMethod::kPercentile : onnxfuse::quantize::CalibrationMethod::kMinMax;
+      onnxfuse::RunQuantizeJob(quantize, std::cout);
+      return 0;
     }
     if (patterns_command->parsed()) {
       ListPatterns(list_dirs);

@@ -44,6 +44,12 @@ void SyncDirectory(const std::string& dir) {
 
 }  // namespace
 
+bool SameFile(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::exists(b, ec) && std::filesystem::equivalent(a, b, ec)) return true;
+  return std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec);
+}
+
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   std::vector<char> temp(path_.begin(), path_.end());
   const std::string suffix = ".tmp.XXXXXX";

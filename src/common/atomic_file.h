@@ -16,6 +16,10 @@ namespace onnxfuse {
 /// or an errno value on failure. Throws Error(kIo) "<path>: <step>: <reason>".
 void WriteFileAtomically(const std::string& path, const std::function<int(int fd)>& write);
 
+/// True when `a` and `b` name the same file (an existing `b` the same inode,
+/// or the same normalised path): a job refuses to write over its input.
+bool SameFile(const std::string& a, const std::string& b);
+
 /// WriteFileAtomically for a string's bytes.
 void WriteTextAtomically(const std::string& path, const std::string& text);
 

@@ -1,7 +1,6 @@
 #include "pipeline/pipeline.h"
 
 #include <chrono>
-#include <filesystem>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -15,8 +14,6 @@
 #include "report/report.h"
 
 namespace onnxfuse {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -32,12 +29,6 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
-
-bool SameFile(const std::string& a, const std::string& b) {
-  std::error_code ec;
-  if (fs::exists(b, ec) && fs::equivalent(a, b, ec)) return true;
-  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
-}
 
 // Report section of --fold-bn; node names are those of the model as loaded.
 nlohmann::json DescribeFolding(const FoldResult& fold) {
