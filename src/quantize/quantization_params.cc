@@ -57,9 +57,4 @@ QuantizedBias QuantizeBias(const std::vector<float>& b, float input_scale, const
   return q;
 }
 
-float FakeQuantize(float x, const ActivationParams& p) {
-  const float q = std::clamp(std::nearbyint(x / p.scale) + static_cast<float>(p.zero_point), 0.0f, 255.0f);
-  return (q - static_cast<float>(p.zero_point)) * p.scale;
-}
-
 }  // namespace onnxfuse::quantize

@@ -47,9 +47,4 @@ struct QuantizedBias {
 };
 QuantizedBias QuantizeBias(const std::vector<float>& b, float input_scale, const std::vector<float>& weight_scales);
 
-/// ONNX QuantizeLinear then DequantizeLinear of one value at uint8 `p`
-/// (Operators.md: saturate(round(x / scale) + zero_point), then
-/// (q - zero_point) * scale).
-float FakeQuantize(float x, const ActivationParams& p);
-
 }  // namespace onnxfuse::quantize
