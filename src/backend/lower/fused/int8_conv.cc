@@ -11,6 +11,7 @@
 #include "backend/lower/core/onednn_limits.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/fused/int8_lookup.h"
+#include "backend/lower/fused/int8_qdq_matmul.h"
 #include "backend/lower/ops/conv.h"
 #include "ir/attributes.h"
 #include "onnxfuse/error.h"
@@ -23,14 +24,6 @@ using Kind = PostOp::Kind;
 namespace {
 
 Int8Type KernelType(std::int32_t type) { return type == onnx::TensorProto::UINT8 ? Int8Type::kUint8 : Int8Type::kInt8; }
-
-// The producer of `v` when it is a DequantizeLinear of the default domain.
-const Node* DequantizeProducing(const Builder& b, ValueId v) {
-  const NodeId p = b.graph.value(v).producer;
-  if (p == kNoNode) return nullptr;
-  const Node& node = b.graph.node(p);
-  return node.op_type == "DequantizeLinear" && node.domain.empty() ? &node : nullptr;
-}
 
 // W's scales, one per output channel, and its int8 values, from the
 // DequantizeLinear `dq` of a constant int8 tensor of `channels` output channels.
@@ -114,25 +107,6 @@ std::optional<dnnl::post_ops> ScaledPostOps(const Chain& chain, double out_scale
     ops.append_eltwise(1.f, steps[i].alg, steps[i].alpha, steps[i].beta);
   }
   return ops;
-}
-
-// A "dequantize" step: the float value `v` from the integer Act `q` of quantization `p`.
-void EmitDequantize(Builder& b, ValueId q, const PerTensor& p, ValueId v, const Node& user, const std::string& label) {
-  const Act& a = b.AnyActOf(q, user);
-  const Arg src = IsDense(a.md) ? Arg{a.slot, a.md, {}}
-                                : b.UseQuantized(q, WithDataType(PlainDesc(a.dims), a.md.data_type()), user);
-  const memory::desc md = WithDataType(src.md, memory::data_type::f32);
-  const Act dst = b.NewAct(a.dims, md);
-  const auto count = static_cast<std::int64_t>(src.md.get_size());
-  const Int8Type type = KernelType(p.type);
-  const float scale = p.scale;
-  const auto zero_point = static_cast<std::int32_t>(p.zero_point);
-  b.EmitCustom("dequantize", label, {{0, src}, {1, Arg{dst.slot, md, {}}}},
-               [=](const std::vector<void*>& data) {
-                 DequantizeLinear(data[0], type, static_cast<float*>(data[1]), count, scale, zero_point);
-               },
-               md);
-  b.SetAct(v, dst);
 }
 
 // A "quantize" step: the integer value `q` (QuantizeLinear `node`'s output)
@@ -251,6 +225,31 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::strin
 
 }  // namespace
 
+const Node* DequantizeProducing(const Builder& b, ValueId v) {
+  const NodeId p = b.graph.value(v).producer;
+  if (p == kNoNode) return nullptr;
+  const Node& node = b.graph.node(p);
+  return node.op_type == "DequantizeLinear" && node.domain.empty() ? &node : nullptr;
+}
+
+void EmitDequantize(Builder& b, ValueId q, const PerTensor& p, ValueId v, const Node& user, const std::string& label) {
+  const Act& a = b.AnyActOf(q, user);
+  const Arg src = IsDense(a.md) ? Arg{a.slot, a.md, {}}
+                                : b.UseQuantized(q, WithDataType(PlainDesc(a.dims), a.md.data_type()), user);
+  const memory::desc md = WithDataType(src.md, memory::data_type::f32);
+  const Act dst = b.NewAct(a.dims, md);
+  const auto count = static_cast<std::int64_t>(src.md.get_size());
+  const Int8Type type = KernelType(p.type);
+  const float scale = p.scale;
+  const auto zero_point = static_cast<std::int32_t>(p.zero_point);
+  b.EmitCustom("dequantize", label, {{0, src}, {1, Arg{dst.slot, md, {}}}},
+               [=](const std::vector<void*>& data) {
+                 DequantizeLinear(data[0], type, static_cast<float*>(data[1]), count, scale, zero_point);
+               },
+               md);
+  b.SetAct(v, dst);
+}
+
 std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::string* why) {
   std::string reason;
   std::string& r = why ? *why : reason;
@@ -297,10 +296,11 @@ std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::
 }
 
 bool ReadsAsInt8(Builder& b, const Node& reader, ValueId v) {
-  if (!b.fuse || !b.fake_quantize || reader.op_type != "Conv" || !reader.domain.empty()) return false;
+  if (!b.fuse || !b.fake_quantize || !reader.domain.empty()) return false;
   if (reader.inputs.empty() || reader.inputs[0] != v) return false;
   if (std::count(reader.inputs.begin(), reader.inputs.end(), v) != 1) return false;
-  return QuantizedConvOf(b, reader, nullptr).has_value();
+  if (reader.op_type == "MatMul") return QuantizedMatMulOf(b, reader).has_value();
+  return reader.op_type == "Conv" && QuantizedConvOf(b, reader, nullptr).has_value();
 }
 
 bool TakeQuantize(Builder& b, Chain& chain, NodeId id) {

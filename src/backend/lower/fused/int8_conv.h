@@ -58,8 +58,16 @@ struct QuantizedConv {
 /// reason in `why` (when not null).
 std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::string* why);
 
-/// True when `reader` is a Conv that reads `v` only as its X and would read
-/// it as an int8 convolution (QuantizedConvOf), in fused mode with fake quantization.
+/// The producer of `v` when it is a DequantizeLinear of the default domain, else nullptr.
+const Node* DequantizeProducing(const Builder& b, ValueId v);
+
+/// A "dequantize" step: the float value `v` from the integer Act `q` of
+/// quantization `p`, for `user`; `label` names the step.
+void EmitDequantize(Builder& b, ValueId q, const PerTensor& p, ValueId v, const Node& user, const std::string& label);
+
+/// True when `reader` reads `v` only as its X (its A) and would read it as
+/// an int8 convolution (QuantizedConvOf) or an int8 matmul
+/// (int8_qdq_matmul.h, QuantizedMatMulOf), in fused mode with fake quantization.
 bool ReadsAsInt8(Builder& b, const Node& reader, ValueId v);
 
 /// At QuantizeLinear `q`: when `chain` is an int8 convolution's (its source
