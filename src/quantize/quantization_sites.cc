@@ -1,5 +1,6 @@
 #include "quantize/quantization_sites.h"
 
+#include <iterator>
 #include <map>
 #include <unordered_set>
 
@@ -90,6 +91,12 @@ QuantizationSites FindQuantizationSites(const onnx::GraphProto& graph, const std
     }
     sites.anchors.push_back(std::move(a));
   }
+  // Only what some node reads: a graph output nothing reads stays float (as
+  // ONNX Runtime's quantizer leaves a model's final scores).
+  std::unordered_set<std::string> read;
+  for (const auto& node : graph.node())
+    for (const auto& i : node.input()) read.insert(i);
+  for (auto it = listed.begin(); it != listed.end();) it = read.count(*it) ? std::next(it) : listed.erase(it);
   // Graph inputs first, then the rest in the order their producers run.
   for (const auto& input : graph.input())
     if (listed.count(input.name())) sites.activations.push_back(input.name());

@@ -32,7 +32,8 @@ struct Anchor {
 
 struct QuantizationSites {
   std::vector<Anchor> anchors;
-  /// Activations to quantize, in graph order (graph inputs first), each once.
+  /// Activations to quantize, in graph order (graph inputs first), each once:
+  /// only those some node reads (a graph output nothing reads stays float).
   std::vector<std::string> activations;
 };
 
