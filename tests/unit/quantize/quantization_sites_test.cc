@@ -58,7 +58,7 @@ const onnx::NodeProto& NodeOfType(const onnx::GraphProto& g, const std::string& 
 
 }  // namespace
 
-TEST_CASE("Products with constant weights are anchors; the float activations around the listed ops are quantized",
+TEST_CASE("Products with constant weights are anchors, and the float activations around the listed ops are quantized",
           "[quantize]") {
   const onnx::ModelProto model = Loaded();
   const QuantizationSites sites = FindQuantizationSites(model.graph());
