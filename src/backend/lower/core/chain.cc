@@ -21,6 +21,7 @@
 #include "backend/lower/fused/channel_scale.h"
 #include "backend/lower/fused/dynamic_quantize.h"
 #include "backend/lower/fused/int8_conv.h"
+#include "backend/lower/fused/int8_qdq_matmul.h"
 #include "backend/lower/fused/quantize_dequantize.h"
 #include "backend/lower/ops/concat.h"
 #include "backend/lower/ops/conv.h"
@@ -258,7 +259,9 @@ void EmitAnchor(Builder& b, const Chain& chain) {
   }
   else if (op == "ConvTranspose") EmitDeconv(b, chain);
   else if (op == "Gemm") EmitGemm(b, chain);
-  else if (op == "MatMul") EmitMatMul(b, chain);
+  else if (op == "MatMul") {
+    if (!EmitInt8QdqMatMul(b, chain)) EmitMatMul(b, chain);
+  }
   else if (op == "BatchNormalization") EmitBatchNorm(b, chain);
   else EmitBinary(b, chain);
 }

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "backend/lower/core/onednn_limits.h"
 #include "backend/lower/fused/int8_conv.h"
+#include "backend/lower/ops/matmul.h"
 #include "ir/attributes.h"
 
 namespace onnxfuse::backend {
@@ -75,12 +77,20 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedMatMul& qm) {
 
 }  // namespace
 
-std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul) {
+std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul, std::string* why) {
+  std::string reason;
+  std::string& r = why ? *why : reason;
+  r = "its input or weights are not DequantizeLinear outputs";
   if (matmul.op_type != "MatMul" || !matmul.domain.empty() || matmul.inputs.size() != 2) return std::nullopt;
-  if (matmul.inputs[0] == matmul.inputs[1] || b.DimsVary(matmul.inputs[0])) return std::nullopt;
   const Node* x = DequantizeProducing(b, matmul.inputs[0]);
   const Node* w = DequantizeProducing(b, matmul.inputs[1]);
-  if (!x || !w || x->inputs.at(0) == kNoValue) return std::nullopt;
+  if (matmul.inputs[0] == matmul.inputs[1] || !x || !w || x->inputs.at(0) == kNoValue) return std::nullopt;
+  if (b.DimsVary(matmul.inputs[0])) {
+    r = "its rows vary between the session's shapes: one float product serves them all";
+    return std::nullopt;
+  }
+  r = "its weights are not the DequantizeLinear of constant int8 [K, N] values with zero point 0 and one scale "
+      "per tensor or per column";
   const ValueId wq = w->inputs.at(0), scale = w->inputs.size() > 1 ? w->inputs[1] : kNoValue;
   const ValueId zero = w->inputs.size() > 2 ? w->inputs[2] : kNoValue;
   if (!b.HasConstData(wq) || scale == kNoValue || !b.HasConstData(scale) || (zero != kNoValue && !b.HasConstData(zero)))
@@ -104,6 +114,7 @@ std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul)
     const Tensor& z = b.Const(zero, *w);
     if (!std::all_of(z.int_data.begin(), z.int_data.end(), [](std::int64_t v) { return v == 0; })) return std::nullopt;
   }
+  r = "its input is not a per-tensor uint8 or int8 quantization";
   qm.src = x->inputs[0];
   std::optional<PerTensor> src;
   if (b.IsInt8Act(qm.src)) {
@@ -116,12 +127,24 @@ std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul)
   qm.src_quantization = *src;
   // A's dims as typed: it is asked before A is computed (LowerQuantize, ReadsAsInt8).
   const TensorType& a = b.graph.value(matmul.inputs[0]).type;
-  if (!a.has_shape || a.dims.size() < 2 || a.dims.size() > 4 || a.dims.back() != t.dims[0]) return std::nullopt;
+  if (!a.has_shape || a.dims.size() < 2 || a.dims.size() > 4 || a.dims.back() != t.dims[0]) {
+    r = "its input is not of rank 2 to 4 with K = the weights' rows";
+    return std::nullopt;
+  }
   if (!HasInt8DotProduct()) {  // int8_conv.h, "Saturation"; onednn_limits.h, limit 6
     std::int64_t largest = 0;
     for (std::int64_t v : t.int_data) largest = std::max(largest, std::abs(v));
-    if (largest > 64 || src->type != onnx::TensorProto::UINT8) return std::nullopt;
+    if (largest > 64) {
+      r = "its weights reach |w| = " + std::to_string(largest) +
+          ", over 64: without VNNI oneDNN's int8 kernels would saturate their 16-bit pair sums";
+      return std::nullopt;
+    }
+    if (src->type != onnx::TensorProto::UINT8) {
+      r = "its input is int8: without VNNI oneDNN runs it as uint8 with halved weights, losing a bit";
+      return std::nullopt;
+    }
   }
+  r.clear();
   return qm;
 }
 
@@ -129,15 +152,22 @@ bool EmitInt8QdqMatMul(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
   const ValueId x = node.inputs.at(0);
   const Node* dq = DequantizeProducing(b, x);
-  if (!dq || !b.fuse) return false;
+  if (!dq || !b.fuse) return false;  // not a QDQ product (the unfused plan runs the definition)
   const bool int8_src = b.IsInt8Act(dq->inputs.at(0));
-  const auto qm = QuantizedMatMulOf(b, node);
+  std::string why;
+  const auto qm = QuantizedMatMulOf(b, node, &why);
   if (qm && int8_src && TryInt8(b, chain, *qm)) return true;
+  if (qm && int8_src) why = "oneDNN has no fast int8 matmul for it";
+  if (why.empty()) why = "its input is not an integer tensor here";
+  const std::size_t first = b.steps.size();
   if (!b.IsAct(x) && int8_src) {  // only the integer tensor was made: the float values for the float product
     const Act& q = b.AnyActOf(dq->inputs[0], node);
     EmitDequantize(b, dq->inputs[0], PerTensor{q.scale, q.zero_point, q.elem_type}, x, node, dq->name);
   }
-  return false;
+  EmitMatMul(b, chain);
+  for (std::size_t i = first; i < b.steps.size(); ++i)
+    if (b.steps[i].kind == "matmul") b.steps[i].note = "float, not int8: " + why;
+  return true;
 }
 
 }  // namespace onnxfuse::backend

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backend/lower/core/chain.h"
@@ -40,14 +41,15 @@ struct QuantizedMatMul {
 /// quantization, of rank 2 to 4 and dims fixed across a session's shapes;
 /// B a DequantizeLinear of a constant int8 [K, N] with zero points 0 and one
 /// scale, or one per column (axis 1); on a CPU without VNNI, a u8 A and
-/// every |w| <= 64. nullopt otherwise.
-std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul);
+/// every |w| <= 64. nullopt otherwise, with the reason in `why` (when not null).
+std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul, std::string* why = nullptr);
 
-/// Emits MatMul chain `chain` whose A is a DequantizeLinear output as one
-/// int8 matmul when its operands allow (QuantizedMatMulOf), A is an integer
-/// Act and oneDNN has a kernel for it that is not `ref:`; returns true.
-/// Otherwise makes A a float Act (a dequantize step) where it is only an
-/// integer one, and returns false: the float product follows (EmitMatMul).
+/// Emits a MatMul chain whose A is a DequantizeLinear output: as one int8
+/// matmul when its operands allow (QuantizedMatMulOf), A is an integer Act
+/// and oneDNN has a kernel for it that is not `ref:`; otherwise as the float
+/// product (EmitMatMul) after a dequantize step where A is only an integer
+/// tensor, its matmul step's Step::note saying why it is not int8. False,
+/// with nothing done, for any other MatMul: EmitMatMul's.
 bool EmitInt8QdqMatMul(Builder& b, const Chain& chain);
 
 }  // namespace onnxfuse::backend

@@ -13,7 +13,6 @@
 #include "backend/lower/fused/channel_scale.h"
 #include "backend/lower/fused/any_shape_matmul.h"
 #include "backend/lower/fused/int8_matmul.h"
-#include "backend/lower/fused/int8_qdq_matmul.h"
 #include "backend/kernels/gemm.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/own_kernels/own_kernels.h"
@@ -270,7 +269,6 @@ void EmitMatMulOfVector(Builder& b, NodeId id) {
 }
 
 void EmitMatMul(Builder& b, const Chain& chain_in) {
-  if (EmitInt8QdqMatMul(b, chain_in)) return;  // the QDQ format's int8 product (int8_qdq_matmul.h)
   const Node& node = b.graph.node(chain_in.anchor);
   // Operands A and B; a deferred scalar factor of either scales the result
   // first (an eltwise_linear post-op of the anchor itself).
