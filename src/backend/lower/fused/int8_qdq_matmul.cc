@@ -93,6 +93,10 @@ std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul,
       "per tensor or per column";
   const ValueId wq = w->inputs.at(0), scale = w->inputs.size() > 1 ? w->inputs[1] : kNoValue;
   const ValueId zero = w->inputs.size() > 2 ? w->inputs[2] : kNoValue;
+  if (!b.IsConst(wq)) {
+    r = "its B is computed at run time: int8 is lowered for constant weights";
+    return std::nullopt;
+  }
   if (!b.HasConstData(wq) || scale == kNoValue || !b.HasConstData(scale) || (zero != kNoValue && !b.HasConstData(zero)))
     return std::nullopt;
   QuantizedMatMul qm;
