@@ -36,8 +36,9 @@ checks are, per model:
     of a QLinearConv, which runs as its QDQ form) in one step, and has no
     host step (`run --json`'s steps): a quantize_dequantize step (float in,
     float out), a quantize step (the integer tensor an int8 convolution
-    reads), the int8 convolution that writes it, or a lookup step (an
-    elementwise function of another quantized tensor, int8_lookup.h);
+    reads), the int8 convolution that writes it, a lookup step (an
+    elementwise function of another quantized tensor, int8_lookup.h) or a
+    quantized_add step (an Add of two quantized tensors, int8_add.h);
   - every convolution runs on oneDNN's int8 kernel (its step's `data_type` u8
     or s8, whatever the implementation is called) where the
     CPU sums u8 x s8 products without saturating (VNNI) or the weights are
@@ -141,6 +142,7 @@ def check_model(binary, models, work, base, form, failures):
     kinds = [step["kind"] for step in steps]
     int8 = [s for s in steps if s["kind"] == "conv" and s["data_type"] in ("u8", "s8")]
     writers = kinds.count("quantize_dequantize") + kinds.count("quantize") + kinds.count("lookup") + \
+        kinds.count("quantized_add") + \
         sum(1 for s in int8 if s["label"].endswith("QuantizeLinear"))
     print("%s (oneDNN at %s): %d quantizations, %d steps write them, %d of %d convolutions int8, %d host steps; "
           "quantization changed ORT's output by max rel %.3g" % (name, report["cpu_isa"], pairs, writers, len(int8),

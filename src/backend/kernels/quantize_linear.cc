@@ -93,7 +93,43 @@ void Dequantize(const T* q, float* y, std::int64_t count, float scale, std::int3
   InChunks(count, kChunk, [&](std::int64_t begin, std::int64_t n) { span(q + begin, y + begin, n, scale, zero_point); });
 }
 
+// The float values of `count` (<= kBlock) bytes of `q`, at offset `begin`.
+void DequantizeBlock(const QuantizedOperand& q, std::int64_t begin, std::int64_t count, float* out) {
+  using U8 = void (*)(const std::uint8_t*, float*, std::int64_t, float, std::int32_t);
+  using S8 = void (*)(const std::int8_t*, float*, std::int64_t, float, std::int32_t);
+  static const U8 u8 = ForCpuIsa<U8>(DequantizeAvx2<std::uint8_t>, DequantizeAvx2<std::uint8_t>,
+                                     DequantizeBaseline<std::uint8_t>);
+  static const S8 s8 = ForCpuIsa<S8>(DequantizeAvx2<std::int8_t>, DequantizeAvx2<std::int8_t>,
+                                     DequantizeBaseline<std::int8_t>);
+  if (q.type == Int8Type::kUint8) u8(static_cast<const std::uint8_t*>(q.data) + begin, out, count, q.scale, q.zero_point);
+  else s8(static_cast<const std::int8_t*>(q.data) + begin, out, count, q.scale, q.zero_point);
+}
+
 }  // namespace
+
+void QuantizedAdd(const QuantizedOperand& a, const QuantizedOperand& b, bool relu, void* y, Int8Type y_type,
+                  float y_scale, std::int32_t y_zero_point, std::int64_t count) {
+  using U8 = void (*)(const float*, std::uint8_t*, std::int64_t, float, Range, std::int32_t);
+  using S8 = void (*)(const float*, std::int8_t*, std::int64_t, float, Range, std::int32_t);
+  static const U8 u8 = ForCpuIsa<U8>(QuantizeAvx2<std::uint8_t>, QuantizeAvx2<std::uint8_t>,
+                                     QuantizeBaseline<std::uint8_t>);
+  static const S8 s8 = ForCpuIsa<S8>(QuantizeAvx2<std::int8_t>, QuantizeAvx2<std::int8_t>, QuantizeBaseline<std::int8_t>);
+  const Range r = RangeOf(y_type, y_zero_point);
+  constexpr std::int64_t kBlock = 512;  // floats per operand on the stack: two blocks stay in L1
+  InChunks(count, kChunk, [&](std::int64_t begin, std::int64_t n) {
+    alignas(64) float fa[kBlock], fb[kBlock];
+    for (std::int64_t at = begin; at < begin + n; at += kBlock) {
+      const std::int64_t m = std::min(kBlock, begin + n - at);
+      DequantizeBlock(a, at, m, fa);
+      DequantizeBlock(b, at, m, fb);
+      for (std::int64_t i = 0; i < m; ++i) fa[i] += fb[i];
+      if (relu)
+        for (std::int64_t i = 0; i < m; ++i) fa[i] = fa[i] < 0.f ? 0.f : fa[i];  // NaN stays NaN, as Relu keeps it
+      if (y_type == Int8Type::kUint8) u8(fa, static_cast<std::uint8_t*>(y) + at, m, y_scale, r, y_zero_point);
+      else s8(fa, static_cast<std::int8_t*>(y) + at, m, y_scale, r, y_zero_point);
+    }
+  });
+}
 
 void QuantizeLinear(const float* x, void* q, Int8Type type, std::int64_t count, float scale, std::int32_t zero_point) {
   const Range r = RangeOf(type, zero_point);

@@ -28,4 +28,20 @@ void QuantizeLinear(const float* x, void* q, Int8Type type, std::int64_t count, 
 /// y[i] = (q[i] - zero_point) * scale for i < count, over OpenMP threads.
 void DequantizeLinear(const void* q, Int8Type type, float* y, std::int64_t count, float scale, std::int32_t zero_point);
 
+/// One 8-bit tensor's bytes and per-tensor quantization.
+struct QuantizedOperand {
+  const void* data;
+  Int8Type type;
+  float scale;
+  std::int32_t zero_point;
+};
+
+/// The QDQ format's residual Add in one pass over bytes, for i < count:
+///   y[i] = QuantizeLinear(max?(DequantizeLinear(a[i]) + DequantizeLinear(b[i]), 0))
+/// with `relu` taking the max, y in `y_type` at (y_scale, y_zero_point): the
+/// float32 operations of the three ops, in their order (ONNX Runtime's
+/// QLinearAdd computes the same), bit for bit, over OpenMP threads.
+void QuantizedAdd(const QuantizedOperand& a, const QuantizedOperand& b, bool relu, void* y, Int8Type y_type,
+                  float y_scale, std::int32_t y_zero_point, std::int64_t count);
+
 }  // namespace onnxfuse::backend

@@ -20,6 +20,7 @@
 #include "backend/lower/ops/broadcast_binary.h"
 #include "backend/lower/fused/channel_scale.h"
 #include "backend/lower/fused/dynamic_quantize.h"
+#include "backend/lower/fused/int8_add.h"
 #include "backend/lower/fused/int8_conv.h"
 #include "backend/lower/fused/int8_qdq_matmul.h"
 #include "backend/lower/fused/quantize_dequantize.h"
@@ -59,6 +60,7 @@ bool StartsChain(Builder& b, const Node& node) {
   if (!node.domain.empty()) return false;
   if (op == "MatMul") return !IsMatMulOfVector(b, node);
   if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "BatchNormalization") return true;
+  if (QuantizedAddOf(b, node)) return true;  // its inputs are integer tensors (int8_add.h)
   if (!IsBinaryOp(op) || (!b.IsAct(node.inputs[0]) && !b.IsAct(node.inputs[1]))) return false;
   // oneDNN's binary writes over src0's shape: one input must be an activation
   // of the output's shape. Otherwise (both broadcast: [256,1,1,2] + [1,7,7,2]
@@ -263,7 +265,7 @@ void EmitAnchor(Builder& b, const Chain& chain) {
     if (!EmitInt8QdqMatMul(b, chain)) EmitMatMul(b, chain);
   }
   else if (op == "BatchNormalization") EmitBatchNorm(b, chain);
-  else EmitBinary(b, chain);
+  else if (!EmitInt8Add(b, chain)) EmitBinary(b, chain);
 }
 
 // The GlobalAveragePool reading `v`, not yet lowered; nullptr when there is none.

@@ -10,6 +10,7 @@
 #include "backend/lower/core/conv_geometry.h"
 #include "backend/lower/core/onednn_limits.h"
 #include "backend/lower/core/operands.h"
+#include "backend/lower/fused/int8_add.h"
 #include "backend/lower/fused/int8_lookup.h"
 #include "backend/lower/fused/int8_qdq_matmul.h"
 #include "backend/lower/ops/conv.h"
@@ -296,9 +297,10 @@ std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::
 }
 
 bool ReadsAsInt8(Builder& b, const Node& reader, ValueId v) {
-  if (!b.fuse || !b.fake_quantize || !reader.domain.empty()) return false;
-  if (reader.inputs.empty() || reader.inputs[0] != v) return false;
+  if (!b.fuse || !b.fake_quantize || !reader.domain.empty() || reader.inputs.empty()) return false;
   if (std::count(reader.inputs.begin(), reader.inputs.end(), v) != 1) return false;
+  if (reader.op_type == "Add") return QuantizedAddOf(b, reader).has_value();  // either input
+  if (reader.inputs[0] != v) return false;
   if (reader.op_type == "MatMul") return QuantizedMatMulOf(b, reader).has_value();
   return reader.op_type == "Conv" && QuantizedConvOf(b, reader, nullptr).has_value();
 }
@@ -306,6 +308,7 @@ bool ReadsAsInt8(Builder& b, const Node& reader, ValueId v) {
 bool TakeQuantize(Builder& b, Chain& chain, NodeId id) {
   if (!b.fuse || !b.fake_quantize || chain.quantize != kNoNode || !chain.affine.scale.empty()) return false;
   const Node& anchor = b.graph.node(chain.anchor);
+  if (anchor.op_type == "Add") return TakeQuantizeAfterAdd(b, chain, id);
   const Node& q = b.graph.node(id);
   if (q.inputs.at(0) != chain.out || b.graph.value(chain.out).is_graph_output ||
       b.graph.value(chain.out).consumers.size() != 1)

@@ -65,12 +65,14 @@ const Node* DequantizeProducing(const Builder& b, ValueId v);
 /// quantization `p`, for `user`; `label` names the step.
 void EmitDequantize(Builder& b, ValueId q, const PerTensor& p, ValueId v, const Node& user, const std::string& label);
 
-/// True when `reader` reads `v` only as its X (its A) and would read it as
-/// an int8 convolution (QuantizedConvOf) or an int8 matmul
-/// (int8_qdq_matmul.h, QuantizedMatMulOf), in fused mode with fake quantization.
+/// True when `reader` reads `v` once and would read it as an integer tensor,
+/// in fused mode with fake quantization: as X of an int8 convolution
+/// (QuantizedConvOf), as A of an int8 matmul (int8_qdq_matmul.h,
+/// QuantizedMatMulOf), or as either input of a quantized Add (int8_add.h).
 bool ReadsAsInt8(Builder& b, const Node& reader, ValueId v);
 
-/// At QuantizeLinear `q`: when `chain` is an int8 convolution's (its source
+/// At QuantizeLinear `q`: for an Add anchor, TakeQuantizeAfterAdd
+/// (int8_add.h). When `chain` is an int8 convolution's (its source
 /// an integer Act, no folded BatchNormalization, only ReLU, Clip and linear
 /// post-ops) and `q` quantizes its output, read by nothing else, to a
 /// per-tensor u8 or s8 quantization its DequantizeLinear readers share:

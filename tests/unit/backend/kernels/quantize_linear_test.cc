@@ -62,3 +62,33 @@ TEST_CASE("QuantizeLinear and DequantizeLinear kernels equal the ONNX ops bit fo
     }
   }
 }
+
+TEST_CASE("QuantizedAdd equals DequantizeLinear, Add, [Relu,] QuantizeLinear bit for bit", "[kernels]") {
+  INFO("isa " << static_cast<int>(onnxfuse::backend::CpuIsa()));
+  using onnxfuse::backend::QuantizedOperand;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (const bool relu : {false, true}) {
+    for (const std::size_t count : {std::size_t{7}, std::size_t{33}, std::size_t{1000}, std::size_t{40000}}) {
+      // a uint8 at 0.05 around 128, b int8 at 0.02 around -3, y uint8 at 0.06 around 100 (or int8 at 0.04).
+      std::vector<std::uint8_t> a(count), b(count), y(count);
+      for (std::size_t i = 0; i < count; ++i) a[i] = static_cast<std::uint8_t>(byte(rng)), b[i] = static_cast<std::uint8_t>(byte(rng));
+      const QuantizedOperand qa{a.data(), Int8Type::kUint8, 0.05f, 128}, qb{b.data(), Int8Type::kInt8, 0.02f, -3};
+      for (const auto& [type, scale, zero_point] : {std::tuple<Int8Type, float, std::int32_t>{Int8Type::kUint8, 0.06f, 100},
+                                                    {Int8Type::kInt8, 0.04f, 0}}) {
+        QuantizedAdd(qa, qb, relu, y.data(), type, scale, zero_point, static_cast<std::int64_t>(count));
+        const std::int64_t qmin = type == Int8Type::kUint8 ? 0 : -128, qmax = type == Int8Type::kUint8 ? 255 : 127;
+        for (std::size_t i = 0; i < count; ++i) {
+          const float fa = static_cast<float>(static_cast<std::int32_t>(a[i]) - 128) * 0.05f;
+          const float fb = static_cast<float>(static_cast<std::int32_t>(static_cast<std::int8_t>(b[i])) + 3) * 0.02f;
+          float sum = fa + fb;
+          if (relu && sum < 0.f) sum = 0.f;
+          const std::int64_t want = Quantized(sum, scale, zero_point, qmin, qmax);
+          const std::int64_t got = type == Int8Type::kUint8 ? y[i] : static_cast<std::int8_t>(y[i]);
+          INFO("element " << i << " relu " << relu);
+          REQUIRE(got == want);
+        }
+      }
+    }
+  }
+}
