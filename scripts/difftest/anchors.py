@@ -2,7 +2,8 @@
 ConvTranspose, Gemm, MatMul, BatchNormalization, Einsum. Weights, biases and
 Gemm's B and C are constants, or ("rtw", "rtb", "rtc") known only at run
 time: a second graph input, weights scaled to their usual magnitude by a Mul
-(so computed, not only fed). Every parameter is adapted to
+(so computed, not only fed); with "qw", a Conv's or MatMul's weights are int8
+through DequantizeLinear (quantized.py). Every parameter is adapted to
 the incoming value's shape, or the step is skipped (graph.Skip): a recipe stays
 valid whatever the shrinker removed before the step."""
 import math
@@ -181,8 +182,18 @@ def matmul(g, st, v, rng):
         bshape = [k]
     else:
         bshape = [k, n]
+    if st.get("qw"):
+        # int8 B [K, N] through DequantizeLinear, per column or per tensor (quantized.py), on
+        # a value of rank 2 or 3 (ONNX Runtime's static quantizer's MatMul).
+        if v.rank > 3 or len(bshape) != 2:
+            raise Skip()
+        w, _ = quantized.dequantized_weights(g, _w(st, rng, bshape, k), st["qw"], axis=1,
+                                             per_tensor=st.get("wper") == "tensor")
     # "rt": B a second graph input (two activations), else a constant.
-    w = _runtime_input(g, bshape, math.sqrt(3.0 / k)) if st.get("rt") else g.const(_w(st, rng, bshape, k))
+    elif st.get("rt"):
+        w = _runtime_input(g, bshape, math.sqrt(3.0 / k))
+    else:
+        w = g.const(_w(st, rng, bshape, k))
     y = g.node("MatMul", [v.name, w])
     if form == "vec":
         return V(y, v.dims[:-1], v.mag)

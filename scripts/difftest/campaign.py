@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 
-from . import cases, renderer, typed
+from . import cases, quantized, renderer, typed
 from .generator import make_recipe
 from .runner import ROOT, Runner, ToolMissing, key, require_tools
 from .shrinker import Shrinker
@@ -32,7 +32,8 @@ class Campaign:
         self.args, self.bin = args, binary
         self.runner = Runner(binary, os.path.join(ROOT, "scripts", "ort"))
         self.work = tempfile.mkdtemp(prefix="difftest-")
-        self.tried = self.ort_runs = self.fuse_runs = self.quantized = 0
+        self.tried = self.ort_runs = self.fuse_runs = self.quantized = self.dynamic = 0
+        self.census = collections.Counter()     # quantized structures in graphs checked (quantized.census)
         self.explained = collections.Counter()  # mismatches explained, by rule (trial.keep_real)
         self.session_runs = self.session_shapes = 0
         self.refused, self.ops = collections.Counter(), collections.Counter()
@@ -64,10 +65,13 @@ class Campaign:
             print("INVALID seed %d (generator bug): %s" % (seed, res["invalid"][:300]), flush=True)
         if res["note"]:
             self.notes[res["note"][:80]] += 1
+        if "built" in res and not (res["refused"] or res["invalid"]):
+            self.census.update(quantized.census(res["built"].model))
         if res.get("quantized"):
             self.quantized += 1
         elif not (res["refused"] or res["invalid"]):
-            self.ort_runs += cfg["ort"]
+            self.dynamic += bool(res.get("dynamic"))
+            self.ort_runs += cfg["ort"] or bool(res.get("dynamic"))
             self.fuse_runs += cfg["fuse"]
             self.session_runs += res["session_shapes"] > 0
             self.session_shapes += res["session_shapes"]
@@ -151,6 +155,9 @@ class Campaign:
                  self.session_runs, self.session_shapes))
         print("quantized graphs (QDQ): %d, checked by run --check alone (float arithmetic without fake quantization, "
               "each quantized activation in steps); not compared with ONNX Runtime" % self.quantized)
+        print("dynamically quantized graphs: %d, each compared with ONNX Runtime (and fuse-path and session checks "
+              "as drawn) at %g relative" % (self.dynamic, quantized.RTOL_DYNAMIC))
+        print("quantized structures in graphs checked: " + top(self.census))
         print("refusals: %d (%s)" % (sum(self.refused.values()), top(self.refused)))
         left = sorted(set(typed.GATED) - set(self.gated))
         print("typed steps' optional ops drawn: %s%s" % (", ".join(self.gated) or "none",

@@ -34,6 +34,8 @@ def describe_step(st):
             bits.append("dw" if st["group"] == "dw" else "grouped")
         if st.get("bias"):
             bits.append("bias")
+        if st.get("qw"):
+            bits.append("int8 w%d" % st["qw"])
         s = "%s %s" % (name, " ".join(bits))
         return s + (" -> BN" if st.get("bn") else "")
     if op == "bin":
@@ -63,7 +65,15 @@ def describe_step(st):
     if op == "split":
         return "Split(axis %s, %s parts, %s)" % (st.get("axis"), st.get("parts"), st.get("join"))
     if op in ("gemm", "matmul"):
+        if st.get("qw"):
+            return "MatMul(int8 w%d per %s%s)" % (st["qw"], "tensor" if st.get("wper") == "tensor" else "column",
+                                                  ", bias" if st.get("bias") else "")
         return op.capitalize() + ("(act)" if st.get("act") else "")
+    if op == "qdq":
+        return "QDQ(%s)" % ("int8" if st.get("signed") else "uint8")
+    if op == "dynq":
+        return "DynamicQuantizeLinear->MatMulInteger(w%d per %s%s)" % (
+            st.get("qw", 7), "column" if st.get("wper") == "col" else "tensor", ", bias" if st.get("bias") else "")
     return {"bn": "BatchNormalization", "clip": "Clip", "swish": "x*Sigmoid(x)", "hswish": "x*HardSigmoid(x)",
             "gelu": "Gelu(decomposed)", "ln_dec": "LayerNorm(decomposed)", "ln": "LayerNormalization",
             "se": "SqueezeExcite", "output": "(output)", "prelu": "PRelu(%s)" % st.get("form"),

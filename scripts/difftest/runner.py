@@ -351,8 +351,9 @@ def exact_outputs(model):
                                                     onnx.TensorProto.DOUBLE)}
 
 
-def compare(ref, cand, names, kind, check):
-    """The worst output beyond RTOL between two lists of arrays, as a failure
+def compare(ref, cand, names, kind, check, rtol=RTOL):
+    """The worst output beyond RTOL (or `rtol`: a dynamically quantized graph's,
+    quantized.RTOL_DYNAMIC) between two lists of arrays, as a failure
     record; integer and bool outputs must be equal and of the same type. Each
     list holds one array per name: a list that is short (an output not
     written) fails that output."""
@@ -367,7 +368,7 @@ def compare(ref, cand, names, kind, check):
             mabs, rel, bad, note = float("inf"), float("inf"), True, "type %s vs %s" % (a.dtype, b.dtype)
         else:
             mabs, rel = max_rel(a, b)
-            bad = rel > RTOL or exact_kind(a) and mabs != 0
+            bad = rel > rtol or exact_kind(a) and mabs != 0
         if bad and (worst is None or rel > worst["max_rel"]):
             worst = {"kind": kind, "check": check, "output": name, "max_abs": mabs, "max_rel": rel}
             if note:

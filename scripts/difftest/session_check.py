@@ -32,7 +32,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .runner import TIMEOUT, OrtCrashed, ToolMissing, compare, draw, module_dir
+from .runner import RTOL, TIMEOUT, OrtCrashed, ToolMissing, compare, draw, module_dir
 
 SYMBOL, DIM_SYMBOL = "N", "D"
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "session_probe.py")
@@ -352,7 +352,8 @@ def run_session(runner, b, strategy):
                           "message": message, "via": via})
             continue
         runs = {mode: [out["%s|%s|%d" % (at, mode, i)] for i in range(len(b.names))] for mode in ("passes", "whole")}
-        if compare(refs[at], runs["passes"], b.names, "-", "-"):
+        rtol = getattr(b, "rtol", RTOL)
+        if compare(refs[at], runs["passes"], b.names, "-", "-", rtol):
             # As run_ort does: ORT without its graph optimizations agreeing with
             # both of ours means ORT's optimizer changed the result (seed
             # 91129247: Transpose then MatMul by a 1-D constant, wrong in ORT 1.30
@@ -371,7 +372,7 @@ def run_session(runner, b, strategy):
             if any(r != c for r, c in shapes):
                 fails.append({"kind": kind, "check": check, "message": "shapes %s" % shapes, "via": via})
                 continue
-            f = compare(ref, cand, b.names, kind, check)
+            f = compare(ref, cand, b.names, kind, check, rtol)
             if f:
                 f["via"] = via
                 f["shape"] = drawn[at]   # the inputs it happened at (trial.sensitivity)

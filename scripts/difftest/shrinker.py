@@ -27,6 +27,8 @@ SIMPLER = {
     "ceil": [0], "order": [0], "rt": [0], "red": ["none"], "neg": [0], "aniso": [0], "sizes": [0], "sc": [0],
     "exclusive": [0], "reverse": [0], "trips": [1, 2], "iter": [0], "outer": [0], "scan": [0], "cin": [0], "padm": ["zeros"], "diag": [None], "pick": ["Y"],
     "two": [0], "shape_of": [0], "lead": [0], "m": [1], "kd": [1],
+    # quantized steps (quantized.py)
+    "qw": [7], "wzcol": [0],     # and "order" 0 (above): the joint scale
 }
 # Simpler stand-ins for whole steps, tried in order: fewer distinct graphs for
 # one bug (the signature dedups by op sequence), and cases that read by hand.

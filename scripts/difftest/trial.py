@@ -12,7 +12,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import blame, near_tie, quantized, renderer
-from .runner import OrtCrashed, compare, exact_outputs, make_inputs, max_rel, mulberry32, ort_crash
+from .runner import RTOL, OrtCrashed, compare, exact_outputs, make_inputs, max_rel, mulberry32, ort_crash
 from .session_check import at_shape, run_session, session_model, shape_inputs
 
 STRATEGIES = [("pattern", 6), ("postdom", 2), ("greedy", 2)]
@@ -43,6 +43,9 @@ class Built:
         self.path = os.path.join(folder, "model.onnx")
         onnx.save(self.model, self.path)
         self.names = [o.name for o in self.model.graph.output]
+        # Against ONNX Runtime and between sessions: a dynamically quantized graph at
+        # bench_dynamic.py's rule (quantized.RTOL_DYNAMIC), any other at runner.RTOL.
+        self.rtol = quantized.RTOL_DYNAMIC if quantized.is_dynamic(self.model) else RTOL
 
 
 def run_checks(runner, b, strategy, threads=(1, 2)):
@@ -85,7 +88,7 @@ def run_ort(runner, b, strategy):
         ours.append(arrays)
         kind = "ort-vs-fused" if fuse else "ort-vs-unfused"
         f = compare(ref, arrays, b.names, kind, "ORT vs onnx-fuse run (%s, 1 thread)" %
-                    ("fused " + strategy if fuse else "unfused"))
+                    ("fused " + strategy if fuse else "unfused"), getattr(b, "rtol", RTOL))
         if f:
             f["via"] = ["ort", strategy, 1]
             fails.append(f)
@@ -121,8 +124,9 @@ def ort_optimizer_differs(b, optimized, plain, candidates):
     plain = [plain.get(n) for n in b.names]
     if any(p is None for p in plain):
         return False
-    return (compare(plain, optimized, b.names, "-", "-") is not None and
-            all(compare(plain, c, b.names, "-", "-") is None for c in candidates))
+    rtol = getattr(b, "rtol", RTOL)
+    return (compare(plain, optimized, b.names, "-", "-", rtol) is not None and
+            all(compare(plain, c, b.names, "-", "-", rtol) is None for c in candidates))
 
 
 def run_fuse(runner, b, strategy):
@@ -149,7 +153,7 @@ def run_fuse(runner, b, strategy):
         return [{"kind": "fusepath-ort-error", "check": "ORT on the fuse path's output (%s)" % strategy,
                  "message": cand[:300], "via": via}], report, None
     f = compare([ref[n] for n in b.names], [cand.get(n) for n in b.names], b.names, "fusepath-vs-original",
-                "ORT: fuse -o output (%s) vs original" % strategy)
+                "ORT: fuse -o output (%s) vs original" % strategy, getattr(b, "rtol", RTOL))
     if f:
         f["via"] = via
         plain, plain_fused = runner.ort(b.path, inputs, optimize=False), runner.ort(out, inputs, optimize=False)
@@ -157,7 +161,8 @@ def run_fuse(runner, b, strategy):
         # ORT optimizes one of them wrongly (the rewrite is right by ORT's kernels)
         if (not isinstance(plain, str) and not isinstance(plain_fused, str) and
                 all(n in plain and n in plain_fused for n in b.names) and compare(
-                [plain.get(n) for n in b.names], [plain_fused.get(n) for n in b.names], b.names, "-", "-") is None):
+                [plain.get(n) for n in b.names], [plain_fused.get(n) for n in b.names], b.names, "-", "-",
+                getattr(b, "rtol", RTOL)) is None):
             return [], report, OPTIMIZER_NOTE
     return ([f] if f else []), report, None
 
@@ -165,7 +170,7 @@ def run_fuse(runner, b, strategy):
 # Ops whose result jumps where an input crosses a threshold: a value one ulp
 # apart in two plans can select another element or branch (typed.py).
 THRESHOLD_OPS = {"Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Equal", "ArgMax", "ArgMin", "TopK", "Cast",
-                 "Hardmax", "Mod", "MaxPool", "If", "GridSample"}
+                 "Hardmax", "Mod", "MaxPool", "If", "GridSample", "DynamicQuantizeLinear"}
 
 
 def sensitivity(runner, b, strategy, tries=3, shape=None, peer=False):
@@ -379,6 +384,20 @@ def float_twin(b):
     return t
 
 
+def judge(runner, b, fails, res=None):
+    """keep_real for graph B: a `run --check` mismatch of a quantized graph (QDQ or
+    dynamic), which compares its plans without fake quantization, on its float twin;
+    every other mismatch (against ONNX Runtime, between sessions) on B itself, whose
+    DynamicQuantizeLinear makes it a threshold op (sensitivity draws ten times)."""
+    if not (quantized.is_quantized(b.model) or quantized.is_dynamic(b.model)):
+        return keep_real(runner, b, fails, res)
+    checks = [f for f in fails if f.get("via", [None])[0] == "check"]
+    others = [f for f in fails if f.get("via", [None])[0] != "check"]
+    kept = (keep_real(runner, float_twin(b), checks, res) if checks else []) + \
+        (keep_real(runner, b, others, res) if others else [])
+    return [f for f in fails if any(f is k for k in kept)]
+
+
 def guarded(check, via, rest):
     """check()'s result (a tuple, failures first), or ONNX Runtime's crash on
     the model as the failure followed by REST."""
@@ -410,8 +429,14 @@ def trial(runner, recipe, cfg, folder):
         # `run --check` alone, whose rules are quantization-aware (quantized.py), and are counted apart.
         res["quantized"] = True
         if res["failures"]:
-            res["failures"] = keep_real(runner, float_twin(b), res["failures"], res)
+            res["failures"] = judge(runner, b, res["failures"], res)
         return res
+    if quantized.is_dynamic(b.model):
+        # Dynamic quantization alone: `run --check` compares its float arithmetic only (each
+        # DynamicQuantizeLinear unrounded), so the quantized plans are always compared with
+        # ONNX Runtime, at quantized.RTOL_DYNAMIC (Built.rtol), as are the fuse path and sessions.
+        res["dynamic"] = True
+        cfg = dict(cfg, ort=True)
     if cfg["ort"]:
         f, note = guarded(lambda: run_ort(runner, b, cfg["strategy"]), ["ort", cfg["strategy"], 1], (None,))
         res["failures"] += f
@@ -427,7 +452,7 @@ def trial(runner, recipe, cfg, folder):
         res["failures"] += f
         res["note"] = res["note"] or note
     if res["failures"]:
-        res["failures"] = keep_real(runner, b, res["failures"], res)
+        res["failures"] = judge(runner, b, res["failures"], res)
     return res
 
 
@@ -449,5 +474,5 @@ def reproduce(runner, recipe, failure, folder):
         fails = guarded(lambda: run_session(runner, b, strategy), via, (None, 0))[0]
     else:
         fails = guarded(lambda: run_fuse(runner, b, strategy), via, (None, None))[0]
-    fails = keep_real(runner, b, [f for f in fails if key(f) == key(failure)])
+    fails = judge(runner, b, [f for f in fails if key(f) == key(failure)])
     return fails[0] if fails else None

@@ -663,3 +663,86 @@ def test_quantized_recipes_render_the_int8_convolution_chain():
                 chains += 1
     assert 30 <= drawn <= 70      # a quarter of 200
     assert chains >= 10
+
+
+def test_quantized_recipes_draw_int8_matmuls_ops_between_pairs_and_dynamic_quantization():
+    """add_quantized also draws the chain onnx-fuse runs as one int8 matmul (QuantizeLinear,
+    DequantizeLinear, MatMul of int8 weights per column or per tensor through
+    DequantizeLinear, [Add bias], QuantizeLinear, DequantizeLinear), a residual Add, a
+    MaxPool or AveragePool and a Concat between QDQ pairs, and, in recipes of its own
+    (never with the QDQ format), ONNX Runtime's dynamic quantization of a MatMul; such
+    recipes render to valid models."""
+    import collections
+    from difftest import generator, renderer, quantized
+    graphs = collections.Counter()
+    for seed in range(1000, 1400):
+        model = renderer.to_model(renderer.render(generator.make_recipe(seed))[0])
+        renderer.check(model)
+        kinds = set(quantized.census(model))
+        graphs.update(kinds)
+        if "dynamic matmul" in kinds:
+            assert quantized.is_dynamic(model) and not quantized.is_quantized(model)
+    assert graphs["int8 matmul"] + graphs["int8 matmul+bias"] >= 10
+    assert graphs["int8 matmul+bias"] >= 5
+    assert graphs["dynamic matmul"] >= 10
+    assert graphs["qdq Add"] >= 5 and graphs["qdq Concat"] >= 5
+    assert graphs["qdq MaxPool"] + graphs["qdq AveragePool"] >= 4
+
+
+def dynamic_model(wz_per_column):
+    """x [3, 8] -> DynamicQuantizeLinear -> MatMulInteger(W int8 [8, 4], w zero point 0) -> Cast ->
+    Mul(., Mul(x_scale, w_scale)): ONNX Runtime's quantize_dynamic form."""
+    rng = np.random.default_rng(5)
+    w = rng.integers(-63, 64, [8, 4]).astype(np.int8)
+    inits = [onnx.numpy_helper.from_array(w, "w"),
+             onnx.numpy_helper.from_array(np.zeros(4 if wz_per_column else [], np.int8), "wz"),
+             onnx.numpy_helper.from_array(np.array(0.02, np.float32), "ws")]
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=onnx.TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["accf", "s"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 8])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 4])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), w
+
+
+def test_the_float_twin_of_dynamic_quantization_is_the_unrounded_product():
+    """without_fake_quantization of a dynamically quantized MatMul: the MatMul of x / x_scale
+    by the weights minus their zero point, as float (what run --check compares first), so a
+    float mismatch is judged on a graph without the rounding; the model is dynamic, not QDQ,
+    and compared with ONNX Runtime at RTOL_DYNAMIC."""
+    from difftest import quantized
+    for per_column in (False, True):
+        model, w = dynamic_model(per_column)
+        assert quantized.is_dynamic(model) and not quantized.is_quantized(model)
+        twin = quantized.without_fake_quantization(model)
+        onnx.checker.check_model(twin, full_check=True)
+        ops = [n.op_type for n in twin.graph.node]
+        assert ops == ["DynamicQuantizeLinear", "Div", "MatMul", "Cast", "Mul", "Mul"]
+        div, mm = twin.graph.node[1], twin.graph.node[2]
+        assert list(div.input) == ["x", "xs"] and mm.input[0] == div.output[0] and mm.output[0] == "acc"
+        weights = {i.name: onnx.numpy_helper.to_array(i) for i in twin.graph.initializer}
+        assert weights[mm.input[1]].dtype == np.float32
+        assert np.array_equal(weights[mm.input[1]], w.astype(np.float32))
+
+
+def test_a_dynamically_quantized_recipe_is_compared_at_the_loose_rule():
+    """A recipe with a dynq step renders ONNX Runtime's quantize_dynamic chain; trial.Built
+    gives it quantized.RTOL_DYNAMIC (bench_dynamic.py's rule), under which a 5e-3 mismatch
+    passes and a 1e-2 one fails; a float recipe keeps runner.RTOL."""
+    from difftest import quantized
+    recipe = {"seed": 1, "input": [2, 3, 8],
+              "steps": [{"op": "dynq", "s": 7, "out": 5, "qw": 8, "wper": "col", "wzcol": 1, "bias": True}]}
+    with tempfile.TemporaryDirectory() as d:
+        b = trial.Built(recipe, d)
+        ops = [n.op_type for n in b.model.graph.node]
+        assert ops == ["DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul", "Mul", "Add"]
+        assert b.rtol == quantized.RTOL_DYNAMIC
+        plain = trial.Built({"seed": 1, "input": [2, 3, 8], "steps": [{"op": "unary", "f": "Relu"}]},
+                            os.path.join(d, "plain"))
+        assert plain.rtol == runner.RTOL
+    ref = [np.array([1.0, -2.0, 0.5], np.float32)]
+    assert runner.compare(ref, [ref[0] * 1.005], ["y"], "ort-vs-fused", "-", quantized.RTOL_DYNAMIC) is None
+    assert runner.compare(ref, [ref[0] * 1.005], ["y"], "ort-vs-fused", "-") is not None
+    assert runner.compare(ref, [ref[0] * 1.01], ["y"], "ort-vs-fused", "-", quantized.RTOL_DYNAMIC) is not None
