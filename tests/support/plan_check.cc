@@ -139,4 +139,16 @@ FaultAt::~FaultAt() {
   unsetenv("ONNXFUSE_FAULT_NODE");
 }
 
+void RequireWithinOneStep(const std::vector<float>& got, const std::vector<float>& want, float step,
+                          double equal_share) {
+  REQUIRE(got.size() == want.size());
+  std::size_t equal = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", the definition " << want[i]);
+    REQUIRE(std::fabs(got[i] - want[i]) <= step * 1.001f);
+    equal += got[i] == want[i];
+  }
+  CHECK(static_cast<double>(equal) >= equal_share * static_cast<double>(got.size()));
+}
+
 }  // namespace onnxfuse::test

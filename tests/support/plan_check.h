@@ -45,6 +45,13 @@ PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs
 void CheckClose(const Tensor& actual, const std::vector<double>& expected, double rtol, double atol);
 void CheckClose(const Tensor& actual, const std::vector<double>& expected, double rtol = 1e-5);
 
+/// An int8 plan's output against the QDQ definition's (the unfused plan):
+/// every element within one quantization step `step` (with 0.1% of slack),
+/// and at least `equal_share` of them equal. A float32 sum summed in another
+/// order lands on the other side of a rounding boundary only rarely.
+void RequireWithinOneStep(const std::vector<float>& got, const std::vector<float>& want, float step,
+                          double equal_share = 0.97);
+
 /// Runs `graph` unfused and fused and checks every output of the fused plan
 /// against the unfused one's (the reference: one primitive per node, plain
 /// layouts): CheckClose at relative `tol`, absolute tol / 10 of the output's

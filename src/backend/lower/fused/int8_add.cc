@@ -10,25 +10,6 @@
 
 namespace onnxfuse::backend {
 
-namespace {
-
-Int8Type KernelType(std::int32_t type) { return type == onnx::TensorProto::UINT8 ? Int8Type::kUint8 : Int8Type::kInt8; }
-
-// The per-tensor quantization of integer tensor `q` that DequantizeLinear `dq` reads.
-std::optional<PerTensor> SourceQuantization(Builder& b, ValueId q, const Node& dq, const Node& user) {
-  std::optional<PerTensor> p;
-  if (b.IsInt8Act(q)) {
-    const Act& a = b.AnyActOf(q, user);
-    p = PerTensor{a.scale, a.zero_point, a.elem_type};
-  } else {
-    p = PerTensorOf(b, dq, b.graph.value(q).type.elem_type);
-  }
-  if (!p || !IsInt8Type(p->type) || !(p->scale > 0) || !std::isfinite(p->scale)) return std::nullopt;
-  return p;
-}
-
-}  // namespace
-
 std::optional<QuantizedAddOperands> QuantizedAddOf(Builder& b, const Node& add) {
   if (!b.fuse || !b.fake_quantize || add.op_type != "Add" || !add.domain.empty() || add.inputs.size() != 2)
     return std::nullopt;

@@ -24,8 +24,6 @@ using Kind = PostOp::Kind;
 
 namespace {
 
-Int8Type KernelType(std::int32_t type) { return type == onnx::TensorProto::UINT8 ? Int8Type::kUint8 : Int8Type::kInt8; }
-
 // W's scales, one per output channel, and its int8 values, from the
 // DequantizeLinear `dq` of a constant int8 tensor of `channels` output channels.
 bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out, std::string& why) {
@@ -226,6 +224,20 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::strin
 
 }  // namespace
 
+Int8Type KernelType(std::int32_t type) { return type == onnx::TensorProto::UINT8 ? Int8Type::kUint8 : Int8Type::kInt8; }
+
+std::optional<PerTensor> SourceQuantization(Builder& b, ValueId q, const Node& dq, const Node& user) {
+  std::optional<PerTensor> p;
+  if (b.IsInt8Act(q)) {
+    const Act& a = b.AnyActOf(q, user);
+    p = PerTensor{a.scale, a.zero_point, a.elem_type};
+  } else {
+    p = PerTensorOf(b, dq, b.graph.value(q).type.elem_type);
+  }
+  if (!p || !IsInt8Type(p->type) || !(p->scale > 0) || !std::isfinite(p->scale)) return std::nullopt;
+  return p;
+}
+
 const Node* DequantizeProducing(const Builder& b, ValueId v) {
   const NodeId p = b.graph.value(v).producer;
   if (p == kNoNode) return nullptr;
@@ -263,16 +275,8 @@ std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::
   if (!QuantizedWeights(b, *w, qc, r)) return std::nullopt;
   r = "its input is not a per-tensor uint8 or int8 quantization";
   qc.src = x->inputs[0];
-  // Computed already: its Act keeps the quantization (the DequantizeLinear's
-  // constants may be released); otherwise the DequantizeLinear's constants.
-  std::optional<PerTensor> src;
-  if (b.IsInt8Act(qc.src)) {
-    const Act& a = b.AnyActOf(qc.src, conv);
-    src = PerTensor{a.scale, a.zero_point, a.elem_type};
-  } else {
-    src = PerTensorOf(b, *x, b.graph.value(qc.src).type.elem_type);
-  }
-  if (!src || !IsInt8Type(src->type) || !(src->scale > 0) || !std::isfinite(src->scale)) return std::nullopt;
+  const std::optional<PerTensor> src = SourceQuantization(b, qc.src, *x, conv);
+  if (!src) return std::nullopt;
   qc.src_quantization = *src;
   // Without VNNI, oneDNN runs an s8 source as u8 (x + 128) and halves the
   // weights to keep the pair sums in 16 bits, losing their last bit: see

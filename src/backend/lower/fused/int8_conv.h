@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/kernels/quantize_linear.h"
 #include "backend/lower/core/chain.h"
 #include "backend/lower/fused/quantize_dequantize.h"
 
@@ -60,6 +61,15 @@ std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::
 
 /// The producer of `v` when it is a DequantizeLinear of the default domain, else nullptr.
 const Node* DequantizeProducing(const Builder& b, ValueId v);
+
+/// The per-tensor quantization of integer tensor `q`, which DequantizeLinear
+/// `dq` reads: its Act's when computed already (the DequantizeLinear's
+/// constants may be released by then), else the DequantizeLinear's
+/// constants; nullopt unless u8 or s8 with a positive, finite scale.
+std::optional<PerTensor> SourceQuantization(Builder& b, ValueId q, const Node& dq, const Node& user);
+
+/// The kernels' Int8Type of UINT8 or INT8 (onnx::TensorProto::DataType).
+Int8Type KernelType(std::int32_t type);
 
 /// A "dequantize" step: the float value `v` from the integer Act `q` of
 /// quantization `p`, for `user`; `label` names the step.

@@ -120,14 +120,8 @@ std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul,
   }
   r = "its input is not a per-tensor uint8 or int8 quantization";
   qm.src = x->inputs[0];
-  std::optional<PerTensor> src;
-  if (b.IsInt8Act(qm.src)) {
-    const Act& a = b.AnyActOf(qm.src, matmul);
-    src = PerTensor{a.scale, a.zero_point, a.elem_type};
-  } else {
-    src = PerTensorOf(b, *x, b.graph.value(qm.src).type.elem_type);
-  }
-  if (!src || !IsInt8Type(src->type) || !(src->scale > 0) || !std::isfinite(src->scale)) return std::nullopt;
+  const std::optional<PerTensor> src = SourceQuantization(b, qm.src, *x, matmul);
+  if (!src) return std::nullopt;
   qm.src_quantization = *src;
   // A's dims as typed: it is asked before A is computed (LowerQuantize, ReadsAsInt8).
   const TensorType& a = b.graph.value(matmul.inputs[0]).type;
