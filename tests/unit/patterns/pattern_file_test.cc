@@ -39,7 +39,7 @@ TEST_CASE("the built-in library loads with its directives and captured attribute
                          "ConvBnSiLU", "Gelu", "LayerNormalization", "MatMulAddGelu", "MatMulAddAdd", "MatMulAdd",
                          "PwDwConvBnRelu", "PwDwConvBnClip", "PwDwConvBnHardSigmoidMul", "PwDwConvBnHardSwish",
                          "PwDwConvBnSiLU", "QdqConvAddRelu", "QdqConvAdd", "QdqConvSiLU", "QdqConvRelu", "QdqConvClip",
-                         "QdqConv", "ConvBnAddRelu", "ConvAddRelu", "ConvBnAdd", "SoftmaxLog", "SEReluSigmoid",
+                         "QdqConv", "QdqMatMulAdd", "QdqMatMul", "ConvBnAddRelu", "ConvAddRelu", "ConvBnAdd", "SoftmaxLog", "SEReluSigmoid",
                          "SEReluHardSigmoid", "SESiLUSigmoid", "SESiLUHardSigmoid"});
 
   const Pattern& cbr = patterns[4];

@@ -90,3 +90,27 @@ TEST_CASE("QdqConvSiLU: a quantized Conv, then x * Sigmoid(x) on its dequantized
                                     "QuantizeLinear_9, DequantizeLinear_10"});
   CheckPositive("QdqConvSiLU", f);
 }
+
+TEST_CASE("QdqMatMulAdd, QdqMatMul: a quantized product of int8 weights, and its quantized bias", "[pattern_library]") {
+  // x [2,3] quantized; a MatMul by int8 weights [3,4] per column; `tail` reads its output m.
+  const auto product = [](const std::string& tail) {
+    const Strings inits = {"float xs = {0.02}", "uint8 xz = {128}",
+                           "int8[3,4] wq = {12, -7, 3, 0, 127, -128, 5, 9, -2, 64, -64, 1}",
+                           "float[4] ws = {0.01, 0.02, 0.015, 0.01}", "float[4] bias = {0.1, -0.2, 0.3, 0.0}",
+                           "float ys = {0.05}", "uint8 yz = {0}", "float ts = {0.04}", "uint8 tz = {128}"};
+    const std::string body = "  xq = QuantizeLinear (x, xs, xz)\n  xd = DequantizeLinear (xq, xs, xz)\n"
+                             "  wd = DequantizeLinear <axis = 1> (wq, ws)\n  m = MatMul (xd, wd)\n" + tail;
+    return Model("(float[2,3] x) => (float[2,4] y)", inits, body);
+  };
+  SECTION("with its bias") {
+    auto f = FuseText(product(Qdq("m", "md") + "  a = Add (md, bias)\n" + Qdq("a", "y", "ts", "tz")));
+    CHECK(PatternGroups(f) == Strings{"QdqMatMulAdd: MatMul_3, QuantizeLinear_4, DequantizeLinear_5, Add_6, "
+                                      "QuantizeLinear_7, DequantizeLinear_8"});
+    CheckPositive("QdqMatMulAdd", f);
+  }
+  SECTION("alone") {
+    auto f = FuseText(product(Qdq("m", "y")));
+    CHECK(PatternGroups(f) == Strings{"QdqMatMul: MatMul_3, QuantizeLinear_4, DequantizeLinear_5"});
+    CheckPositive("QdqMatMul", f);
+  }
+}
