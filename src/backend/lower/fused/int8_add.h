@@ -1,9 +1,7 @@
 // The QDQ format's Add of two quantized activations (a residual Add), as
 // ONNX Runtime's static quantizer writes it:
 //
-//   a_q -> DequantizeLinear \
-//                             Add [-> Relu] -> QuantizeLinear -> y_q
-//   b_q -> DequantizeLinear /
+//   Add(DequantizeLinear(a_q), DequantizeLinear(b_q)) [-> Relu] -> QuantizeLinear -> y_q
 //
 // runs as one pass of our kernel over the 8-bit tensors
 // (backend/kernels/quantize_linear.h, QuantizedAdd): each input dequantized
