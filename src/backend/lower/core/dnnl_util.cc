@@ -249,4 +249,10 @@ std::string LayoutString(const dnnl::memory::desc& md) {
   return out;
 }
 
+dnnl::primitive_attr CopyOf(const dnnl::primitive_attr& attr) {
+  dnnl_primitive_attr_t copy = nullptr;
+  dnnl::error::wrap_c_api(dnnl_primitive_attr_clone(&copy, attr.get()), "could not clone a primitive attribute");
+  return dnnl::primitive_attr(copy);
+}
+
 }  // namespace onnxfuse::backend

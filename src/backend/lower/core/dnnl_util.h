@@ -102,4 +102,7 @@ std::optional<Dims> ReshapeStrides(const Dims& dims, const Dims& strides, const 
 /// oneDNN-style layout string: "abcd" (plain), "acdb" (nhwc), "aBcd16b" (nChw16c).
 std::string LayoutString(const dnnl::memory::desc& md);
 
+/// A copy of `attr` to change (the C++ API's primitive_attr shares its handle on copy).
+dnnl::primitive_attr CopyOf(const dnnl::primitive_attr& attr);
+
 }  // namespace onnxfuse::backend

@@ -70,12 +70,8 @@ bool EmitInt8Add(Builder& b, const Chain& chain) {
   if (chain.quantize == kNoNode) {
     // The float Add: each input that only exists as an integer tensor (its
     // DequantizeLinear's readers all looked int8 when it was made) dequantized.
-    for (const ValueId in : node.inputs) {
-      const Node* dq = in == kNoValue || b.IsAct(in) ? nullptr : DequantizeProducing(b, in);
-      if (!dq || !b.IsInt8Act(dq->inputs.at(0))) continue;
-      const Act& q = b.AnyActOf(dq->inputs[0], node);
-      EmitDequantize(b, dq->inputs[0], PerTensor{q.scale, q.zero_point, q.elem_type}, in, node, dq->name);
-    }
+    for (const ValueId in : node.inputs)
+      if (const Node* dq = in == kNoValue ? nullptr : DequantizeProducing(b, in)) DequantizeIfOnlyInteger(b, *dq, node);
     return false;
   }
   const auto ops = QuantizedAddOf(b, node);

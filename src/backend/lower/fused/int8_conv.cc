@@ -54,12 +54,7 @@ bool QuantizedWeights(Builder& b, const Node& dq, QuantizedConv& out, std::strin
     const Tensor& z = b.Const(zero, dq);
     if (!std::all_of(z.int_data.begin(), z.int_data.end(), [](std::int64_t v) { return v == 0; })) return false;
   }
-  std::int64_t largest = 0;
-  for (std::int64_t v : t.int_data) largest = std::max(largest, std::abs(v));
-  if (largest <= 64 || HasInt8DotProduct()) return true;  // see "Saturation"; onednn_limits.h, limit 6
-  why = "its weights reach |w| = " + std::to_string(largest) +
-        ", over 64: without VNNI oneDNN's int8 kernels would saturate their 16-bit pair sums";
-  return false;
+  return SumsWithoutSaturation(t, why);
 }
 
 // One eltwise post-op: algorithm, alpha, beta.
@@ -238,6 +233,32 @@ std::optional<PerTensor> SourceQuantization(Builder& b, ValueId q, const Node& d
   return p;
 }
 
+bool SumsWithoutSaturation(const Tensor& w, std::string& why) {
+  if (HasInt8DotProduct()) return true;
+  std::int64_t largest = 0;
+  for (std::int64_t v : w.int_data) largest = std::max(largest, std::abs(v));
+  if (largest <= 64) return true;  // see "Saturation"; onednn_limits.h, limit 6
+  why = "its weights reach |w| = " + std::to_string(largest) +
+        ", over 64: without VNNI oneDNN's int8 kernels would saturate their 16-bit pair sums";
+  return false;
+}
+
+bool SourceRunsInt8(std::int32_t type, std::string& why) {
+  // Without VNNI, oneDNN runs an s8 source as u8 (x + 128) and halves the
+  // weights to keep the pair sums in 16 bits, losing their last bit: see
+  // "Saturation"; onednn_limits.h, limit 6.
+  if (type == onnx::TensorProto::UINT8 || HasInt8DotProduct()) return true;
+  why = "its input is int8: without VNNI oneDNN runs it as uint8 with halved weights, losing a bit";
+  return false;
+}
+
+void DequantizeIfOnlyInteger(Builder& b, const Node& dq, const Node& user) {
+  const ValueId v = dq.outputs.at(0), q = dq.inputs.at(0);
+  if (b.IsAct(v) || q == kNoValue || !b.IsInt8Act(q)) return;
+  const Act& a = b.AnyActOf(q, user);
+  EmitDequantize(b, q, PerTensor{a.scale, a.zero_point, a.elem_type}, v, user, dq.name);
+}
+
 const Node* DequantizeProducing(const Builder& b, ValueId v) {
   const NodeId p = b.graph.value(v).producer;
   if (p == kNoNode) return nullptr;
@@ -278,13 +299,7 @@ std::optional<QuantizedConv> QuantizedConvOf(Builder& b, const Node& conv, std::
   const std::optional<PerTensor> src = SourceQuantization(b, qc.src, *x, conv);
   if (!src) return std::nullopt;
   qc.src_quantization = *src;
-  // Without VNNI, oneDNN runs an s8 source as u8 (x + 128) and halves the
-  // weights to keep the pair sums in 16 bits, losing their last bit: see
-  // "Saturation"; onednn_limits.h, limit 6.
-  if (src->type != onnx::TensorProto::UINT8 && !HasInt8DotProduct()) {
-    r = "its input is int8: without VNNI oneDNN runs it as uint8 with halved weights, losing a bit";
-    return std::nullopt;
-  }
+  if (!SourceRunsInt8(src->type, r)) return std::nullopt;
   if (conv.inputs.size() > 2 && conv.inputs[2] != kNoValue) {  // B: known at build time, or the dequantized constant
     const ValueId bias = conv.inputs[2];
     const Node* dq = DequantizeProducing(b, bias);
@@ -378,12 +393,9 @@ bool EmitInt8Conv(Builder& b, const Chain& chain) {
   if (why.empty()) why = "its input is not an integer tensor here";
   // The float convolution of the dequantized values, then QuantizeLinear.
   const std::size_t first = b.steps.size();
-  if (!b.IsAct(x)) {
-    if (!int8_src)
-      throw Error(ErrorKind::kInternal, "internal error: " + node.name + ": its input is neither float nor quantized");
-    const Act& q = b.AnyActOf(dq->inputs[0], node);
-    EmitDequantize(b, dq->inputs[0], PerTensor{q.scale, q.zero_point, q.elem_type}, x, node, dq->name);
-  }
+  if (!b.IsAct(x) && !int8_src)
+    throw Error(ErrorKind::kInternal, "internal error: " + node.name + ": its input is neither float nor quantized");
+  DequantizeIfOnlyInteger(b, *dq, node);
   Chain float_chain = chain;
   if (chain.quantize != kNoNode) {
     float_chain.members.pop_back();

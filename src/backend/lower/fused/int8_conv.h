@@ -71,6 +71,19 @@ std::optional<PerTensor> SourceQuantization(Builder& b, ValueId q, const Node& d
 /// The kernels' Int8Type of UINT8 or INT8 (onnx::TensorProto::DataType).
 Int8Type KernelType(std::int32_t type);
 
+/// Without VNNI (see "Saturation"): true when the int8 weights `w` keep
+/// |w| <= 64; otherwise false with the reason in `why`. True with VNNI.
+bool SumsWithoutSaturation(const Tensor& w, std::string& why);
+
+/// Without VNNI: true only for a uint8 source (an int8 one would lose a bit),
+/// otherwise false with the reason in `why`. True with VNNI.
+bool SourceRunsInt8(std::int32_t type, std::string& why);
+
+/// When `dq`'s output is not yet a float Act and its input is an integer Act
+/// (its readers all looked int8 when it was made, and one falls back to
+/// float): a dequantize step at that Act's own quantization makes it one.
+void DequantizeIfOnlyInteger(Builder& b, const Node& dq, const Node& user);
+
 /// A "dequantize" step: the float value `v` from the integer Act `q` of
 /// quantization `p`, for `user`; `label` names the step.
 void EmitDequantize(Builder& b, ValueId q, const PerTensor& p, ValueId v, const Node& user, const std::string& label);

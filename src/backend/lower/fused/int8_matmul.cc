@@ -80,9 +80,7 @@ std::vector<int> BindInt8MatMul(Builder& b, const Chain& chain, const dnnl::matm
 }
 
 dnnl::primitive_attr WithRunTimeSrcZeroPoint(const dnnl::primitive_attr& attr) {
-  dnnl_primitive_attr_t copy = nullptr;
-  dnnl::error::wrap_c_api(dnnl_primitive_attr_clone(&copy, attr.get()), "could not clone a primitive attribute");
-  dnnl::primitive_attr out(copy);
+  dnnl::primitive_attr out = CopyOf(attr);
   out.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   return out;
 }

@@ -24,9 +24,7 @@ memory::format_tag PlainTag(std::size_t rank) {
 // dim) and the source's zero point.
 dnnl::primitive_attr Int8Attr(const dnnl::primitive_attr& attr, const std::vector<float>& scales, std::size_t rank,
                               std::int64_t zero_point) {
-  dnnl_primitive_attr_t copy = nullptr;
-  dnnl::error::wrap_c_api(dnnl_primitive_attr_clone(&copy, attr.get()), "could not clone a primitive attribute");
-  dnnl::primitive_attr out(copy);
+  dnnl::primitive_attr out = CopyOf(attr);
   const bool per_column = std::any_of(scales.begin(), scales.end(), [&](float s) { return s != scales[0]; });
   out.set_output_scales(per_column ? 1 << (rank - 1) : 0, per_column ? scales : std::vector<float>{scales[0]});
   if (zero_point != 0) out.set_zero_points(DNNL_ARG_SRC, 0, {static_cast<std::int32_t>(zero_point)});
@@ -129,19 +127,7 @@ std::optional<QuantizedMatMul> QuantizedMatMulOf(Builder& b, const Node& matmul,
     r = "its input is not of rank 2 to 4 with K = the weights' rows";
     return std::nullopt;
   }
-  if (!HasInt8DotProduct()) {  // int8_conv.h, "Saturation"; onednn_limits.h, limit 6
-    std::int64_t largest = 0;
-    for (std::int64_t v : t.int_data) largest = std::max(largest, std::abs(v));
-    if (largest > 64) {
-      r = "its weights reach |w| = " + std::to_string(largest) +
-          ", over 64: without VNNI oneDNN's int8 kernels would saturate their 16-bit pair sums";
-      return std::nullopt;
-    }
-    if (src->type != onnx::TensorProto::UINT8) {
-      r = "its input is int8: without VNNI oneDNN runs it as uint8 with halved weights, losing a bit";
-      return std::nullopt;
-    }
-  }
+  if (!SumsWithoutSaturation(t, r) || !SourceRunsInt8(src->type, r)) return std::nullopt;
   r.clear();
   return qm;
 }
@@ -158,10 +144,7 @@ bool EmitInt8QdqMatMul(Builder& b, const Chain& chain) {
   if (qm && int8_src) why = "oneDNN has no fast int8 matmul for it";
   if (why.empty()) why = "its input is not an integer tensor here";
   const std::size_t first = b.steps.size();
-  if (!b.IsAct(x) && int8_src) {  // only the integer tensor was made: the float values for the float product
-    const Act& q = b.AnyActOf(dq->inputs[0], node);
-    EmitDequantize(b, dq->inputs[0], PerTensor{q.scale, q.zero_point, q.elem_type}, x, node, dq->name);
-  }
+  DequantizeIfOnlyInteger(b, *dq, node);  // the float values for the float product
   EmitMatMul(b, chain);
   for (std::size_t i = first; i < b.steps.size(); ++i)
     if (b.steps[i].kind == "matmul") b.steps[i].note = "float, not int8: " + why;
