@@ -136,19 +136,19 @@ ValueId Graph::InternValue(const std::string& name) {
 }
 
 Graph::Graph(onnx::ModelProto model, std::string source_path)
-    : model_(std::move(model)), source_path_(std::move(source_path)) {
-  for (const auto& opset : model_.opset_import())
+    : model_(std::make_shared<onnx::ModelProto>(std::move(model))), source_path_(std::move(source_path)) {
+  for (const auto& opset : model_->opset_import())
     if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
   Index();
 }
 
 void Graph::Index() {
-  nodes_.clear();
+  std::vector<Node> nodes;
   values_.clear();
   inputs_.clear();
   outputs_.clear();
   value_by_name_.clear();
-  const auto& g = model_.graph();
+  const auto& g = model_->graph();
   auto where = [&](const std::string& what) { return source_path_ + ": " + what; };
 
   for (int i = 0; i < g.initializer_size(); ++i) {
@@ -174,10 +174,10 @@ void Graph::Index() {
   for (const auto& vi : g.value_info()) inferred[vi.name()] = &vi.type();
   for (const auto& vi : g.output()) inferred[vi.name()] = &vi.type();
 
-  nodes_.reserve(static_cast<std::size_t>(g.node_size()));
+  nodes.reserve(static_cast<std::size_t>(g.node_size()));
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& proto = g.node(i);
-    NodeId id = static_cast<NodeId>(nodes_.size());
+    NodeId id = static_cast<NodeId>(nodes.size());
     Node node;
     node.op_type = proto.op_type();
     node.domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
@@ -208,15 +208,16 @@ void Graph::Index() {
         throw Error(ErrorKind::kInvalidModel,
                     where(NodeLabel(node) + " writes '" + name +
                           "', which is already defined" +
-                          (value.producer != kNoNode ? " by node '" + nodes_[value.producer].name + "'"
+                          (value.producer != kNoNode ? " by node '" + nodes[value.producer].name + "'"
                                                      : " as a graph input or initializer")));
       value.producer = id;
       if (auto it = inferred.find(name); it != inferred.end()) value.type = TensorTypeFromProto(*it->second);
       node.outputs.push_back(v);
     }
     node.proto = proto;
-    nodes_.push_back(std::move(node));
+    nodes.push_back(std::move(node));
   }
+  nodes_ = std::make_shared<const std::vector<Node>>(std::move(nodes));
 
   for (const auto& output : g.output()) {
     auto found = value_by_name_.find(output.name());
@@ -225,6 +226,69 @@ void Graph::Index() {
     values_[found->second].is_graph_output = true;
     outputs_.push_back(found->second);
   }
+}
+
+Graph Graph::Retyped(std::shared_ptr<const Graph> base,
+                     const std::vector<std::optional<std::vector<std::int64_t>>>& dims) {
+  Check(dims.size() == base->values_.size(), "Graph::Retyped: dims for another graph");
+  Graph graph = *base;
+  graph.typed_model_ = std::make_shared<TypedModel>();
+  for (ValueId v = 0; v < graph.values_.size(); ++v) {
+    Value& value = graph.values_[v];
+    if (!dims[v] || value.initializer >= 0) continue;
+    value.type.has_shape = true;
+    value.type.dims = *dims[v];
+    value.type.dim_params.assign(dims[v]->size(), "");
+  }
+  std::vector<std::string> initializers;
+  for (const Value& value : graph.values_)
+    if (value.initializer >= 0 && !graph.released_.count(graph.value_by_name_.at(value.name)))
+      initializers.push_back(value.name);
+  graph.borrowed_.clear();
+  graph.BorrowConstants(std::move(base), initializers);
+  return graph;
+}
+
+const onnx::ModelProto& Graph::model() const {
+  if (!typed_model_) return *model_;
+  std::call_once(typed_model_->made, [this] {
+    auto typed = std::make_unique<onnx::ModelProto>(*model_);
+    const auto set = [](onnx::TypeProto& type, const TensorType& t) {
+      auto* tensor = type.mutable_tensor_type();
+      if (t.elem_type != 0) tensor->set_elem_type(t.elem_type);
+      if (!t.has_shape) return tensor->clear_shape();
+      auto* shape = tensor->mutable_shape();
+      shape->clear_dim();
+      for (std::size_t i = 0; i < t.dims.size(); ++i) {
+        if (t.dims[i] >= 0) shape->add_dim()->set_dim_value(t.dims[i]);
+        else if (!t.dim_params[i].empty()) shape->add_dim()->set_dim_param(t.dim_params[i]);
+        else shape->add_dim();
+      }
+    };
+    onnx::GraphProto& g = *typed->mutable_graph();
+    for (auto* list : {g.mutable_input(), g.mutable_output()})
+      for (onnx::ValueInfoProto& info : *list)
+        if (auto v = FindValue(info.name()); v && values_[*v].initializer < 0) set(*info.mutable_type(), values_[*v].type);
+    g.clear_value_info();
+    for (const Value& value : values_) {
+      if (value.is_graph_input || value.is_graph_output || value.initializer >= 0 || value.type.elem_type == 0) continue;
+      onnx::ValueInfoProto& info = *g.add_value_info();
+      info.set_name(value.name);
+      set(*info.mutable_type(), value.type);
+    }
+    typed_model_->model = std::move(typed);
+  });
+  return *typed_model_->model;
+}
+
+onnx::ModelProto& Graph::MutableModel() {
+  if (typed_model_) {
+    model_ = std::make_shared<onnx::ModelProto>(model());
+    typed_model_.reset();
+  } else if (model_.use_count() > 1) {
+    model_ = std::make_shared<onnx::ModelProto>(*model_);
+  }
+  return *model_;
 }
 
 std::optional<ValueId> Graph::FindValue(const std::string& name) const {
@@ -239,15 +303,15 @@ bool Graph::IsConstant(ValueId id) const {
   // time, but IR < 4 requires every initializer to be listed so; like ORT's fusions we
   // treat all initializers as constants.
   if (v.initializer >= 0) return true;
-  return v.producer != kNoNode && nodes_[v.producer].op_type == "Constant" && nodes_[v.producer].domain.empty();
+  return v.producer != kNoNode && node(v.producer).op_type == "Constant" && node(v.producer).domain.empty();
 }
 
 const onnx::TensorProto* Graph::ConstantTensor(ValueId id) const {
   if (!IsConstant(id) || IsReleased(id)) return nullptr;
   const Value& v = values_[id];
   if (auto it = borrowed_.find(id); it != borrowed_.end()) return it->second;
-  if (v.initializer >= 0) return &model_.graph().initializer(v.initializer);
-  for (const auto& attr : nodes_[v.producer].proto.attribute())
+  if (v.initializer >= 0) return &model_->graph().initializer(v.initializer);
+  for (const auto& attr : node(v.producer).proto.attribute())
     if (attr.name() == "value" && attr.has_t()) return &attr.t();
   return nullptr;
 }
@@ -271,7 +335,11 @@ void Graph::ReleaseInitializer(ValueId id) {
     released_.insert(id);
     return;
   }
-  onnx::TensorProto& t = *model_.mutable_graph()->mutable_initializer(v.initializer);
+  if (model_.use_count() > 1 || typed_model_) {  // another graph reads this data: it stays
+    released_.insert(id);
+    return;
+  }
+  onnx::TensorProto& t = *model_->mutable_graph()->mutable_initializer(v.initializer);
   onnx::TensorProto stub;  // swap the data out so its memory is freed now, not at the next reuse
   stub.set_name(t.name());
   stub.set_data_type(t.data_type());
@@ -282,7 +350,7 @@ void Graph::ReleaseInitializer(ValueId id) {
 
 std::vector<NodeId> Graph::Consumers(NodeId id) const {
   std::vector<NodeId> result;
-  for (ValueId out : nodes_.at(id).outputs) {
+  for (ValueId out : node(id).outputs) {
     if (out == kNoValue) continue;
     result.insert(result.end(), values_[out].consumers.begin(), values_[out].consumers.end());
   }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -83,11 +84,21 @@ class Graph {
   /// Throws Error(kInvalidModel) for a value produced twice or used before it is defined.
   Graph(onnx::ModelProto model, std::string source_path);
 
-  const std::vector<Node>& nodes() const { return nodes_; }
+  /// `base` at other input shapes (load/shape_model.h): its nodes and values,
+  /// each value v with `dims[v]` typed as those dims (its element type kept,
+  /// no symbols), the others as in base. Copies no protobuf: the nodes and the
+  /// model are base's, shared, and every initializer is borrowed from base
+  /// (BorrowConstants), so a graph per input shape costs its values only.
+  /// model() is base's model with these types, made the first time it is
+  /// asked for. `dims` has one entry per value of base (ValueId).
+  static Graph Retyped(std::shared_ptr<const Graph> base,
+                       const std::vector<std::optional<std::vector<std::int64_t>>>& dims);
+
+  const std::vector<Node>& nodes() const { return *nodes_; }
   const std::vector<Value>& values() const { return values_; }
-  const Node& node(NodeId id) const { return nodes_.at(id); }
+  const Node& node(NodeId id) const { return nodes_->at(id); }
   const Value& value(ValueId id) const { return values_.at(id); }
-  std::size_t num_nodes() const { return nodes_.size(); }
+  std::size_t num_nodes() const { return nodes_->size(); }
 
   const std::vector<ValueId>& inputs() const { return inputs_; }    ///< graph inputs that are not initializers
   const std::vector<ValueId>& outputs() const { return outputs_; }  ///< graph outputs, in order
@@ -118,7 +129,9 @@ class Graph {
   /// Distinct nodes consuming any output of `id` (each consumer listed once, in node order).
   std::vector<NodeId> Consumers(NodeId id) const;
 
-  const onnx::ModelProto& model() const { return model_; }
+  /// The model: as loaded and edited; for a Retyped graph, its base's with
+  /// this graph's value types (graph inputs, outputs and value_info).
+  const onnx::ModelProto& model() const;
   const std::string& source_path() const { return source_path_; }
   /// Version of the default ("" / "ai.onnx") operator set the model imports.
   std::int64_t opset() const { return opset_; }
@@ -161,12 +174,21 @@ class Graph {
   ValueId InternValue(const std::string& name);
   /// Builds nodes, values, use-lists, inputs and outputs from model_ (the constructor's work).
   void Index();
+  /// model_ to edit: a Retyped graph's typed model, or a model no other graph shares.
+  onnx::ModelProto& MutableModel();
 
-  onnx::ModelProto model_;
+  // Shared between a graph and its copies and Retyped graphs; an edit copies
+  // the model first (MutableModel) and re-indexes into new nodes.
+  std::shared_ptr<onnx::ModelProto> model_;
   std::string source_path_;
   std::int64_t opset_ = 0;
   OpsetConversion conversion_;
-  std::vector<Node> nodes_;
+  std::shared_ptr<const std::vector<Node>> nodes_;
+  struct TypedModel {  ///< a Retyped graph's model(), made on first use
+    std::once_flag made;
+    std::unique_ptr<onnx::ModelProto> model;
+  };
+  std::shared_ptr<TypedModel> typed_model_;
   std::vector<Value> values_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;

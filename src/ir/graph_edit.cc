@@ -36,13 +36,14 @@ void Filter(google::protobuf::RepeatedPtrField<T>* field, Keep keep) {
 }  // namespace
 
 std::string Graph::NewValueName(const std::string& base) {
-  if (taken_names_.empty()) CollectNames(model_.graph(), taken_names_);
+  if (taken_names_.empty()) CollectNames(model().graph(), taken_names_);
   return FreshName(base, taken_names_);
 }
 
 void Graph::AddInitializer(onnx::TensorProto tensor) {
-  auto& g = *model_.mutable_graph();
-  if (model_.ir_version() < 4) {  // IR 3 requires every initializer to be a graph input too
+  onnx::ModelProto& model = MutableModel();
+  auto& g = *model.mutable_graph();
+  if (model.ir_version() < 4) {  // IR 3 requires every initializer to be a graph input too
     auto* input = g.add_input();
     input->set_name(tensor.name());
     auto* type = input->mutable_type()->mutable_tensor_type();
@@ -53,20 +54,20 @@ void Graph::AddInitializer(onnx::TensorProto tensor) {
 }
 
 void Graph::SetNodeInput(NodeId node, std::size_t slot, const std::string& value) {
-  auto& proto = *model_.mutable_graph()->mutable_node(static_cast<int>(node));
+  auto& proto = *MutableModel().mutable_graph()->mutable_node(static_cast<int>(node));
   Check(slot <= static_cast<std::size_t>(proto.input_size()), "Graph::SetNodeInput: slot past the inputs");
   if (slot == static_cast<std::size_t>(proto.input_size())) proto.add_input(value);
   else proto.set_input(static_cast<int>(slot), value);
 }
 
 void Graph::SetNodeOutput(NodeId node, std::size_t slot, const std::string& value) {
-  auto& proto = *model_.mutable_graph()->mutable_node(static_cast<int>(node));
+  auto& proto = *MutableModel().mutable_graph()->mutable_node(static_cast<int>(node));
   Check(slot < static_cast<std::size_t>(proto.output_size()), "Graph::SetNodeOutput: no such output");
   proto.set_output(static_cast<int>(slot), value);
 }
 
 void Graph::RemoveNode(NodeId node) {
-  Check(node < nodes_.size(), "Graph::RemoveNode: no such node");
+  Check(node < num_nodes(), "Graph::RemoveNode: no such node");
   removed_nodes_.insert(node);
 }
 
@@ -78,7 +79,7 @@ void Graph::RemoveInitializer(ValueId id) {
 void Graph::CommitEdits() {
   Check(released_.empty(), "Graph::CommitEdits: an initializer was released");
   Check(borrowed_.empty(), "Graph::CommitEdits: the graph borrows its constants (edit their owner)");
-  auto& g = *model_.mutable_graph();
+  auto& g = *MutableModel().mutable_graph();
   std::unordered_set<std::string> defined_before;  // from the index: edits have changed the model already
   for (const Value& v : values_)
     if (v.producer != kNoNode || v.initializer >= 0 || v.is_graph_input) defined_before.insert(v.name);

@@ -13,33 +13,44 @@
 
 namespace onnxfuse {
 
-void PinInputShapes(onnx::ModelProto& model, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
-                    const std::string& source) {
-  std::map<std::string, std::int64_t> symbols;
+void CheckInputShapes(const onnx::GraphProto& graph, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
+                      const std::string& source) {
   std::set<std::string> found;
-  for (auto& input : *model.mutable_graph()->mutable_input()) {
+  for (const auto& input : graph.input()) {
     auto it = input_shapes.find(input.name());
     if (it == input_shapes.end()) continue;
     found.insert(input.name());
-    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (shape->dim_size() != 0 && shape->dim_size() != static_cast<int>(it->second.size()))
+    const auto& shape = input.type().tensor_type().shape();
+    if (shape.dim_size() != 0 && shape.dim_size() != static_cast<int>(it->second.size()))
       throw Error(ErrorKind::kUsage, source + ": --input-shape " + input.name() + " has rank " +
                                          std::to_string(it->second.size()) + " but the model declares rank " +
-                                         std::to_string(shape->dim_size()));
-    for (std::size_t i = 0; i < it->second.size(); ++i) {
-      auto* dim = i < static_cast<std::size_t>(shape->dim_size()) ? shape->mutable_dim(static_cast<int>(i))
-                                                                  : shape->add_dim();
-      if (dim->has_dim_value() && dim->dim_value() != it->second[i])
+                                         std::to_string(shape.dim_size()));
+    for (int i = 0; i < shape.dim_size(); ++i)
+      if (shape.dim(i).has_dim_value() && shape.dim(i).dim_value() != it->second[static_cast<std::size_t>(i)])
         throw Error(ErrorKind::kUsage, source + ": --input-shape " + input.name() + " dim " + std::to_string(i) +
-                                           " is " + std::to_string(it->second[i]) + " but the model fixes it to " +
-                                           std::to_string(dim->dim_value()));
-      if (dim->has_dim_param()) symbols[dim->dim_param()] = it->second[i];
-      dim->set_dim_value(it->second[i]);
-    }
+                                           " is " + std::to_string(it->second[static_cast<std::size_t>(i)]) +
+                                           " but the model fixes it to " + std::to_string(shape.dim(i).dim_value()));
   }
   for (const auto& [name, shape] : input_shapes)
     if (!found.count(name))
       throw Error(ErrorKind::kUsage, source + ": --input-shape names '" + name + "', which is not a graph input");
+}
+
+void PinInputShapes(onnx::ModelProto& model, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
+                    const std::string& source) {
+  CheckInputShapes(model.graph(), input_shapes, source);
+  std::map<std::string, std::int64_t> symbols;
+  for (auto& input : *model.mutable_graph()->mutable_input()) {
+    auto it = input_shapes.find(input.name());
+    if (it == input_shapes.end()) continue;
+    auto* shape = input.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (std::size_t i = 0; i < it->second.size(); ++i) {
+      auto* dim = i < static_cast<std::size_t>(shape->dim_size()) ? shape->mutable_dim(static_cast<int>(i))
+                                                                  : shape->add_dim();
+      if (dim->has_dim_param()) symbols[dim->dim_param()] = it->second[i];
+      dim->set_dim_value(it->second[i]);
+    }
+  }
   if (symbols.empty()) return;
   auto substitute = [&](onnx::ValueInfoProto& vi) {
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;

@@ -12,6 +12,11 @@
 
 namespace onnxfuse {
 
+/// Throws what PinInputShapes throws for `input_shapes` on `graph`, and
+/// changes nothing.
+void CheckInputShapes(const onnx::GraphProto& graph, const std::map<std::string, std::vector<std::int64_t>>& input_shapes,
+                      const std::string& source);
+
 /// Pins graph input shapes (`--input-shape NAME=DIMS`, full shapes by input
 /// name). A symbolic dim pinned this way (e.g. "N") takes that value wherever
 /// the model's declared types name it (inputs, outputs, value_info), so they

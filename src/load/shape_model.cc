@@ -30,33 +30,6 @@ google::protobuf::FieldMask AllButInitializers() {
   return mask;
 }
 
-// Types every value of `prepared` at `dims` (ShapeSubstitution::At) in
-// `model` (prepared's model with its inputs pinned): graph outputs in place,
-// the others as value_info.
-void TypeValues(onnx::ModelProto& model, const Graph& prepared,
-                const std::vector<std::optional<std::vector<std::int64_t>>>& dims) {
-  const auto set = [](onnx::TypeProto& type, std::int32_t elem_type, const std::vector<std::int64_t>& value_dims) {
-    auto* tensor = type.mutable_tensor_type();
-    if (elem_type != 0) tensor->set_elem_type(elem_type);
-    auto* shape = tensor->mutable_shape();
-    shape->clear_dim();
-    for (std::int64_t d : value_dims) shape->add_dim()->set_dim_value(d);
-  };
-  onnx::GraphProto& graph = *model.mutable_graph();
-  graph.clear_value_info();
-  for (onnx::ValueInfoProto& output : *graph.mutable_output()) {
-    const std::optional<ValueId> v = prepared.FindValue(output.name());
-    if (v && dims[*v]) set(*output.mutable_type(), prepared.value(*v).type.elem_type, *dims[*v]);
-  }
-  for (ValueId v = 0; v < prepared.values().size(); ++v) {
-    const Value& value = prepared.value(v);
-    if (!dims[v] || value.is_graph_input || value.is_graph_output || value.initializer >= 0) continue;
-    onnx::ValueInfoProto& info = *graph.add_value_info();
-    info.set_name(value.name);
-    set(*info.mutable_type(), value.type.elem_type, *dims[v]);
-  }
-}
-
 }  // namespace
 
 ShapeModel::ShapeModel(std::shared_ptr<const Graph> prepared) : prepared_(std::move(prepared)) {
@@ -87,20 +60,18 @@ ShapeModel::ShapeModel(std::shared_ptr<const Graph> prepared) : prepared_(std::m
 Graph ShapeModel::At(const std::map<std::string, std::vector<std::int64_t>>& input_shapes) const {
   detail::InstallOnnxInferenceGuards();
   const std::string& source = prepared_->source_path();
+  if (substitution_) {
+    CheckInputShapes(model_.graph(), input_shapes, source);
+    if (auto dims = substitution_->At(input_shapes)) return Graph::Retyped(prepared_, *dims);
+  }
   onnx::ModelProto model = model_;
   PinInputShapes(model, input_shapes, source);
-  std::optional<std::vector<std::optional<std::vector<std::int64_t>>>> dims;
-  if (substitution_) dims = substitution_->At(input_shapes);
-  if (dims) {
-    TypeValues(model, *prepared_, *dims);
-  } else {
-    try {
-      InferValueShapes(model);
-    } catch (const std::exception& e) {
-      std::string message = e.what();
-      if (auto cut = message.find('\n'); cut != std::string::npos) message.resize(cut);
-      throw Error(ErrorKind::kInvalidModel, source + ": shape inference failed at these input shapes: " + message);
-    }
+  try {
+    InferValueShapes(model);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    if (auto cut = message.find('\n'); cut != std::string::npos) message.resize(cut);
+    throw Error(ErrorKind::kInvalidModel, source + ": shape inference failed at these input shapes: " + message);
   }
   Graph graph(std::move(model), source);
   graph.set_conversion(prepared_->conversion());

@@ -2,17 +2,18 @@
 //
 // A model is loaded, checked, converted, rewritten and fused once, on its
 // symbolic graph (pipeline/prepare_model.h). What a new input shape changes is
-// only the shape of each value: ShapeModel pins the new input shapes on a copy
-// of that graph's model and types every value, nothing else: no parsing,
-// checks, opset conversion or rewrites. Where the symbolic graph allows it,
-// the types are its own with the call's numbers put for the symbols
-// (shape_substitution.h); otherwise ONNX shape inference (shape_inference.h)
-// runs again. The
-// copy leaves out the data of the large initializers (the weights), which
-// shape inference never reads; the graph it gives borrows them from the
-// prepared graph (Graph::BorrowConstants), so graphs at many shapes hold the
-// weights once. Small initializers keep their data, for the values data
-// propagation reads (Reshape targets, Slice bounds).
+// only the shape of each value: no parsing, checks, opset conversion or
+// rewrites run again. Where the symbolic graph allows it, the types are its
+// own with the call's numbers put for the symbols (shape_substitution.h), on
+// a graph that shares the prepared graph's nodes, model and weights
+// (Graph::Retyped): a new shape costs its values only. Otherwise ONNX shape
+// inference (shape_inference.h) runs again, on a copy of the prepared model
+// with the new input shapes pinned. That copy leaves out the data of the
+// large initializers (the weights), which shape inference never reads; the
+// graph it gives borrows them from the prepared graph
+// (Graph::BorrowConstants), so graphs at many shapes hold the weights once.
+// Small initializers keep their data, for the values data propagation reads
+// (Reshape targets, Slice bounds).
 //
 // Declared value types the prepared graph had with symbolic or unknown dims
 // are dropped and inferred again at the new shapes; fully static ones are

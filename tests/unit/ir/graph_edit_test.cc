@@ -85,3 +85,24 @@ TEST_CASE("a commit that leaves a value read but undefined is an invalid model",
   graph.RemoveNode(test::NodeNamed(graph, "Relu_0"));
   CHECK_THROWS_AS(graph.CommitEdits(), Error);
 }
+
+TEST_CASE("a copy shares the model until one of them is edited, and the edit reaches that one only",
+          "[graph_edit]") {
+  const Graph original = test::GraphFromText(kChain);
+  Graph copy = original;
+  CHECK(&copy.model() == &original.model());
+  CHECK(&copy.nodes() == &original.nodes());
+  copy.SetNodeOutput(test::NodeNamed(copy, "Relu_0"), 0, "i");
+  copy.RemoveNode(test::NodeNamed(copy, "Identity_1"));
+  copy.CommitEdits();
+  CHECK(copy.num_nodes() == 3);
+  CHECK(original.num_nodes() == 4);
+  CHECK(original.model().graph().node_size() == 4);
+  CHECK(original.node(test::NodeNamed(original, "Identity_1")).op_type == "Identity");
+  // Releasing a copy's initializer leaves the data the original reads.
+  Graph other = original;
+  other.ReleaseInitializer(*other.FindValue("bias"));
+  CHECK(other.ConstantTensor(*other.FindValue("bias")) == nullptr);
+  REQUIRE(original.ConstantTensor(*original.FindValue("bias")) != nullptr);
+  CHECK(original.ConstantTensor(*original.FindValue("bias"))->float_data_size() == 2);
+}

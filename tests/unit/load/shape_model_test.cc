@@ -44,10 +44,16 @@ TEST_CASE("ShapeModel: every value's shape at new input shapes, the weights borr
     CHECK(TypeOf(at, "m").dims == std::vector<std::int64_t>{n, 8, 1100});
     CHECK(TypeOf(at, "y").dims == std::vector<std::int64_t>{n, 8, 1100});
     const ValueId w = *at.FindValue("w"), b = *at.FindValue("b");
-    // w is the prepared graph's tensor, not a copy; b (1,100 elements) is a copy.
+    // The weight and the small constant alike are the prepared graph's tensors, not copies.
     CHECK(at.ConstantTensor(w) == prepared->ConstantTensor(*prepared->FindValue("w")));
-    CHECK(at.ConstantTensor(b) != prepared->ConstantTensor(*prepared->FindValue("b")));
+    CHECK(at.ConstantTensor(b) == prepared->ConstantTensor(*prepared->FindValue("b")));
     CHECK(at.ConstantTensor(b)->float_data_size() + at.ConstantTensor(b)->raw_data().size() / 4 == 1100);
+    // Its model is the prepared model typed at these shapes, as a reload would read it.
+    const Graph reloaded(at.model(), "reloaded");
+    for (const char* name : {"x", "s", "m", "y"}) CHECK(TypeOf(reloaded, name).dims == TypeOf(at, name).dims);
+    // The prepared graph, whose nodes and model it shares, stays symbolic.
+    CHECK_FALSE(TypeOf(*prepared, "m").NumElements());
+    CHECK_FALSE(TypeOf(Graph(prepared->model(), "again"), "m").NumElements());
   }
 }
 
