@@ -129,8 +129,8 @@ std::vector<std::string> CapturedNames(const onnx::NodeProto& node) {
   return captured;
 }
 
-ValueId Graph::InternValue(const std::string& name) {
-  auto [it, inserted] = value_by_name_.emplace(name, static_cast<ValueId>(values_.size()));
+ValueId Graph::InternValue(const std::string& name, std::unordered_map<std::string, ValueId>& by_name) {
+  auto [it, inserted] = by_name.emplace(name, static_cast<ValueId>(values_.size()));
   if (inserted) values_.push_back(Value{name, {}, kNoNode, {}, false, false, -1});
   return it->second;
 }
@@ -144,15 +144,15 @@ Graph::Graph(onnx::ModelProto model, std::string source_path)
 
 void Graph::Index() {
   std::vector<Node> nodes;
+  std::unordered_map<std::string, ValueId> by_name;
   values_.clear();
   inputs_.clear();
   outputs_.clear();
-  value_by_name_.clear();
   const auto& g = model_->graph();
   auto where = [&](const std::string& what) { return source_path_ + ": " + what; };
 
   for (int i = 0; i < g.initializer_size(); ++i) {
-    ValueId v = InternValue(g.initializer(i).name());
+    ValueId v = InternValue(g.initializer(i).name(), by_name);
     values_[v].initializer = i;
     auto& type = values_[v].type;
     type.elem_type = g.initializer(i).data_type();
@@ -161,7 +161,7 @@ void Graph::Index() {
     type.dim_params.assign(type.dims.size(), "");
   }
   for (const auto& input : g.input()) {
-    ValueId v = InternValue(input.name());
+    ValueId v = InternValue(input.name(), by_name);
     values_[v].is_graph_input = true;
     if (values_[v].initializer < 0) {
       values_[v].type = TensorTypeFromProto(input.type());
@@ -184,8 +184,8 @@ void Graph::Index() {
     node.name = NodeName(proto, i);
     auto use = [&](const std::string& name) {
       if (name.empty()) return kNoValue;
-      auto found = value_by_name_.find(name);
-      if (found == value_by_name_.end() ||
+      auto found = by_name.find(name);
+      if (found == by_name.end() ||
           (values_[found->second].producer == kNoNode && !values_[found->second].is_graph_input &&
            values_[found->second].initializer < 0))
         throw Error(ErrorKind::kInvalidModel,
@@ -202,7 +202,7 @@ void Graph::Index() {
         node.outputs.push_back(kNoValue);
         continue;
       }
-      ValueId v = InternValue(name);
+      ValueId v = InternValue(name, by_name);
       Value& value = values_[v];
       if (value.producer != kNoNode || value.is_graph_input || value.initializer >= 0)
         throw Error(ErrorKind::kInvalidModel,
@@ -220,12 +220,13 @@ void Graph::Index() {
   nodes_ = std::make_shared<const std::vector<Node>>(std::move(nodes));
 
   for (const auto& output : g.output()) {
-    auto found = value_by_name_.find(output.name());
-    if (found == value_by_name_.end())
+    auto found = by_name.find(output.name());
+    if (found == by_name.end())
       throw Error(ErrorKind::kInvalidModel, where("graph output '" + output.name() + "' is never defined"));
     values_[found->second].is_graph_output = true;
     outputs_.push_back(found->second);
   }
+  value_by_name_ = std::make_shared<const std::unordered_map<std::string, ValueId>>(std::move(by_name));
 }
 
 Graph Graph::Retyped(std::shared_ptr<const Graph> base,
@@ -241,9 +242,8 @@ Graph Graph::Retyped(std::shared_ptr<const Graph> base,
     value.type.dim_params.assign(dims[v]->size(), "");
   }
   std::vector<std::string> initializers;
-  for (const Value& value : graph.values_)
-    if (value.initializer >= 0 && !graph.released_.count(graph.value_by_name_.at(value.name)))
-      initializers.push_back(value.name);
+  for (ValueId v = 0; v < graph.values_.size(); ++v)
+    if (graph.values_[v].initializer >= 0 && !graph.released_.count(v)) initializers.push_back(graph.values_[v].name);
   graph.borrowed_.clear();
   graph.BorrowConstants(std::move(base), initializers);
   return graph;
@@ -292,8 +292,8 @@ onnx::ModelProto& Graph::MutableModel() {
 }
 
 std::optional<ValueId> Graph::FindValue(const std::string& name) const {
-  auto it = value_by_name_.find(name);
-  if (it == value_by_name_.end()) return std::nullopt;
+  auto it = value_by_name_->find(name);
+  if (it == value_by_name_->end()) return std::nullopt;
   return it->second;
 }
 

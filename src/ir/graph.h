@@ -171,7 +171,7 @@ class Graph {
   void CommitEdits();
 
  private:
-  ValueId InternValue(const std::string& name);
+  ValueId InternValue(const std::string& name, std::unordered_map<std::string, ValueId>& by_name);
   /// Builds nodes, values, use-lists, inputs and outputs from model_ (the constructor's work).
   void Index();
   /// model_ to edit: a Retyped graph's typed model, or a model no other graph shares.
@@ -192,7 +192,7 @@ class Graph {
   std::vector<Value> values_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
-  std::unordered_map<std::string, ValueId> value_by_name_;
+  std::shared_ptr<const std::unordered_map<std::string, ValueId>> value_by_name_;  ///< shared as nodes_ is
   std::unordered_set<ValueId> released_;  ///< initializers whose data ReleaseInitializer freed
   std::shared_ptr<const Graph> constants_owner_;  ///< BorrowConstants' owner
   std::unordered_map<ValueId, const onnx::TensorProto*> borrowed_;  ///< its initializers read in place
