@@ -15,6 +15,7 @@
 #include "ir/tensor_io.h"
 #include "onnxfuse/error.h"
 #include "pipeline/prepare_model.h"
+#include "session/heap_reuse.h"
 #include "session/staged_model.h"
 
 namespace onnxfuse {
@@ -39,6 +40,7 @@ int RunStagedJob(const RunOptions& options, std::shared_ptr<const Graph> prepare
   session::KnownValues feed;
   for (const Tensor& t : inputs) feed[t.name] = t;
 
+  session::KeepFreedMemoryForReuse();  // as a session does: each call's tensors reuse the last call's memory
   session::StagedModel model(prepared, prepare, options.fuse, kStagesKept);
   std::vector<Tensor> outputs;
   for (int i = 0; i < options.warmup; ++i) outputs = model.Run(feed);

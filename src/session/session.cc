@@ -20,6 +20,7 @@
 #include "session/batch_passes.h"
 #include "session/execution_options.h"
 #include "session/input_check.h"
+#include "session/heap_reuse.h"
 #include "session/primitive_cache.h"
 #include "session/session_impl.h"
 #include "session/stage_split.h"
@@ -40,6 +41,7 @@ InferenceSession::InferenceSession(const std::string& path, const SessionOptions
   if (options.shape_cache_size < 1) throw Error(ErrorKind::kUsage, "SessionOptions::shape_cache_size must be >= 1");
   s.SetThreads();
   session::BoundPrimitiveCache();
+  session::KeepFreedMemoryForReuse();
 
   std::shared_ptr<ShapeSchedule> schedule;
   std::unique_ptr<Graph> graph;
