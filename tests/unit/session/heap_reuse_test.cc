@@ -11,6 +11,15 @@
 
 using namespace onnxfuse;
 
+// A sanitizer serves malloc itself (GCC defines __SANITIZE_*, clang answers __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ONNXFUSE_SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define ONNXFUSE_SANITIZER_MALLOC 1
+#endif
+#endif
+
 namespace {
 
 long MinorFaults() {
@@ -41,7 +50,7 @@ long FaultsOfOneCall() {
 TEST_CASE("heap reuse: a block freed by one call is the next call's, without faulting its pages in again",
           "[heap_reuse]") {
   // Reported as skipped (tests/CMakeLists.txt: "SKIPPED:") where glibc's malloc is not the one serving.
-#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if !defined(__GLIBC__) || defined(ONNXFUSE_SANITIZER_MALLOC)
   std::cout << "SKIPPED: glibc's own malloc only (not another C library's, nor a sanitizer's)" << std::endl;
   return;
 #endif
