@@ -117,6 +117,21 @@ TensorType TensorTypeFromProto(const onnx::TypeProto& type) {
   return t;
 }
 
+onnx::TypeProto TypeProtoFromTensorType(const TensorType& t) {
+  onnx::TypeProto type;
+  if (t.elem_type == 0) return type;  // unknown: no type
+  auto* tensor = type.mutable_tensor_type();
+  tensor->set_elem_type(t.elem_type);
+  if (!t.has_shape) return type;
+  auto* shape = tensor->mutable_shape();
+  for (std::size_t d = 0; d < t.dims.size(); ++d) {
+    auto* dim = shape->add_dim();
+    if (t.dims[d] >= 0) dim->set_dim_value(t.dims[d]);
+    else if (d < t.dim_params.size() && !t.dim_params[d].empty()) dim->set_dim_param(t.dim_params[d]);
+  }
+  return type;
+}
+
 std::vector<std::string> CapturedNames(const onnx::NodeProto& node) {
   std::vector<std::string> captured;
   std::set<std::string> seen;
@@ -253,28 +268,17 @@ const onnx::ModelProto& Graph::model() const {
   if (!typed_model_) return *model_;
   std::call_once(typed_model_->made, [this] {
     auto typed = std::make_unique<onnx::ModelProto>(*model_);
-    const auto set = [](onnx::TypeProto& type, const TensorType& t) {
-      auto* tensor = type.mutable_tensor_type();
-      if (t.elem_type != 0) tensor->set_elem_type(t.elem_type);
-      if (!t.has_shape) return tensor->clear_shape();
-      auto* shape = tensor->mutable_shape();
-      shape->clear_dim();
-      for (std::size_t i = 0; i < t.dims.size(); ++i) {
-        if (t.dims[i] >= 0) shape->add_dim()->set_dim_value(t.dims[i]);
-        else if (!t.dim_params[i].empty()) shape->add_dim()->set_dim_param(t.dim_params[i]);
-        else shape->add_dim();
-      }
-    };
     onnx::GraphProto& g = *typed->mutable_graph();
     for (auto* list : {g.mutable_input(), g.mutable_output()})
       for (onnx::ValueInfoProto& info : *list)
-        if (auto v = FindValue(info.name()); v && values_[*v].initializer < 0) set(*info.mutable_type(), values_[*v].type);
+        if (auto v = FindValue(info.name()); v && values_[*v].initializer < 0 && values_[*v].type.elem_type != 0)
+          *info.mutable_type() = TypeProtoFromTensorType(values_[*v].type);
     g.clear_value_info();
     for (const Value& value : values_) {
       if (value.is_graph_input || value.is_graph_output || value.initializer >= 0 || value.type.elem_type == 0) continue;
       onnx::ValueInfoProto& info = *g.add_value_info();
       info.set_name(value.name);
-      set(*info.mutable_type(), value.type);
+      *info.mutable_type() = TypeProtoFromTensorType(value.type);
     }
     typed_model_->model = std::move(typed);
   });

@@ -204,6 +204,11 @@ class Graph {
 /// TensorType from an ONNX TypeProto (non-tensor types give elem_type 0, no shape).
 TensorType TensorTypeFromProto(const onnx::TypeProto& type);
 
+/// The TypeProto of a TensorType, its inverse: dims by value, symbols by
+/// name, anonymous where neither; an empty TypeProto for an unknown element
+/// type.
+onnx::TypeProto TypeProtoFromTensorType(const TensorType& type);
+
 }  // namespace onnxfuse
 
 namespace onnxfuse {

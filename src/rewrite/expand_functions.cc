@@ -16,21 +16,6 @@ namespace onnxfuse {
 
 namespace {
 
-onnx::TypeProto TypeProtoOf(const TensorType& t) {
-  onnx::TypeProto type;
-  if (t.elem_type == 0) return type;  // unknown: the builder sees no type
-  auto* tensor = type.mutable_tensor_type();
-  tensor->set_elem_type(t.elem_type);
-  if (!t.has_shape) return type;
-  auto* shape = tensor->mutable_shape();
-  for (std::size_t d = 0; d < t.dims.size(); ++d) {
-    auto* dim = shape->add_dim();
-    if (t.dims[d] >= 0) dim->set_dim_value(t.dims[d]);
-    else if (d < t.dim_params.size() && !t.dim_params[d].empty()) dim->set_dim_param(t.dim_params[d]);
-  }
-  return type;
-}
-
 const onnx::OpSchema* SchemaAt(const std::string& op_type, std::int64_t opset) {
   return onnx::OpSchemaRegistry::Schema(op_type, static_cast<int>(opset), "");
 }
@@ -46,7 +31,7 @@ std::optional<onnx::FunctionProto> BodyOf(const Graph& graph, const Node& node, 
   if (schema->HasFunction()) return *schema->GetFunction();
   std::vector<onnx::TypeProto> input_types;
   for (std::size_t i = 0; i < node.num_explicit_inputs; ++i)
-    input_types.push_back(node.inputs[i] == kNoValue ? onnx::TypeProto() : TypeProtoOf(graph.value(node.inputs[i]).type));
+    input_types.push_back(node.inputs[i] == kNoValue ? onnx::TypeProto() : TypeProtoFromTensorType(graph.value(node.inputs[i]).type));
   onnx::FunctionBodyBuildContextImpl context(node.proto, input_types);
   onnx::FunctionProto body;
   try {
