@@ -87,7 +87,21 @@ struct NamedPattern {
   std::vector<std::vector<const Node*>> gelus;
 };
 
-/// Lowers one fusion group (members in topological order); `fuse` off: one chain per node.
+/// Add, Sub, Mul or Div: the ops a chain takes as binary post-ops (or starts at).
+bool IsBinaryOp(const std::string& op_type);
+
+/// True when `node` anchors a chain: a Conv, ConvTranspose, Gemm,
+/// BatchNormalization, a MatMul of matrices, an int8 Add, or a binary op with
+/// an activation of the output's shape that oneDNN's binary runs fast.
+bool StartsChain(Builder& b, const Node& node);
+
+/// Absorbs group member `id` into `chain` when it only extends the chain's
+/// output (see the top of this file; a Gelu only when `named` names it),
+/// recording which member each new post-op comes from; false, with nothing
+/// done, otherwise. `group`: the group's members.
+bool Attach(Builder& b, Chain& chain, NodeId id, const std::vector<NodeId>& group, const NamedPattern* named);
+
+/// Lowers one fusion group (members in topological order; lower_group.cc); `fuse` off: one chain per node.
 /// In fused mode, each member that starts no chain is offered to
 /// `named->start` before its op's own lowering, and a chain takes a Gelu of
 /// `named->gelus` as a Gelu post-op when its Div reads the chain's output and

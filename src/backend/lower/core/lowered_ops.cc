@@ -1,5 +1,5 @@
 // The ops LowerGroup dispatches (see lowered_ops.h). Keep in step with
-// chain.cc's LowerGroup and the predicates it asks.
+// lower_group.cc's LowerGroup and the predicates it asks.
 #include "backend/lower/core/lowered_ops.h"
 
 #include <set>

@@ -1,5 +1,5 @@
 // The default-domain ops the backend lowers as they are (LowerGroup,
-// backend/lower/core/chain.cc): what function expansion (rewrite/expand_functions.h)
+// backend/lower/core/lower_group.cc): what function expansion (rewrite/expand_functions.h)
 // keeps. A function op listed here (LayerNormalization, HardSwish, Celu,
 // Softmax, LogSoftmax, GreaterOrEqual, LessOrEqual, Range; CastLike and
 // MeanVarianceNormalization as host steps) keeps its own lowering; one not

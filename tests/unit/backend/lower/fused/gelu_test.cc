@@ -1,7 +1,7 @@
 // The Gelu (erf form) decomposition, Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5),
 // found by the pattern library and lowered as one pass of our Gelu kernel
 // (EmitGeluKernel), src/backend/lower/fused/gelu.cc. After an anchor's chain the chain runs the same
-// kernel (chain_activation_test.cc).
+// kernel (lower_group_test.cc).
 #include <catch2/catch.hpp>
 
 #include <cmath>

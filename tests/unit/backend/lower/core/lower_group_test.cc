@@ -1,5 +1,5 @@
 // Our own activation kernels (src/backend/kernels/activation.h) as the lowering
-// uses them (src/backend/lower/core/chain.cc, Flush): swish after a convolution,
+// uses them (src/backend/lower/core/lower_group.cc, Flush): swish after a convolution,
 // swish with the means a GlobalAveragePool takes in the same pass, and Gelu
 // after a MatMul + Add. Tagged [activation]: ctest also runs them with oneDNN's
 // ISA capped at AVX2 and SSE4.1 (tests/CMakeLists.txt). Numbers are checked
