@@ -1,6 +1,8 @@
 // Lowering one fusion group: its members in order, each folded, absorbed into
 // the open chain (chain.cc), starting a chain, or lowered by its op's own
-// lowering; a finished chain is emitted (Flush, chain_emit.cc).
+// lowering; a finished chain is emitted here (Flush: its anchor's lowering,
+// then our swish or Gelu kernel where the chain ends in one), its steps made
+// by chain_emit.cc.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
