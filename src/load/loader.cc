@@ -17,6 +17,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnxfuse/error.h"
+#include "common/mapped_file.h"
 #include "load/opset_conversion.h"
 #include "ir/fused_domain.h"
 #include "ir/node_label.h"
@@ -339,15 +340,23 @@ Graph LoadModel(const std::string& path, const LoadOptions& options) {
   if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) > static_cast<std::uintmax_t>(INT_MAX))
     throw Error(ErrorKind::kUnsupported,
                 path + ": over protobuf's 2 GB limit for one message (a model this large stores its weights as external data)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::kIo, path + ": cannot open for reading");
-  google::protobuf::io::IstreamInputStream stream(&in);
   onnx::ModelProto model;
-  try {
-    model = ParseModel(stream, path);
-  } catch (const Error&) {
-    if (in.bad()) throw Error(ErrorKind::kIo, path + ": read failed");
-    throw;
+  if (fs::is_regular_file(path, ec)) {
+    // Parsed from the mapped file: protobuf then copies each tensor's bytes
+    // once, where reading through a stream appends them in buffer-sized
+    // pieces, growing each string as it goes.
+    const MappedFile file(path);
+    model = ParseModelBytes(file.data(), file.size(), path);
+  } else {  // a pipe or a device
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorKind::kIo, path + ": cannot open for reading");
+    google::protobuf::io::IstreamInputStream stream(&in);
+    try {
+      model = ParseModel(stream, path);
+    } catch (const Error&) {
+      if (in.bad()) throw Error(ErrorKind::kIo, path + ": read failed");
+      throw;
+    }
   }
   std::string base_dir = fs::path(path).parent_path().string();
   if (base_dir.empty()) base_dir = ".";

@@ -121,46 +121,52 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
     result.refused.clear();
     const auto& all = graph.nodes();
     if (std::none_of(all.begin(), all.end(), IsControlFlow)) break;
-    onnx::ModelProto model = graph.model();
-    NameSource names(model);
-    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-    std::vector<bool> added;  // per entry of `nodes`: from an expansion
-    std::set<std::string> added_initializers;
-    const auto read_before = ReadNames(model.graph());
-    std::set<std::string> replaced_outputs;
-    bool changed = false;
+    // Every node decided first: the model (its weights too) is copied only
+    // when a node expands. A detector whose If is decided at run time keeps
+    // its graph as it is: copying its weights for nothing (78 MB for
+    // torchvision's Faster R-CNN) would be a third of its session's creation.
+    NameSource names(graph.model());
+    std::map<NodeId, Expansion> expansions;
     for (NodeId id = 0; id < graph.num_nodes(); ++id) {
       const Node& node = graph.node(id);
-      const onnx::NodeProto& proto = model.graph().node(static_cast<int>(id));
-      if (!IsControlFlow(node)) {
-        *nodes.Add() = proto;
-        added.push_back(false);
-        continue;
-      }
+      if (!IsControlFlow(node)) continue;
       ControlFlowDecision d = DecideControlFlow(graph, node, names, options);
       if (d.expansion && round + 1 == kMaxRounds)
         d = {std::nullopt, NodeLabel(node) + ": its control flow is nested deeper than " + std::to_string(kMaxRounds) + " levels",
              "nested_too_deep"};
       if (!d.expansion) {
         result.refused.push_back({node.name, node.op_type, d.reason, d.detail});
+        continue;
+      }
+      ConnectOutputs(*d.expansion, node.proto, names, node.name + "/");
+      result.expanded.push_back({node.name, node.op_type, d.detail});
+      expansions.emplace(id, std::move(*d.expansion));
+    }
+    if (expansions.empty()) break;
+    onnx::ModelProto model = graph.model();
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    std::vector<bool> added;  // per entry of `nodes`: from an expansion
+    std::set<std::string> added_initializers;
+    const auto read_before = ReadNames(model.graph());
+    std::set<std::string> replaced_outputs;
+    for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+      const onnx::NodeProto& proto = model.graph().node(static_cast<int>(id));
+      auto expansion = expansions.find(id);
+      if (expansion == expansions.end()) {
         *nodes.Add() = proto;
         added.push_back(false);
         continue;
       }
-      ConnectOutputs(*d.expansion, proto, names, node.name + "/");
-      for (auto& n : d.expansion->nodes) {
+      for (auto& n : expansion->second.nodes) {
         *nodes.Add() = std::move(n);
         added.push_back(true);
       }
-      for (auto& t : d.expansion->initializers) {
+      for (auto& t : expansion->second.initializers) {
         added_initializers.insert(t.name());
         AddInitializer(model, std::move(t));
       }
       replaced_outputs.insert(proto.output().begin(), proto.output().end());
-      result.expanded.push_back({node.name, node.op_type, d.detail});
-      changed = true;
     }
-    if (!changed) break;
     model.mutable_graph()->mutable_node()->Swap(&nodes);
     DropUnread(*model.mutable_graph(), added, added_initializers, read_before);
     // The replaced nodes' outputs are typed again by shape inference, from what now computes them.

@@ -2,19 +2,14 @@
 // place from the file mapped into memory (its constants used where they lie),
 // its model loaded and its schedule recompiled (src/backend/plan/plan_file.h).
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <fstream>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
 
+#include "common/mapped_file.h"
 #include "fuse/pattern_regions.h"
 #include "load/loader.h"
 #include "backend/plan/plan_file.h"
@@ -286,51 +281,14 @@ Payload ParsePayload(const void* data, std::size_t size, const std::string& sour
   return {h, ParsePayloadInPlace(bytes + kPlanHeaderBytes, h.length, source_name)};
 }
 
-// A whole file mapped read-only (POSIX mmap), unmapped when destroyed. The
-// payload is parsed where it lies (plan_payload.h), and the constants are used
-// there: loading copies no weight byte, only the model's initializers into
-// its parsed message. MAP_POPULATE: the checksum reads every page at once, so
-// fault them in at once. The mapping then lives as long as a plan uses its
-// constants; onnx-fuse replaces a plan file by renaming a new one over it
-// (atomic_file.h), which leaves a mapped one intact, but truncating a mapped
-// file in place would fault its readers (SIGBUS), as with any mapped file.
-// Where a resnet50 plan's cold load went before the in-place parse (231 MB
-// file, 2026-11-26, Xeon Sapphire Rapids, 1 thread): mapping 11-30 ms, CRC-32
-// 113 ms, protobuf parse 130 ms, the model's parse 65 ms, its graph 20 ms,
-// constants into oneDNN memories 75 ms, then compiling 130 ms.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      throw Error(ErrorKind::kIo, path + ": " + std::strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd);
-      throw Error(ErrorKind::kIo, path + ": not a regular file");
-    }
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ > 0) data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    const int err = errno;
-    ::close(fd);  // the mapping keeps the file
-    if (data_ == MAP_FAILED) throw Error(ErrorKind::kIo, path + ": cannot map: " + std::strerror(err));
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  ~MappedFile() {
-    if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
-  }
-  const void* data() const { return data_ ? data_ : ""; }
-  std::size_t size() const { return size_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t size_ = 0;
-};
+// The file is mapped (common/mapped_file.h) and the payload parsed where it
+// lies (plan_payload.h), and the constants are used there: loading copies no
+// weight byte, only the model's initializers into its parsed message. The
+// mapping then lives as long as a plan uses its constants. Where a resnet50
+// plan's cold load went before the in-place parse (231 MB file, 2026-11-26,
+// Xeon Sapphire Rapids, 1 thread): mapping 11-30 ms, CRC-32 113 ms, protobuf
+// parse 130 ms, the model's parse 65 ms, its graph 20 ms, constants into
+// oneDNN memories 75 ms, then compiling 130 ms.
 
 }  // namespace
 

@@ -31,6 +31,7 @@
 #include "backend/lower/ops/deconv.h"
 #include "backend/lower/ops/einsum.h"
 #include "backend/lower/ops/eltwise.h"
+#include "backend/lower/ops/gather_rows.h"
 #include "backend/lower/ops/grid_sample.h"
 #include "backend/lower/ops/matmul.h"
 #include "backend/lower/ops/normalization.h"
@@ -184,7 +185,7 @@ void LowerGroup(Builder& b, const std::vector<NodeId>& nodes, const NamedPattern
     // (a recurrent node's run-time sequence_lens: refused by EmitRecurrent).
     if (NeedsHostStep(b, node) && !IsRecurrent(node)) {
       if (chain) Flush(b, *chain), chain.reset();
-      if (!LowerWhere(b, id)) EmitHostStep(b, id);  // host steps take 0-size tensors
+      if (!LowerWhere(b, id) && !LowerGatherRows(b, id)) EmitHostStep(b, id);  // host steps take 0-size tensors
       b.Consume(node);
       continue;
     }

@@ -174,6 +174,10 @@ void EmitGemm(Builder& b, const Chain& chain_in) {
   auto weights_data = [&]() -> const float* {
     if (prepared) return prepared->data.data();
     const Tensor& w = b.Const(node.inputs[1], node);
+    // Already [N, K] with nothing to scale (a PyTorch Linear's weight): read
+    // where it is. A copy of a detector's box head (51 MB) would only add a
+    // pass over it before the packing.
+    if (trans_b && alpha == 1.f && chain.affine.scale.empty()) return w.data.data();
     Tensor t = w;
     if (!trans_b) {  // [K,N] -> [N,K]
       for (std::int64_t kk = 0; kk < k; ++kk)
