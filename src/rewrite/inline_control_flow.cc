@@ -6,6 +6,8 @@
 #include <set>
 #include <unordered_set>
 
+#include <spdlog/spdlog.h>
+
 #include "ir/node_label.h"
 #include "onnxfuse/error.h"
 #include "load/loader.h"
@@ -117,8 +119,10 @@ void AddInitializer(onnx::ModelProto& model, onnx::TensorProto tensor) {
 
 ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& options) {
   ControlFlowResult result;
+  ControlFlowOptions decide = options;
   for (int round = 0; round < kMaxRounds; ++round) {
     result.refused.clear();
+    const std::size_t expanded_before = result.expanded.size();
     const auto& all = graph.nodes();
     if (std::none_of(all.begin(), all.end(), IsControlFlow)) break;
     // Every node decided first: the model (its weights too) is copied only
@@ -130,7 +134,7 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
     for (NodeId id = 0; id < graph.num_nodes(); ++id) {
       const Node& node = graph.node(id);
       if (!IsControlFlow(node)) continue;
-      ControlFlowDecision d = DecideControlFlow(graph, node, names, options);
+      ControlFlowDecision d = DecideControlFlow(graph, node, names, decide);
       if (d.expansion && round + 1 == kMaxRounds)
         d = {std::nullopt, NodeLabel(node) + ": its control flow is nested deeper than " + std::to_string(kMaxRounds) + " levels",
              "nested_too_deep"};
@@ -185,6 +189,19 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
         const std::string reason = InvalidBodyReason(graph.model(), node.proto);
         if (!reason.empty())
           throw Error(ErrorKind::kInvalidModel, NodeInFile(graph, node) + ": " + reason);
+      }
+      // Both branches of an If selected at run time are computed whichever
+      // is taken, and at these shapes one of them does not hold (an Expand
+      // to a fixed shape, in the branch the condition never picks): the
+      // round is decided again with such Ifs left to run as the branch
+      // their condition picks, as ONNX Runtime runs them.
+      if (decide.select_run_time_if) {
+        spdlog::debug("{}: the model with both branches of its Ifs does not load ({}); they stay Ifs",
+                      graph.source_path(), e.what());
+        decide.select_run_time_if = false;
+        result.expanded.resize(expanded_before);
+        --round;
+        continue;
       }
       throw Error(ErrorKind::kInternal, std::string("the model with its control flow expanded does not load: ") + e.what());
     }
