@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
@@ -244,7 +245,7 @@ bool DropoutDrops(const Tensor* ratio, const Tensor* training_mode) {
 }
 
 bool HostEvaluable(const Node& node) {
-  static const std::set<std::string> kOps = {
+  static const std::unordered_set<std::string> kOps = {
       // this unit
       "Constant", "Identity", "Dropout", "Cast", "CastLike", "Gather", "Unsqueeze", "Squeeze", "Concat", "Reshape",
       "Flatten", "Slice", "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater",
@@ -407,6 +408,9 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
     if (!node.domain.empty())
       throw Error(ErrorKind::kUnsupported,
                   NodeLabel(node) + ": domain '" + node.domain + "' cannot be evaluated on the host");
+    // Most nodes a compile evaluates are Constants (236 of 320 in a small
+    // BERT's compile at each new length): taken before the families' tests.
+    if (node.op_type == "Constant") return One(ConstantValue(node));
     for (auto* eval : {EvalReduceOp, EvalAxisOp, EvalIndexOp, EvalMathOp, EvalTensorOp, EvalEinsum, EvalMatMul, EvalQuantizeOp, EvalLayoutOp,
                        EvalSampleOp, EvalDetectionOp, EvalUniqueOp})
       if (HostOutputs family = eval(node, in, opset)) return std::move(*family);
