@@ -337,11 +337,12 @@ onnx::ModelProto ParseModelBytes(const void* data, std::size_t size, const std::
 Graph LoadModel(const std::string& path, const LoadOptions& options) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw Error(ErrorKind::kIo, path + ": is a directory, not a model file");
-  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) > static_cast<std::uintmax_t>(INT_MAX))
+  const bool regular = fs::is_regular_file(path, ec);
+  if (regular && fs::file_size(path, ec) > static_cast<std::uintmax_t>(INT_MAX))
     throw Error(ErrorKind::kUnsupported,
                 path + ": over protobuf's 2 GB limit for one message (a model this large stores its weights as external data)");
   onnx::ModelProto model;
-  if (fs::is_regular_file(path, ec)) {
+  if (regular) {
     // Parsed from the mapped file: protobuf then copies each tensor's bytes
     // once, where reading through a stream appends them in buffer-sized
     // pieces, growing each string as it goes.

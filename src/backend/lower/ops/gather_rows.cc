@@ -58,15 +58,20 @@ bool LowerGatherRows(Builder& b, NodeId id) {
     auto* y = static_cast<float*>(ptrs[static_cast<std::size_t>(dst_arg)]);
     if (std::any_of(k, k + count, [n](std::int64_t i) { return i < -n || i >= n; }))
       throw Error(ErrorKind::kInvalidModel, label + ": index out of range");
-#pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < outer * count; ++r) {
-      const std::int64_t o = r / count, i = k[r % count];
-      std::copy_n(x + (o * n + (i < 0 ? i + n : i)) * inner, inner, y + r * inner);
-    }
+    GatherRows(x, k, count, outer, n, inner, y);
   };
   b.EmitCustom("gather", node.name, std::move(args), std::move(kernel), dst.md, "onnxfuse:gather_rows");
   b.SetAct(node.outputs[0], dst);
   return true;
+}
+
+void GatherRows(const float* x, const std::int64_t* k, std::int64_t count, std::int64_t outer, std::int64_t n,
+                std::int64_t inner, float* y) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < outer * count; ++r) {
+    const std::int64_t o = r / count, i = k[r % count];
+    std::copy_n(x + (o * n + (i < 0 ? i + n : i)) * inner, inner, y + r * inner);
+  }
 }
 
 }  // namespace onnxfuse::backend

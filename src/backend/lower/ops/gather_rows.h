@@ -20,4 +20,12 @@ namespace onnxfuse::backend {
 /// host step's) and for an empty output.
 bool LowerGatherRows(Builder& b, NodeId id);
 
+/// The rows of `x` (read as [outer, n, inner], row-major) at the `count`
+/// indices `k`, each in [-n, n) (a negative one counted from the end), into
+/// `y` ([outer, count, inner]), OpenMP threads splitting the rows. Both Gather
+/// kernels of ours copy through it: this one's, and a constant-index Gather
+/// with many runs of indices (slice.cc).
+void GatherRows(const float* x, const std::int64_t* k, std::int64_t count, std::int64_t outer, std::int64_t n,
+                std::int64_t inner, float* y);
+
 }  // namespace onnxfuse::backend

@@ -28,6 +28,7 @@
 #include "eval/host_eval.h"
 #include "eval/host_tensor.h"
 #include "backend/lower/core/unsupported.h"
+#include "backend/lower/ops/gather_rows.h"
 #include "onnxfuse/error.h"
 
 namespace onnxfuse::backend {
@@ -299,13 +300,8 @@ void LowerGather(Builder& b, const Node& node, const Dims& in) {
   } else {
     b.EmitCustom("gather", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}},
                  [idx, outer, n, inner, count](const std::vector<void*>& data) {
-                   const auto* x = static_cast<const float*>(data[0]);
-                   auto* y = static_cast<float*>(data[1]);
-#pragma omp parallel for schedule(static)
-                   for (std::int64_t r = 0; r < outer * count; ++r) {
-                     const std::int64_t o = r / count, k = idx[static_cast<std::size_t>(r % count)];
-                     std::copy_n(x + (o * n + k) * inner, inner, y + r * inner);
-                   }
+                   GatherRows(static_cast<const float*>(data[0]), idx.data(), count, outer, n, inner,
+                              static_cast<float*>(data[1]));
                  },
                  dst.md);
   }
