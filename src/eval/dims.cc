@@ -37,4 +37,17 @@ Dims BroadcastDims(const Dims& a, const Dims& b) {
   return out;
 }
 
+GatherExtents GatherExtentsOf(const Dims& data, std::size_t axis, const Dims& indices) {
+  const auto at = data.begin() + static_cast<std::ptrdiff_t>(axis);
+  GatherExtents e;
+  e.out.assign(data.begin(), at);
+  e.out.insert(e.out.end(), indices.begin(), indices.end());
+  e.out.insert(e.out.end(), at + 1, data.end());
+  e.outer = Product(Dims(data.begin(), at));
+  e.n = *at;
+  e.inner = Product(Dims(at + 1, data.end()));
+  e.count = Product(indices);
+  return e;
+}
+
 }  // namespace onnxfuse::eval

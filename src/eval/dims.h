@@ -22,4 +22,14 @@ Dims BroadcastDims(const Dims& a, const Dims& b);
 /// `dims` left-padded with 1s to `rank`.
 Dims ExpandRank(const Dims& dims, std::size_t rank);
 
+/// Gather's extents (ONNX Operators.md, Gather-13): data of dims `data` taken
+/// at indices of dims `indices` along `axis` (in [0, rank)) gives
+/// data[:axis] + indices + data[axis+1:]. Seen as [outer, n, inner] data, it
+/// copies `outer` times `count` rows of `inner` elements.
+struct GatherExtents {
+  Dims out;
+  std::int64_t outer, n, inner, count;
+};
+GatherExtents GatherExtentsOf(const Dims& data, std::size_t axis, const Dims& indices);
+
 }  // namespace onnxfuse::eval

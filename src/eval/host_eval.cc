@@ -194,12 +194,8 @@ Tensor Slice(const Node& node, const std::vector<const Tensor*>& in, std::int64_
 
 Tensor Gather(const Node& node, const Tensor& x, const Tensor& indices) {
   auto axis = static_cast<std::size_t>(NormAxis(AttrInt(node, "axis", 0), x.dims.size(), node));
-  Dims out(x.dims.begin(), x.dims.begin() + static_cast<std::ptrdiff_t>(axis));
-  out.insert(out.end(), indices.dims.begin(), indices.dims.end());
-  out.insert(out.end(), x.dims.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.dims.end());
-  std::int64_t outer = Product(Dims(x.dims.begin(), x.dims.begin() + static_cast<std::ptrdiff_t>(axis)));
-  std::int64_t inner = Product(Dims(x.dims.begin() + static_cast<std::ptrdiff_t>(axis) + 1, x.dims.end()));
-  std::int64_t n = x.dims[axis];
+  GatherExtents e = GatherExtentsOf(x.dims, axis, indices.dims);
+  const std::int64_t outer = e.outer, n = e.n, inner = e.inner;
   auto idx = AsInts(indices);
   for (auto k : idx)
     if (k < -n || k >= n) throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": index out of range");
@@ -214,7 +210,7 @@ Tensor Gather(const Node& node, const Tensor& x, const Tensor& indices) {
   };
   Tensor t;
   t.elem_type = IsInt64(x) ? onnx::TensorProto::INT64 : onnx::TensorProto::FLOAT;
-  t.dims = std::move(out);
+  t.dims = std::move(e.out);
   if (IsInt64(x)) gather(x.int_data, t.int_data);
   else gather(x.data, t.data);
   return t;

@@ -271,7 +271,7 @@ class Decider {
         else_branch->output_size() != static_cast<int>(node.outputs.size()))
       throw Error(ErrorKind::kInvalidModel, NodeLabel(node) + ": its branches give other output counts than it has");
     return {SelectBranches(*then_branch, *else_branch, node.proto.input(0), site),
-            "both branches, selected by Where at run time", ""};
+            "both branches, selected by Where at run time", "", /*both_branches=*/true};
   }
 
   const Graph& graph_;

@@ -18,6 +18,7 @@ struct ControlFlowDecision {
   std::optional<Expansion> expansion;
   std::string detail;  ///< what was done ("unrolled 3 iterations"), or why not ("node 'l' (Loop): ...")
   std::string reason;  ///< refusal code (inline_control_flow.h); "" for an expansion
+  bool both_branches = false;  ///< an If decided at run time, expanded to both branches and a Where
 };
 
 /// Decides `node` (an If, Loop or Scan of the default domain) of `graph`; new

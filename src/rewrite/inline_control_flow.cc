@@ -1,6 +1,7 @@
 #include "rewrite/inline_control_flow.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -115,11 +116,30 @@ void AddInitializer(onnx::ModelProto& model, onnx::TensorProto tensor) {
   *model.mutable_graph()->add_initializer() = std::move(tensor);
 }
 
+// The Ifs of `candidates` whose expansion (nodes named "<If>/...") a load
+// error names; all of them when it names none (the failing node unnamed).
+std::vector<std::string> IfsNamedIn(const std::string& error, const std::vector<std::string>& candidates) {
+  std::vector<std::string> named;
+  for (const std::string& name : candidates) {
+    const std::string prefix = name + "/";
+    for (auto at = error.find(prefix); at != std::string::npos; at = error.find(prefix, at + 1)) {
+      const char before = at == 0 ? ' ' : error[at - 1];
+      if (!std::isalnum(static_cast<unsigned char>(before)) && before != '_' && before != '/') {
+        named.push_back(name);
+        break;
+      }
+    }
+  }
+  return named.empty() ? candidates : named;
+}
+
 }  // namespace
 
 ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& options) {
   ControlFlowResult result;
-  ControlFlowOptions decide = options;
+  // Ifs (by node name) whose branch never taken does not hold at the graph's
+  // shapes: they stay Ifs even with select_run_time_if.
+  std::set<std::string> keep_if;
   for (int round = 0; round < kMaxRounds; ++round) {
     result.refused.clear();
     const std::size_t expanded_before = result.expanded.size();
@@ -131,9 +151,12 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
     // torchvision's Faster R-CNN) would be a third of its session's creation.
     NameSource names(graph.model());
     std::map<NodeId, Expansion> expansions;
+    std::vector<std::string> both_branches;  // Ifs of this round computed as both branches
     for (NodeId id = 0; id < graph.num_nodes(); ++id) {
       const Node& node = graph.node(id);
       if (!IsControlFlow(node)) continue;
+      ControlFlowOptions decide = options;
+      if (keep_if.count(node.name)) decide.select_run_time_if = false;
       ControlFlowDecision d = DecideControlFlow(graph, node, names, decide);
       if (d.expansion && round + 1 == kMaxRounds)
         d = {std::nullopt, NodeLabel(node) + ": its control flow is nested deeper than " + std::to_string(kMaxRounds) + " levels",
@@ -142,6 +165,7 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
         result.refused.push_back({node.name, node.op_type, d.reason, d.detail});
         continue;
       }
+      if (d.both_branches) both_branches.push_back(node.name);
       ConnectOutputs(*d.expansion, node.proto, names, node.name + "/");
       result.expanded.push_back({node.name, node.op_type, d.detail});
       expansions.emplace(id, std::move(*d.expansion));
@@ -191,14 +215,15 @@ ControlFlowResult InlineControlFlow(Graph& graph, const ControlFlowOptions& opti
           throw Error(ErrorKind::kInvalidModel, NodeInFile(graph, node) + ": " + reason);
       }
       // Both branches of an If selected at run time are computed whichever
-      // is taken, and at these shapes one of them does not hold (an Expand
+      // is taken, and at these shapes one of them may not hold (an Expand
       // to a fixed shape, in the branch the condition never picks): the
-      // round is decided again with such Ifs left to run as the branch
-      // their condition picks, as ONNX Runtime runs them.
-      if (decide.select_run_time_if) {
-        spdlog::debug("{}: the model with both branches of its Ifs does not load ({}); they stay Ifs",
-                      graph.source_path(), e.what());
-        decide.select_run_time_if = false;
+      // round is decided again with that If left to run as the branch its
+      // condition picks, as ONNX Runtime runs it.
+      const std::vector<std::string> failing = IfsNamedIn(e.what(), both_branches);
+      if (!failing.empty()) {
+        spdlog::debug("{}: the model with both branches of {} does not load ({}); it stays an If",
+                      graph.source_path(), failing.front(), e.what());
+        keep_if.insert(failing.begin(), failing.end());
         result.expanded.resize(expanded_before);
         --round;
         continue;

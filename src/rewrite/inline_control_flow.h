@@ -27,7 +27,9 @@
 //
 // What stays is refused, with a stable reason code:
 //   "condition_not_constant"     an If's (or Loop's cond) condition is computed at run time
-//                                (for an If: without select_run_time_if)
+//                                (for an If: without select_run_time_if, or with it when
+//                                computing both branches does not load at the graph's
+//                                shapes: the branch never taken does not hold)
 //   "shapes_not_static"          an If decided at run time whose outputs' shapes or types are
 //                                not static, or whose condition is not one element
 //   "no_trip_count"              a Loop without M (a while loop)

@@ -298,11 +298,7 @@ LoadedPlan ParsePlanFile(const void* data, std::size_t size, const std::string& 
 // The file is mapped (common/mapped_file.h) and the payload parsed where it
 // lies (plan_payload.h), and the constants are used there: loading copies no
 // weight byte, only the model's initializers into its parsed message. The
-// mapping then lives as long as a plan uses its constants. Where a resnet50
-// plan's cold load went before the in-place parse (231 MB file, 2026-11-26,
-// Xeon Sapphire Rapids, 1 thread): mapping 11-30 ms, CRC-32 113 ms, protobuf
-// parse 130 ms, the model's parse 65 ms, its graph 20 ms, constants into
-// oneDNN memories 75 ms, then compiling 130 ms.
+// mapping then lives as long as a plan uses its constants.
 LoadedPlan ReadPlanFile(const std::string& path, const PlanReadOptions& options) {
   // The mapping lives as long as a constant used in place (PackedConstants::storage).
   auto file = std::make_shared<const MappedFile>(path);

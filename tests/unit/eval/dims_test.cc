@@ -1,5 +1,6 @@
-// Dims arithmetic (src/eval/dims.cc): element counts, the printed form, and
-// ONNX's multidirectional broadcasting (Broadcasting.md) of two shapes.
+// Dims arithmetic (src/eval/dims.cc): element counts, the printed form,
+// ONNX's multidirectional broadcasting (Broadcasting.md) of two shapes, and
+// Gather's extents.
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
@@ -23,4 +24,19 @@ TEST_CASE("BroadcastDims pads the shorter shape with leading 1s and stretches 1s
   CHECK(BroadcastDims({}, {5}) == Dims{5});
   CHECK(BroadcastDims({1, 0}, {3, 1}) == Dims{3, 0});
   CHECK_THROWS_AS(BroadcastDims({2, 3}, {4, 3}), std::invalid_argument);
+}
+
+TEST_CASE("GatherExtentsOf puts the indices' dims in place of the gathered axis", "[dims]") {
+  GatherExtents e = GatherExtentsOf({2, 5, 3, 4}, 1, {6, 7});
+  CHECK(e.out == Dims{2, 6, 7, 3, 4});
+  CHECK(e.outer == 2);
+  CHECK(e.n == 5);
+  CHECK(e.inner == 12);
+  CHECK(e.count == 42);
+  // Scalar indices drop the axis; the last axis has rows of one element.
+  GatherExtents last = GatherExtentsOf({3, 8}, 1, {});
+  CHECK(last.out == Dims{3});
+  CHECK(last.outer == 3);
+  CHECK(last.inner == 1);
+  CHECK(last.count == 1);
 }

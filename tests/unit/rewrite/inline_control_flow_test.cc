@@ -133,6 +133,39 @@ TEST_CASE("InlineControlFlow selects between both branches of an If decided at r
   CHECK(Count(symbolic, "If") == 1);
 }
 
+TEST_CASE("InlineControlFlow keeps as an If only the run-time If whose untaken branch does not hold", "[rewrite][control_flow]") {
+  // Valid for every N, but at N = 3 If_bad's then_branch expands [3, 2, 1]
+  // to [2, 2, 3], which does not broadcast: computing both of its branches
+  // would not load. If_good is still selected between; If_bad stays, to run
+  // the branch c picks.
+  LoadOptions pinned;
+  pinned.input_shapes = {{"x", {3, 1, 3}}};
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[N,1,3] x, bool c, float[1,2,3] w = {1.0,1.0,1.0,1.0,1.0,1.0}, int64[3] k = {2,2,3})
+        => (float[N,2,3] y, float[N,2,3] z) {
+      v = Mul (x, w)
+      y = If (c) <then_branch = bad_then () => (float[N,2,3] a) {
+                    m = ReduceMean <axes = [2], keepdims = 1> (v)
+                    a = Expand (m, k)
+                  }, else_branch = bad_else () => (float[N,2,3] b) { b = Identity (v) }>
+      z = If (c) <then_branch = good_then () => (float[N,2,3] t) { t = Neg (v) },
+                  else_branch = good_else () => (float[N,2,3] e) { e = Abs (v) }>
+    })", pinned);
+  std::string bad, good;
+  for (const Node& n : graph.nodes())
+    if (n.op_type == "If") (n.outputs[0] == *graph.FindValue("y") ? bad : good) = n.name;
+  ControlFlowResult result = InlineControlFlow(graph, ControlFlowOptions{/*select_run_time_if=*/true});
+  REQUIRE(result.expanded.size() == 1);
+  CHECK(result.expanded[0].node == good);
+  CHECK(result.expanded[0].detail == "both branches, selected by Where at run time");
+  REQUIRE(result.refused.size() == 1);
+  CHECK(result.refused[0].node == bad);
+  CHECK(result.refused[0].reason == "condition_not_constant");
+  CHECK(Count(graph, "If") == 1);
+  CHECK(Count(graph, "Where") == 1);
+  CHECK(graph.node(graph.value(*graph.FindValue("y")).producer).op_type == "If");
+}
+
 TEST_CASE("InlineControlFlow unrolls a Loop: carried values, iteration numbers, scan outputs", "[rewrite][control_flow]") {
   // v_{i+1} = v_i * 2 + i; the scan output stacks v_{i+1} along a new axis 0.
   Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 13]>

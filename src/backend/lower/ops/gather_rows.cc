@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "eval/dims.h"
 #include "eval/host_eval_ops.h"
 #include "ir/attributes.h"
 #include "ir/node_label.h"
@@ -28,13 +29,10 @@ bool LowerGatherRows(Builder& b, NodeId id) {
   if (in.empty()) return false;  // Gather needs rank >= 1; the host evaluator says so
   const Act& idx = b.AnyActOf(indices, node);
   const auto axis = static_cast<std::size_t>(eval::NormAxis(AttrInt(node, "axis", 0), in.size(), node));
-  Dims out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis));
-  out.insert(out.end(), idx.dims.begin(), idx.dims.end());
-  out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(axis) + 1, in.end());
+  const eval::GatherExtents extents = eval::GatherExtentsOf(in, axis, idx.dims);
+  const Dims& out = extents.out;
   if (Product(out) == 0) return false;  // host steps take empty tensors
-  const std::int64_t outer = Product(Dims(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis)));
-  const std::int64_t inner = Product(Dims(in.begin() + static_cast<std::ptrdiff_t>(axis) + 1, in.end()));
-  const std::int64_t n = in[axis], count = Product(idx.dims);
+  const std::int64_t outer = extents.outer, n = extents.n, inner = extents.inner, count = extents.count;
 
   std::vector<std::pair<int, Arg>> args;
   std::shared_ptr<const Tensor> constant;

@@ -25,6 +25,7 @@
 
 #include "ir/attributes.h"
 #include "ir/node_label.h"
+#include "eval/dims.h"
 #include "eval/host_eval.h"
 #include "eval/host_tensor.h"
 #include "backend/lower/core/unsupported.h"
@@ -254,9 +255,8 @@ void LowerGather(Builder& b, const Node& node, const Dims& in) {
                                                 std::to_string(k) + " out of range for an axis of " + std::to_string(n));
     if (k < 0) k += n;
   }
-  Dims out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis));
-  out.insert(out.end(), indices.dims.begin(), indices.dims.end());
-  out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(axis) + 1, in.end());
+  const eval::GatherExtents extents = eval::GatherExtentsOf(in, axis, indices.dims);
+  const Dims& out = extents.out;
   if (Product(out) == 0) return SetEmpty(b, node, out);
   // Runs of consecutive ascending indices: (first index, position in idx, length).
   struct Run {
@@ -284,9 +284,7 @@ void LowerGather(Builder& b, const Node& node, const Dims& in) {
     b.SetAct(node.outputs[0], Act{sub.slot, dnnl::memory::desc(out.empty() ? Dims{1} : out, DataType::f32, *strides), out});
     return;
   }
-  const std::int64_t outer = Product(Dims(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis)));
-  const std::int64_t inner = Product(Dims(in.begin() + static_cast<std::ptrdiff_t>(axis) + 1, in.end()));
-  const auto count = static_cast<std::int64_t>(idx.size());
+  const std::int64_t outer = extents.outer, inner = extents.inner, count = extents.count;
   Arg src = b.UsePlain(node.inputs[0], node);
   Act dst = b.NewAct(out, PlainDesc(out));
   if (runs.size() <= kMaxGatherRuns) {
