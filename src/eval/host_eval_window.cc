@@ -218,26 +218,32 @@ Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int
     InvalidNode(node, "unknown coordinate_transformation_mode '" + transform + "'");
   const std::int64_t oh = AttrInt(node, "output_height", 1), ow = AttrInt(node, "output_width", 1);
   const std::int64_t ratio = AttrInt(node, "sampling_ratio", 0);
-  const double scale = AttrFloat(node, "spatial_scale", 1.f), offset = transform == "half_pixel" ? 0.5 : 0.0;
+  const bool half_pixel = transform == "half_pixel";
+  const double scale = AttrFloat(node, "spatial_scale", 1.f), offset = half_pixel ? 0.5 : 0.0;
   if (oh < 1 || ow < 1 || ratio < 0) InvalidNode(node, "output_height, output_width must be positive, sampling_ratio >= 0");
   const std::int64_t channels = x.dims[1], h = x.dims[2], w = x.dims[3];
   const std::vector<std::int64_t> images = AsInts(batch);
+  for (const std::int64_t b : images)
+    if (b < 0 || b >= x.dims[0]) InvalidNode(node, "batch index " + std::to_string(b) + " outside X");
   Tensor y;
   y.elem_type = x.elem_type, y.data_type = x.data_type, y.dims = {num, channels, oh, ow};
-  y.data.reserve(static_cast<std::size_t>(Product(y.dims)));
-  std::vector<Sample> samples;
+  y.data.resize(static_cast<std::size_t>(Product(y.dims)));
+  const auto bins = static_cast<std::size_t>(oh * ow);
+  // Rois are independent: threads split them (the session's thread count,
+  // set with omp_set_num_threads), each with its own samples.
+#pragma omp parallel for schedule(dynamic, 1)
   for (std::int64_t r = 0; r < num; ++r) {
     const std::int64_t b = images[static_cast<std::size_t>(r)];
-    if (b < 0 || b >= x.dims[0]) InvalidNode(node, "batch index " + std::to_string(b) + " outside X");
     const double x1 = ElementAt(rois, r * 4) * scale - offset, y1 = ElementAt(rois, r * 4 + 1) * scale - offset;
     double roi_w = ElementAt(rois, r * 4 + 2) * scale - offset - x1, roi_h = ElementAt(rois, r * 4 + 3) * scale - offset - y1;
-    if (transform == "output_half_pixel") roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
+    if (!half_pixel) roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
     const double bin_h = roi_h / static_cast<double>(oh), bin_w = roi_w / static_cast<double>(ow);
     const auto grid_h = ratio > 0 ? ratio : static_cast<std::int64_t>(std::ceil(bin_h));
     const auto grid_w = ratio > 0 ? ratio : static_cast<std::int64_t>(std::ceil(bin_w));
     const double count = static_cast<double>(std::max<std::int64_t>(grid_h * grid_w, 1));
     // The roi's samples, bin by bin (ph, pw), each bin's grid in order (iy, ix).
-    samples.clear();
+    std::vector<Sample> samples;
+    samples.reserve(bins * static_cast<std::size_t>(std::max<std::int64_t>(grid_h * grid_w, 0)));
     for (std::int64_t ph = 0; ph < oh; ++ph)
       for (std::int64_t pw = 0; pw < ow; ++pw)
         for (std::int64_t iy = 0; iy < grid_h; ++iy)
@@ -249,7 +255,8 @@ Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int
     const auto per_bin = static_cast<std::size_t>(grid_h * grid_w);
     for (std::int64_t c = 0; c < channels; ++c) {
       const float* plane = x.data.data() + (b * channels + c) * h * w;
-      for (std::size_t bin = 0; bin < static_cast<std::size_t>(oh * ow); ++bin) {
+      float* out = y.data.data() + static_cast<std::size_t>(r * channels + c) * bins;
+      for (std::size_t bin = 0; bin < bins; ++bin) {
         double sum = 0, best = 0;
         for (std::size_t k = 0; k < per_bin; ++k) {
           const Sample& s = samples[bin * per_bin + k];
@@ -263,7 +270,7 @@ Tensor RoiAlign(const Node& node, const std::vector<const Tensor*>& in, std::int
             best = k == 0 ? largest : std::max(best, largest);
           }
         }
-        y.data.push_back(static_cast<float>(average ? sum / count : best));
+        out[bin] = static_cast<float>(average ? sum / count : best);
       }
     }
   }

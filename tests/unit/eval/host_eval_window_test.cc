@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/omp_team.h"
 #include "eval/host_eval.h"
 #include "eval/host_tensor.h"
 #include "onnxfuse/error.h"
@@ -123,6 +124,36 @@ TEST_CASE("RoiAlign: half_pixel shifts the roi by half a pixel, output_half_pixe
   const Tensor bad_batch = test::IntTensorOf("b", {1}, {1});
   Graph g = test::OneNodeGraph("float[1,1,4,4] x, float[1,4] r, int64[1] b", "float[1,1,1,1] y", "y = RoiAlign (x, r, b)", 16);
   CHECK_THROWS_WITH(EvalOnHost(g.node(0), {&x, &rois, &bad_batch}, 16), Catch::Contains("batch index 1 outside X"));
+}
+
+TEST_CASE("RoiAlign lays out rois by roi, then channel, each from its own image, on 1 and 2 threads alike",
+          "[host_eval_window]") {
+  // X[b, c] = 1000 b + 100 c + 4 row + col: with output_half_pixel and one
+  // 1 x 1 bin of 2 x 2 samples, each roi gives X at its centre.
+  std::vector<float> values;
+  for (int b = 0; b < 2; ++b)
+    for (int c = 0; c < 3; ++c)
+      for (int v = 0; v < 16; ++v) values.push_back(static_cast<float>(1000 * b + 100 * c + v));
+  const Tensor x = test::TensorOf("x", {2, 3, 4, 4}, values);
+  // Centres (row, col): (1, 1) = 5, (2, 2) = 10, (2, 1) = 9.
+  const Tensor rois = test::TensorOf("r", {3, 4}, {0, 0, 2, 2, 1, 1, 3, 3, 0, 1, 2, 3});
+  const Tensor batch = test::IntTensorOf("b", {3}, {1, 0, 1});
+  Graph g = test::OneNodeGraph("float[2,3,4,4] x, float[3,4] r, int64[3] b", "float[3,3,1,1] y",
+                               "y = RoiAlign <sampling_ratio = 2, coordinate_transformation_mode = "
+                               "\"output_half_pixel\"> (x, r, b)",
+                               16);
+  std::vector<double> expected;
+  const int images[] = {1, 0, 1}, centres[] = {5, 10, 9};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) expected.push_back(1000 * images[r] + 100 * c + centres[r]);
+  for (const int threads : {1, 2}) {
+    OmpTeam team(threads);
+    const Tensor y = EvalOnHost(g.node(0), {&x, &rois, &batch}, 16).at(0);
+    CHECK(y.dims == std::vector<std::int64_t>{3, 3, 1, 1});
+    const std::vector<double> got = eval::HostValues(y);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(expected[i]));
+  }
 }
 
 TEST_CASE("LRN sums squares over the channels around c, floor((size - 1) / 2) before and the rest after",
