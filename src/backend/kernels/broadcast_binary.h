@@ -2,7 +2,8 @@
 // operands multidirectionally broadcast (broadcast.h): the case oneDNN's
 // binary primitive cannot take, since its src0 must have the output's dims.
 // RAFT adds a per-sample offset [256,1,1,2] to a grid [1,7,7,2] this way.
-// All tensors dense row-major.
+// All tensors dense row-major. Built for AVX-512, AVX2 and the baseline,
+// chosen by CpuIsa() (cpu_isa.h); every build gives the same bits.
 #pragma once
 
 #include "backend/kernels/broadcast.h"

@@ -1,8 +1,9 @@
 // BroadcastBinary (src/backend/kernels/broadcast_binary.h): every element of
 // Add, Sub, Mul, Div, Max and Min against a reference that indexes each operand by
 // ONNX's broadcasting rule directly (kernel_check.h), over operands that both
-// broadcast (RAFT's [256,1,1,2] + [1,7,7,2]), in the last dim, from lower
-// ranks and scalars, and large enough to split rows across threads.
+// broadcast (RAFT's [256,1,1,2] + [1,7,7,2]), in the last dim (each operand
+// stepping along a row, or one, or neither), from lower ranks and scalars,
+// empty, and large enough to split rows across threads.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -32,6 +33,8 @@ TEST_CASE("BroadcastBinary computes each operation with both operands broadcast"
       {{2, 3, 4}, {}, {2, 1, 4}},                      // a scalar
       {{64, 32, 33}, {64, 1, 33}, {32, 1}},            // rows split across threads
       {{}, {}, {}},
+      {{2, 0, 3}, {2, 0, 3}, {1, 1, 3}},               // no elements
+      {{3, 0}, {3, 1}, {0}},                           // no elements, a broadcast row
   };
   const std::vector<std::pair<BinaryAlg, double (*)(double, double)>> algs = {
       {BinaryAlg::kAdd, [](double x, double y) { return x + y; }},
@@ -53,8 +56,10 @@ TEST_CASE("BroadcastBinary computes each operation with both operands broadcast"
       for (std::int64_t i = 0; i < Count(c.out); ++i) {
         const double want = reference(a[static_cast<std::size_t>(BroadcastSourceIndex(i, c.out, c.a))],
                                       b[static_cast<std::size_t>(BroadcastSourceIndex(i, c.out, c.b))]);
-        const double got = out[static_cast<std::size_t>(i)];
-        if (std::abs(got - want) > 1e-6 * (1 + std::abs(want))) FAIL("element " << i << ": " << got << " != " << want);
+        // Exact: one IEEE float operation, rounded once, on every instruction
+        // set (the double result of two floats' +, -, * or / rounds to the float one).
+        const float got = out[static_cast<std::size_t>(i)];
+        if (got != static_cast<float>(want)) FAIL("element " << i << ": " << got << " != " << static_cast<float>(want));
       }
       CHECK(out.back() == -1234.f);
     }
