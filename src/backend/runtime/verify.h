@@ -10,6 +10,18 @@
 // may vanish in that second compilation; the verification then says so
 // instead of naming a group.
 //
+// A group whose result differs may only carry on what its inputs differ by:
+// a Sub whose operands nearly cancel turns a last-bit difference between two
+// correct plans into its whole result. Such a group is recomputed on the host
+// evaluator (eval/host_eval.h: each node in double precision, rounded once)
+// from each plan's own inputs; when each plan's result agrees with its own
+// recomputation within the tolerance, the group made no difference of its
+// own. The verification fails at the first differing group that did (or that
+// the evaluator cannot recompute), and passes when every differing group only
+// carried a difference on: the outputs then differ by the graph's
+// conditioning alone. A wrongly lowered group disagrees with its own
+// recomputation in the plan that lowered it so.
+//
 // A graph with fake quantization (the QDQ format) is checked twice. Its float
 // arithmetic: both plans compiled without fake quantization, compared at
 // `rtol` as above. Its integer arithmetic, layer by layer: the unfused plan
@@ -62,8 +74,7 @@ struct QuantizedCheck {
   bool ok = true;
 };
 
-/// The first group whose result differs beyond the tolerance while every
-/// group before it agrees.
+/// A group whose result differs between the plans beyond the tolerance.
 struct GroupDifference {
   int group = -1;          ///< FusionPlan::groups index
   std::string function;    ///< the group's pattern (PatternCall::function), else its op types joined by '_'
@@ -89,11 +100,19 @@ struct Verification {
   /// Why the quantized activations could not be compared (keeping them
   /// failed to compile); the verification then fails.
   std::string quantized_note;
-  std::optional<GroupDifference> first;  ///< set when !ok and the difference was localized
+  /// Set when !ok and the difference was localized: the first group whose
+  /// result differs by more than its inputs carry (see the file comment).
+  std::optional<GroupDifference> first;
+  /// The groups whose results differ only as their inputs do, each plan's
+  /// result equal to the recomputation from its own inputs (see the file
+  /// comment), in group order. Set only when some output differs; when they
+  /// are all the localization found, ok is true.
+  std::vector<GroupDifference> carried;
   std::string localization_note;         ///< when !ok and not localized: why not
   /// One line: "output 'y' differs (max abs 1.5e+01, max rel 1.2e+00); first differing group 3
-  /// (Conv_Mul_Add: conv1,mul1,add1) at node 'add1' (value 'y')"; for a
-  /// quantized graph it also names the quantized activations that differ.
+  /// (Conv_Mul_Add: conv1,mul1,add1) at node 'add1' (value 'y', max rel 1.2e+00)", and the groups
+  /// that only carried a difference on; for a quantized graph it also names the quantized
+  /// activations that differ.
   std::string Summary() const;
   /// The quantized activations together: their elements summed, the largest
   /// max_steps and share_over_one_step, ok when each is and quantized_note is empty.
@@ -104,10 +123,11 @@ struct Verification {
 /// `inputs`, in graph-output order; for a graph with fake quantization, the
 /// outputs of both plans compiled without it instead, see
 /// Verification::without_fake_quantization): float outputs at `rtol`, integer and
-/// bool outputs exactly (a difference of 1 in an index is never rounding),
+/// bool outputs exactly (a difference of 1 in an index is never rounding of its own),
 /// and the quantized activations of such a graph in steps; when some output differs,
 /// localizes the difference to a group of `plan` (compiling and running both
-/// plans once more). Throws what ExecutablePlan::Compile throws only from the
+/// plans once more), and passes when every differing group only carries a
+/// difference of its inputs on (see the file comment). Throws what ExecutablePlan::Compile throws only from the
 /// localization's compilations, which are caught and reported in
 /// localization_note instead.
 Verification VerifyOutputs(const Graph& graph, const FusionPlan& plan, const std::vector<Tensor>& inputs,
