@@ -1,7 +1,8 @@
 // Where (ONNX Operators.md, Where-16): out = cond ? x : y elementwise, the
 // three operands multidirectionally broadcast (broadcast.h). cond is a bool
 // tensor held as int64 (the runtime's storage of bool, builder.h); x, y and
-// out are float32. All dense row-major.
+// out are float32. All dense row-major. Built for AVX-512, AVX2 and the
+// baseline, chosen by CpuIsa() (cpu_isa.h).
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
 // WhereSelect (src/backend/kernels/select.h) and its broadcast plan
 // (broadcast.h): every element against a reference that indexes each operand
 // by ONNX's broadcasting rule directly, over shapes that broadcast in the
-// last dim, in outer dims, from lower ranks and from scalars, small and large
-// enough to split rows across threads.
+// last dim (each operand stepping along a row or not), in outer dims, from
+// lower ranks and from scalars, empty, small and large enough to split rows
+// across threads; on every instruction set (the kernels ctest variants).
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -30,6 +31,12 @@ TEST_CASE("WhereSelect picks x where cond is set and y elsewhere, each operand b
       {{1, 12, 128, 128}, {1, 1, 128, 128}, {1, 12, 128, 128}, {1}},  // GPT-2's causal mask: threads split rows
       {{3, 1, 5}, {1}, {3, 1, 5}, {3, 1, 1}},
       {{}, {}, {}, {}},                                      // scalars
+      // each way the operands step along a row (1, or 0 where the last dim broadcasts)
+      {{2, 6}, {2, 6}, {2, 1}, {6}},
+      {{3, 4}, {3, 4}, {1}, {3, 1}},
+      {{2, 5}, {2, 1}, {2, 1}, {5}},
+      {{2, 5}, {2, 1}, {1}, {2, 1}},
+      {{2, 0, 3}, {2, 0, 3}, {3}, {1}},                      // no elements
   };
   std::uint32_t seed = 1;
   for (const Case& c : cases) {
