@@ -416,4 +416,14 @@ std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*
   }
 }
 
+std::vector<Tensor> EvalAsDeclared(const Graph& graph, const Node& node, const std::vector<const Tensor*>& inputs) {
+  std::vector<Tensor> outputs = EvalOnHost(node, inputs, graph.opset());
+  for (std::size_t k = 0; k < outputs.size() && k < node.outputs.size(); ++k) {
+    if (node.outputs[k] == kNoValue) continue;
+    const std::int32_t type = graph.value(node.outputs[k]).type.elem_type;
+    if (StorageTypeOf(type) != onnx::TensorProto::UNDEFINED) NarrowTo(outputs[k], type);
+  }
+  return outputs;
+}
+
 }  // namespace onnxfuse::eval

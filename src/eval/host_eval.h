@@ -62,6 +62,13 @@ bool HostEvaluable(const Node& node);
 /// range, an integer division by zero, shapes that do not broadcast).
 std::vector<Tensor> EvalOnHost(const Node& node, const std::vector<const Tensor*>& inputs, std::int64_t opset);
 
+/// EvalOnHost of `node` of `graph` at the graph's opset, each output narrowed
+/// to the type `graph` declares for it (NarrowTo, host_tensor.h: an int8 Add
+/// wraps to 8 bits, a float16 result rounds to half), as a host step narrows
+/// it; an output of unknown type, or of one the host cannot hold, is left as
+/// computed. Throws what EvalOnHost throws.
+std::vector<Tensor> EvalAsDeclared(const Graph& graph, const Node& node, const std::vector<const Tensor*>& inputs);
+
 /// The values of a quantized ONNX element type (QuantizeLinear's outputs,
 /// DequantizeLinear's inputs): {low, high} for INT8, UINT8, INT16, UINT16 and
 /// INT32; nullopt for any other type.

@@ -10,7 +10,6 @@
 
 #include "common/stopwatch.h"
 #include "eval/host_eval.h"
-#include "eval/host_tensor.h"
 #include "ir/node_label.h"
 #include "ir/tensor_io.h"
 #include "load/loader.h"
@@ -273,11 +272,7 @@ std::vector<Tensor> StagedModel::EvaluateNode(NodeId id, const KnownValues& know
     throw Error(ErrorKind::kUnsupported, NodeInFile(prepared(), node) +
                                              ": its output shapes follow values at run time, and the host "
                                              "evaluator does not run it");
-  std::vector<Tensor> outputs = eval::EvalOnHost(node, inputs, prepared().opset());
-  for (std::size_t k = 0; k < outputs.size() && k < node.outputs.size(); ++k)
-    if (node.outputs[k] != kNoValue && prepared().value(node.outputs[k]).type.elem_type != 0)
-      eval::NarrowTo(outputs[k], prepared().value(node.outputs[k]).type.elem_type);
-  return outputs;
+  return eval::EvalAsDeclared(prepared(), node, inputs);
 }
 
 StagedModel& StagedModel::Body(NodeId id, const std::string& attribute, const KnownValues& known) {

@@ -15,7 +15,6 @@
 #include "backend/runtime/executor.h"
 #include "backend/runtime/verify_graphs.h"
 #include "eval/host_eval.h"
-#include "eval/host_tensor.h"
 #include "ir/fake_quantization.h"
 
 namespace onnxfuse {
@@ -107,16 +106,15 @@ std::optional<std::map<std::string, Tensor>> Recompute(const Graph& graph, const
     }
     std::vector<Tensor> out;
     try {
-      out = eval::EvalOnHost(node, in, graph.opset());
+      out = eval::EvalAsDeclared(graph, node, in);
     } catch (const Error&) {
       return std::nullopt;
     }
     for (std::size_t k = 0; k < node.outputs.size() && k < out.size(); ++k) {
       if (node.outputs[k] == kNoValue) continue;
-      const Value& value = graph.value(node.outputs[k]);
-      if (value.type.elem_type != 0) eval::NarrowTo(out[k], value.type.elem_type);
-      out[k].name = value.name;
-      computed[value.name] = std::move(out[k]);
+      const std::string& name = graph.value(node.outputs[k]).name;
+      out[k].name = name;
+      computed[name] = std::move(out[k]);
     }
   }
   return computed;
@@ -163,9 +161,12 @@ GroupDifference DifferenceAt(const Graph& graph, const FusionPlan& plan, int gro
 // differ by the graph's conditioning alone and the verification passes.
 void Localize(const Graph& graph, const FusionPlan& plan, const std::vector<Tensor>& inputs, double rtol,
               Verification& result) {
+  std::vector<std::vector<ValueId>> leaving;  // per group, in plan.groups order
   std::vector<ValueId> values;
-  for (const FusedGroup& group : plan.groups)
-    for (ValueId v : LeavingValues(graph, plan, group)) values.push_back(v);
+  for (const FusedGroup& group : plan.groups) {
+    leaving.push_back(LeavingValues(graph, plan, group));
+    values.insert(values.end(), leaving.back().begin(), leaving.back().end());
+  }
   std::map<std::string, Tensor> fused, unfused;
   try {
     std::tie(fused, unfused) = RunBoth(WithOutputs(graph, values), plan, inputs, !result.without_fake_quantization);
@@ -176,9 +177,9 @@ void Localize(const Graph& graph, const FusionPlan& plan, const std::vector<Tens
   std::map<std::string, const Tensor*> graph_inputs;
   for (const Tensor& t : inputs) graph_inputs[t.name] = &t;
   for (const FusedGroup& group : plan.groups) {
-    const std::vector<ValueId> leaving = LeavingValues(graph, plan, group);
+    const std::vector<ValueId>& group_leaving = leaving.at(static_cast<std::size_t>(group.id));
     std::optional<GroupDifference> worst;
-    for (ValueId v : leaving) {
+    for (ValueId v : group_leaving) {
       const std::string& name = graph.value(v).name;
       const TensorDiff d = CompareTensors(unfused.at(name), fused.at(name));
       if (!Agree(unfused.at(name), d, rtol) && (!worst || d.max_rel > worst->max_rel))
@@ -191,7 +192,7 @@ void Localize(const Graph& graph, const FusionPlan& plan, const std::vector<Tens
                               std::none_of(group.nodes.begin(), group.nodes.end(), [&](NodeId id) {
                                 return graph.node(id).op_type.find("Quantize") != std::string::npos;
                               });
-    if (recomputable && CarriesInputDifference(graph, group, leaving, fused, unfused, graph_inputs, rtol)) {
+    if (recomputable && CarriesInputDifference(graph, group, group_leaving, fused, unfused, graph_inputs, rtol)) {
       result.carried.push_back(std::move(*worst));
       continue;
     }

@@ -100,3 +100,14 @@ TEST_CASE("Where copies elements as stored: int64 beyond 2^53 exactly, broadcast
   CHECK(mixed.data == std::vector<float>{1.25f, 8, 1.25f, -2.0f, 8, -2.0f});
 }
 
+
+TEST_CASE("EvalAsDeclared narrows each output to the type the graph declares for it", "[host_eval]") {
+  Graph graph = test::GraphFromText(R"(<ir_version: 8, opset_import: ["" : 14]>
+    g (int8[2] a, int8[2] b) => (int8[2] y) { y = Add (a, b) })");
+  const Tensor a = test::IntTensorOf("a", {2}, {100, -100});
+  const Tensor b = test::IntTensorOf("b", {2}, {100, -100});
+  CHECK(eval::EvalOnHost(graph.node(0), {&a, &b}, graph.opset()).at(0).int_data == std::vector<std::int64_t>{200, -200});
+  const std::vector<Tensor> y = eval::EvalAsDeclared(graph, graph.node(0), {&a, &b});
+  CHECK(y.at(0).int_data == std::vector<std::int64_t>{-56, 56});  // wrapped to 8 bits
+  CHECK(y.at(0).data_type == onnx::TensorProto::INT8);
+}

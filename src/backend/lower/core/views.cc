@@ -115,15 +115,9 @@ bool TryFold(Builder& b, NodeId id) {
     const bool table = v == first && (node.op_type == "Gather" || node.op_type == "Slice");
     inputs.push_back(table ? b.SharedConst(*v, node).get() : &b.Const(*v, node));
   }
-  auto outputs = eval::EvalOnHost(node, inputs, b.graph.opset());
-  for (std::size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i) {
-    if (node.outputs[i] == kNoValue) continue;
-    // Narrowed to the declared type as a host step narrows it: an int8 Add
-    // wraps to 8 bits, a float16 result rounds to half.
-    const std::int32_t type = b.graph.value(node.outputs[i]).type.elem_type;
-    if (StorageTypeOf(type) != onnx::TensorProto::UNDEFINED) eval::NarrowTo(outputs[i], type);
-    b.SetConst(node.outputs[i], std::move(outputs[i]));
-  }
+  auto outputs = eval::EvalAsDeclared(b.graph, node, inputs);
+  for (std::size_t i = 0; i < outputs.size() && i < node.outputs.size(); ++i)
+    if (node.outputs[i] != kNoValue) b.SetConst(node.outputs[i], std::move(outputs[i]));
   return true;
 }
 
