@@ -276,6 +276,8 @@ def zoo():
     rnn_x, rnn_state = (RNN_STEPS, 1, RNN_INPUT), (4, 1, RNN_HIDDEN)  # states: 2 layers x 2 directions
     return {
         "maxvit_t": (lambda: classifier("maxvit_t", img224), [img224], ["input"], ["output"], ALL_OPSETS, None),
+        # Shifted-window attention: its mask is added as [1, W, H, 49, 49] + [1, W, 1, 49, 49].
+        "swin_t": (lambda: classifier("swin_t", img224), [img224], ["input"], ["output"], ALL_OPSETS, None),
         "efficientnet_v2_s": (lambda: classifier("efficientnet_v2_s", img224), [img224], ["input"], ["output"], ALL_OPSETS, None),
         "mnasnet1_0": (lambda: classifier("mnasnet1_0", img224), [img224], ["input"], ["output"], ALL_OPSETS, None),
         "inception_v3": (

@@ -41,6 +41,7 @@ class Campaign:
         self.refusal_example = {}
         self.patterns, self.groups = collections.Counter(), collections.Counter()
         self.failures, self.invalid, self.notes = [], [], collections.Counter()
+        self.slow = []  # (seed, [step, ...]) of graphs whose fused plan has a slow step: not clean
         self.known = cases.known_signatures(args.cases)
         # The ops of typed steps this build runs: the others are not drawn (typed.py).
         self.gated = typed.probe(binary)
@@ -65,6 +66,11 @@ class Campaign:
             print("INVALID seed %d (generator bug): %s" % (seed, res["invalid"][:300]), flush=True)
         if res["note"]:
             self.notes[res["note"][:80]] += 1
+        if res.get("slow"):
+            steps = sorted(res["slow"])
+            self.slow.append((seed, steps))
+            print("SLOW seed %d: %d step(s) on a slow implementation: %s" % (seed, len(steps), "; ".join(steps[:3])),
+                  flush=True)
         if "built" in res and not (res["refused"] or res["invalid"]):
             self.census.update(quantized.census(res["built"].model))
         if res.get("quantized"):
@@ -171,6 +177,10 @@ class Campaign:
             print("invalid models (generator bugs): %d (seeds %s)" % (len(self.invalid), self.invalid[:10]))
         for note, n in self.notes.items():
             print("note: %s (%d graphs)" % (note, n))
+        kinds = collections.Counter(step.split(" (")[0] for _, steps in self.slow for step in steps)
+        print("graphs whose fused plan has a slow step: %d%s" % (
+            len(self.slow), " (%s; seeds %s)" % (top(kinds), ", ".join(str(sd) for sd, _ in self.slow[:10]))
+            if self.slow else ""))
         saved = sorted({e["path"] for e in self.failures if e["path"]})
         print("failures found: %d graphs; cases: %s" % (len(self.failures), ", ".join(
             os.path.relpath(p) for p in saved) or "none"))
@@ -225,11 +235,14 @@ def main(argv=None):
             res = c.one(args.one, cfg, shrink=not args.no_shrink)
             print("seed %d (%s): %d ops, %s" % (args.one, cfg["strategy"], len(res["ops"]),
                   "refused (%s)" % "; ".join(m for _, m in res["refused"]) if res["refused"] else
-                  "FAILED" if res["failures"] else "invalid" if res["invalid"] else "ok"))
-            return 1 if res["failures"] or res["invalid"] else 0
+                  "FAILED" if res["failures"] else "invalid" if res["invalid"] else
+                  "slow step(s): " + "; ".join(sorted(res["slow"])) if res["slow"] else "ok"))
+            return 1 if res["failures"] or res["invalid"] or res["slow"] else 0
         if args.seconds is None:
             p.error("give SECONDS, --one SEED or --replay")
         c.run(args.seconds, args.seed)
-        return 1 if c.failures or c.invalid else 0
+        # A graph whose fused plan runs a slow step is not a failure of its
+        # numbers, but a campaign with any is not clean.
+        return 1 if c.failures or c.invalid or c.slow else 0
     finally:
         c.close()

@@ -72,10 +72,24 @@ def require_tools(binary, node_dir):
 
 
 class Outcome:
-    """One process run: ok, refused (op), invalid (generator bug) or a failure."""
+    """One process run: ok, refused (op), invalid (generator bug) or a failure.
+    slow: the fused plan's steps on a slow implementation (`run --json`'s
+    slow_steps: oneDNN's reference kernels, gemm convolutions), as
+    "kind impl (label)" strings; not a failure, but a campaign with any is not
+    clean."""
 
-    def __init__(self, status, failure=None, refused=None, message=""):
+    def __init__(self, status, failure=None, refused=None, message="", slow=()):
         self.status, self.failure, self.refused, self.message = status, failure, refused, message
+        self.slow = list(slow)
+
+
+def slow_steps(out):
+    """`run --json`'s slow_steps from OUT (its last line), as strings."""
+    try:
+        steps = json.loads(out.strip().splitlines()[-1]).get("slow_steps", [])
+    except (ValueError, IndexError, AttributeError):
+        return []
+    return ["%s %s (%s)" % (s.get("kind", "?"), s.get("impl", "?"), s.get("label", "?")[:80]) for s in steps]
 
 
 def key(f):
@@ -174,7 +188,7 @@ class Runner:
     def _classify(self, rc, err, check, fail_kind="fused-vs-unfused", out="", exact=()):
         if rc == 0:
             inexact = self._inexact(out, exact, check)
-            return Outcome("fail", inexact) if inexact else Outcome("ok")
+            return Outcome("fail", inexact) if inexact else Outcome("ok", slow=slow_steps(out))
         if rc == 4:
             return Outcome("refused", refused=refused_op(err), message=err)
         if rc == 3:

@@ -48,10 +48,13 @@ class Built:
         self.rtol = quantized.RTOL_DYNAMIC if quantized.is_dynamic(self.model) else RTOL
 
 
-def run_checks(runner, b, strategy, threads=(1, 2)):
-    """`run --check` at each thread count. Returns (failures, refusals, invalid)."""
+def run_checks(runner, b, strategy, threads=(1, 2), slow=None):
+    """`run --check` at each thread count. Returns (failures, refusals, invalid);
+    the fused plans' slow steps are added to the set SLOW when given."""
     fails, refused, invalid = [], [], None
     for t, o in zip(threads, runner.check_all(b.path, strategy, threads, exact_outputs(b.model))):
+        if slow is not None:
+            slow.update(o.slow)
         if o.status == "fail":
             o.failure["via"] = ["check", strategy, t]
             fails.append(o.failure)
@@ -410,7 +413,7 @@ def guarded(check, via, rest):
 def trial(runner, recipe, cfg, folder):
     """All checks for one graph. Returns a dict of what happened."""
     res = {"failures": [], "refused": [], "invalid": None, "note": None, "report": None, "ops": [], "explained": {},
-           "session_shapes": 0}
+           "session_shapes": 0, "slow": set()}
     try:
         b = Built(recipe, folder)
     except Exception as e:  # a renderer bug: reported, never hidden
@@ -418,7 +421,7 @@ def trial(runner, recipe, cfg, folder):
         return res
     res["ops"] = b.graph.op_types()
     res["built"] = b
-    fails, refused, invalid = run_checks(runner, b, cfg["strategy"])
+    fails, refused, invalid = run_checks(runner, b, cfg["strategy"], slow=res["slow"])
     res["failures"] += fails
     res["refused"], res["invalid"] = refused, invalid
     if refused or invalid:

@@ -276,11 +276,12 @@ int RunJob(const RunOptions& options, std::ostream& out) {
       if (!carried.empty()) j["check"]["carried"] = carried;
       if (!check_ok || !carried.empty()) j["check"]["summary"] = verification->Summary();
     }
-    // Steps on a slow implementation (IsSlowImpl: oneDNN's reference kernels,
-    // gemm-based convolutions), so that benchmarks can count them.
+    // Steps on a slow implementation (IsSlowPrimitive: oneDNN's reference
+    // kernels, gemm-based convolutions), so that benchmarks and the
+    // differential tester can count them.
     nlohmann::json slow = nlohmann::json::array();
     for (const ScheduleStep& step : exec.Schedule())
-      if (backend::IsSlowImpl(step.kind, step.impl))
+      if (step.slow)
         slow.push_back({{"kind", step.kind}, {"label", step.label}, {"impl", step.impl}});
     j["slow_steps"] = slow;
     j["element_types"] = element_types;

@@ -4,6 +4,7 @@ that every output is compared, and that ORT as the reference differs from ORT
 only by onnx-fuse's documented NaN semantics. Run by ctest as difftest.rules:
     /usr/bin/python3 -m pytest tests/difftest/test_rules.py
 ONNXFUSE_BIN names the onnx-fuse binary for the replay of a refused case."""
+import json
 import os
 import sys
 import tempfile
@@ -746,3 +747,26 @@ def test_a_dynamically_quantized_recipe_is_compared_at_the_loose_rule():
     assert runner.compare(ref, [ref[0] * 1.005], ["y"], "ort-vs-fused", "-", quantized.RTOL_DYNAMIC) is None
     assert runner.compare(ref, [ref[0] * 1.005], ["y"], "ort-vs-fused", "-") is not None
     assert runner.compare(ref, [ref[0] * 1.01], ["y"], "ort-vs-fused", "-", quantized.RTOL_DYNAMIC) is not None
+
+
+def test_a_plan_with_a_slow_step_is_reported_and_not_clean(tmp_path):
+    """`run --check --json`'s slow_steps reach the trial (and a campaign with
+    any exits 1: campaign.main); a plan without is clean."""
+    fake = tmp_path / "onnx-fuse"
+    out = {"check": {"ok": True, "outputs": []},
+           "slow_steps": [{"kind": "binary", "impl": "ref:any", "label": "Add_3"}]}
+    fake.write_text("#!/bin/sh\necho '%s'\n" % json.dumps(out))
+    fake.chmod(0o755)
+
+    class B:
+        path = str(tmp_path / "m.onnx")
+        model = helper.make_model(helper.make_graph([], "g", [], []))
+    slow = set()
+    fails, refused, invalid = trial.run_checks(runner.Runner(str(fake), str(tmp_path)), B(), "pattern", slow=slow)
+    assert (fails, refused, invalid) == ([], [], None)
+    assert slow == {"binary ref:any (Add_3)"}
+    out["slow_steps"] = []
+    fake.write_text("#!/bin/sh\necho '%s'\n" % json.dumps(out))
+    slow.clear()
+    trial.run_checks(runner.Runner(str(fake), str(tmp_path)), B(), "pattern", slow=slow)
+    assert slow == set()

@@ -88,6 +88,10 @@ int StepsContaining(const PlanRun& run, const std::string& text) {
                                         [&](const std::string& step) { return step.find(text) != std::string::npos; }));
 }
 
+int SlowSteps(const PlanRun& run) {
+  return static_cast<int>(std::count_if(run.schedule.begin(), run.schedule.end(), [](const ScheduleStep& s) { return s.slow; }));
+}
+
 PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol) {
   PlanRun unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs);
   CheckEveryOutput(unfused, fused, tol);

@@ -27,6 +27,8 @@ std::string StepList(const PlanRun& run);
 int StepsStartingWith(const PlanRun& run, const std::string& prefix);
 /// How many steps of `run` contain `text` anywhere (a node name, an implementation).
 int StepsContaining(const PlanRun& run, const std::string& text);
+/// How many steps of `run` are on an implementation to avoid (ScheduleStep::slow).
+int SlowSteps(const PlanRun& run);
 
 /// `graph` partitioned by `strategy` as the pipeline does (FuseGraph, the
 /// built-in pattern library loaded once): postdom and greedy plans carry

@@ -15,6 +15,7 @@ template <BinaryAlg kAlg>
   if constexpr (kAlg == BinaryAlg::kMul) return x * y;
   if constexpr (kAlg == BinaryAlg::kDiv) return x / y;
   if constexpr (kAlg == BinaryAlg::kMax) return x != x || x > y ? x : y;
+  if constexpr (kAlg == BinaryAlg::kPRelu) return x < 0.f ? y * x : x;
   return x != x || x < y ? x : y;  // kMin
 }
 
@@ -47,6 +48,7 @@ template <BinaryAlg kAlg>
     case BinaryAlg::kDiv: return Row<BinaryAlg::kDiv>(x, y, dst, n, x_steps, y_steps);
     case BinaryAlg::kMax: return Row<BinaryAlg::kMax>(x, y, dst, n, x_steps, y_steps);
     case BinaryAlg::kMin: return Row<BinaryAlg::kMin>(x, y, dst, n, x_steps, y_steps);
+    case BinaryAlg::kPRelu: return Row<BinaryAlg::kPRelu>(x, y, dst, n, x_steps, y_steps);
   }
 }
 

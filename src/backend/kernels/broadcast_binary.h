@@ -1,4 +1,4 @@
-// Add, Sub, Mul, Div, Max and Min on float32 (ONNX Operators.md, Add-14 etc.) with both
+// Add, Sub, Mul, Div, Max, Min and PRelu on float32 (ONNX Operators.md, Add-14 etc.) with both
 // operands multidirectionally broadcast (broadcast.h): the case oneDNN's
 // binary primitive cannot take, since its src0 must have the output's dims.
 // RAFT adds a per-sample offset [256,1,1,2] to a grid [1,7,7,2] this way.
@@ -10,7 +10,8 @@
 
 namespace onnxfuse::backend {
 
-enum class BinaryAlg { kAdd, kSub, kMul, kDiv, kMax, kMin };
+/// kPRelu: a < 0 ? b * a : a (ONNX PRelu-16, b the slope).
+enum class BinaryAlg { kAdd, kSub, kMul, kDiv, kMax, kMin, kPRelu };
 
 /// out[i] = a[i] (alg) b[i] over the plan's output, a and b read through their
 /// broadcast strides (plan operands in the order a, b). IEEE float32

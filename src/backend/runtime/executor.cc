@@ -373,7 +373,7 @@ void ExecutablePlan::RunSteps(std::vector<double>* step_ms) {
 
 std::vector<ScheduleStep> ExecutablePlan::Schedule() const {
   std::vector<ScheduleStep> schedule;
-  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout, s.group, s.pattern, s.note, s.data_type, s.any_shape});
+  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout, s.group, s.pattern, s.note, s.data_type, s.any_shape, s.slow});
   return schedule;
 }
 

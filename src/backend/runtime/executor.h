@@ -116,6 +116,9 @@ struct ScheduleStep {
   /// (oneDNN's primitive cache) serves every shape a session compiles
   /// (backend/lower/fused/any_shape_matmul.h, int8_matmul.h).
   bool any_shape = false;
+  /// On an implementation to avoid (IsSlowPrimitive, backend/lower/core/builder.h):
+  /// oneDNN's reference kernels, gemm-based convolutions. `run --json` lists these.
+  bool slow = false;
 };
 
 

@@ -31,6 +31,18 @@ bool IsSlowImpl(const std::string& kind, const std::string& impl) {
          impl.rfind("onnxfuse:", 0) != 0;
 }
 
+bool IsSlowPrimitive(const std::string& kind, const dnnl::primitive_desc_base& pd) {
+  const std::string impl = pd.impl_info_str();
+  if (!IsSlowImpl(kind, impl)) return false;
+  if (kind != "deconv" || impl.find("gemm") == std::string::npos) return true;
+  // The weights' spatial dims are the last src-rank - 2 (a grouped one has a leading group dim).
+  const dnnl::memory::desc weights = pd.query_md(dnnl::query::weights_md, 0), src = pd.query_md(dnnl::query::src_md, 0);
+  const int spatial = src.data.ndims - 2;
+  for (int d = weights.data.ndims - spatial; d < weights.data.ndims; ++d)
+    if (weights.data.dims[d] != 1) return true;
+  return false;
+}
+
 Builder::Builder(const Graph& g, bool fuse_mode, dnnl::engine eng, PackedConstants* packed, Graph* releasable)
     : graph(g), fuse(fuse_mode), engine(std::move(eng)), stream(engine), absorbed(g.num_nodes(), false),
       packed_(packed), releasable_(releasable) {

@@ -95,6 +95,7 @@ struct Step {
   std::string note;     ///< why it runs as it does, when not as asked ("float, not int8: ..."); "" otherwise
   std::string data_type;  ///< its source's element type ("f32", "u8", "s8"); "" for a custom kernel
   bool any_shape = false;  ///< a primitive made with run-time dims (ScheduleStep::any_shape)
+  bool slow = false;       ///< IsSlowPrimitive (ScheduleStep::slow)
 };
 
 /// An implementation to avoid when another exists: oneDNN's reference
@@ -104,6 +105,14 @@ struct Step {
 /// and matmuls run on gemm by design: not slow; nor do the RNN primitives
 /// (kinds lstm, gru, lbr_gru, rnn), whose "ref" driver runs on jit sgemm.
 bool IsSlowImpl(const std::string& kind, const std::string& impl);
+/// IsSlowImpl for a primitive whose descriptor is known, with one exception:
+/// a deconvolution whose kernel is 1x1 on oneDNN's gemm (oneDNN 2.6 has no
+/// jit one for a 1x1 kernel with padding or a stride). It is one GEMM and a
+/// col2im that writes each output once, no im2col: [1,64,56,56] -> 32
+/// channels at stride 2 takes 0.89 ms at 1 thread on a Zen 4, ONNX Runtime
+/// 1.55 ms, and the same deconvolution as a 3x3 one with zero taps on
+/// oneDNN's jit kernel 2.44 ms (`onnx-fuse run --threads 1`, `compare.js --time`).
+bool IsSlowPrimitive(const std::string& kind, const dnnl::primitive_desc_base& pd);
 
 class Builder {
  public:

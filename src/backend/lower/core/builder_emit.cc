@@ -127,7 +127,8 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
   if (const dnnl::memory::desc src = pd.query_md(dnnl::query::src_md, 0); !src.is_zero())
     step.data_type = dnnl_dt2str(static_cast<dnnl_data_type_t>(src.data_type()));
   step.any_shape = HasRunTimeDims(pd.query_md(dnnl::query::dst_md, 0));
-  if (fuse && IsSlowImpl(kind, step.impl))
+  step.slow = IsSlowPrimitive(kind, pd);
+  if (fuse && step.slow)
     spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", kind, label,
                  step.impl.rfind("ref", 0) == 0 ? "reference" : "gemm", step.impl);
   Push(std::move(step), std::move(kind), std::move(label), dst_md);

@@ -154,11 +154,13 @@ using MakeAnchorPd = std::function<PD(const dnnl::primitive_attr& attr, const dn
 struct AnchorProbe {
   std::string impl;
   dnnl::memory::desc dst;
+  bool slow = false;  ///< IsSlowPrimitive
 };
 /// The first `count` post-ops on the anchor, with a channels-last destination or the anchor's own choice.
 struct AnchorChoice {
   std::size_t count = 0;
   bool channels_last = false;
+  bool fast = false;  ///< the anchor and every tail step are fast
 };
 using AnchorProbeFn = std::function<std::optional<AnchorProbe>(std::size_t count, const dnnl::memory::desc& dst,
                                                                 const dnnl::primitive_attr& attr)>;
@@ -177,12 +179,13 @@ AnchorChoice ChooseAnchor(Builder& b, const Chain& chain, const Dims& dst_dims, 
 
 /// The anchor descriptor of `chain` (`kind` as in its step: "conv", "matmul",
 /// ...) chosen by ChooseAnchor; sets `count` to the number of post-ops it takes,
-/// to pass to MakePostOps and FinishChain. `pd_chain` / `pd_dims`: as
+/// to pass to MakePostOps and FinishChain, and `*all_fast` (when given) to
+/// whether the anchor and its tail are all fast. `pd_chain` / `pd_dims`: as
 /// ChooseAnchor. Throws Error(kUnsupported) naming the anchor when no candidate
 /// can be created.
 template <typename PD>
 PD MakeChainPd(Builder& b, const Chain& chain, const Dims& dst_dims, const Chain& pd_chain, const Dims& pd_dims,
-               const std::string& kind, std::size_t& count, const MakeAnchorPd<PD>& make) {
+               const std::string& kind, std::size_t& count, const MakeAnchorPd<PD>& make, bool* all_fast = nullptr) {
   std::map<std::pair<std::size_t, bool>, PD> made;
   std::string error = "no primitive descriptor";
   AnchorChoice choice = ChooseAnchor(
@@ -198,9 +201,10 @@ PD MakeChainPd(Builder& b, const Chain& chain, const Dims& dst_dims, const Chain
         }
         if (!pd) return std::nullopt;
         made[{n, !dst.is_zero()}] = pd;
-        return AnchorProbe{pd.impl_info_str(), pd.dst_desc()};
+        return AnchorProbe{pd.impl_info_str(), pd.dst_desc(), IsSlowPrimitive(kind, pd)};
       });
   count = choice.count;
+  if (all_fast) *all_fast = choice.fast;
   auto it = made.find({choice.count, choice.channels_last});
   if (it == made.end()) Unsupported(b, b.graph.node(chain.anchor), "oneDNN has no implementation: " + error);
   return it->second;
@@ -208,8 +212,8 @@ PD MakeChainPd(Builder& b, const Chain& chain, const Dims& dst_dims, const Chain
 
 template <typename PD>
 PD MakeChainPd(Builder& b, const Chain& chain, const Dims& dst_dims, const std::string& kind, std::size_t& count,
-               const MakeAnchorPd<PD>& make) {
-  return MakeChainPd<PD>(b, chain, dst_dims, chain, dst_dims, kind, count, make);
+               const MakeAnchorPd<PD>& make, bool* all_fast = nullptr) {
+  return MakeChainPd<PD>(b, chain, dst_dims, chain, dst_dims, kind, count, make, all_fast);
 }
 
 /// Creates the destination of a chain's primitive (`pd` already made with the

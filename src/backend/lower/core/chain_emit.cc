@@ -77,27 +77,90 @@ struct TailStep {
   /// Set for a lone binary post-op that runs on our BroadcastBinary (OwnTailBinary): its alg and operand.
   std::optional<BinaryAlg> own;
   KernelOperand<float> operand;
+  /// oneDNN serves this lone binary step only with its reference kernel (PlanTail).
+  bool reference = false;
 };
 
-// The algorithm of a tail step that runs on our BroadcastBinary, in place on
-// the chain's plain float32 destination: a binary (or sum: an Add) post-op
-// that takes no post-ops of its own, where the destination's dims change from one
-// compiled shape to the next (Builder::VaryingDimsOf). oneDNN's binary is a
-// JIT kernel generated for one shape; ours takes the extents as data
-// (broadcast_binary.h). nullopt for any other step.
-std::optional<BinaryAlg> OwnTailBinary(const Builder& b, const Chain& chain, const TailStep& t,
-                                       const dnnl::memory::desc& cur) {
-  const PostOp& po = chain.post_ops[t.first];
-  if (po.kind == Kind::kEltwise || t.end != t.first + 1 || cur.data_type() != dnnl::memory::data_type::f32 ||
-      !IsPlainEquivalent(cur) || HasRunTimeDims(cur) || !b.DimsVary(b.graph.node(chain.anchor).outputs.at(0)))
-    return std::nullopt;
-  switch (po.alg) {
+// True when `cur` (dims `dims`) is channels-last and not also plain.
+bool OnlyChannelsLast(const dnnl::memory::desc& cur, const Dims& dims) {
+  return dims.size() >= 3 && dims.size() <= 5 && !IsPlainEquivalent(cur) && SameBytes(cur, ChannelsLastDesc(dims));
+}
+
+// True when BroadcastBinary can run a tail step in place on the chain's
+// destination `cur` (dims `dims`): float32 of fixed dims, plain or
+// channels-last (read in its physical order, OwnTailOperand).
+bool OwnKernelTakes(const dnnl::memory::desc& cur, const Dims& dims) {
+  return cur.data_type() == dnnl::memory::data_type::f32 && !HasRunTimeDims(cur) &&
+         (IsPlainEquivalent(cur) || OnlyChannelsLast(cur, dims));
+}
+
+// Dims [N, C, D.., ] in channels-last order: [N, D.., C].
+Dims ChannelsLastOrder(const Dims& dims) {
+  Dims order = {dims[0]};
+  order.insert(order.end(), dims.begin() + 2, dims.end());
+  order.push_back(dims[1]);
+  return order;
+}
+
+// The BroadcastBinary algorithm of an Add, Sub, Mul or Div post-op.
+std::optional<BinaryAlg> OwnAlgOf(dnnl::algorithm alg) {
+  switch (alg) {
     case dnnl::algorithm::binary_add: return BinaryAlg::kAdd;
     case dnnl::algorithm::binary_sub: return BinaryAlg::kSub;
     case dnnl::algorithm::binary_mul: return BinaryAlg::kMul;
     case dnnl::algorithm::binary_div: return BinaryAlg::kDiv;
     default: return std::nullopt;
   }
+}
+
+// The algorithm of a tail step that runs on our BroadcastBinary, in place on
+// the chain's plain float32 destination: a binary (or sum: an Add) post-op
+// that takes no post-ops of its own, where oneDNN's binary would run its
+// reference kernel (TailStep::reference), or where the destination's dims
+// change from one compiled shape to the next (Builder::VaryingDimsOf):
+// oneDNN's binary is a JIT kernel generated for one shape; ours takes the
+// extents as data (broadcast_binary.h). nullopt for any other step.
+std::optional<BinaryAlg> OwnTailBinary(const Builder& b, const Chain& chain, const TailStep& t,
+                                       const dnnl::memory::desc& cur) {
+  const PostOp& po = chain.post_ops[t.first];
+  if (po.kind == Kind::kEltwise || t.end != t.first + 1 || !OwnKernelTakes(cur, DimsOf(cur)) ||
+      !(t.reference || b.DimsVary(b.graph.node(chain.anchor).outputs.at(0))))
+    return std::nullopt;
+  return OwnAlgOf(po.alg);
+}
+
+// The operand of a tail step on BroadcastBinary (OwnTailBinary) on the
+// destination `cur` (dims `dims`): as FloatKernelOperand reads it when `cur`
+// is plain; when it is channels-last, in the same physical order, so that
+// the kernel broadcasts over [N, D.., C] (a constant permuted here, an
+// activation reordered to channels-last first).
+KernelOperand<float> OwnTailOperand(Builder& b, const PostOp& po, const Node& user, const dnnl::memory::desc& cur,
+                                    const Dims& dims, std::vector<std::pair<int, Arg>>& args) {
+  if (!OnlyChannelsLast(cur, dims)) {
+    if (po.constant) return {std::make_shared<const std::vector<float>>(po.constant->data), -1, po.constant->dims};
+    return FloatKernelOperand(b, po.operand, user, args);
+  }
+  if (po.constant) {  // dims of the output's rank (PostOp::constant)
+    const Dims& d = po.constant->dims;
+    const Dims order = ChannelsLastOrder(d);
+    std::vector<float> permuted(po.constant->data.size());
+    const std::int64_t n = d[0], c = d[1], pixels = Product(d) / std::max<std::int64_t>(1, n * c);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t ch = 0; ch < c; ++ch)
+        for (std::int64_t p = 0; p < pixels; ++p)
+          permuted[static_cast<std::size_t>((i * pixels + p) * c + ch)] =
+              po.constant->data[static_cast<std::size_t>((i * c + ch) * pixels + p)];
+    b.weight_bytes += static_cast<std::int64_t>(permuted.size() * sizeof(float));
+    return {std::make_shared<const std::vector<float>>(std::move(permuted)), -1, order};
+  }
+  const Dims d = ExpandRank(b.ActOf(po.operand, user).dims, dims.size());
+  Arg plain = b.UsePlain(po.operand, user);
+  plain.md = PlainDesc(d);  // the leading 1s are the descriptor's alone
+  const Act cl = b.EmitReorder(plain, d, ChannelsLastDesc(d), user.name + " (operand, channels-last)");
+  KernelOperand<float> operand;
+  operand.arg = static_cast<int>(args.size()), operand.dims = ChannelsLastOrder(d);
+  args.emplace_back(operand.arg, Arg{cl.slot, cl.md, {}});
+  return operand;
 }
 
 // The tail primitive's descriptor; empty when oneDNN has none (`error` says why).
@@ -142,7 +205,16 @@ bool PlanTail(Builder& b, const Chain& chain, std::size_t count, const dnnl::mem
       return std::string(pd.impl_info_str());
     });
     if (!end) return false;
-    tail.push_back(TailStep{first, *end, made.at(*end), {}, std::nullopt, {}});
+    const PostOp& po = chain.post_ops[first];
+    if (kind == "binary" && IsSlowImpl(kind, made.at(*end).impl_info_str()) && po.kind == Kind::kBinary &&
+        OwnKernelTakes(cur, dims) && OwnAlgOf(po.alg)) {
+      // oneDNN has only its reference kernel for this binary: the binary alone
+      // runs on our BroadcastBinary (OwnTailBinary), its post-ops as steps of their own.
+      tail.push_back(TailStep{first, first + 1, made.at(*end), {}, std::nullopt, {}, true});
+      first = first + 1;
+      continue;
+    }
+    tail.push_back(TailStep{first, *end, made.at(*end), {}, std::nullopt, {}, false});
     fast &= !IsSlowImpl(kind, tail.back().pd.impl_info_str());
     first = *end;
   }
@@ -220,8 +292,9 @@ AnchorChoice ChooseAnchor(Builder& b, const Chain& chain, const Dims& dst_dims, 
       if (k == n && !cl) whole = r->impl;
       bool tail_fast = true;
       if (!PlanTail(b, chain, k, TailDesc(r->dst, dst_dims), dst_dims, tail, tail_fast, error)) continue;
-      AnchorChoice choice{k, cl};
-      if (!IsSlowImpl(kind, r->impl) && tail_fast) {
+      AnchorChoice choice{k, cl, false};
+      if (!r->slow && tail_fast) {
+        choice.fast = true;
         if (k < n || cl)
           spdlog::debug("{} [{}]: {} with all {} post-ops; {}{}", kind, ChainLabel(b, chain),
                         whole ? "'" + *whole + "'" : std::string("no implementation"), n,
@@ -282,10 +355,7 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
     const PostOp& po = chain.post_ops[t.first];
     const Node& user = b.graph.node(chain.members[po.member]);
     if ((t.own = OwnTailBinary(b, chain, t, cur_md))) {
-      if (po.constant)
-        t.operand = {std::make_shared<const std::vector<float>>(po.constant->data), -1, po.constant->dims};
-      else
-        t.operand = FloatKernelOperand(b, po.operand, user, t.args);
+      t.operand = OwnTailOperand(b, po, user, cur_md, dst_dims, t.args);
       for (const auto& [key, arg] : t.args) read.push_back(arg.slot);
       continue;
     }
@@ -328,7 +398,8 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
     if (t.own) {
       const int at = static_cast<int>(t.args.size());
       t.args.emplace_back(at, cur);
-      const BroadcastPlan<2> plan = PlanBroadcast<2>(dst_dims, {dst_dims, t.operand.dims});
+      const Dims order = OnlyChannelsLast(cur_md, dst_dims) ? ChannelsLastOrder(dst_dims) : dst_dims;
+      const BroadcastPlan<2> plan = PlanBroadcast<2>(order, {order, t.operand.dims});
       CustomKernel kernel = [alg = *t.own, operand = t.operand, plan, at](const std::vector<void*>& data) {
         float* x = static_cast<float*>(data[static_cast<std::size_t>(at)]);
         BroadcastBinary(alg, x, operand.Data(data), x, plan);

@@ -181,8 +181,9 @@ bool TryInt8(Builder& b, const Chain& chain, const QuantizedConv& qc, std::strin
     why = "oneDNN has no int8 convolution for it";
     return false;
   }
-  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {  // ref_int8: the float path is faster
-    why = "oneDNN has only its reference int8 kernel for it";
+  if (IsSlowPrimitive("conv", pd)) {  // ref_int8, or gemm_s8s8s32 (a grouped 3x3): the float path is jit
+    why = std::string("oneDNN has only its ") + (std::string(pd.impl_info_str()).rfind("ref", 0) == 0 ? "reference" : "gemm-based") +
+          " int8 kernel for it";
     return false;
   }
   if (!Int8ConvZeroPointRight(pd.impl_info_str(), qc.src_quantization.zero_point)) {

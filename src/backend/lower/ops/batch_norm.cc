@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "backend/lower/core/chain.h"
+#include "backend/lower/core/dnnl_util.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/core/unsupported.h"
 #include "ir/attributes.h"
@@ -41,6 +42,17 @@ void EmitBatchNorm(Builder& b, const Chain& chain) {
   dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, src.md,
                                                AttrFloat(node, "epsilon", 1e-5f), flags);
   auto pd = MakePd<dnnl::batch_normalization_forward::primitive_desc>(b, node, desc, b.Attr());
+  if (IsSlowImpl("batch_norm", pd.impl_info_str()) && dims.size() >= 2 && dims.size() <= 5) {
+    // oneDNN 2.6 has only its reference batch normalization ("bnorm_ref:any")
+    // for 2-D and 3-D data and for channels-last 5-D data; its jit one takes
+    // the same bytes plain, 2-D and 3-D as 4-D: [N, C] as [N, C, 1, 1] and
+    // [N, C, W] as [N, C, 1, W].
+    src = b.UsePlain(node.inputs[0], node);
+    src.md = dims.size() >= 4 ? PlainDesc(dims) : PlainDesc({dims[0], dims[1], 1, dims.size() == 3 ? dims[2] : 1});
+    const dnnl::batch_normalization_forward::desc desc4(dnnl::prop_kind::forward_inference, src.md,
+                                                        AttrFloat(node, "epsilon", 1e-5f), flags);
+    pd = MakePd<dnnl::batch_normalization_forward::primitive_desc>(b, node, desc4, b.Attr());
+  }
   std::vector<std::pair<int, Arg>> args = {{DNNL_ARG_SRC, src}};
   const int keys[] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
   for (std::size_t i = 0; i < 4; ++i) {

@@ -46,34 +46,6 @@ std::optional<FloatOperands> FloatOperandsOf(Builder& b, const Node& node) {
 
 }  // namespace
 
-bool OneDnnBinaryIsSlow(Builder& b, const Node& node) {
-  if (!node.domain.empty() || node.num_explicit_inputs != 2) return false;
-  const std::string& op = node.op_type;
-  if (op != "Add" && op != "Sub" && op != "Mul" && op != "Div") return false;
-  const ValueId x = node.inputs[0], y = node.inputs[1];
-  const std::optional<FloatOperands> f = FloatOperandsOf(b, node);
-  if (!f || !f->broadcasts) return false;  // EmitBinary names the node and the shapes
-  const Dims &dx = f->x, &dy = f->y, &out = f->out;
-  const bool x_full = b.IsAct(x) && dx == out;
-  const ValueId full = x_full ? x : y;
-  if (!b.IsAct(full) || b.DimsOfValue(full, node) != out || out.empty()) return false;
-  const dnnl::memory::desc src0 = b.ActOf(full, node).md;
-  if (!IsPlainEquivalent(src0)) return false;  // a blocked src0: EmitBinary picks the operand's layout
-  Dims other = x_full ? dy : dx;
-  other.insert(other.begin(), out.size() - other.size(), 1);
-  const auto alg = op == "Add" ? dnnl::algorithm::binary_add
-                   : op == "Sub" ? dnnl::algorithm::binary_sub
-                   : op == "Mul" ? dnnl::algorithm::binary_mul
-                                 : dnnl::algorithm::binary_div;
-  try {
-    const dnnl::memory::desc plain = PlainDesc(out);
-    const dnnl::binary::primitive_desc pd(dnnl::binary::desc(alg, plain, PlainDesc(other), plain), b.engine);
-    return IsSlowImpl("binary", pd.impl_info_str());
-  } catch (const dnnl::error&) {
-    return false;
-  }
-}
-
 bool BinaryRunsOnOwnKernel(Builder& b, const Node& node) {
   if (!node.domain.empty() || node.num_explicit_inputs != 2 || node.outputs.empty()) return false;
   const std::string& op = node.op_type;
@@ -99,8 +71,14 @@ bool LowerBroadcastBinary(Builder& b, NodeId id) {
   const bool nan_kept = alg == BinaryAlg::kMax || alg == BinaryAlg::kMin;
   if (!nan_kept && ((b.IsAct(x) && dx == out) || (b.IsAct(y) && dy == out)) && !BinaryRunsOnOwnKernel(b, node))
     return false;
+  EmitOwnBinary(b, node, alg, "binary", out);
+  return true;
+}
+
+void EmitOwnBinary(Builder& b, const Node& node, BinaryAlg alg, const std::string& kind, const Dims& out) {
   std::vector<std::pair<int, Arg>> args;
-  const std::array<KernelOperand<float>, 2> xy = {FloatKernelOperand(b, x, node, args), FloatKernelOperand(b, y, node, args)};
+  const std::array<KernelOperand<float>, 2> xy = {FloatKernelOperand(b, node.inputs.at(0), node, args),
+                                                  FloatKernelOperand(b, node.inputs.at(1), node, args)};
   const Act dst = b.NewAct(out, PlainDesc(out));
   const int dst_arg = static_cast<int>(args.size());
   args.emplace_back(dst_arg, Arg{dst.slot, dst.md, {}});
@@ -108,9 +86,8 @@ bool LowerBroadcastBinary(Builder& b, NodeId id) {
   CustomKernel kernel = [alg, xy, plan, dst_arg](const std::vector<void*>& data) {
     BroadcastBinary(alg, xy[0].Data(data), xy[1].Data(data), static_cast<float*>(data[static_cast<std::size_t>(dst_arg)]), plan);
   };
-  b.EmitCustom("binary", node.name, std::move(args), std::move(kernel), dst.md, "onnxfuse:broadcast_binary");
+  b.EmitCustom(kind, node.name, std::move(args), std::move(kernel), dst.md, "onnxfuse:broadcast_binary");
   b.SetAct(node.outputs[0], dst);
-  return true;
 }
 
 }  // namespace onnxfuse::backend

@@ -7,19 +7,15 @@
 // 240 ms of its 580.
 #pragma once
 
+#include "backend/kernels/broadcast_binary.h"
 #include "backend/lower/core/builder.h"
+#include "backend/lower/ops/binary.h"  // OneDnnBinaryIsSlow
 
 namespace onnxfuse::backend {
 
-/// True for an Add, Sub, Mul or Div of float32 whose input of the output's
-/// dims is a plain activation, and whose other input broadcasts in a way
-/// oneDNN 2.6's binary runs only on its reference kernel (IsSlowImpl): a
-/// [3,1,1] mean subtracted from a [3,H,W] image (no per-channel broadcast of
-/// a rank-3 tensor's first dim), which ran at 44 ms against 1 ms here.
-bool OneDnnBinaryIsSlow(Builder& b, const Node& node);
 
 /// True for an Add, Sub, Mul or Div that this file's kernel runs although
-/// oneDNN's binary could: OneDnnBinaryIsSlow, or an output whose dims change
+/// oneDNN's binary could: OneDnnBinaryIsSlow (binary.h), or an output whose dims change
 /// from one compiled shape to the next (Builder::VaryingDimsOf). oneDNN's
 /// binary is a JIT kernel generated for one shape: a session serving many
 /// sequence lengths would generate it again at each one (0.06-0.1 ms per
@@ -35,5 +31,11 @@ bool BinaryRunsOnOwnKernel(Builder& b, const Node& node);
 /// false, emitting nothing, for any other node.
 /// Throws Error(kUnsupported) naming the node when the dims do not broadcast.
 bool LowerBroadcastBinary(Builder& b, NodeId id);
+
+/// One step of BroadcastBinary (kind `kind`, labelled with the node) computing
+/// node.outputs[0] = alg(inputs[0], inputs[1]) as a fresh plain float32
+/// activation of dims `out`; the inputs (float32 activations or constants,
+/// any layout) are read plain.
+void EmitOwnBinary(Builder& b, const Node& node, BinaryAlg alg, const std::string& kind, const Dims& out);
 
 }  // namespace onnxfuse::backend

@@ -7,7 +7,9 @@
 #include <cmath>
 
 #include "backend/lower/core/chain.h"
+#include "backend/lower/core/kernel_operand.h"
 #include "backend/lower/core/operands.h"
+#include "backend/lower/ops/broadcast_binary.h"
 #include "backend/lower/core/unsupported.h"
 #include "ir/attributes.h"
 #include "eval/host_eval.h"
@@ -133,6 +135,11 @@ void EmitPrelu(Builder& b, NodeId id) {
     pd = MakePd<PreluPd>(b, node, dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope.md),
                          b.Attr());
   }
+  // oneDNN 2.6 serves some layouts and slope shapes (a channels-last x with
+  // a plain slope, a slope of one element on a 4-D x) only with its reference
+  // kernel: those run on our BroadcastBinary.
+  if (IsSlowImpl("prelu", pd.impl_info_str()) && StorageOf(b, node.inputs[0], node) == onnx::TensorProto::FLOAT)
+    return EmitOwnBinary(b, node, BinaryAlg::kPRelu, "prelu", dims);
   Act dst = b.NewAct(dims, pd.dst_desc());
   b.Emit(pd, "prelu", node.name,
          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, slope}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);

@@ -102,8 +102,31 @@ void EmitPool(Builder& b, NodeId id) {
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src.md, dst_md, strides, kernel, dil,
                                         pl, pr);
     auto pd = MakePd<dnnl::pooling_v2_forward::primitive_desc>(b, node, desc, b.Attr());
+    Arg read = src;
+    if (IsSlowPrimitive("pooling", pd)) {
+      // oneDNN 2.6 picks its reference kernel for some layouts (a [1,1,1,9]
+      // source with a destination it chose): plain, then channels-last, in
+      // and out, where a jit kernel takes them.
+      for (const auto& [in_md, out_md] : {std::pair{PlainDesc(in), PlainDesc(dims)},
+                                          std::pair{ChannelsLastDesc(in), ChannelsLastDesc(dims)}}) {
+        try {
+          const dnnl::pooling_v2_forward::primitive_desc alt(
+              dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, alg, in_md, out_md, strides, kernel,
+                                             dil, pl, pr),
+              b.Attr(), b.engine);
+          if (IsSlowPrimitive("pooling", alt)) continue;
+          pd = alt;
+          if (src.md != in_md) {
+            const Act copy = b.EmitReorder(src, in, in_md, label);
+            read = Arg{copy.slot, copy.md, {}};
+          }
+          break;
+        } catch (const dnnl::error&) {
+        }
+      }
+    }
     Act dst = b.NewAct(dims, pd.dst_desc());
-    b.Emit(pd, "pooling", label, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
+    b.Emit(pd, "pooling", label, {{DNNL_ARG_SRC, read}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
     return dst;
   };
   if (deferred != b.deferred_concats.end()) {

@@ -6,6 +6,9 @@
 #include <optional>
 #include <string>
 
+#include "backend/kernels/reduce.h"
+#include "backend/lower/core/dnnl_util.h"
+#include "backend/lower/core/kernel_operand.h"
 #include "backend/lower/core/unsupported.h"
 #include "ir/attributes.h"
 #include "eval/host_eval.h"
@@ -35,6 +38,63 @@ void EmitOneElementReduction(Builder& b, const Node& node, const Dims& in, const
   Act dst = b.NewAct(in, PlainDesc(in));
   b.Emit(pd, "eltwise", node.name, {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
   b.SetAct(node.outputs[0], Act{dst.slot, PlainDesc(out), out});
+}
+
+// The Reduce* op as our kernel's steps (backend/kernels/reduce.h): its fold,
+// what it applies to each element first and to each result last.
+ReduceStep OwnStepOf(const std::string& op, std::int64_t count) {
+  ReduceStep s;
+  if (op == "ReduceMax") s.fold = ReduceFold::kMax;
+  else if (op == "ReduceMin") s.fold = ReduceFold::kMin;
+  else if (op == "ReduceProd") s.fold = ReduceFold::kProd;
+  if (op == "ReduceL1") s.pre = ReduceMap::kAbs;
+  else if (op == "ReduceL2" || op == "ReduceSumSquare") s.pre = ReduceMap::kSquare;
+  else if (op == "ReduceLogSumExp") s.pre = ReduceMap::kExp;
+  if (op == "ReduceMean") s.post = ReduceMap::kScale, s.scale = 1.f / static_cast<float>(count);
+  else if (op == "ReduceL2") s.post = ReduceMap::kSqrt;
+  else if (op == "ReduceLogSum" || op == "ReduceLogSumExp") s.post = ReduceMap::kLog;
+  return s;
+}
+
+// The reduction on our kernel, where oneDNN's is its reference one: one step
+// per run of adjacent reduced axes, innermost first, each over the middle
+// axis of [outer, r, inner]; the first applies the op's map to each element,
+// the last its map to each result, the ones between only fold.
+Act EmitOwnReduce(Builder& b, const Node& node, const Dims& in, const Dims& kept) {
+  Dims cur = in;
+  std::int64_t count = 1;
+  for (std::size_t d = 0; d < in.size(); ++d)
+    if (kept[d] != in[d]) count *= in[d];
+  const ReduceStep whole = OwnStepOf(node.op_type, count);
+  std::vector<std::pair<std::size_t, std::size_t>> runs;  // [first, end) of reduced axes, innermost last
+  for (std::size_t d = 0; d < in.size(); ++d) {
+    if (kept[d] == in[d]) continue;
+    if (!runs.empty() && runs.back().second == d) runs.back().second = d + 1;
+    else runs.emplace_back(d, d + 1);
+  }
+  Arg src = b.UsePlain(node.inputs[0], node);
+  Act dst;
+  for (std::size_t n = runs.size(); n-- > 0;) {
+    const auto [first, end] = runs[n];
+    ReduceStep step = whole;
+    if (n + 1 != runs.size()) step.pre = ReduceMap::kNone;  // the innermost run's step maps the elements
+    if (n != 0) step.post = ReduceMap::kNone;               // the outermost one's the results
+    auto product = [&](std::size_t lo, std::size_t hi) {
+      std::int64_t p = 1;
+      for (std::size_t d = lo; d < hi; ++d) p *= cur[d];
+      return p;
+    };
+    const std::int64_t outer = product(0, first), r = product(first, end), inner = product(end, cur.size());
+    for (std::size_t d = first; d < end; ++d) cur[d] = 1;
+    dst = b.NewAct(cur, PlainDesc(cur));
+    CustomKernel kernel = [step, outer, r, inner](const std::vector<void*>& data) {
+      ReduceMiddle(step, static_cast<const float*>(data[0]), static_cast<float*>(data[1]), outer, r, inner);
+    };
+    b.EmitCustom("reduction", node.name, {{0, src}, {1, Arg{dst.slot, dst.md, {}}}}, std::move(kernel), dst.md,
+                 "onnxfuse:reduce");
+    src = Arg{dst.slot, dst.md, {}};
+  }
+  return dst;
 }
 
 }  // namespace
@@ -89,6 +149,24 @@ void EmitReduce(Builder& b, NodeId id) {
     if (AttrInt(node, "keepdims", 1) == 0) dst = Act{dst.slot, PlainDesc(squeezed), squeezed};
     return b.SetAct(node.outputs[0], dst);
   }
+  dnnl::post_ops ops;  // ReduceLogSum, ReduceLogSumExp: the log of the sum, a post-op
+  if (op == "ReduceLogSum" || op == "ReduceLogSumExp") ops.append_eltwise(1.f, dnnl::algorithm::eltwise_log, 0.f, 0.f);
+  const auto make_desc = [&](const dnnl::memory::desc& src_md) {
+    return dnnl::reduction::desc(reduction->second.alg, src_md, PlainDesc(kept), reduction->second.p, 0.f);
+  };
+  if (StorageOf(b, node.inputs[0], node) == onnx::TensorProto::FLOAT) {
+    // oneDNN 2.6 reduces over the innermost axes on a jit kernel, over any
+    // other only on its reference one: those run on ours (reduce.h).
+    try {
+      const dnnl::reduction::primitive_desc probe(make_desc(PlainDesc(in)), b.Attr(ops), b.engine);
+      if (IsSlowImpl("reduction", probe.impl_info_str())) {
+        Act dst = EmitOwnReduce(b, node, in, kept);
+        if (AttrInt(node, "keepdims", 1) == 0) dst = Act{dst.slot, PlainDesc(squeezed), squeezed};
+        return b.SetAct(node.outputs[0], dst);
+      }
+    } catch (const dnnl::error&) {
+    }  // reported below
+  }
   Arg src = b.UsePlain(node.inputs[0], node);
   if (op == "ReduceLogSumExp") {  // log(sum(exp(x))) as ONNX defines it: exp first, as its own step
     dnnl::eltwise_forward::desc exp_desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_exp, src.md);
@@ -97,12 +175,9 @@ void EmitReduce(Builder& b, NodeId id) {
     b.Emit(exp_pd, "eltwise", node.name, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, Arg{exp.slot, exp.md, {}}}}, exp.md);
     src = Arg{exp.slot, exp.md, {}};
   }
-  dnnl::post_ops ops;  // ReduceLogSum, ReduceLogSumExp: the log of the sum, a post-op
-  if (op == "ReduceLogSum" || op == "ReduceLogSumExp") ops.append_eltwise(1.f, dnnl::algorithm::eltwise_log, 0.f, 0.f);
   dnnl::reduction::primitive_desc pd;
   try {
-    dnnl::reduction::desc desc(reduction->second.alg, src.md, PlainDesc(kept), reduction->second.p, 0.f);
-    pd = dnnl::reduction::primitive_desc(desc, b.Attr(ops), b.engine);
+    pd = dnnl::reduction::primitive_desc(make_desc(src.md), b.Attr(ops), b.engine);
   } catch (const dnnl::error& e) {
     Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
   }

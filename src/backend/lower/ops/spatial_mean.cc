@@ -2,6 +2,7 @@
 #include "backend/lower/ops/spatial_mean.h"
 
 #include "backend/kernels/activation.h"
+#include "backend/kernels/reduce.h"
 #include "backend/lower/core/dnnl_util.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/core/unsupported.h"
@@ -42,6 +43,20 @@ Act EmitSpatialMean(Builder& b, const Node& node, const Arg& src, const Dims& in
     pd = dnnl::reduction::primitive_desc(desc, b.Attr(), b.engine);
   } catch (const dnnl::error& e) {
     Unsupported(b, node, std::string("oneDNN has no implementation: ") + e.what());
+  }
+  if (IsSlowImpl("reduction", pd.impl_info_str())) {
+    // oneDNN 2.6's reduction runs its reference kernel where the last spatial
+    // dim is 1 ([1, 16, 12, 1]): our kernel's mean of each plane instead.
+    const Act dst = b.NewAct(out, dst_md);
+    std::int64_t planes = in[0] * in[1], pixels = 1;
+    for (std::size_t d = 2; d < in.size(); ++d) pixels *= in[d];
+    const ReduceStep mean{ReduceFold::kSum, ReduceMap::kNone, ReduceMap::kScale, 1.f / static_cast<float>(pixels)};
+    b.EmitCustom("reduction", label, {{0, plain}, {1, Arg{dst.slot, dst_md, {}}}},
+                 [mean, planes, pixels](const std::vector<void*>& data) {
+                   ReduceMiddle(mean, static_cast<const float*>(data[0]), static_cast<float*>(data[1]), planes, pixels, 1);
+                 },
+                 dst_md, "onnxfuse:reduce");
+    return dst;
   }
   const Act dst = b.NewAct(out, pd.dst_desc());
   b.Emit(pd, "reduction", label, {{DNNL_ARG_SRC, plain}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);

@@ -1,5 +1,5 @@
 // BroadcastBinary (src/backend/kernels/broadcast_binary.h): every element of
-// Add, Sub, Mul, Div, Max and Min against a reference that indexes each operand by
+// Add, Sub, Mul, Div, Max, Min and PRelu against a reference that indexes each operand by
 // ONNX's broadcasting rule directly (kernel_check.h), over operands that both
 // broadcast (RAFT's [256,1,1,2] + [1,7,7,2]), in the last dim (each operand
 // stepping along a row, or one, or neither), from lower ranks and scalars,
@@ -43,6 +43,7 @@ TEST_CASE("BroadcastBinary computes each operation with both operands broadcast"
       {BinaryAlg::kDiv, [](double x, double y) { return x / y; }},
       {BinaryAlg::kMax, [](double x, double y) { return std::max(x, y); }},
       {BinaryAlg::kMin, [](double x, double y) { return std::min(x, y); }},
+      {BinaryAlg::kPRelu, [](double x, double y) { return x < 0 ? y * x : x; }},
   };
   std::uint32_t seed = 7;
   for (const Case& c : cases) {

@@ -149,3 +149,54 @@ TEST_CASE("a split chain keeps a sum in place only when its tail does not read t
                      std::count(labels.begin(), labels.end(), "binary Mul_5")) ==
         1);
 }
+
+TEST_CASE("a binary post-op that oneDNN runs only on its reference kernel runs on ours, in a channels-last tail",
+          "[executor][split]") {
+  // y = Conv(x, I) * k, k [2,24,5,1] (one value per image, channel and row):
+  // oneDNN 2.6 takes such a binary post-op only on its gemm convolution, and
+  // the binary alone on the convolution's layout only on its reference
+  // kernel (found by the differential tester). The convolution writes
+  // channels-last and our BroadcastBinary multiplies in place, in the
+  // tensor's physical order.
+  const std::int64_t N = 2, C = 24, H = 5, W = 7;
+  std::string w_text, k_text;
+  Values(static_cast<std::size_t>(C * C), [&](std::size_t i) { return i / C == i % C ? 1.f : 0.f; }, w_text);
+  auto k = Values(static_cast<std::size_t>(N * C * H), Ramp(13, 0.125f), k_text);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,24,5,7] x, float[24,24,1,1] w = )" + w_text + R"(, float[2,24,5,1] k = )" + k_text + R"()
+      => (float[2,24,5,7] y) {
+      c = Conv (x, w)
+      y = Mul (c, k)
+    })";
+  Tensor x = Input({N, C, H, W}, Ramp(11, 0.25f), "x");
+  std::vector<double> y;
+  for (std::size_t i = 0; i < x.data.size(); ++i) y.push_back(double{x.data[i]} * k[i / static_cast<std::size_t>(W)]);
+  const test::PlanRun fused = test::CheckBoth(text, {x}, y, 1e-6);
+  INFO(test::StepList(fused));
+  CHECK(test::SlowSteps(fused) == 0);
+  CHECK(test::StepsContaining(fused, "onnxfuse:broadcast_binary") == 1);
+}
+
+TEST_CASE("a lone binary tail step on a plain destination that oneDNN runs on its reference kernel runs on ours",
+          "[executor][split]") {
+  // y = Softplus(Conv(x, w) - k) with one channel: the convolution's
+  // channels-last destination is also plain, and oneDNN 2.6's binary with
+  // the soft_relu post-op on it was its reference kernel.
+  std::string k_text;
+  auto k = Values(25, Ramp(7, 0.25f), k_text);
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,1,5,5] x, float[1,1,1,1] w = {2.0}, float[1,1,5,5] k = )" + k_text + R"()
+      => (float[2,1,5,5] y) {
+      c = Conv (x, w)
+      d = Sub (c, k)
+      y = Softplus (d)
+    })";
+  Tensor x = Input({2, 1, 5, 5}, Ramp(9, 0.5f), "x");
+  std::vector<double> y;
+  for (std::size_t i = 0; i < x.data.size(); ++i) y.push_back(std::log1p(std::exp(2.0 * x.data[i] - k[i % 25])));
+  const test::PlanRun fused = test::CheckBoth(text, {x}, y, 1e-5);
+  INFO(test::StepList(fused));
+  // (On AVX2 oneDNN 2.6 runs this one-channel convolution on gemm, its
+  // post-ops with it.)
+  CHECK(test::StepsContaining(fused, " ref:") == 0);
+}

@@ -125,3 +125,29 @@ TEST_CASE("a BatchNormalization whose scale, shift, mean and variance are graph 
   INFO(test::StepList(chained));
   CHECK(test::StepsStartingWith(chained, "batch_norm ") == 1);
 }
+
+TEST_CASE("a BatchNormalization of 2-D or 3-D data runs on oneDNN's jit kernel, viewed as 4-D", "[batch_norm]") {
+  // oneDNN 2.6 has only its reference batch normalization for 2-D and 3-D
+  // data (found by the differential tester): the same bytes as [N, C, 1, W].
+  const double s[] = {2.0, 0.5, 1.0, -1.0, 0.75}, t[] = {0.3, -0.1, 0.0, 0.2, 1.0}, m[] = {0.05, -0.4, 0.0, 0.1, 0.5};
+  const double v[] = {0.25, 4.0, 1.0, 0.5, 2.0};
+  for (const std::vector<std::int64_t>& dims : {std::vector<std::int64_t>{2, 5, 7}, std::vector<std::int64_t>{3, 5}}) {
+    const std::string shape = dims.size() == 3 ? "2,5,7" : "3,5";
+    INFO("x [" << shape << "]");
+    const std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                             "g (float[" + shape + "] x, float[5] s = {2.0, 0.5, 1.0, -1.0, 0.75}, "
+                             "float[5] t = {0.3, -0.1, 0.0, 0.2, 1.0}, float[5] m = {0.05, -0.4, 0.0, 0.1, 0.5}, "
+                             "float[5] v = {0.25, 4.0, 1.0, 0.5, 2.0}) => (float[" + shape + "] y) {\n"
+                             "  y = BatchNormalization <epsilon = 0.001> (x, s, t, m, v)\n}";
+    const Tensor x = test::TensorFrom(dims, [](std::int64_t i) { return test::Wave(3 * i); });
+    const std::int64_t inner = dims.size() == 3 ? dims[2] : 1;
+    std::vector<double> y;
+    for (std::size_t i = 0; i < x.data.size(); ++i) {
+      const std::size_t c = (i / static_cast<std::size_t>(inner)) % 5;
+      y.push_back((x.data[i] - m[c]) * s[c] / std::sqrt(v[c] + 0.001) + t[c]);
+    }
+    const test::PlanRun fused = test::CheckBoth(text, {x}, y, 1e-5);
+    INFO(test::StepList(fused));
+    CHECK(test::SlowSteps(fused) == 0);
+  }
+}

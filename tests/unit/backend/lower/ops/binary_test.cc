@@ -211,3 +211,31 @@ TEST_CASE("a binary chain whose full-size operand is in another layout than its 
     CHECK_FALSE(backend::IsSlowImpl(step.kind, step.impl));
   }
 }
+
+TEST_CASE("a binary of a channels-last src0 and an operand oneDNN broadcasts only on its reference kernel runs on ours",
+          "[lower_ops]") {
+  // c = Conv(x, I) is channels-last (24 channels) and read twice, so Mul
+  // starts a chain of its own: oneDNN 2.6's binary of a channels-last src0
+  // and a plain [2,24,5,1] operand is ref:any. OneDnnBinaryIsSlow asks oneDNN
+  // with the layouts EmitBinary would use.
+  std::string w;
+  for (int o = 0; o < 24; ++o)
+    for (int i = 0; i < 24; ++i) w += std::string(w.empty() ? "" : ", ") + (o == i ? "1.0" : "0.0");
+  std::string k;
+  std::vector<double> kv;
+  for (int i = 0; i < 2 * 24 * 5; ++i) {
+    kv.push_back(0.5 + 0.25 * (i % 7));
+    k += std::string(k.empty() ? "" : ", ") + std::to_string(kv.back());
+  }
+  const std::string text = "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                           "g (float[2,24,5,7] x, float[24,24,1,1] w = {" + w + "}, float[2,24,5,1] k = {" + k +
+                           "}) => (float[2,24,5,7] y, float[2,24,5,7] r) {\n"
+                           "  c = Conv (x, w)\n  y = Mul (c, k)\n  r = Relu (c)\n}";
+  const Tensor x = TensorFrom({2, 24, 5, 7}, [](std::int64_t i) { return Wave(3 * i); });
+  std::vector<double> y;
+  for (std::size_t i = 0; i < x.data.size(); ++i) y.push_back(double{x.data[i]} * kv[i / 7]);
+  const PlanRun fused = CheckBoth(text, {x}, y, 1e-6);
+  INFO(test::StepList(fused));
+  CHECK(test::SlowSteps(fused) == 0);
+  CHECK(test::StepsContaining(fused, "binary Mul_1 onnxfuse:broadcast_binary") == 1);
+}

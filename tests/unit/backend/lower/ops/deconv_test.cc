@@ -96,3 +96,30 @@ TEST_CASE("a grouped ConvTranspose whose weights and bias are graph inputs reord
   INFO(test::StepList(fused));
   CHECK(test::StepsStartingWith(fused, "deconv ConvTranspose_0+Relu ") == 1);
 }
+
+TEST_CASE("a 1x1 ConvTranspose with pads or a stride runs on oneDNN's gemm kernel, which is not a slow step",
+          "[backend_ops]") {
+  // oneDNN 2.6 has no jit deconvolution for a 1x1 kernel with padding or a
+  // stride; its gemm one is one GEMM and a col2im (IsSlowPrimitive).
+  // y[n, o, 2i - 1, 2j - 1] = sum_c w[c, o] x[n, c, i, j] + b[o]; b elsewhere.
+  const Tensor x = TensorFrom({1, 3, 4, 4}, [](std::int64_t i) { return Wave(5 * i); });
+  const double w[3][2] = {{0.5, -1.0}, {0.25, 2.0}, {-0.75, 1.5}}, bias[2] = {0.1, -0.2};
+  std::vector<double> y;
+  for (int o = 0; o < 2; ++o)
+    for (int r = 0; r < 5; ++r)
+      for (int c = 0; c < 5; ++c) {
+        double v = bias[o];
+        if ((r + 1) % 2 == 0 && (c + 1) % 2 == 0)
+          for (int k = 0; k < 3; ++k) v += w[k][o] * x.data[static_cast<std::size_t>((k * 4 + (r + 1) / 2) * 4 + (c + 1) / 2)];
+        y.push_back(v);
+      }
+  const PlanRun fused = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,3,4,4] x, float[3,2,1,1] w = {0.5, -1.0, 0.25, 2.0, -0.75, 1.5}, float[2] b = {0.1, -0.2})
+      => (float[1,2,5,5] y) {
+      y = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1]> (x, w, b)
+    })",
+                                  {x}, y, 1e-6);
+  INFO(test::StepList(fused));
+  CHECK(test::StepsContaining(fused, "gemm") == 1);
+  CHECK(test::SlowSteps(fused) == 0);
+}

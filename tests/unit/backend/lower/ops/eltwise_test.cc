@@ -215,3 +215,19 @@ TEST_CASE("an activation over a blocked layout with padded channels runs on a ji
   std::vector<double> expected(unfused.outputs.at(0).data.begin(), unfused.outputs.at(0).data.end());
   test::CheckClose(fused.outputs.at(0), expected, 1e-5, 1e-7);
 }
+
+TEST_CASE("PRelu that oneDNN runs only on its reference kernel runs on our broadcast kernel", "[backend_ops]") {
+  // oneDNN 2.6's prelu with one slope for a 4-D x is ref:any (found by the
+  // differential tester): BroadcastBinary's PRelu, y = x < 0 ? slope * x : x.
+  const Tensor x = TensorFrom({2, 2, 2, 5}, [](std::int64_t i) { return Wave(5 * i); });
+  std::vector<double> y;
+  for (float v : x.data) y.push_back(v < 0 ? 0.25 * v : v);
+  const PlanRun fused = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,2,2,5] x, float[1] slope = {0.25}) => (float[2,2,2,5] y) {
+      y = PRelu (x, slope)
+    })",
+                                  {x}, y, 0);
+  INFO(test::StepList(fused));
+  CHECK(test::SlowSteps(fused) == 0);
+  CHECK(test::StepsContaining(fused, "prelu PRelu_0 onnxfuse:broadcast_binary") == 1);
+}

@@ -135,3 +135,29 @@ TEST_CASE("MaxPool with a used Indices output, or on uint8 data, runs as a host 
   CHECK(test::StepsStartingWith(run, "host ") == 0);
   CHECK(test::StepsStartingWith(run, "pooling ") == 1);
 }
+
+TEST_CASE("an AveragePool oneDNN would run on its reference kernel in the layout it chose runs on a jit one",
+          "[backend_ops]") {
+  // A [1,1,1,9] source, kernel 2x2, pads 1 (found by the differential
+  // tester): oneDNN 2.6 chose a destination layout only its reference kernel
+  // writes; plain in and out, a jit kernel takes it.
+  const Tensor x = TensorFrom({1, 1, 1, 9}, [](std::int64_t i) { return Wave(7 * i); });
+  // Windows over rows -1..0 and 0..1 (only row 0 exists) and columns j-1..j:
+  // the mean of the columns inside, padding excluded.
+  std::vector<double> y;
+  for (int row = 0; row < 2; ++row)
+    for (int j = 0; j < 10; ++j) {
+      double sum = 0;
+      int n = 0;
+      for (int c = j - 1; c <= j; ++c)
+        if (c >= 0 && c < 9) sum += x.data[static_cast<std::size_t>(c)], ++n;
+      y.push_back(sum / n);
+    }
+  const PlanRun fused = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,1,1,9] x) => (float[1,1,2,10] y) {
+      y = AveragePool <kernel_shape = [2, 2], pads = [1, 1, 1, 1]> (x)
+    })",
+                                  {x}, y, 1e-6);
+  INFO(test::StepList(fused));
+  CHECK(test::SlowSteps(fused) == 0);
+}

@@ -73,3 +73,23 @@ TEST_CASE("the two means agree on a Conv's channel-blocked output too", "[reduce
     CHECK(run.outputs[0].data == run.outputs[1].data);
   }
 }
+
+TEST_CASE("a GlobalAveragePool whose last spatial dim is 1 runs on our reduction, not oneDNN's reference one",
+          "[backend_ops]") {
+  // oneDNN 2.6's reduction of a plain [1,16,12,1] over its last two axes is
+  // ref:any (found by the differential tester).
+  const Tensor x = test::TensorFrom({1, 16, 12, 1}, [](std::int64_t i) { return test::Wave(3 * i); });
+  std::vector<double> means;
+  for (std::size_t c = 0; c < 16; ++c) {
+    double sum = 0;
+    for (std::size_t k = 0; k < 12; ++k) sum += x.data[c * 12 + k];
+    means.push_back(sum / 12);
+  }
+  const test::PlanRun fused = test::CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,16,12,1] x) => (float[1,16,1,1] y) {
+      y = GlobalAveragePool (x)
+    })",
+                                              {x}, means, 1e-6);
+  INFO(test::StepList(fused));
+  CHECK(test::SlowSteps(fused) == 0);
+}
