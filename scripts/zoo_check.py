@@ -22,6 +22,9 @@ Each path ends as one of:
   internal error  exit 70, or killed by a signal
   wrong output    an output beyond rtol, of another shape, or missing; exit 6
                   (verification failed); the fused model failing in ORT
+  slow step       (run) outputs right, but the fused plan runs a step on a slow
+                  implementation (`run --json`'s slow_steps: oneDNN's reference
+                  kernels, gemm convolutions)
   timeout         longer than --timeout seconds
   error (exit N)  any other exit code (3: onnx-fuse calls the model invalid,
                   5: I/O), which ORT's acceptance of the model makes a bug too
@@ -42,7 +45,7 @@ named by --must-pass is checked even when the NAME list leaves it out, and
 fails when it is not exported.
 
 Prints a markdown table on stdout (progress on stderr). Exit status 1 when any
-path is an internal error, a wrong output, an error or a timeout, a model is
+path is an internal error, a wrong output, a slow step, an error or a timeout, a model is
 missing (run scripts/export_zoo.py first), or a --must-pass model does not
 pass both paths (a refusal or no export included); 0 otherwise (refusals are
 clean). 2: bad usage.
@@ -65,7 +68,7 @@ import onnx.numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INFER_JS = os.path.join(ROOT, "scripts", "ort", "infer.js")
-FAILING = ("internal error", "wrong output", "timeout", "error", "missing")
+FAILING = ("internal error", "wrong output", "timeout", "error", "missing", "slow step")
 
 # The tolerance widens to SPREAD_FACTOR x the torch-vs-ORT spread, but never
 # beyond SPREAD_CAP_FACTOR x the spread nor beyond TOLERANCE_CAP.
@@ -251,17 +254,31 @@ def classify_exit(code, stderr, model_path):
     return (f"error (exit {code})", short_reason(stderr, model_path))
 
 
+def slow_steps(stdout):
+    """`run --json`'s slow_steps (its last line) as "kind impl (label)" strings."""
+    try:
+        steps = json.loads(last_line(stdout)).get("slow_steps", [])
+    except (ValueError, AttributeError):
+        return []
+    return [f"{s.get('kind')} {s.get('impl')} ({s.get('label')})" for s in steps]
+
+
 def check_run(args, model_path, data_dir, out_dir):
-    code, _, err, secs = execute(
+    code, out, err, secs = execute(
         [args.bin, "run", model_path, "--inputs", data_dir, "--outputs", out_dir,
-         "--threads", str(args.threads), "--iterations", "1", "--warmup", "0"],
+         "--threads", str(args.threads), "--iterations", "1", "--warmup", "0", "--json"],
         args.timeout,
     )
     verdict = classify_exit(code, err, model_path)
     if verdict:
         return verdict + (None, secs)
     worst, problem = compare_outputs(read_tensors(data_dir, "output"), read_tensors(out_dir, "output"), args.rtol)
-    return ("wrong output" if problem else "pass", problem, worst, secs)
+    if problem:
+        return ("wrong output", problem, worst, secs)
+    slow = slow_steps(out)
+    if slow:
+        return ("slow step", f"{len(slow)} on a slow implementation: {'; '.join(slow[:3])}", worst, secs)
+    return ("pass", "", worst, secs)
 
 
 def check_fuse(args, model_path, data_dir, work):

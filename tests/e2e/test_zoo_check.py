@@ -5,6 +5,7 @@ and the export scripts' exit status when a model is not exported.
     /usr/bin/python3 -m pytest -q tests/e2e/test_zoo_check.py
 """
 
+import json
 import math
 import os
 import sys
@@ -13,7 +14,8 @@ import pytest
 
 sys.dont_write_bytecode = True  # no scripts/__pycache__ left in the tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from zoo_check import TOLERANCE_CAP, model_spread, tolerance  # noqa: E402  (after the path is set)
+import zoo_check  # noqa: E402  (after the path is set)
+from zoo_check import TOLERANCE_CAP, model_spread, tolerance  # noqa: E402
 
 RTOL = 1e-4
 
@@ -98,3 +100,10 @@ def test_an_export_that_fails_or_raises_makes_the_exit_status_1(capsys):
     assert "raises     FAILED: RuntimeError: boom" in out
     assert "export_zoo: 2 of 3 models not exported:" in err
     assert "  fails: no opset works" in err
+
+
+def test_slow_steps_are_read_from_run_json():
+    line = json.dumps({"median_ms": 1.0, "slow_steps": [{"kind": "binary", "impl": "ref:any", "label": "Add_5"}]})
+    assert zoo_check.slow_steps("progress\n" + line + "\n") == ["binary ref:any (Add_5)"]
+    assert zoo_check.slow_steps(json.dumps({"slow_steps": []})) == []
+    assert "slow step" in zoo_check.FAILING
