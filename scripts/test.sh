@@ -66,7 +66,9 @@ cmake --build build-core -j"$(nproc)"
 stage_done "build and ctest without oneDNN"
 
 # The zoo models that export in seconds: a pass or a clean refusal each, never
-# an internal error or a wrong output. gpt2_decoder (a causal mask: Where),
+# an internal error or a wrong output (a step on a slow implementation is
+# listed: on AVX2, deeplabv3's dilated convolutions run on oneDNN's gemm; the
+# full tier's ctest zoo fails on it). gpt2_decoder (a causal mask: Where),
 # detector_small (TopK, ArgMax, Gather, Greater, Where) and the two
 # torchvision detectors (NonZero, TopK, NonMaxSuppression and an If decided at
 # run time: they run in stages) must pass both paths; the detectors also
@@ -74,7 +76,7 @@ stage_done "build and ctest without oneDNN"
 zoo_ci=(mnasnet1_0 deeplabv3_mobilenet_v3_large ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn
         bert_encoder_op14 bert_encoder_op17 gpt2_decoder detector_small)
 /usr/bin/python3 scripts/export_zoo.py "${zoo_ci[@]}"
-bash scripts/zoo_check.sh --must-pass gpt2_decoder detector_small ssdlite320_mobilenet_v3_large \
+bash scripts/zoo_check.sh --report-slow --must-pass gpt2_decoder detector_small ssdlite320_mobilenet_v3_large \
   fasterrcnn_mobilenet_v3_large_320_fpn -- "${zoo_ci[@]}"
 PYTHONPATH=build/python /usr/bin/python3 tests/e2e/detectors.py build/onnx-fuse models/zoo build/e2e/detectors
 stage_done "zoo subset"

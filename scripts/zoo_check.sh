@@ -4,9 +4,10 @@
 # prints a markdown table. Export the zoo first:
 #   /usr/bin/python3 scripts/export_zoo.py
 #   scripts/zoo_check.sh [--bin build/onnx-fuse] [--work DIR] [--threads 1] [--timeout 600]
-#                        [--rtol 1e-4] [--must-pass NAME ...] [--] [NAME ...]
+#                        [--rtol 1e-4] [--report-slow] [--must-pass NAME ...] [--] [NAME ...]
 # Options and verdicts: scripts/zoo_check.py. Exit 1 on an internal error, a
-# wrong output, a timeout, a missing model, a NaN or infinite torch-vs-ORT
+# wrong output, a step on a slow implementation (unless --report-slow), a
+# timeout, a missing model, a NaN or infinite torch-vs-ORT
 # spread in export.json, or a --must-pass model that is refused or was not
 # exported; other refusals (exit 4) are clean.
 # ctest runs it as the test `zoo` (label zoo), which scripts/test.sh leaves out.
