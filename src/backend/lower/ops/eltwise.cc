@@ -115,31 +115,33 @@ void EmitPrelu(Builder& b, NodeId id) {
   sd = ExpandRank(sd, dims.size());
   for (std::size_t d = 0; d < dims.size(); ++d)
     if (sd[d] != 1 && sd[d] != dims[d]) Unsupported(b, node, "slope " + DimsString(sd) + " does not broadcast to X " + DimsString(dims));
-  Arg slope;
-  if (b.IsConst(node.inputs[1])) {
-    const Tensor& t = b.Const(node.inputs[1], node);
-    if (t.elem_type != onnx::TensorProto::FLOAT) Unsupported(b, node, "integer tensors are not supported");
-    slope.md = PlainDesc(sd);
-    slope.fixed = b.HostMemory(slope.md, t.data.data());
-  } else {
-    slope = b.UsePlain(node.inputs[1], node);
-    slope.md = PlainDesc(sd);
-  }
+  const dnnl::memory::desc slope_md = PlainDesc(sd);
+  if (b.IsConst(node.inputs[1]) && b.Const(node.inputs[1], node).elem_type != onnx::TensorProto::FLOAT)
+    Unsupported(b, node, "integer tensors are not supported");
   Arg src = OpInput(b, node, 0);
   using PreluPd = dnnl::prelu_forward::primitive_desc;
   PreluPd pd;
   try {
-    pd = PreluPd(dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope.md), b.Attr(), b.engine);
+    pd = PreluPd(dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope_md), b.Attr(), b.engine);
   } catch (const dnnl::error&) {  // a layout the kernel does not take: plain
     src = b.UsePlain(node.inputs[0], node);
-    pd = MakePd<PreluPd>(b, node, dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope.md),
+    pd = MakePd<PreluPd>(b, node, dnnl::prelu_forward::desc(dnnl::prop_kind::forward_inference, src.md, slope_md),
                          b.Attr());
   }
   // oneDNN 2.6 serves some layouts and slope shapes (a channels-last x with
   // a plain slope, a slope of one element on a 4-D x) only with its reference
-  // kernel: those run on our BroadcastBinary.
+  // kernel: those run on our BroadcastBinary. The slope is read only once
+  // that is decided.
   if (IsSlowImpl("prelu", pd.impl_info_str()) && StorageOf(b, node.inputs[0], node) == onnx::TensorProto::FLOAT)
     return EmitOwnBinary(b, node, BinaryAlg::kPRelu, "prelu", dims);
+  Arg slope;
+  if (b.IsConst(node.inputs[1])) {
+    slope.md = slope_md;
+    slope.fixed = b.HostMemory(slope.md, b.Const(node.inputs[1], node).data.data());
+  } else {
+    slope = b.UsePlain(node.inputs[1], node);
+    slope.md = slope_md;
+  }
   Act dst = b.NewAct(dims, pd.dst_desc());
   b.Emit(pd, "prelu", node.name,
          {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, slope}, {DNNL_ARG_DST, Arg{dst.slot, dst.md, {}}}}, dst.md);
