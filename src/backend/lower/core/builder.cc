@@ -26,9 +26,11 @@ bool IsSlowImpl(const std::string& kind, const std::string& impl) {
   if (impl.rfind("ref", 0) == 0 || impl.find("_ref:") != std::string::npos) return true;
   // oneDNN's gemm convolutions (im2col + sgemm); our own GEMM convolution
   // ("onnxfuse:gemm", backend/kernels/gemm.h) reads its rows in place at the
-  // GEMM's speed and is not one of them.
+  // GEMM's speed and is not one of them, nor is oneDNN's convolution as an
+  // inner product ("ip:x64:gemm:jit": a kernel that covers the whole input,
+  // one product with no im2col), an inner product like those above.
   return (kind == "conv" || kind == "deconv") && impl.find("gemm") != std::string::npos &&
-         impl.rfind("onnxfuse:", 0) != 0;
+         impl.rfind("onnxfuse:", 0) != 0 && impl.rfind("ip:", 0) != 0;
 }
 
 bool IsSlowPrimitive(const std::string& kind, const dnnl::primitive_desc_base& pd) {

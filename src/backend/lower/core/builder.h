@@ -101,7 +101,8 @@ struct Step {
 /// An implementation to avoid when another exists: oneDNN's reference
 /// kernels (`ref:`) for any primitive, and oneDNN's gemm-based
 /// (de)convolutions (im2col + sgemm, far slower than the direct jit / brgemm
-/// kernels; not our own GEMM convolution, "onnxfuse:gemm"). Inner products
+/// kernels; not our own GEMM convolution, "onnxfuse:gemm", nor oneDNN's
+/// convolution as an inner product, "ip:x64:gemm:jit"). Inner products
 /// and matmuls run on gemm by design: not slow; nor do the RNN primitives
 /// (kinds lstm, gru, lbr_gru, rnn), whose "ref" driver runs on jit sgemm.
 bool IsSlowImpl(const std::string& kind, const std::string& impl);

@@ -197,6 +197,7 @@ TEST_CASE("slow implementations: oneDNN's reference kernels, and gemm-based (de)
   CHECK_FALSE(backend::IsSlowImpl("batch_norm", "ncsp_bnorm:any"));
   CHECK(backend::IsSlowImpl("conv", "gemm:jit"));
   CHECK(backend::IsSlowImpl("deconv", "gemm:jit"));
+  CHECK_FALSE(backend::IsSlowImpl("conv", "ip:x64:gemm:jit"));  // a convolution run as an inner product
   CHECK_FALSE(backend::IsSlowImpl("matmul", "gemm:jit"));
   CHECK_FALSE(backend::IsSlowImpl("inner_product", "gemm:jit"));
   CHECK_FALSE(backend::IsSlowImpl("lbr_gru", "ref"));  // oneDNN's RNN driver on jit sgemm
