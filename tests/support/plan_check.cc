@@ -27,8 +27,8 @@ FusionPlan FuseAs(const Graph& graph, Strategy strategy) {
 
 FusionPlan FusePostdom(const Graph& graph) { return FuseAs(graph, Strategy::kPostdom); }
 
-PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs) {
-  ExecutablePlan plan = ExecutablePlan::Compile(graph, FusePostdom(graph), CompileOptions{fuse});
+PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs, Strategy strategy) {
+  ExecutablePlan plan = ExecutablePlan::Compile(graph, FuseAs(graph, strategy), CompileOptions{fuse});
   return {plan.Run(inputs), plan.stats(), plan.Schedule(), plan.Describe()};
 }
 
@@ -92,8 +92,9 @@ int SlowSteps(const PlanRun& run) {
   return static_cast<int>(std::count_if(run.schedule.begin(), run.schedule.end(), [](const ScheduleStep& s) { return s.slow; }));
 }
 
-PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol) {
-  PlanRun unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs);
+PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol,
+                                 Strategy strategy) {
+  PlanRun unfused = RunPlan(graph, false, inputs), fused = RunPlan(graph, true, inputs, strategy);
   CheckEveryOutput(unfused, fused, tol);
   return fused;
 }

@@ -37,8 +37,9 @@ FusionPlan FuseAs(const Graph& graph, Strategy strategy);
 /// FuseAs(graph, Strategy::kPostdom).
 FusionPlan FusePostdom(const Graph& graph);
 
-/// Compiles `graph` (post-dominator fusion when `fuse`) and runs it once.
-PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs);
+/// Compiles `graph` (fused by `strategy` when `fuse`) and runs it once.
+PlanRun RunPlan(const Graph& graph, bool fuse, const std::vector<Tensor>& inputs,
+                Strategy strategy = Strategy::kPostdom);
 
 /// Every element of `actual` within `atol + rtol * |expected|` of `expected`
 /// (Catch2's Approx: margin `atol`, epsilon `rtol`). The absolute part is for
@@ -58,8 +59,9 @@ void RequireWithinOneStep(const std::vector<float>& got, const std::vector<float
 /// against the unfused one's (the reference: one primitive per node, plain
 /// layouts): CheckClose at relative `tol`, absolute tol / 10 of the output's
 /// largest magnitude (the plans' rounding follows the tensor's scale); returns
-/// the fused run.
-PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol = 1e-5);
+/// the fused run. `strategy`: the fuser of the fused plan.
+PlanRun CheckFusedAgainstUnfused(const Graph& graph, const std::vector<Tensor>& inputs, double tol = 1e-5,
+                                 Strategy strategy = Strategy::kPostdom);
 
 /// Runs the model `text` unfused and fused, checks the first output of both
 /// against `expected` (CheckClose at `tol`) and every output of the fused plan

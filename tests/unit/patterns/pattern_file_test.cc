@@ -36,7 +36,11 @@ TEST_CASE("the built-in library loads with its directives and captured attribute
   for (const auto& p : patterns) names.push_back(p.function.name());
   // Files sorted by name, functions in file order.
   CHECK(names == Strings{"AddRelu", "ConvBnClip", "ConvBnHardSigmoidMul", "ConvBnHardSwish", "ConvBnRelu", "ConvBn",
-                         "ConvBnSiLU", "Gelu", "LayerNormalization", "MatMulAddGelu", "MatMulAddAdd", "MatMulAdd",
+                         "ConvBnSiLU", "Gelu",
+                         "InvertedResidualBnReluAdd", "InvertedResidualBnRelu", "InvertedResidualBnClipAdd",
+                         "InvertedResidualBnClip", "InvertedResidualBnHardSigmoidMulAdd",
+                         "InvertedResidualBnHardSigmoidMul", "InvertedResidualBnHardSwishAdd",
+                         "InvertedResidualBnHardSwish", "LayerNormalization", "MatMulAddGelu", "MatMulAddAdd", "MatMulAdd",
                          "PwDwConvBnRelu", "PwDwConvBnClip", "PwDwConvBnHardSigmoidMul", "PwDwConvBnHardSwish",
                          "PwDwConvBnSiLU", "QdqConvAddRelu", "QdqConvAdd", "QdqConvSiLU", "QdqConvRelu", "QdqConvClip",
                          "QdqConv", "QdqMatMulAdd", "QdqMatMul", "ConvBnAddRelu", "ConvAddRelu", "ConvBnAdd", "SoftmaxLog", "SEReluSigmoid",

@@ -1,4 +1,5 @@
-// The built-in library, mobile families: 1x1 conv followed by 3x3 depthwise
+// The built-in library, mobile families: whole inverted residual blocks
+// (InvertedResidualBn*), 1x1 conv followed by 3x3 depthwise
 // conv (PwDwConvBn*, one per activation spelling), squeeze-and-excitation
 // (SE*), and the predicates they need: kernel_1x1, kernel_3x3, depthwise.
 // Positive cases in torch's spelling (exact groups, checked fused model, dumped
@@ -39,6 +40,20 @@ std::string PwDw(const std::string& act, int pw_kernel = 1, int dw_kernel = 3, i
   return Model(sig, Concat(Concat(weights, BnInits("p", 8)), BnInits("d", dw_out)), body, act == "HardSwish" ? 17 : 13);
 }
 
+// A whole inverted residual block: PwDw's two halves, then a 1x1 project Conv
+// (8 -> 4) + BN, and with `residual` the Add of the block's input x, torch's
+// operand order (the BN's output first).
+std::string InvertedResidual(const std::string& act, bool residual, int dw_kernel = 3) {
+  std::string body = "  c1 = Conv " + ConvAttrs(1) + " (x, w1)\n  " + Bn("b1", "c1", "p") + Act(act, "b1", "a1", "p") +
+                     "  c2 = Conv " + ConvAttrs(dw_kernel, 8) + " (a1, w2)\n  " + Bn("b2", "c2", "d") +
+                     Act(act, "b2", "a2", "d") + "  c3 = Conv " + ConvAttrs(1) + " (a2, w3)\n  " +
+                     (residual ? Bn("b3", "c3", "q") + "  y = Add (b3, x)\n" : Bn("y", "c3", "q"));
+  Strings weights = {Init("w1", {8, 4, 1, 1}), Init("w2", {8, 1, dw_kernel, dw_kernel}), Init("w3", {4, 8, 1, 1})};
+  return Model("(float[1,4,6,6] x) => (float[1,4,6,6] y)",
+               Concat(Concat(Concat(weights, BnInits("p", 8)), BnInits("d", 8)), BnInits("q", 4)), body,
+               act == "HardSwish" ? 17 : 13);
+}
+
 // Squeeze-and-excitation on x [1,8,4,4]: GlobalAveragePool -> Conv 1x1 (8 -> 2, bias) -> `squeeze`
 // -> Conv 1x1 (2 -> 8, bias) -> `gate` -> Mul(gate, x), torch's operand order.
 std::string SE(const std::string& squeeze, const std::string& gate, const std::string& mul = "Mul (g, x)",
@@ -52,6 +67,51 @@ std::string SE(const std::string& squeeze, const std::string& gate, const std::s
 }
 
 }  // namespace
+
+TEST_CASE("InvertedResidualBn*: expand, depthwise, project, with and without the residual, every spelling",
+          "[pattern_library]") {
+  struct Case {
+    const char* act;
+    const char* nodes;  // of the block without the residual
+  };
+  const std::vector<Case> cases = {
+      {"Relu", "Conv_0, BatchNormalization_1, Relu_2, Conv_3, BatchNormalization_4, Relu_5, Conv_6, "
+               "BatchNormalization_7"},
+      {"Clip",  // the bounds' Constant nodes stay outside
+       "Conv_0, BatchNormalization_1, Clip_4, Conv_5, BatchNormalization_6, Clip_9, Conv_10, BatchNormalization_11"},
+      {"HardSigmoidMul", "Conv_0, BatchNormalization_1, HardSigmoid_2, Mul_3, Conv_4, BatchNormalization_5, "
+                         "HardSigmoid_6, Mul_7, Conv_8, BatchNormalization_9"},
+      {"HardSwish", "Conv_0, BatchNormalization_1, HardSwish_2, Conv_3, BatchNormalization_4, HardSwish_5, Conv_6, "
+                    "BatchNormalization_7"},
+  };
+  for (const auto& c : cases)
+    for (bool residual : {false, true}) {
+      DYNAMIC_SECTION(c.act << (residual ? " with the residual" : "")) {
+        const std::string name = std::string("InvertedResidualBn") + c.act + (residual ? "Add" : "");
+        auto f = FuseText(InvertedResidual(c.act, residual));
+        const std::string nodes = std::string(c.nodes);
+        const std::size_t last = std::stoul(nodes.substr(nodes.rfind('_') + 1));
+        CHECK(PatternGroups(f) ==
+              Strings{name + ": " + nodes + (residual ? ", Add_" + std::to_string(last + 1) : std::string())});
+        CheckPositive(name, f);
+      }
+    }
+}
+
+TEST_CASE("InvertedResidualBn* near-misses: SiLU, and a 5x5 depthwise kernel, fall back to smaller patterns",
+          "[pattern_library]") {
+  SECTION("SiLU (EfficientNet's blocks, which have squeeze-and-excitation): the first half as PwDwConvBnSiLU") {
+    auto f = FuseText(InvertedResidual("SiLU", true));
+    CHECK(PatternGroups(f) == Strings{"PwDwConvBnSiLU: Conv_0, BatchNormalization_1, Sigmoid_2, Mul_3, Conv_4, "
+                                      "BatchNormalization_5, Sigmoid_6, Mul_7",
+                                      "ConvBnAdd: Conv_8, BatchNormalization_9, Add_10"});
+  }
+  SECTION("a 5x5 depthwise kernel: the whole block all the same (the depthwise predicate has no kernel size)") {
+    auto f = FuseText(InvertedResidual("Relu", true, 5));
+    CHECK(PatternGroups(f) == Strings{"InvertedResidualBnReluAdd: Conv_0, BatchNormalization_1, Relu_2, Conv_3, "
+                                      "BatchNormalization_4, Relu_5, Conv_6, BatchNormalization_7, Add_8"});
+  }
+}
 
 TEST_CASE("PwDwConvBn*: 1x1 conv + BN + act, then 3x3 depthwise conv + BN + act, every spelling",
           "[pattern_library]") {

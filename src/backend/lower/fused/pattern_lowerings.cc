@@ -5,6 +5,7 @@
 
 #include "backend/lower/core/chain.h"
 #include "backend/lower/fused/gelu.h"
+#include "backend/lower/fused/inverted_residual.h"
 #include "backend/lower/fused/layer_norm.h"
 #include "backend/lower/ops/softmax.h"
 #include "backend/lower/fused/squeeze_excite.h"
@@ -90,8 +91,19 @@ bool LowerSoftmaxLog(Builder& b, const Members& m) {
   return true;
 }
 
-const std::map<std::string, PatternLowering>& Table() {
-  static const std::map<std::string, PatternLowering> table = {
+// InvertedResidualBn<act>[Add]'s members: Conv, BN, the activation's ops, three times (the last without activation).
+std::vector<std::string> InvertedResidualOps(const std::vector<std::string>& act, bool add) {
+  std::vector<std::string> ops;
+  for (int conv = 0; conv < 3; ++conv) {
+    ops.insert(ops.end(), {"Conv", "BatchNormalization"});
+    if (conv < 2) ops.insert(ops.end(), act.begin(), act.end());
+  }
+  if (add) ops.push_back("Add");
+  return ops;
+}
+
+std::map<std::string, PatternLowering> MakeTable() {
+  std::map<std::string, PatternLowering> table = {
       {"Gelu", {{"Div", "Erf", "Add", "Mul", "Mul"}, 0, LowerGelu, true}},
       // The MatMul and Add start a chain as in any group; it takes the Gelu
       // by name (NamedPattern::gelus), else LowerGelu runs at the Div.
@@ -107,6 +119,17 @@ const std::map<std::string, PatternLowering>& Table() {
       {"SESiLUHardSigmoid",
        {{"GlobalAveragePool", "Conv", "Sigmoid", "Mul", "Conv", "HardSigmoid", "Mul"}, 1, LowerSqueezeExcite}},
   };
+  const std::pair<const char*, std::vector<std::string>> activations[] = {
+      {"Relu", {"Relu"}}, {"Clip", {"Clip"}}, {"HardSwish", {"HardSwish"}}, {"HardSigmoidMul", {"HardSigmoid", "Mul"}}};
+  for (const auto& [name, act] : activations)
+    for (bool add : {false, true})
+      table[std::string("InvertedResidualBn") + name + (add ? "Add" : "")] = {InvertedResidualOps(act, add), 0,
+                                                                              LowerInvertedResidual};
+  return table;
+}
+
+const std::map<std::string, PatternLowering>& Table() {
+  static const std::map<std::string, PatternLowering> table = MakeTable();
   return table;
 }
 
