@@ -205,9 +205,11 @@ int RunJob(const RunOptions& options, std::ostream& out) {
   // --profile: more runs, each step timed alone (a wait after each: the
   // total exceeds the plain median slightly).
   std::vector<double> step_ms;
+  Roofline roofline;
   if (options.profile) {
     for (int i = 0; i < options.iterations; ++i) exec.Run(inputs, &step_ms);
     for (double& ms : step_ms) ms /= options.iterations;
+    roofline = MeasureRoofline(threads);
   }
   RunStats stats = Summarize(times);
   stats.threads = threads;
@@ -286,7 +288,12 @@ int RunJob(const RunOptions& options, std::ostream& out) {
     j["slow_steps"] = slow;
     j["element_types"] = element_types;
     j["steps"] = StepsJson(exec.Schedule());
-    if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms);
+    if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms, roofline);
+    // The plan's work per inference (ScheduleStep::flops, bytes): a roofline's coordinates.
+    double flops = 0, bytes = 0;
+    for (const ScheduleStep& step : exec.Schedule()) flops += step.flops, bytes += static_cast<double>(step.bytes);
+    j["flops"] = flops;
+    j["bytes_moved"] = bytes;
     if (prepared.plan_file) {
       const PlanFileInfo& info = *prepared.plan_file;
       j["plan_file_use"] = {{"producer", info.producer},           {"source", info.source},
@@ -321,7 +328,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
     if (element_types.size() > 1 || (element_types.size() == 1 && !element_types.contains("FLOAT")))
       PrintElementTypes(out, element_types);
     PrintInt8Convolutions(out, exec.Schedule());
-    if (options.profile) PrintProfile(out, exec.Schedule(), step_ms, options.iterations);
+    if (options.profile) PrintProfile(out, exec.Schedule(), step_ms, options.iterations, roofline);
     const bool float_graph = verification && verification->without_fake_quantization;
     for (const auto& c : checks)
       out << std::scientific << std::setprecision(2) << "  check " << c["output"].get<std::string>()

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <utility>
 
+#include "backend/kernels/machine_peaks.h"
 #include "ir/tensor_io.h"
 
 namespace onnxfuse {
@@ -135,31 +136,72 @@ nlohmann::json StepsJson(const std::vector<ScheduleStep>& schedule) {
   return steps;
 }
 
-nlohmann::json ProfileJson(const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms) {
+double Roofline::BoundMs(double flops, double bytes) const {
+  const double compute = peak_gflops > 0 ? flops / peak_gflops / 1e6 : 0;
+  const double memory = bandwidth_gbps > 0 ? bytes / bandwidth_gbps / 1e6 : 0;
+  return std::max(compute, memory);
+}
+
+Roofline MeasureRoofline(int threads) {
+  Roofline r;
+  r.threads = std::max(1, threads);
+  r.peak_gflops = backend::PeakGflopsPerCore(0.2) * r.threads;
+  r.bandwidth_gbps = backend::ReadBandwidthGbps(r.threads, 0.3);
+  return r;
+}
+
+nlohmann::json ProfileJson(const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms,
+                           const Roofline& roofline) {
   nlohmann::json steps = nlohmann::json::array(), kinds = nlohmann::json::object();
-  for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i)
-    steps.push_back({{"kind", schedule[i].kind}, {"label", schedule[i].label}, {"impl", schedule[i].impl},
-                     {"ms", step_ms[i]}});
+  double flops = 0, bytes = 0, bound = 0;
+  for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i) {
+    const ScheduleStep& s = schedule[i];
+    const double step_bound = roofline.BoundMs(s.flops, static_cast<double>(s.bytes));
+    steps.push_back({{"kind", s.kind}, {"label", s.label}, {"impl", s.impl}, {"ms", step_ms[i]}, {"flops", s.flops},
+                     {"bytes", s.bytes}, {"bound_ms", step_bound}});
+    flops += s.flops, bytes += static_cast<double>(s.bytes), bound += step_bound;
+  }
   for (const auto& [kind, ms] : MsPerKind(schedule, step_ms)) kinds[kind] = ms;
-  return {{"steps", steps}, {"kinds", kinds}};
+  const nlohmann::json ceilings = {{"threads", roofline.threads},
+                                   {"peak_gflops", roofline.peak_gflops},
+                                   {"bandwidth_gbps", roofline.bandwidth_gbps},
+                                   {"flops", flops},
+                                   {"bytes", bytes},
+                                   {"bound_ms", bound},
+                                   {"compute_ms", roofline.BoundMs(flops, 0)},
+                                   {"memory_ms", roofline.BoundMs(0, bytes)}};
+  return {{"steps", steps}, {"kinds", kinds}, {"roofline", ceilings}};
 }
 
 void PrintProfile(std::ostream& out, const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms,
-                  int runs) {
+                  int runs, const Roofline& roofline) {
   constexpr std::size_t kShown = 15;
-  double total = 0;
-  for (double ms : step_ms) total += ms;
+  double total = 0, flops = 0, bytes = 0, bound = 0;
+  for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i) {
+    total += step_ms[i], flops += schedule[i].flops, bytes += static_cast<double>(schedule[i].bytes);
+    bound += roofline.BoundMs(schedule[i].flops, static_cast<double>(schedule[i].bytes));
+  }
   out << std::setprecision(3);
   out << "  profile: " << total << " ms per inference in steps timed one by one (" << runs << " runs); by kind:";
   for (const auto& [kind, ms] : MsPerKind(schedule, step_ms)) out << " " << kind << " " << ms;
-  out << "\n  slowest steps (ms, kind, nodes, implementation):\n";
+  out << "\n  roofline at " << roofline.threads << " thread" << (roofline.threads == 1 ? "" : "s") << ": peak "
+      << roofline.peak_gflops << " GFLOPS, memory " << roofline.bandwidth_gbps << " GB/s (measured now); "
+      << flops / 1e9 << " GFLOP and " << bytes / 1e6 << " MB per inference: bound " << bound << " ms (compute "
+      << roofline.BoundMs(flops, 0) << ", memory " << roofline.BoundMs(0, bytes) << "); the steps take "
+      << (bound > 0 ? total / bound : 0) << "x their bound\n";
+  out << "  slowest steps (ms, GFLOPS, GB/s, x bound, kind, nodes, implementation):\n";
   std::vector<std::size_t> order(std::min(schedule.size(), step_ms.size()));
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return step_ms[a] > step_ms[b]; });
   order.resize(std::min(order.size(), kShown));
-  for (std::size_t i : order)
-    out << "    " << std::setw(7) << step_ms[i] << "  " << schedule[i].kind << "  " << schedule[i].label << "  "
-        << schedule[i].impl << "\n";
+  for (std::size_t i : order) {
+    const ScheduleStep& s = schedule[i];
+    const double ms = step_ms[i], step_bound = roofline.BoundMs(s.flops, static_cast<double>(s.bytes));
+    out << std::fixed << "    " << std::setprecision(3) << std::setw(7) << ms << std::setprecision(1)
+        << std::setw(8) << (ms > 0 ? s.flops / ms / 1e6 : 0) << std::setw(7)
+        << (ms > 0 ? static_cast<double>(s.bytes) / ms / 1e6 : 0) << std::setprecision(2) << std::setw(7)
+        << (step_bound > 0 ? ms / step_bound : 0) << "  " << s.kind << "  " << s.label << "  " << s.impl << "\n";
+  }
   out << std::setw(0) << std::setprecision(2);
 }
 

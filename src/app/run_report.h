@@ -41,13 +41,36 @@ void PrintInt8Convolutions(std::ostream& out, const std::vector<ScheduleStep>& s
 /// the report's groups became.
 nlohmann::json StepsJson(const std::vector<ScheduleStep>& schedule);
 
-/// Each step's time (ms per inference, `step_ms` in schedule order) and the
-/// time per kind of step.
-nlohmann::json ProfileJson(const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms);
+/// The ceilings of the roofline model (S. Williams, A. Waterman, D. Patterson,
+/// CACM 2009) for a run on `threads` threads, measured on this machine
+/// (backend/kernels/machine_peaks.h): the fp32 multiply-add peak of that many
+/// cores and the rate at which that many threads read memory.
+struct Roofline {
+  int threads = 1;
+  double peak_gflops = 0;     ///< GFLOPS of all `threads` cores
+  double bandwidth_gbps = 0;  ///< GB/s (1e9 bytes per second) read by `threads` threads
+  /// The least time in ms a step of `flops` and `bytes` (ScheduleStep) can
+  /// take: the larger of its arithmetic at the peak and its bytes at the
+  /// memory rate. A step whose operands stay in cache may beat the second.
+  double BoundMs(double flops, double bytes) const;
+};
 
-/// The profile's lines: ms per inference by kind, then the 15 slowest steps
-/// (ms, kind, nodes, implementation); `runs` the timed runs.
+/// Measures the ceilings for `threads` threads (about half a second).
+Roofline MeasureRoofline(int threads);
+
+/// Each step's time (ms per inference, `step_ms` in schedule order), its
+/// floating-point operations and bytes (ScheduleStep::flops, bytes) and its
+/// roofline bound in ms; the time per kind of step; "roofline": the ceilings,
+/// the plan's operations and bytes per inference and its bound, the sum of its
+/// steps' (compute_ms and memory_ms: the sums of each ceiling alone).
+nlohmann::json ProfileJson(const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms,
+                           const Roofline& roofline);
+
+/// The profile's lines: ms per inference by kind, the roofline (ceilings,
+/// bound, how far the steps are from it), then the 15 slowest steps (ms,
+/// GFLOPS, GB/s, times their bound, kind, nodes, implementation); `runs` the
+/// timed runs.
 void PrintProfile(std::ostream& out, const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms,
-                  int runs);
+                  int runs, const Roofline& roofline);
 
 }  // namespace onnxfuse

@@ -373,7 +373,8 @@ void ExecutablePlan::RunSteps(std::vector<double>* step_ms) {
 
 std::vector<ScheduleStep> ExecutablePlan::Schedule() const {
   std::vector<ScheduleStep> schedule;
-  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout, s.group, s.pattern, s.note, s.data_type, s.any_shape, s.slow});
+  for (const Step& s : impl_->steps) schedule.push_back({s.kind, s.label, s.impl, s.layout, s.group, s.pattern, s.note, s.data_type, s.any_shape,
+                                                     s.slow, s.flops, s.bytes});
   return schedule;
 }
 

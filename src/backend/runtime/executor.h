@@ -119,6 +119,14 @@ struct ScheduleStep {
   /// On an implementation to avoid (IsSlowPrimitive, backend/lower/core/builder.h):
   /// oneDNN's reference kernels, gemm-based convolutions. `run --json` lists these.
   bool slow = false;
+  /// The work of one run, for the roofline (`run --profile`): floating-point
+  /// operations of the ONNX ops it computes, a multiply-add counted as 2
+  /// (convolutions and products as the direct algorithm, whatever the kernel
+  /// does; any other step one per output element), and bytes: the sizes of its
+  /// operands (inputs, weights, outputs), each read or written once, the least
+  /// any kernel moves.
+  double flops = 0;
+  std::int64_t bytes = 0;
 };
 
 

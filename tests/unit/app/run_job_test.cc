@@ -64,12 +64,31 @@ TEST_CASE("RunJob times a model, checks fused against unfused and prints one JSO
   REQUIRE(p["steps"].size() == static_cast<std::size_t>(j["kernels"].get<int>()));
   double steps_ms = 0;
   int convs = 0;
+  double flops = 0;
   for (const auto& step : p["steps"]) {
     CHECK(step["ms"].get<double>() > 0);
     steps_ms += step["ms"].get<double>();
-    convs += step["kind"] == "conv" && step["label"] == "Conv_0+Relu";
+    flops += step["flops"].get<double>();
+    if (step["kind"] == "conv" && step["label"] == "Conv_0+Relu") {
+      ++convs;
+      // 18 outputs, each 4 multiply-adds; x, w and y read or written at least once.
+      CHECK(step["flops"].get<double>() == 2 * 18 * 4);
+      CHECK(step["bytes"].get<double>() >= (16 + 8 + 18) * 4);
+      CHECK(step["bound_ms"].get<double>() > 0);
+    }
   }
   CHECK(convs == 1);
+  // The roofline: the ceilings measured now, and the plan's bound under them.
+  const auto& roofline = p["roofline"];
+  CHECK(roofline["threads"] == 1);
+  CHECK(roofline["peak_gflops"].get<double>() > 1);
+  CHECK(roofline["bandwidth_gbps"].get<double>() > 0.1);
+  CHECK(roofline["flops"].get<double>() == Approx(flops));
+  CHECK(roofline["compute_ms"].get<double>() ==
+        Approx(flops / roofline["peak_gflops"].get<double>() / 1e6));
+  CHECK(roofline["bound_ms"].get<double>() >=
+        std::max(roofline["compute_ms"].get<double>(), roofline["memory_ms"].get<double>()) * 0.999);
+  CHECK(nlohmann::json::parse(profiled.str())["flops"].get<double>() == Approx(flops));
   double kinds_ms = 0;
   for (const auto& [kind, ms] : p["kinds"].items()) kinds_ms += ms.get<double>();
   CHECK(kinds_ms == Approx(steps_ms));

@@ -96,7 +96,15 @@ struct Step {
   std::string data_type;  ///< its source's element type ("f32", "u8", "s8"); "" for a custom kernel
   bool any_shape = false;  ///< a primitive made with run-time dims (ScheduleStep::any_shape)
   bool slow = false;       ///< IsSlowPrimitive (ScheduleStep::slow)
+  double flops = 0;        ///< ScheduleStep::flops
+  std::int64_t bytes = 0;  ///< ScheduleStep::bytes
 };
+
+/// The floating-point operations of a convolution (a multiply-add counted as
+/// 2) whose output has `dst_elements` elements in `dst_channels` channels and
+/// whose weights have `weight_elements`: each output sums weight_elements /
+/// dst_channels products (C / group x kernel taps). ScheduleStep::flops.
+double ConvFlops(std::int64_t dst_elements, std::int64_t dst_channels, std::int64_t weight_elements);
 
 /// An implementation to avoid when another exists: oneDNN's reference
 /// kernels (`ref:`) for any primitive, and oneDNN's gemm-based

@@ -5,6 +5,7 @@
 
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -117,6 +118,47 @@ dnnl::primitive_attr Builder::Attr(const dnnl::post_ops& ops) const {
   return attr;
 }
 
+double ConvFlops(std::int64_t dst_elements, std::int64_t dst_channels, std::int64_t weight_elements) {
+  return dst_channels > 0 ? 2.0 * static_cast<double>(dst_elements) * static_cast<double>(weight_elements) /
+                                static_cast<double>(dst_channels)
+                          : 0.0;
+}
+
+namespace {
+
+// Elements of `md`; -1 when a dim is given at run time (or `md` is empty).
+std::int64_t ElementsOf(const dnnl::memory::desc& md) {
+  if (md.is_zero()) return -1;
+  std::int64_t n = 1;
+  for (auto d : md.dims()) {
+    if (d < 0) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+// ScheduleStep::flops of a oneDNN primitive: the direct algorithm's
+// multiply-adds for convolutions and products, one per output element else.
+double PrimitiveFlops(const dnnl::primitive_desc_base& pd) {
+  using dnnl::query;
+  const dnnl::memory::desc src = pd.query_md(query::src_md, 0), dst = pd.query_md(query::dst_md, 0),
+                           weights = pd.query_md(query::weights_md, 0);
+  const std::int64_t n_src = ElementsOf(src), n_dst = ElementsOf(dst), n_weights = ElementsOf(weights);
+  if (n_dst < 0) return 0;
+  switch (pd.get_kind()) {
+    case dnnl::primitive::kind::convolution:
+    case dnnl::primitive::kind::inner_product:
+      return n_weights < 0 ? 0 : ConvFlops(n_dst, dst.dims()[1], n_weights);
+    case dnnl::primitive::kind::deconvolution:  // each input scatters into the output
+      return n_weights < 0 || n_src < 0 ? 0 : ConvFlops(n_src, src.dims()[1], n_weights);
+    case dnnl::primitive::kind::matmul:
+      return n_src < 0 ? 0 : 2.0 * static_cast<double>(n_dst) * static_cast<double>(src.dims().back());
+    default: return static_cast<double>(n_dst);
+  }
+}
+
+}  // namespace
+
 void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::string label,
                    std::vector<std::pair<int, Arg>> args, const dnnl::memory::desc& dst_md) {
   Step step;
@@ -128,6 +170,7 @@ void Builder::Emit(const dnnl::primitive_desc_base& pd, std::string kind, std::s
     step.data_type = dnnl_dt2str(static_cast<dnnl_data_type_t>(src.data_type()));
   step.any_shape = HasRunTimeDims(pd.query_md(dnnl::query::dst_md, 0));
   step.slow = IsSlowPrimitive(kind, pd);
+  step.flops = PrimitiveFlops(pd);
   if (fuse && step.slow)
     spdlog::warn("{} [{}] runs oneDNN's {} implementation '{}' (slow path)", kind, label,
                  step.impl.rfind("ref", 0) == 0 ? "reference" : "gemm", step.impl);
@@ -146,6 +189,7 @@ void Builder::EmitCustom(std::string kind, std::string label, std::vector<std::p
   step.args = std::move(args);
   if (scratch_bytes > 0) step.scratchpad = dnnl::memory::desc({scratch_bytes}, dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
   step.impl = std::move(impl);
+  step.flops = static_cast<double>(std::max<std::int64_t>(0, ElementsOf(dst_md)));  // our convolutions set their own
   Push(std::move(step), std::move(kind), std::move(label), dst_md);
 }
 
@@ -155,6 +199,8 @@ void Builder::Push(Step step, std::string kind, std::string label, const dnnl::m
   step.layout = LayoutString(dst_md);
   step.group = group;
   step.pattern = group_pattern;
+  for (const auto& [key, arg] : step.args)
+    if (ElementsOf(arg.md) >= 0) step.bytes += static_cast<std::int64_t>(arg.md.get_size());
   if (spdlog::should_log(spdlog::level::debug))  // not formatted otherwise: a session compiles at every new shape
     spdlog::debug("{} [{}]: {} -> {} {}", step.kind, step.label, step.impl, DimsString(dst_md.dims()), step.layout);
   steps.push_back(std::move(step));

@@ -194,6 +194,9 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
                          scratch_bytes);
       },
       dst_md, "onnxfuse:inverted_residual", scratch_bytes);
+  b.steps.back().flops = ConvFlops(Product(e), s.expanded, Product(b.DimsOfValue(expand.inputs[1], expand))) +
+                         ConvFlops(Product(g.out), s.expanded, Product(wd)) +
+                         ConvFlops(Product(out), s.out_channels, Product(b.DimsOfValue(project.inputs[1], project)));
   Absorb(b, m);
   b.SetAct(c3->out, dst);
   return true;

@@ -102,6 +102,8 @@ void EmitGemmStep(Builder& b, const std::string& kind, const std::string& label,
              ArgData(data, addend_index), static_cast<float*>(data[1]), shape, ops, layout);
       },
       dst.md, "onnxfuse:gemm");
+  b.steps.back().flops = 2.0 * static_cast<double>(shape.rows) * static_cast<double>(shape.depth) *
+                         static_cast<double>(shape.cols);
 }
 
 // A first post-op adding a constant of one value per column: the bias.
@@ -149,6 +151,7 @@ void EmitGemv(Builder& b, const Chain& chain, ValueId input, const Dims& out, st
                static_cast<float*>(data[1]), cols, depth, ops, ArgData(data, addend_index));
       },
       dst.md, "onnxfuse:gemv");
+  b.steps.back().flops = 2.0 * static_cast<double>(depth) * static_cast<double>(cols);
   b.SetAct(chain.out, dst);
 }
 

@@ -114,6 +114,8 @@ bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, ConvWeights& w
                       static_cast<float*>(data[1]), shape, ops, *next);
       },
       dst_md, "onnxfuse:pointwise");
+  b.steps.back().flops = 2.0 * static_cast<double>(rows) * static_cast<double>(in_channels) *
+                         static_cast<double>(out_channels);
   b.pointwise_steps.push_back(
       {b.steps.size() - 1, {static_cast<const float*>(weights.get_data_handle()), in_channels}, next});
   b.SetAct(chain.out, dst);

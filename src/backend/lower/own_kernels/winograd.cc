@@ -64,6 +64,7 @@ bool EmitConvWinograd(Builder& b, const Chain& chain, ValueId input, ConvWeights
                         static_cast<float*>(data[1]), shape, ops, static_cast<float*>(data.back()), scratch_bytes);
       },
       dst.md, "onnxfuse:winograd", scratch_bytes);
+  b.steps.back().flops = ConvFlops(Product(out), out[1], Product(w.dims()));  // the direct algorithm's
   b.SetAct(chain.out, dst);
   return true;
 }

@@ -86,6 +86,14 @@ int Check(const Block& b, int threads) {
   omp_set_num_threads(before);
   INFO(test::StepList(fused));
   CHECK(test::SlowSteps(fused) == 0);
+  // The work of the three convolutions, whether one step or three (ScheduleStep::flops).
+  const double out_side = (b.side + 2 * (b.kernel / 2) - b.kernel) / b.stride + 1;
+  const double conv_flops = 2.0 * (b.side * b.side * b.in * b.expanded + out_side * out_side * b.expanded *
+                                   b.kernel * b.kernel + out_side * out_side * b.expanded * b.out);
+  double flops = 0;
+  for (const ScheduleStep& step : fused.schedule)
+    if (step.kind == "conv") flops += step.flops;
+  CHECK(flops == Approx(conv_flops));
   return test::StepsContaining(fused, "onnxfuse:inverted_residual");
 }
 
