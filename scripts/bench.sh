@@ -106,6 +106,7 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 peaks=$(build/onnxfuse_peak_gflops 2)
 read -r _ peak_gflops peak_isa <<<"$(sed -n 1p <<<"$peaks")"
 peak_int8=$(sed -n 's/^peak_int8_gops_per_core \([0-9.]*\).*/\1/p' <<<"$peaks")
+read_gbps=$(sed -n 's/^read_gbps \([0-9.]*\) \([0-9]*\)$/\2:\1/p' <<<"$peaks" | tr '\n' ' ')  # "THREADS:GBPS ..."
 echo "bench: peak fp32 rate $peak_gflops GFLOPS per core ($peak_isa FMA)${peak_int8:+, int8 $peak_int8 GOPS (VNNI)}" >&2
 load_start=$(loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -164,7 +165,7 @@ load_end=$(loadavg)
        "onnxruntime-node $(node -p "require('./scripts/ort/node_modules/onnxruntime-node/package.json').version")," \
        "$rounds rounds x $iterations timed iterations (after 3 warm-up runs) per process, batch 1."
   echo
-  PEAK_GFLOPS_CORE=$peak_gflops PEAK_ISA=$peak_isa PEAK_INT8_GOPS_CORE=$peak_int8 \
+  PEAK_GFLOPS_CORE=$peak_gflops PEAK_ISA=$peak_isa PEAK_INT8_GOPS_CORE=$peak_int8 READ_GBPS=$read_gbps \
     /usr/bin/python3 scripts/bench_table.py "$results"
 } >"$work/table.md"
 cat "$work/table.md"

@@ -20,6 +20,8 @@ GFLOP_RESNET50 = 8.2      # per inference
 # (scripts/bench.sh passes it); the AVX-512 machine measured 234.
 PEAK_GFLOPS_CORE = float(os.environ.get("PEAK_GFLOPS_CORE") or 234.0)
 PEAK_ISA = os.environ.get("PEAK_ISA", "avx512")
+# Memory read rate in GB/s at 1 thread and at all cores, measured likewise (read_gbps lines).
+READ_GBPS = {int(t): float(g) for t, g in (pair.split(":") for pair in os.environ.get("READ_GBPS", "").split() if ":" in pair)}
 # int8 per core, measured likewise where the CPU has AVX-512 VNNI; None elsewhere.
 PEAK_INT8_GOPS_CORE = float(os.environ["PEAK_INT8_GOPS_CORE"]) if os.environ.get("PEAK_INT8_GOPS_CORE") else None
 # Multiply-adds per inference at 224x224, torchvision's model documentation
@@ -146,6 +148,7 @@ def main():
     if any(runs[key].get("baseline") for key in order):
         out.append("")
         out += before_after(order, runs, errors)
+    out += roofline_table(order, runs)
     out += int8_table(order, runs)
     out.append("")
     out.append("### Targets")
@@ -195,6 +198,34 @@ def int8_table(order, runs):
                             f"{of_float_text}; ≤ {INT8_OF_ORT}× ORT int8: "
                             f"{verdict(of_ort is not None and of_ort <= INT8_OF_ORT)} — {of_ort_text}")
     return out + [""] + verdicts
+
+
+def roofline_table(order, runs):
+    """Each float model's fused time against its roofline bound (S. Williams et al., CACM 2009): the larger of
+    its arithmetic (`run --json`'s flops) at the FMA peak of `threads` cores and its bytes (bytes_moved: every
+    step's operands once) at the memory read rate of `threads` threads, both measured by onnxfuse_peak_gflops."""
+    rows = []
+    for key in order:
+        model, threads = key
+        fus = ok_runs(runs[key].get("fused", []))
+        if not fus or QUANTIZED.match(model) or "flops" not in fus[-1] or threads not in READ_GBPS:
+            continue
+        flops, nbytes = fus[-1]["flops"], fus[-1]["bytes_moved"]
+        compute = flops / (PEAK_GFLOPS_CORE * threads) / 1e6
+        memory = nbytes / READ_GBPS[threads] / 1e6
+        bound, fused = max(compute, memory), median_of(fus, "median_ms")
+        rows.append(f"| {model} | {threads} | {flops / 1e9:.2f} | {nbytes / 1e6:.0f} | {compute:.2f} | {memory:.2f} "
+                    f"| {bound:.2f} | {fused:.2f} | {fused / bound:.2f} |")
+    if not rows:
+        return []
+    rates = ", ".join(f"{g:.0f} GB/s at {t} thread{'s' if t > 1 else ''}" for t, g in sorted(READ_GBPS.items()))
+    return ["", "### Roofline", "",
+            f"Ceilings measured by `build/onnxfuse_peak_gflops`: {PEAK_GFLOPS_CORE:.0f} GFLOPS per core ({PEAK_ISA} FMA), "
+            f"memory read {rates}. Bound = max(compute, memory); a plan whose operands stay in cache can beat "
+            "the memory ceiling.", "",
+            "| model | threads | GFLOP | MB moved | compute bound ms | memory bound ms | roofline bound ms | fused ms "
+            "| fused / bound |",
+            "|---|---|---|---|---|---|---|---|---|"] + rows
 
 
 def before_after(order, runs, errors):

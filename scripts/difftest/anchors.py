@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from . import elementwise as ew
 from . import quantized
 from .graph import V, Skip, weights
 
@@ -125,6 +126,33 @@ def conv(g, st, v, rng, transpose=False):
     if st.get("bn"):
         out = batchnorm(g, {}, out, rng)
     return out
+
+
+def inverted_residual(g, st, v, rng):
+    """MobileNetV2/V3's inverted residual block, as the pattern library groups
+    it (patterns/inverted_residual.onnxtxt): a 1x1 expand Conv to "e" channels
+    + BN + activation, a depthwise "k" x "k" Conv at "stride" + BN + the same
+    activation, a 1x1 project Conv + BN, and with "res" (at stride 1) the Add
+    of the block's input, so back to its channels; else to "out" channels.
+    Activations: Relu, Clip(0, 6), HardSwish, or HardSigmoid and Mul ("hsig")."""
+    if v.rank != 4:
+        raise Skip()
+    residual = st.get("res") and st["stride"] == 1
+
+    def act(x):
+        a = st["act"]
+        if a == "clip":
+            return ew.clip(g, {"min": 0.0, "max": 6.0}, x, rng)
+        if a == "hsig":
+            return ew.hswish(g, {}, x, rng)
+        return V(g.node(a, [x.name]), x.dims, x.mag)
+
+    e = act(conv(g, {"k": 1, "out": st["e"], "bn": True, "bias": st.get("bias")}, v, rng))
+    d = act(conv(g, {"k": st["k"], "stride": st["stride"], "pad": st["k"] // 2, "group": "dw", "bn": True}, e, rng))
+    p = conv(g, {"k": 1, "out": v.dims[1] if residual else st["out"], "bn": True}, d, rng)
+    if not residual:
+        return p
+    return V(g.node("Add", [p.name, v.name]), v.dims, p.mag + v.mag)
 
 
 def gemm(g, st, v, rng):

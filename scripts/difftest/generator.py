@@ -302,6 +302,28 @@ def add_typed(recipe, seed):
     return recipe
 
 
+def inverted_residual_recipe(seed):
+    """For one seed in 25: a chain of one to three inverted residual blocks
+    (anchors.inverted_residual) on a map of 24 to 64 pixels a side, their
+    expanded tensors mostly larger than a core's L2 (the size at which the
+    backend runs a block depth-first, backend/lower/fused/inverted_residual.h),
+    then a short chain; None for the others. Its own RNG: the other recipes of
+    every seed are as they were."""
+    r = random.Random(seed * 7919 + 41)
+    if r.random() >= 0.04:
+        return None
+    side = r.choice([24, 33, 40, 48, 56, 64])
+    dims = [1, r.choice([8, 16, 17, 24, 32]), side, r.choice([side, side, side - 3])]
+    act = r.choice(["Relu", "clip", "HardSwish", "hsig"])
+    steps = []
+    for _ in range(W(r, [(1, 3), (2, 2), (3, 1)])):
+        stride = W(r, [(1, 3), (2, 1)])
+        steps.append(step(r, "ir", e=r.choice([48, 96, 144, 192, 200, 240]), k=W(r, [(3, 4), (5, 1)]), stride=stride,
+                          res=r.random() < 0.7, out=r.choice([16, 24, 31, 40]), act=act, bias=r.random() < 0.3))
+    steps += chain(r, 4, W(r, [(0, 2), (1, 2), (2, 1)]))
+    return {"seed": seed, "input": dims, "steps": steps}
+
+
 def make_recipe(seed):
     r = random.Random(seed)
     dims = input_shape(r)
@@ -322,4 +344,4 @@ def make_recipe(seed):
     recipe = add_typed({"seed": seed, "input": dims, "steps": steps}, seed)
     # A quantized recipe gets no op steps: those make shapes follow values, and a model
     # run in stages is checked at 1e-4 relative, without the quantization rule (cli.md).
-    return add_quantized(recipe, seed) or add_ops(recipe, seed)
+    return inverted_residual_recipe(seed) or add_quantized(recipe, seed) or add_ops(recipe, seed)

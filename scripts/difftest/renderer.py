@@ -17,7 +17,7 @@ from .graph import V, Graph, Skip, broadcast, broadcast_ok
 
 RENDER = {
     "conv": anchors.conv, "convT": lambda g, st, v, r: anchors.conv(g, st, v, r, transpose=True),
-    "gemm": anchors.gemm, "matmul": anchors.matmul, "bn": anchors.batchnorm, "einsum": anchors.einsum,
+    "gemm": anchors.gemm, "matmul": anchors.matmul, "ir": anchors.inverted_residual, "bn": anchors.batchnorm, "einsum": anchors.einsum,
     "unary": ew.unary, "domain": ew.domain, "bin": ew.binary, "clip": ew.clip,
     "swish": ew.swish, "hswish": ew.hswish, "gelu": ew.gelu,
     "ln_dec": ew.layernorm_dec, "ln": ew.layernorm,
