@@ -145,6 +145,8 @@ def inverted_residual(g, st, v, rng):
             return ew.clip(g, {"min": 0.0, "max": 6.0}, x, rng)
         if a == "hsig":
             return ew.hswish(g, {}, x, rng)
+        if a == "HardSwish":      # an op of opset 14
+            g.opset = max(g.opset, 14)
         return V(g.node(a, [x.name]), x.dims, x.mag)
 
     e = act(conv(g, {"k": 1, "out": st["e"], "bn": True, "bias": st.get("bias")}, v, rng))
