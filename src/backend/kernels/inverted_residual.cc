@@ -139,14 +139,14 @@ void InvertedResidual(const float* x, const float* packed, float* y, const Inver
                            std::to_string(per_thread));
   static const BandFn band = ForCpuIsa<BandFn>(avx512::Band, avx2::Band, baseline::Band);
   const Parts p = PartsOf(s, packed);
-  // Bands of whole tiles, so that each thread's tiles are those of one thread.
-  const std::int64_t tiles = (s.out_h + tile_rows - 1) / tile_rows;
+  // Bands of near-equal numbers of output rows, one per thread, each walked T
+  // rows at a time: a map of a few tiles keeps both threads busy.
   const int threads = static_cast<int>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>({omp_get_max_threads(), scratch_bytes / per_thread, tiles})));
+      std::max<std::int64_t>(1, std::min<std::int64_t>({omp_get_max_threads(), scratch_bytes / per_thread, s.out_h})));
 #pragma omp parallel num_threads(threads)
   {
     const std::int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
-    const std::int64_t begin = tiles * t / n * tile_rows, end = std::min(s.out_h, tiles * (t + 1) / n * tile_rows);
+    const std::int64_t begin = s.out_h * t / n, end = s.out_h * (t + 1) / n;
     float* ring = reinterpret_cast<float*>(reinterpret_cast<char*>(scratch) + t * per_thread);
     if (begin < end) band(x, p, y, s, ep, tile_rows, ring, begin, end);
   }
