@@ -347,6 +347,18 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
   std::string error;
   if (!PlanTail(b, chain, count, cur_md, dst_dims, tail, fast, error))
     Unsupported(b, b.graph.node(chain.members[chain.post_ops[count].member]), "oneDNN has no implementation: " + error);
+  // A blocked destination whose channels are padded (nCw16c of 1 channel)
+  // takes an eltwise tail that is not 0 at 0 (linear with a shift: an Add of
+  // a constant) only on oneDNN's reference kernel, which keeps the padding 0.
+  // Then the tail runs channels-last, after one reorder, when it is fast there.
+  dnnl::memory::desc steps_md = cur_md;
+  if (!fast && !SameBytes(cur_md, channels_last) && cur_md.get_size() > channels_last.get_size()) {
+    std::vector<TailStep> dense;
+    bool dense_fast = false;
+    std::string dense_error;
+    if (PlanTail(b, chain, count, channels_last, dst_dims, dense, dense_fast, dense_error) && dense_fast)
+      tail = std::move(dense), steps_md = channels_last;
+  }
   // Their operands, before the anchor writes anything: a sum addend's buffer
   // is written in place only when no step of the chain reads it.
   std::vector<int> read = src_slots;
@@ -354,16 +366,16 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
   for (TailStep& t : tail) {
     const PostOp& po = chain.post_ops[t.first];
     const Node& user = b.graph.node(chain.members[po.member]);
-    if ((t.own = OwnTailBinary(b, chain, t, cur_md))) {
-      t.operand = OwnTailOperand(b, po, user, cur_md, dst_dims, t.args);
+    if ((t.own = OwnTailBinary(b, chain, t, steps_md))) {
+      t.operand = OwnTailOperand(b, po, user, steps_md, dst_dims, t.args);
       for (const auto& [key, arg] : t.args) read.push_back(arg.slot);
       continue;
     }
     if (po.kind != Kind::kEltwise) {
       Arg src1;
-      src1.md = TailOperandDesc(b, chain, po, cur_md, dst_dims);
+      src1.md = TailOperandDesc(b, chain, po, steps_md, dst_dims);
       if (po.constant) src1.fixed = b.HostMemory(src1.md, po.constant->data.data());
-      else if (b.ActOf(po.operand, user).dims == dst_dims) src1 = b.Use(po.operand, cur_md, user);
+      else if (b.ActOf(po.operand, user).dims == dst_dims) src1 = b.Use(po.operand, steps_md, user);
       else src1.slot = b.UsePlain(po.operand, user).slot;
       t.args.emplace_back(DNNL_ARG_SRC_1, src1);
     }
@@ -391,27 +403,28 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
   args.emplace_back(DNNL_ARG_DST, Arg{dst.slot, dst_md, {}});
   b.Emit(pd, kind, label, std::move(args), dst_md);
   dst.md = cur_md;
+  if (steps_md != cur_md) dst = b.EmitReorder(Arg{dst.slot, dst_md, {}}, dst_dims, steps_md, label + " (dense for its tail)");
 
   for (TailStep& t : tail) {  // in place: nothing else reads the chain's intermediate values
     const bool eltwise = chain.post_ops[t.first].kind == Kind::kEltwise;
-    Arg cur{dst.slot, cur_md, {}};
+    Arg cur{dst.slot, steps_md, {}};
     if (t.own) {
       const int at = static_cast<int>(t.args.size());
       t.args.emplace_back(at, cur);
-      const Dims order = OnlyChannelsLast(cur_md, dst_dims) ? ChannelsLastOrder(dst_dims) : dst_dims;
+      const Dims order = OnlyChannelsLast(steps_md, dst_dims) ? ChannelsLastOrder(dst_dims) : dst_dims;
       const BroadcastPlan<2> plan = PlanBroadcast<2>(order, {order, t.operand.dims});
       CustomKernel kernel = [alg = *t.own, operand = t.operand, plan, at](const std::vector<void*>& data) {
         float* x = static_cast<float*>(data[static_cast<std::size_t>(at)]);
         BroadcastBinary(alg, x, operand.Data(data), x, plan);
       };
       b.EmitCustom("binary", MembersLabel(b, chain, MemberOf(chain, t.first), MemberOf(chain, t.end)),
-                   std::move(t.args), std::move(kernel), cur_md, "onnxfuse:broadcast_binary");
+                   std::move(t.args), std::move(kernel), steps_md, "onnxfuse:broadcast_binary");
       continue;
     }
     t.args.emplace_back(eltwise ? DNNL_ARG_SRC : DNNL_ARG_SRC_0, cur);
     t.args.emplace_back(DNNL_ARG_DST, cur);
     b.Emit(t.pd, eltwise ? "eltwise" : "binary",
-           MembersLabel(b, chain, MemberOf(chain, t.first), MemberOf(chain, t.end)), std::move(t.args), cur_md);
+           MembersLabel(b, chain, MemberOf(chain, t.first), MemberOf(chain, t.end)), std::move(t.args), steps_md);
   }
   b.SetAct(chain.out, dst);
 }

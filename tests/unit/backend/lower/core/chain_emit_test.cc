@@ -200,3 +200,31 @@ TEST_CASE("a lone binary tail step on a plain destination that oneDNN runs on it
   // post-ops with it.)
   CHECK(test::StepsContaining(fused, " ref:") == 0);
 }
+
+TEST_CASE("an eltwise tail that is not 0 at 0 on a destination with padded channels runs channels-last",
+          "[executor][split]") {
+  // A 1-D ConvTranspose into one channel writes nCw16c (15 of 16 channels
+  // padding) and takes the chain's first post-ops; the tail, an Add of a
+  // constant (linear with a shift) and a Mul, oneDNN 2.6 runs on such a
+  // layout only on its reference kernel, which keeps the padding 0. The tail
+  // runs after a reorder to nwc instead (found by the differential tester,
+  // seed 96000364).
+  const std::string text = R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[2,1,9] x, float[1,1,3] w = {0.567237759, 0.896154462, -0.333444567}, float[1] s = {0.924888726},
+       float[1] t = {0.253295786}, float[1] m = {0.174047504}, float[1] v = {0.646194635}, float c = {0.941},
+       float[9] k = {-1.0, -1.0, -1.0, -1.0, -1.0, 1.0, -1.0, 1.0, -1.0}) => (float[2,1,9] y) {
+      d = ConvTranspose <kernel_shape = [3], pads = [1, 1]> (x, w)
+      b = BatchNormalization (d, s, t, m, v)
+      g1 = Sigmoid (b)
+      sw = Mul (b, g1)
+      h = HardSigmoid (sw)
+      g2 = Sigmoid (h)
+      ab = Abs (g2)
+      a = Add (ab, c)
+      y = Mul (a, k)
+    })";
+  Graph graph = test::GraphFromText(text);
+  const test::PlanRun fused = test::CheckFusedAgainstUnfused(graph, {Input({2, 1, 9}, Ramp(9, 0.25f), "x")}, 1e-5);
+  INFO(test::StepList(fused));
+  CHECK(test::SlowSteps(fused) == 0);
+}
