@@ -52,7 +52,8 @@ std::optional<std::vector<PointwiseOp>> GemmEpilogueOf(const Chain& chain, const
 /// post-ops as the epilogue, as Gemm (backend/kernels/gemm.h) on AVX2 CPUs. A folded
 /// BatchNormalization (chain.affine) must be in `weights` and `bias` already
 /// (eval::ScaleWeights, eval::FoldIntoBias); it is not read here. A single row (a
-/// classifier at batch 1) runs as MatVec (backend/kernels/gemv.h) instead. Returns
+/// classifier at batch 1) runs as MatVec (backend/kernels/gemv.h) instead, on AVX-512
+/// CPUs too (it reads the weights at twice the rate of oneDNN's brgemm matmul). Returns
 /// false, emitting nothing, when the CPU, the shapes (one row, or cols a
 /// multiple of 16 and at least 16 rows) or the post-ops do not fit
 /// (backend/lower/own_kernels/own_gemm.cc).
