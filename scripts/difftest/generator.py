@@ -304,7 +304,7 @@ def add_typed(recipe, seed):
 
 def inverted_residual_recipe(seed):
     """For one seed in 25: a chain of one to three inverted residual blocks
-    (anchors.inverted_residual) on a map of 24 to 64 pixels a side, their
+    (anchors.inverted_residual; one in three with squeeze-and-excitation) on a map of 24 to 64 pixels a side, their
     expanded tensors mostly larger than a core's L2 (the size at which the
     backend runs a block depth-first, backend/lower/fused/inverted_residual.h),
     then a short chain; None for the others. Its own RNG: the other recipes of
@@ -319,7 +319,8 @@ def inverted_residual_recipe(seed):
     for _ in range(W(r, [(1, 3), (2, 2), (3, 1)])):
         stride = W(r, [(1, 3), (2, 1)])
         steps.append(step(r, "ir", e=r.choice([48, 96, 144, 192, 200, 240]), k=W(r, [(3, 4), (5, 1)]), stride=stride,
-                          res=r.random() < 0.7, out=r.choice([16, 24, 31, 40]), act=act, bias=r.random() < 0.3))
+                          res=r.random() < 0.7, out=r.choice([16, 24, 31, 40]), act=act, bias=r.random() < 0.3,
+                          se=W(r, [(None, 4), ("Sigmoid", 1), ("HardSigmoid", 1)])))
     steps += chain(r, 4, W(r, [(0, 2), (1, 2), (2, 1)]))
     return {"seed": seed, "input": dims, "steps": steps}
 
