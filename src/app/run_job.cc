@@ -336,7 +336,7 @@ int RunJob(const RunOptions& options, std::ostream& out) {
           << (c["ok"].get<bool>() ? " ok" : check_ok ? " ok, by the graph's conditioning (below)" : " FAILED") << "\n"
           << std::fixed;
     if (float_graph) PrintQuantizedCheck(out, *verification);
-    if (!check_ok || !verification->carried.empty()) out << "  " << verification->Summary() << "\n";
+    if (verification && (!check_ok || !verification->carried.empty())) out << "  " << verification->Summary() << "\n";
   }
   if (!check_ok) spdlog::error("--check: the plans differ: {}", verification->Summary());
   return check_ok ? 0 : 1;
