@@ -289,11 +289,10 @@ int RunJob(const RunOptions& options, std::ostream& out) {
     j["element_types"] = element_types;
     j["steps"] = StepsJson(exec.Schedule());
     if (options.profile) j["profile"] = ProfileJson(exec.Schedule(), step_ms, roofline);
-    // The plan's work per inference (ScheduleStep::flops, bytes): a roofline's coordinates.
-    double flops = 0, bytes = 0;
-    for (const ScheduleStep& step : exec.Schedule()) flops += step.flops, bytes += static_cast<double>(step.bytes);
-    j["flops"] = flops;
-    j["bytes_moved"] = bytes;
+    // The plan's work per inference: a roofline's coordinates.
+    const PlanWork work = WorkOf(exec.Schedule());
+    j["flops"] = work.flops;
+    j["bytes_moved"] = work.bytes;
     if (prepared.plan_file) {
       const PlanFileInfo& info = *prepared.plan_file;
       j["plan_file_use"] = {{"producer", info.producer},           {"source", info.source},

@@ -150,37 +150,43 @@ Roofline MeasureRoofline(int threads) {
   return r;
 }
 
+PlanWork WorkOf(const std::vector<ScheduleStep>& schedule, const Roofline* roofline) {
+  PlanWork w;
+  for (const ScheduleStep& s : schedule) {
+    w.flops += s.flops, w.bytes += static_cast<double>(s.bytes);
+    if (roofline) w.bound_ms += roofline->BoundMs(s.flops, static_cast<double>(s.bytes));
+  }
+  return w;
+}
+
 nlohmann::json ProfileJson(const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms,
                            const Roofline& roofline) {
   nlohmann::json steps = nlohmann::json::array(), kinds = nlohmann::json::object();
-  double flops = 0, bytes = 0, bound = 0;
   for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i) {
     const ScheduleStep& s = schedule[i];
-    const double step_bound = roofline.BoundMs(s.flops, static_cast<double>(s.bytes));
     steps.push_back({{"kind", s.kind}, {"label", s.label}, {"impl", s.impl}, {"ms", step_ms[i]}, {"flops", s.flops},
-                     {"bytes", s.bytes}, {"bound_ms", step_bound}});
-    flops += s.flops, bytes += static_cast<double>(s.bytes), bound += step_bound;
+                     {"bytes", s.bytes}, {"bound_ms", roofline.BoundMs(s.flops, static_cast<double>(s.bytes))}});
   }
   for (const auto& [kind, ms] : MsPerKind(schedule, step_ms)) kinds[kind] = ms;
+  const PlanWork work = WorkOf(schedule, &roofline);
   const nlohmann::json ceilings = {{"threads", roofline.threads},
                                    {"peak_gflops", roofline.peak_gflops},
                                    {"bandwidth_gbps", roofline.bandwidth_gbps},
-                                   {"flops", flops},
-                                   {"bytes", bytes},
-                                   {"bound_ms", bound},
-                                   {"compute_ms", roofline.BoundMs(flops, 0)},
-                                   {"memory_ms", roofline.BoundMs(0, bytes)}};
+                                   {"flops", work.flops},
+                                   {"bytes", work.bytes},
+                                   {"bound_ms", work.bound_ms},
+                                   {"compute_ms", roofline.BoundMs(work.flops, 0)},
+                                   {"memory_ms", roofline.BoundMs(0, work.bytes)}};
   return {{"steps", steps}, {"kinds", kinds}, {"roofline", ceilings}};
 }
 
 void PrintProfile(std::ostream& out, const std::vector<ScheduleStep>& schedule, const std::vector<double>& step_ms,
                   int runs, const Roofline& roofline) {
   constexpr std::size_t kShown = 15;
-  double total = 0, flops = 0, bytes = 0, bound = 0;
-  for (std::size_t i = 0; i < schedule.size() && i < step_ms.size(); ++i) {
-    total += step_ms[i], flops += schedule[i].flops, bytes += static_cast<double>(schedule[i].bytes);
-    bound += roofline.BoundMs(schedule[i].flops, static_cast<double>(schedule[i].bytes));
-  }
+  double total = 0;
+  for (double ms : step_ms) total += ms;
+  const PlanWork work = WorkOf(schedule, &roofline);
+  const double flops = work.flops, bytes = work.bytes, bound = work.bound_ms;
   out << std::setprecision(3);
   out << "  profile: " << total << " ms per inference in steps timed one by one (" << runs << " runs); by kind:";
   for (const auto& [kind, ms] : MsPerKind(schedule, step_ms)) out << " " << kind << " " << ms;

@@ -58,6 +58,14 @@ struct Roofline {
 /// Measures the ceilings for `threads` threads (about half a second).
 Roofline MeasureRoofline(int threads);
 
+/// A plan's work per inference: the sums of its steps' flops and bytes
+/// (ScheduleStep), and of their roofline bounds in ms under `roofline` (0
+/// without one).
+struct PlanWork {
+  double flops = 0, bytes = 0, bound_ms = 0;
+};
+PlanWork WorkOf(const std::vector<ScheduleStep>& schedule, const Roofline* roofline = nullptr);
+
 /// Each step's time (ms per inference, `step_ms` in schedule order), its
 /// floating-point operations and bytes (ScheduleStep::flops, bytes) and its
 /// roofline bound in ms; the time per kind of step; "roofline": the ceilings,

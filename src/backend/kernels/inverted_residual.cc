@@ -25,14 +25,18 @@ constexpr std::int64_t kLanes = 16;
 
 std::int64_t Padded(std::int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
-// The packed buffer's parts.
-struct Parts {
+// The packed buffer's parts: F is const float where the kernel reads them,
+// float where PackInvertedResidual writes them.
+template <typename F>
+struct PartsT {
   std::int64_t expanded;  // padded to kLanes
-  const float *expand, *expand_bias, *depthwise, *depthwise_bias, *project, *project_bias;
+  F *expand, *expand_bias, *depthwise, *depthwise_bias, *project, *project_bias;
 };
+using Parts = PartsT<const float>;
 
-Parts PartsOf(const InvertedResidualShape& s, const float* packed) {
-  Parts p;
+template <typename F>
+PartsT<F> PartsOf(const InvertedResidualShape& s, F* packed) {
+  PartsT<F> p;
   p.expanded = Padded(s.expanded);
   p.expand = packed;
   p.expand_bias = p.expand + p.expanded * s.in_channels;
@@ -42,6 +46,9 @@ Parts PartsOf(const InvertedResidualShape& s, const float* packed) {
   p.project_bias = p.project + Padded(s.out_channels) * p.expanded;
   return p;
 }
+
+// The largest kernel: Band keeps a pointer per kernel row on its stack.
+constexpr std::int64_t kMaxKernel = 128;
 
 // Rows (T - 1) * stride + kernel of the ring: every input row the depthwise
 // window of T output rows reads.
@@ -98,21 +105,20 @@ void PackInvertedResidual(const InvertedResidualShape& s, const float* expand, c
                           const float* depthwise, const float* depthwise_bias, const float* project,
                           const float* project_bias, float* packed) {
   std::fill(packed, packed + InvertedResidualPackedFloats(s), 0.0f);
-  const Parts p = PartsOf(s, packed);
-  auto mut = [](const float* q) { return const_cast<float*>(q); };
+  const PartsT<float> p = PartsOf(s, packed);
   // Panels: column n of the product (an output channel) at [n / 16][k][n % 16].
   for (std::int64_t n = 0; n < s.expanded; ++n) {
     for (std::int64_t k = 0; k < s.in_channels; ++k)
-      mut(p.expand)[(n / kLanes * s.in_channels + k) * kLanes + n % kLanes] = expand[n * s.in_channels + k];
-    mut(p.expand_bias)[n] = expand_bias[n];
+      p.expand[(n / kLanes * s.in_channels + k) * kLanes + n % kLanes] = expand[n * s.in_channels + k];
+    p.expand_bias[n] = expand_bias[n];
     for (std::int64_t t = 0; t < s.kernel * s.kernel; ++t)
-      mut(p.depthwise)[t * p.expanded + n] = depthwise[n * s.kernel * s.kernel + t];
-    mut(p.depthwise_bias)[n] = depthwise_bias[n];
+      p.depthwise[t * p.expanded + n] = depthwise[n * s.kernel * s.kernel + t];
+    p.depthwise_bias[n] = depthwise_bias[n];
   }
   for (std::int64_t n = 0; n < s.out_channels; ++n) {
     for (std::int64_t k = 0; k < s.expanded; ++k)
-      mut(p.project)[(n / kLanes * p.expanded + k) * kLanes + n % kLanes] = project[n * s.expanded + k];
-    mut(p.project_bias)[n] = project_bias[n];
+      p.project[(n / kLanes * p.expanded + k) * kLanes + n % kLanes] = project[n * s.expanded + k];
+    p.project_bias[n] = project_bias[n];
   }
 }
 
@@ -132,7 +138,8 @@ void InvertedResidual(const float* x, const float* packed, float* y, const Inver
                       std::int64_t scratch_bytes) {
   if (HasAdd(ep.expand) || HasAdd(ep.depthwise))
     throw std::logic_error("InvertedResidual: a residual Add is taken only after the projection");
-  if (s.kernel > 128) throw std::logic_error("InvertedResidual: kernel " + std::to_string(s.kernel) + " > 128");
+  if (s.kernel > kMaxKernel)
+    throw std::logic_error("InvertedResidual: kernel " + std::to_string(s.kernel) + " > " + std::to_string(kMaxKernel));
   const std::int64_t per_thread = InvertedResidualScratchBytes(s, tile_rows);
   if (scratch_bytes < per_thread)
     throw std::logic_error("InvertedResidual: " + std::to_string(scratch_bytes) + " bytes of scratch, a thread needs " +

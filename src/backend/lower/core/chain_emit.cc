@@ -352,7 +352,7 @@ void FinishChain(Builder& b, const Chain& chain, const dnnl::primitive_desc_base
   // a constant) only on oneDNN's reference kernel, which keeps the padding 0.
   // Then the tail runs channels-last, after one reorder, when it is fast there.
   dnnl::memory::desc steps_md = cur_md;
-  if (!fast && !SameBytes(cur_md, channels_last) && cur_md.get_size() > channels_last.get_size()) {
+  if (!fast && cur_md.get_size() > channels_last.get_size()) {
     std::vector<TailStep> dense;
     bool dense_fast = false;
     std::string dense_error;

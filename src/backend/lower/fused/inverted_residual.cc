@@ -3,8 +3,6 @@
 
 #include <omp.h>
 
-#include <optional>
-
 #include "backend/kernels/cpu_isa.h"
 #include "backend/kernels/inverted_residual.h"
 #include "backend/lower/core/chain.h"
@@ -97,8 +95,6 @@ Dims PointwiseOut(Builder& b, const Node& conv, const Dims& x) {
   return g.out;
 }
 
-float ToFloat(double v) { return static_cast<float>(v); }
-
 }  // namespace
 
 bool UseInvertedResidual(std::int64_t in_h, std::int64_t in_w, std::int64_t expanded, std::int64_t l2_bytes) {
@@ -133,11 +129,10 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
   // The residual: the block's input itself, of the output's shape.
   const Node& last = *m.back();
   if (last.op_type == "Add") {
-    const ValueId r = last.inputs.at(0) == project.outputs.at(0) || last.inputs.at(0) == m[m.size() - 2]->outputs.at(0)
-                          ? last.inputs.at(1)
-                          : last.inputs.at(0);
-    const Value& sum = b.graph.value(m[m.size() - 2]->outputs.at(0));
-    if (r != input || out != x || sum.is_graph_output || sum.consumers.size() != 1) return false;
+    const ValueId projected = m[m.size() - 2]->outputs.at(0);  // the project Conv's BatchNormalization
+    const ValueId r = last.inputs.at(0) == projected ? last.inputs.at(1) : last.inputs.at(0);
+    const Value& p = b.graph.value(projected);
+    if (r != input || out != x || p.is_graph_output || p.consumers.size() != 1) return false;
   }
   // The rest of each chain; the Add reads the input besides its chain.
   if (!WholeChain(b, m, convs[0], convs[1]) || !WholeChain(b, m, convs[1], convs[2]) ||
@@ -147,11 +142,11 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
   // The three chains and their epilogues: the pattern's activations are all the kernel's.
   std::vector<NodeId> group;
   for (const Node* n : m) group.push_back(IdOf(b, n));
-  const std::optional<Chain> c1 = ChainOf(b, m, convs[0], convs[1], group);
-  const std::optional<Chain> c2 = ChainOf(b, m, convs[1], convs[2], group);
-  const std::optional<Chain> c3 = ChainOf(b, m, convs[2], m.size(), group);
+  const Chain c1 = ChainOf(b, m, convs[0], convs[1], group);
+  const Chain c2 = ChainOf(b, m, convs[1], convs[2], group);
+  const Chain c3 = ChainOf(b, m, convs[2], m.size(), group);
   const PostOp *sum1 = nullptr, *sum2 = nullptr, *sum3 = nullptr;
-  auto ep1 = EpilogueOf(*c1, &sum1), ep2 = EpilogueOf(*c2, &sum2), ep3 = EpilogueOf(*c3, &sum3);
+  auto ep1 = EpilogueOf(c1, &sum1), ep2 = EpilogueOf(c2, &sum2), ep3 = EpilogueOf(c3, &sum3);
   if (!ep1 || !ep2 || !ep3 || sum1 || sum2 || (sum3 && sum3->operand != input))
     throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(expand) +
                                           ": an inverted residual block's activations are not the kernel's");
@@ -163,15 +158,15 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
   const InvertedResidualEpilogues epilogues{*ep1, *ep2, *ep3};
 
   const memory::desc packed_md = PlainDesc({InvertedResidualPackedFloats(s)});
-  memory packed = b.PackedConstant(c1->anchor, "inverted residual", packed_md, [&] {
-    ConvWeights w1(b, *c1), w2(b, *c2), w3(b, *c3);
+  memory packed = b.PackedConstant(c1.anchor, "inverted residual", packed_md, [&] {
+    ConvWeights w1(b, c1), w2(b, c2), w3(b, c3);
     std::vector<float> biases[3];
-    const Chain* chains[3] = {&*c1, &*c2, &*c3};
+    const Chain* chains[3] = {&c1, &c2, &c3};
     for (int i = 0; i < 3; ++i) {
       const Node& conv = b.graph.node(chains[i]->anchor);
       std::vector<double> bias = BiasOf(b, conv, 2, b.DimsOfValue(conv.inputs[1], conv)[0]);
       eval::FoldIntoBias(bias, chains[i]->affine);
-      for (double v : bias) biases[i].push_back(ToFloat(v));
+      biases[i].assign(bias.begin(), bias.end());
     }
     std::vector<float> data(static_cast<std::size_t>(InvertedResidualPackedFloats(s)));
     PackInvertedResidual(s, w1.data().data(), biases[0].data(), w2.data().data(), biases[1].data(),
@@ -187,7 +182,7 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
   std::vector<std::pair<int, Arg>> args = {
       {0, src}, {1, Arg{dst.slot, dst_md, {}}}, {2, Arg{-1, packed.get_desc(), packed}}};
   b.EmitCustom(
-      "conv", ChainLabel(b, *c1) + "+" + ChainLabel(b, *c2) + "+" + ChainLabel(b, *c3), std::move(args),
+      "conv", ChainLabel(b, c1) + "+" + ChainLabel(b, c2) + "+" + ChainLabel(b, c3), std::move(args),
       [s, epilogues, tile_rows, scratch_bytes](const std::vector<void*>& data) {
         InvertedResidual(static_cast<const float*>(data[0]), static_cast<const float*>(data[2]),
                          static_cast<float*>(data[1]), s, epilogues, tile_rows, static_cast<float*>(data.back()),
@@ -198,7 +193,7 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
                          ConvFlops(Product(g.out), s.expanded, Product(wd)) +
                          ConvFlops(Product(out), s.out_channels, Product(b.DimsOfValue(project.inputs[1], project)));
   Absorb(b, m);
-  b.SetAct(c3->out, dst);
+  b.SetAct(c3.out, dst);
   return true;
 }
 
