@@ -90,7 +90,7 @@ struct Expected {
 
 /// One epilogue step (backend/kernels/pointwise.h, PointwiseOp) in double: kAdd
 /// adds `addend`, kClamp clamps to [a, b], kLinear is a y + b, kHardSwish
-/// y clamp(a y + b, 0, 1).
+/// y clamp(a y + b, 0, 1), kSwish y / (1 + exp(-y)).
 inline Expected ApplyOp(Expected y, const PointwiseOp& op, double addend) {
   switch (op.kind) {
     case PointwiseOp::Kind::kAdd: return {y.value + addend, y.magnitude + std::abs(addend)};
@@ -101,6 +101,11 @@ inline Expected ApplyOp(Expected y, const PointwiseOp& op, double addend) {
       const double gate = std::min(std::max(op.a * y.value + op.b, 0.0), 1.0);
       // d/dy of y gate(y) is gate + a y inside the ramp: at most 1 + |a y|.
       return {y.value * gate, (1 + std::abs(op.a * y.value)) * y.magnitude};
+    }
+    case PointwiseOp::Kind::kSwish: {
+      // d/dy of swish is at most 1.1; the kernels' exp adds some 2e-7 of |y| (vector_math.h).
+      const double value = y.value / (1 + std::exp(-y.value));
+      return {value, 1.1 * y.magnitude + std::abs(y.value)};
     }
   }
   return y;
@@ -119,9 +124,20 @@ inline Expected ApplyEpilogue(Expected y, const std::vector<PointwiseOp>& epilog
 inline std::vector<std::vector<PointwiseOp>> EpiloguesToTest(bool add_first) {
   using K = PointwiseOp::Kind;
   const PointwiseOp add{K::kAdd, 0, 0}, relu{K::kClamp, 0, std::numeric_limits<float>::infinity()},
-      relu6{K::kClamp, 0, 6}, linear{K::kLinear, -1.5f, 0.25f}, hardswish{K::kHardSwish, 1.f / 6, 0.5f};
-  std::vector<std::vector<PointwiseOp>> all = {
-      {}, {add}, {relu}, {relu6}, {linear}, {hardswish}, {add, relu}, {linear, hardswish, relu6}, {add, linear, relu}};
+      relu6{K::kClamp, 0, 6}, linear{K::kLinear, -1.5f, 0.25f}, hardswish{K::kHardSwish, 1.f / 6, 0.5f},
+      swish{K::kSwish, 0, 0};
+  std::vector<std::vector<PointwiseOp>> all = {{},
+                                               {add},
+                                               {relu},
+                                               {relu6},
+                                               {linear},
+                                               {hardswish},
+                                               {swish},
+                                               {add, relu},
+                                               {add, swish},
+                                               {linear, hardswish, relu6},
+                                               {linear, swish, relu6},
+                                               {add, linear, relu}};
   if (!add_first) all.push_back({relu, linear, add, hardswish});
   return all;
 }
@@ -130,7 +146,7 @@ inline std::vector<std::vector<PointwiseOp>> EpiloguesToTest(bool add_first) {
 inline std::string Describe(const std::vector<PointwiseOp>& epilogue) {
   std::ostringstream s;
   for (const PointwiseOp& op : epilogue) {
-    const char* names[] = {"add", "clamp", "linear", "hardswish"};
+    const char* names[] = {"add", "clamp", "linear", "hardswish", "swish"};
     s << names[static_cast<int>(op.kind)];
     if (op.kind != PointwiseOp::Kind::kAdd) s << "(" << op.a << ", " << op.b << ")";
     s << " ";

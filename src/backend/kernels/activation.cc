@@ -2,6 +2,7 @@
 
 #include "backend/kernels/cpu_isa.h"
 #include "backend/kernels/in_chunks.h"
+#include "backend/kernels/vector_math.h"
 
 #include <immintrin.h>
 
@@ -19,10 +20,6 @@ namespace onnxfuse::backend {
 
 namespace {
 
-constexpr float kLog2e = 1.44269504088896341f, kLn2 = 0.693147180559945309f;
-constexpr float kMaxExponent = 126.f;  // 2^n stays a normal float; 1 + exp(v) stays finite
-// exp(g) = sum g^k / k! for k <= 6: |g| <= ln2 / 2 keeps the remainder below 2e-7 (relative).
-constexpr float kC2 = 1.f / 2, kC3 = 1.f / 6, kC4 = 1.f / 24, kC5 = 1.f / 120, kC6 = 1.f / 720;
 // Abramowitz & Stegun 7.1.26: erfc(z) = t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-z^2),
 // t = 1 / (1 + p z), z >= 0.
 constexpr float kP = 0.3275911f, kA1 = 0.254829592f, kA2 = -0.284496736f, kA3 = 1.421413741f,
@@ -52,31 +49,6 @@ void TanhScalar(const float* x, float* y, std::int64_t n) {
 }
 
 // --- AVX-512 ---------------------------------------------------------------
-
-// 2^t = 2^n 2^f, n = round(t), |f| <= 1/2, 2^f = exp(f ln2) by the Taylor
-// series of exp to degree 6 (the coefficients scaled by ln2^k). vscalefps
-// gives 0 or infinity where 2^n leaves the float range; t is only kept above
-// -200 so that t = -infinity gives 0, not NaN (inf - inf).
-__attribute__((target("avx512f"))) __m512 Exp2_16(__m512 t) {
-  t = _mm512_max_ps(t, _mm512_set1_ps(-200.f));
-  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_sub_ps(t, n);
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC6 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2), f,
-                             _mm512_set1_ps(kC5 * kLn2 * kLn2 * kLn2 * kLn2 * kLn2));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC4 * kLn2 * kLn2 * kLn2 * kLn2));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC3 * kLn2 * kLn2 * kLn2));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kC2 * kLn2 * kLn2));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kLn2));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
-  return _mm512_scalef_ps(p, n);  // p * 2^n
-}
-
-__attribute__((target("avx512f"))) __m512 Exp16(__m512 v) { return Exp2_16(_mm512_mul_ps(v, _mm512_set1_ps(kLog2e))); }
-
-__attribute__((target("avx512f"))) __m512 Swish16(__m512 x) {
-  __m512 e = Exp2_16(_mm512_mul_ps(x, _mm512_set1_ps(-kLog2e)));  // exp(-x)
-  return _mm512_div_ps(x, _mm512_add_ps(e, _mm512_set1_ps(1.f)));
-}
 
 // x where x is NaN, else y: Exp2_16's clamp (max with -200) turns NaN into a number.
 __attribute__((target("avx512f"))) __m512 KeepNaN16(__m512 x, __m512 y) {
@@ -131,27 +103,6 @@ __attribute__((target("avx512f"))) void Avx512(const float* x, float* y, std::in
 }
 
 // --- AVX2 + FMA --------------------------------------------------------------
-
-__attribute__((target("avx2,fma"))) __m256 Exp8(__m256 v) {
-  __m256 t = _mm256_mul_ps(v, _mm256_set1_ps(kLog2e));
-  t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-kMaxExponent)), _mm256_set1_ps(kMaxExponent));
-  __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 g = _mm256_mul_ps(_mm256_sub_ps(t, n), _mm256_set1_ps(kLn2));
-  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kC6), g, _mm256_set1_ps(kC5));
-  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(kC4));
-  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(kC3));
-  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(kC2));
-  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(1.f));
-  p = _mm256_fmadd_ps(p, g, _mm256_set1_ps(1.f));
-  // 2^n from the float's exponent bits: n in [-126, 126] keeps it a normal number.
-  __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-}
-
-__attribute__((target("avx2,fma"))) __m256 Swish8(__m256 x) {
-  __m256 e = Exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
-  return _mm256_div_ps(x, _mm256_add_ps(e, _mm256_set1_ps(1.f)));
-}
 
 // x where x is NaN, else y: Exp8's clamp turns NaN into a number.
 __attribute__((target("avx2,fma"))) __m256 KeepNaN8(__m256 x, __m256 y) {

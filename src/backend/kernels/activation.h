@@ -9,7 +9,7 @@
 // Why our own: oneDNN 2.6's eltwise_swish and eltwise_gelu_erf, as post-ops or
 // primitives, cost 0.25-0.4 ns per element on the AMD Zen CI machine (0.35 ms
 // for swish on a 96x112x112 tensor, four times a Relu there): a quarter of
-// efficientnet_b0's time. Here exp(v) = 2^n * 2^f (n = round(v log2 e),
+// efficientnet_b0's time. Here (backend/kernels/vector_math.h) exp(v) = 2^n * 2^f (n = round(v log2 e),
 // |f| <= 1/2, 2^f by its Taylor series to degree 6: relative error < 2e-7;
 // 2^n by vscalefps on AVX-512, by the exponent bits with v log2 e clamped to
 // [-126, 126] on AVX2; swish about 0.15 ns per element on one core); erfc(z) for z >= 0 by Abramowitz & Stegun

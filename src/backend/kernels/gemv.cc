@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "backend/kernels/cpu_isa.h"
 
@@ -71,6 +72,7 @@ float Epilogue(float y, const std::vector<PointwiseOp>& epilogue, const float* a
         break;
       case PointwiseOp::Kind::kLinear: y = op.a * y + op.b; break;
       case PointwiseOp::Kind::kHardSwish: y *= std::min(std::max(op.a * y + op.b, 0.f), 1.f); break;
+      case PointwiseOp::Kind::kSwish: y /= 1.f + std::exp(-y); break;
     }
   return y;
 }

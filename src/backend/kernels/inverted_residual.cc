@@ -4,16 +4,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "backend/kernels/cpu_isa.h"
+#include "backend/kernels/vector_math.h"
 
 // The vector code is internal to this file, so the ABI of passing a 64-byte
 // vector by value, which GCC warns about, is ours alone.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
+// GCC 12 warns inside its own avx512fintrin.h (vector_math.h's exp): the
+// unmasked intrinsics pass _mm512_undefined_ps() as the (ignored) merge source.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
 namespace onnxfuse::backend {
@@ -63,27 +68,29 @@ std::int64_t RingRows(const InvertedResidualShape& s, std::int64_t tile_rows) {
 #if defined(__clang__)
 #define ONNXFUSE_TARGET_REGION(isa)
 #define ONNXFUSE_TARGET_REGION_END
+#define ONNXFUSE_VECTOR_BITS(bits) 0
 #else
+#define ONNXFUSE_VECTOR_BITS(bits) bits
 #define ONNXFUSE_TARGET_REGION(isa) _Pragma("GCC push_options") _Pragma(isa)
 #define ONNXFUSE_TARGET_REGION_END _Pragma("GCC pop_options")
 #endif
 
 ONNXFUSE_TARGET_REGION("GCC target(\"avx512f,fma\")")
 namespace avx512 {
-constexpr int kRows = 12, kPanels = 2;
+constexpr int kRows = 12, kPanels = 2, kVectorBits = ONNXFUSE_VECTOR_BITS(512);
 #include "backend/kernels/inverted_residual_band.inc"
 }  // namespace avx512
 ONNXFUSE_TARGET_REGION_END
 
 ONNXFUSE_TARGET_REGION("GCC target(\"avx2,fma\")")
 namespace avx2 {
-constexpr int kRows = 6, kPanels = 1;
+constexpr int kRows = 6, kPanels = 1, kVectorBits = ONNXFUSE_VECTOR_BITS(256);
 #include "backend/kernels/inverted_residual_band.inc"
 }  // namespace avx2
 ONNXFUSE_TARGET_REGION_END
 
 namespace baseline {
-constexpr int kRows = 4, kPanels = 1;
+constexpr int kRows = 4, kPanels = 1, kVectorBits = 0;
 #include "backend/kernels/inverted_residual_band.inc"
 }  // namespace baseline
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backend/kernels/cpu_isa.h"
+#include "backend/kernels/vector_math.h"
 
 // GCC 12 warns inside its own avx512fintrin.h: the unmasked intrinsics pass
 // _mm512_undefined_ps() as the (ignored) merge source.
@@ -96,6 +97,12 @@ __attribute__((target("avx512f"), always_inline)) inline void Block(const float*
             const __m512 gate = _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(acc[r][v], a, b), zero), one);
             acc[r][v] = _mm512_mul_ps(acc[r][v], gate);
           }
+        break;
+      case PointwiseOp::Kind::kSwish:
+#pragma GCC unroll 16
+        for (int r = 0; r < kR; ++r)
+#pragma GCC unroll 4
+          for (int v = 0; v < kV; ++v) acc[r][v] = Swish16(acc[r][v]);
         break;
     }
   }

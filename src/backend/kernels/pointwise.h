@@ -31,9 +31,12 @@ bool HavePointwiseConv();
 
 /// One step of the epilogue, applied in order to each output.
 struct PointwiseOp {
-  enum class Kind { kAdd, kClamp, kLinear, kHardSwish };
+  enum class Kind { kAdd, kClamp, kLinear, kHardSwish, kSwish };
   Kind kind = Kind::kClamp;
-  float a = 0, b = 0;  ///< kClamp: [a, b]; kLinear: a * y + b; kHardSwish: y * clamp(a * y + b, 0, 1)
+  /// kClamp: [a, b]; kLinear: a * y + b; kHardSwish: y * clamp(a * y + b, 0, 1);
+  /// kSwish (SiLU, ONNX's x * Sigmoid(x)): y / (1 + exp(-y)), exp as
+  /// backend/kernels/vector_math.h's (std::exp on the scalar paths).
+  float a = 0, b = 0;
 };
 
 /// The GEMM's shapes. out_channels is a multiple of 16.

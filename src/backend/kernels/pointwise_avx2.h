@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include "backend/kernels/pointwise.h"
+#include "backend/kernels/vector_math.h"
 
 namespace onnxfuse::backend {
 
@@ -19,6 +20,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256 ApplyPointwise(
     case PointwiseOp::Kind::kHardSwish:
       return _mm256_mul_ps(v, _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(v, a, b), _mm256_setzero_ps()),
                                             _mm256_set1_ps(1.0f)));
+    case PointwiseOp::Kind::kSwish: return Swish8(v);
     case PointwiseOp::Kind::kAdd: break;
   }
   return v;

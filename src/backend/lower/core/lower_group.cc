@@ -77,12 +77,17 @@ const Node* PoolReading(const Builder& b, ValueId v) {
 // A chain ending in swish or Gelu runs as its anchor with the other post-ops,
 // then our kernel in place on the anchor's destination (backend/kernels/activation.h:
 // several times faster than oneDNN's post-op here, which more than pays for
-// the extra pass over the data).
+// the extra pass over the data). A float Conv that one of our own kernels
+// takes whole applies swish in its epilogue instead, while the result is in
+// registers.
 void Flush(Builder& b, Chain chain) {
   const PostOp* last = chain.post_ops.empty() ? nullptr : &chain.post_ops.back();
   const bool swish = last && last->kind == Kind::kEltwise && last->alg == dnnl::algorithm::eltwise_swish && last->alpha == 1.f;
   const bool gelu = last && last->kind == Kind::kEltwise && last->alg == dnnl::algorithm::eltwise_gelu_erf;
   if (!b.fuse || !(swish || gelu)) return EmitAnchor(b, chain);
+  const Node& anchor = b.graph.node(chain.anchor);
+  if (swish && anchor.op_type == "Conv" && !DequantizeProducing(b, anchor.inputs.at(0)) && EmitConvOnOwnKernel(b, chain))
+    return;
   const std::size_t first = last->member;  // swish: the Sigmoid, then the Mul; Gelu: the Div
   std::vector<NodeId> removed(chain.members.begin() + static_cast<std::ptrdiff_t>(first), chain.members.end());
   const ValueId out = chain.out;

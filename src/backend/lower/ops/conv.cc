@@ -114,6 +114,19 @@ void EmitConvRuntimeWeights(Builder& b, const Chain& chain) {
 
 }  // namespace
 
+bool EmitConvOnOwnKernel(Builder& b, const Chain& chain) {
+  const Node& node = b.graph.node(chain.anchor);
+  if (IsRuntimeInput(b, node, 1) || IsRuntimeInput(b, node, 2) || b.deferred_concats.count(node.inputs[0]))
+    return false;
+  const ValueId input = ScaledInput(b, node.inputs[0]);  // x of a deferred x * s: the weights take s
+  ConvWeights w(b, chain);
+  const ConvGeometry geometry = ConvGeometryOf(b, node, b.ActOf(input, node).dims, w.dims());
+  std::vector<double> bias = BiasOf(b, node, 2, w.dims()[0]);
+  eval::FoldIntoBias(bias, chain.affine);
+  return EmitPointwise(b, chain, input, w, bias, geometry) || EmitConvWinograd(b, chain, input, w, bias, geometry) ||
+         EmitConvGemm(b, chain, input, w, bias, geometry);
+}
+
 void EmitConv(Builder& b, const Chain& chain) {
   const Node& node = b.graph.node(chain.anchor);
   if (IsRuntimeInput(b, node, 1) || IsRuntimeInput(b, node, 2)) {
@@ -124,6 +137,7 @@ void EmitConv(Builder& b, const Chain& chain) {
     if (EmitConvOverConcatParts(b, chain)) return;
     EmitDeferredConcat(b, node.inputs[0]);
   }
+  if (EmitConvOnOwnKernel(b, chain)) return;
   const ValueId input = ScaledInput(b, node.inputs[0]);  // x of a deferred x * s: the weights take s
   Dims x = b.ActOf(input, node).dims;
   ConvWeights w(b, chain);
@@ -132,9 +146,6 @@ void EmitConv(Builder& b, const Chain& chain) {
   const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims()[0];
   std::vector<double> bias = BiasOf(b, node, 2, out_channels);
   eval::FoldIntoBias(bias, chain.affine);
-  if (EmitPointwise(b, chain, input, w, bias, geometry) || EmitConvWinograd(b, chain, input, w, bias, geometry) ||
-      EmitConvGemm(b, chain, input, w, bias, geometry))
-    return;
 
   Dims wdims = w.dims();
   if (group > 1) {  // goihw: the same bytes as oihw

@@ -31,7 +31,7 @@ bool EmitPointwise(Builder& b, const Chain& chain, ValueId input, ConvWeights& w
                    const ConvGeometry& geometry);
 /// The chain's post-ops as the epilogue of our own kernels (PointwiseOp,
 /// backend/kernels/pointwise.h), `*sum` set to the residual Add's when there is one;
-/// nullopt when one is not among Relu, Clip, a linear map, HardSwish and a
+/// nullopt when one is not among Relu, Clip, a linear map, HardSwish, swish and a
 /// residual Add (backend/lower/own_kernels/pointwise.cc).
 std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const PostOp** sum);
 /// The destination of one of our kernels that adds the residual of `sum`

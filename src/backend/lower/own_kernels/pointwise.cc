@@ -61,6 +61,8 @@ std::optional<std::vector<PointwiseOp>> EpilogueOf(const Chain& chain, const Pos
       op = {PointwiseOp::Kind::kLinear, po.alpha, po.beta};
     } else if (po.alg == dnnl::algorithm::eltwise_hardswish) {
       op = {PointwiseOp::Kind::kHardSwish, po.alpha, po.beta};
+    } else if (po.alg == dnnl::algorithm::eltwise_swish && po.alpha == 1.f) {
+      op = {PointwiseOp::Kind::kSwish, 0.0f, 0.0f};
     } else {
       return std::nullopt;
     }

@@ -30,7 +30,7 @@ std::size_t Z(std::int64_t v) { return static_cast<std::size_t>(v); }
 
 using K = PointwiseOp::Kind;
 const PointwiseOp kRelu6{K::kClamp, 0, 6}, kHardSwish{K::kHardSwish, 1.f / 6, 0.5f},
-    kRelu{K::kClamp, 0, std::numeric_limits<float>::infinity()}, kAdd{K::kAdd, 0, 0};
+    kRelu{K::kClamp, 0, std::numeric_limits<float>::infinity()}, kAdd{K::kAdd, 0, 0}, kSwish{K::kSwish, 0, 0};
 
 class InvertedResidualTester {
  public:
@@ -164,7 +164,7 @@ TEST_CASE("InvertedResidual: MobileNetV2's blocks, with and without the residual
 TEST_CASE("InvertedResidual: every stride, kernels 3 and 5, each activation", "[kernels][inverted_residual]") {
   for (std::int64_t kernel : {3, 5})
     for (std::int64_t stride : {1, 2})
-      for (const PointwiseOp& act : {kRelu6, kRelu, kHardSwish})
+      for (const PointwiseOp& act : {kRelu6, kRelu, kHardSwish, kSwish})
         InvertedResidualTester()
             .Input(13, 11, 24)
             .Expanded(72)

@@ -1,6 +1,6 @@
 // 1x1 convolutions on small channels-last maps run as our own GEMM
 // (src/backend/kernels/pointwise.h): BatchNormalization folded into the
-// weights, the residual Add, Clip, Relu and HardSwish in its epilogue, rows
+// weights, the residual Add, Clip, Relu, HardSwish and swish in its epilogue, rows
 // not a multiple of its 6-row blocks, output channels not a multiple of its
 // 64-wide panels, and two such steps in a row, the first prefetching the
 // second's weights. Numbers are checked against naive loops in double.
@@ -117,6 +117,34 @@ TEST_CASE("pointwise steps in a row: HardSwish, a depthwise Conv between, Relu, 
   INFO(test::StepList(run));
   CHECK(StepsStartingWith(run, "conv ") == 3);
   CHECK(StepsContaining(run, "onnxfuse:pointwise") == (HavePointwiseKernel() ? 2 : 0));
+}
+
+TEST_CASE("a 1x1 Conv with swish (x * Sigmoid(x)) on a 14x14 map is one pointwise step: swish in its epilogue",
+          "[pointwise]") {
+  // EfficientNet's expand convolutions at 14x14: 196 rows, 40 -> 240 channels.
+  const std::int64_t in = 40, out = 240;
+  const Tensor x = Input("x", {1, in, 14, 14}, 13);
+  const std::vector<float> w = Values(out * in, 14), bias = Values(out, 15);
+  std::vector<double> y = test::NaivePointwise(x, w, out);
+  for (std::size_t k = 0; k < y.size(); ++k) {
+    const double v = y[k] + bias[k / 196];
+    y[k] = v / (1 + std::exp(-v));
+  }
+  PlanRun run = CheckBoth(R"(<ir_version: 8, opset_import: ["" : 13]>
+    g (float[1,14,14,40] xt, float[240,40,1,1] w = )" + test::FloatList(w) + R"(, float[240] b = )" + test::FloatList(bias) +
+                              R"() => (float[1,240,14,14] y) {
+      x = Transpose <perm = [0, 3, 1, 2]> (xt)
+      c = Conv (x, w, b)
+      s = Sigmoid (c)
+      y = Mul (c, s)
+    })",
+                          {test::ChannelsLast(x, "xt")}, y, 1e-4);
+  INFO(test::StepList(run));
+  CHECK(StepsStartingWith(run, "conv ") == 1);
+  if (HavePointwiseKernel()) {
+    CHECK(StepsContaining(run, "onnxfuse:pointwise") == 1);
+    CHECK(StepsStartingWith(run, "swish ") == 0);
+  }
 }
 
 TEST_CASE("a 1x1 Conv on a map of more than 256 pixels stays on oneDNN", "[pointwise]") {
