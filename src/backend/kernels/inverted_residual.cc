@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backend/kernels/cpu_isa.h"
 #include "backend/kernels/vector_math.h"
@@ -95,7 +96,7 @@ constexpr int kRows = 4, kPanels = 1, kVectorBits = 0;
 }  // namespace baseline
 
 using BandFn = void (*)(const float*, const Parts&, float*, const InvertedResidualShape&,
-                        const InvertedResidualEpilogues&, std::int64_t, float*, std::int64_t, std::int64_t);
+                        const InvertedResidualEpilogues&, std::int64_t, float*, std::int64_t, std::int64_t, float*);
 
 bool HasAdd(const std::vector<PointwiseOp>& ops) {
   return std::any_of(ops.begin(), ops.end(), [](const PointwiseOp& o) { return o.kind == PointwiseOp::Kind::kAdd; });
@@ -142,9 +143,10 @@ std::int64_t InvertedResidualTileRows(const InvertedResidualShape& s, std::int64
 
 void InvertedResidual(const float* x, const float* packed, float* y, const InvertedResidualShape& s,
                       const InvertedResidualEpilogues& ep, std::int64_t tile_rows, float* scratch,
-                      std::int64_t scratch_bytes) {
-  if (HasAdd(ep.expand) || HasAdd(ep.depthwise))
+                      std::int64_t scratch_bytes, float* means) {
+  if (HasAdd(ep.expand) || HasAdd(ep.depthwise) || (s.out_channels == 0 && HasAdd(ep.project)))
     throw std::logic_error("InvertedResidual: a residual Add is taken only after the projection");
+  if (means && s.out_channels > 0) throw std::logic_error("InvertedResidual: channel means of d are taken without a projection");
   if (s.kernel > kMaxKernel)
     throw std::logic_error("InvertedResidual: kernel " + std::to_string(s.kernel) + " > " + std::to_string(kMaxKernel));
   const std::int64_t per_thread = InvertedResidualScratchBytes(s, tile_rows);
@@ -153,6 +155,11 @@ void InvertedResidual(const float* x, const float* packed, float* y, const Inver
                            std::to_string(per_thread));
   static const BandFn band = ForCpuIsa<BandFn>(avx512::Band, avx2::Band, baseline::Band);
   const Parts p = PartsOf(s, packed);
+  // Each row's channel sums of d, [out_h][expanded padded]: kept across
+  // calls (this runs once per block of a network), summed in row order below.
+  thread_local std::vector<float> row_sums;
+  if (means) row_sums.resize(static_cast<std::size_t>(s.out_h * p.expanded));
+  float* sums = means ? row_sums.data() : nullptr;
   // Bands of near-equal numbers of output rows, one per thread, each walked T
   // rows at a time: a map of a few tiles keeps both threads busy.
   const int threads = static_cast<int>(
@@ -162,7 +169,13 @@ void InvertedResidual(const float* x, const float* packed, float* y, const Inver
     const std::int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
     const std::int64_t begin = s.out_h * t / n, end = s.out_h * (t + 1) / n;
     float* ring = reinterpret_cast<float*>(reinterpret_cast<char*>(scratch) + t * per_thread);
-    if (begin < end) band(x, p, y, s, ep, tile_rows, ring, begin, end);
+    if (begin < end) band(x, p, y, s, ep, tile_rows, ring, begin, end, sums);
+  }
+  if (!means) return;
+  for (std::int64_t c = 0; c < s.expanded; ++c) {
+    float total = 0;
+    for (std::int64_t oh = 0; oh < s.out_h; ++oh) total += sums[oh * p.expanded + c];
+    means[c] = total / static_cast<float>(s.out_h * s.out_w);
   }
 }
 

@@ -19,6 +19,16 @@
 // Accelerators", MICRO 2016, and MCUNetV2's patch-based inference (J. Lin et
 // al., NeurIPS 2021).
 //
+// Squeeze-and-excitation between the depthwise and the project conv
+// (MobileNetV3, EfficientNet; J. Hu et al., CVPR 2018) needs the mean of all
+// of d before the first row is projected. Such a block runs in two phases:
+// here, without the projection (out_channels 0), d is written in tiles and
+// its channel means taken as each row is made; the excitation and the
+// projection with its weights scaled by the gate then run as steps of their
+// own (backend/lower/fused/channel_scale.h). Recomputing d's tiles in the
+// second phase instead of keeping d would cost the expand convolution twice,
+// most of the block's arithmetic, to save one write and read of d.
+//
 // Layouts: one image, channels-last. x [in_h, in_w, in_channels], y [out_h,
 // out_w, out_channels], row-major. Weights packed once by
 // PackInvertedResidual, into one buffer of InvertedResidualPackedFloats
@@ -37,7 +47,8 @@ namespace onnxfuse::backend {
 /// stride 1, unpadded; the depthwise one is kernel x kernel, undilated, one
 /// filter per expanded channel, stride `stride` in both axes, padded by
 /// pad_top and pad_left before the first row and column (the rest of its
-/// padding follows from out_h and out_w).
+/// padding follows from out_h and out_w). out_channels 0: no projection, y is
+/// d itself, [out_h, out_w, expanded].
 struct InvertedResidualShape {
   std::int64_t in_h = 0, in_w = 0, in_channels = 0;
   std::int64_t expanded = 0;
@@ -76,11 +87,15 @@ std::int64_t InvertedResidualScratchBytes(const InvertedResidualShape& shape, st
 
 /// y = the block of x. Output rows are split over at most `scratch_bytes /
 /// InvertedResidualScratchBytes` OpenMP threads, each with its own slice of
-/// `scratch` (64-byte aligned). Throws std::logic_error when the scratch does
-/// not hold one thread's, or an epilogue has a kAdd it may not.
+/// `scratch` (64-byte aligned). `means` (nullptr: none) [expanded] receives
+/// the mean of each channel of d over its out_h x out_w pixels
+/// (GlobalAveragePool), summed per row and then over the rows in order: the
+/// same whatever the threads and tile height. Throws std::logic_error when
+/// the scratch does not hold one thread's, an epilogue has a kAdd it may
+/// not, or `means` is asked of a block with a projection.
 void InvertedResidual(const float* x, const float* packed, float* y, const InvertedResidualShape& shape,
                       const InvertedResidualEpilogues& epilogues, std::int64_t tile_rows, float* scratch,
-                      std::int64_t scratch_bytes);
+                      std::int64_t scratch_bytes, float* means = nullptr);
 
 /// The unified L2 cache of one core in bytes (sysconf's _SC_LEVEL2_CACHE_SIZE;
 /// 1 MB when the system does not say).

@@ -38,4 +38,12 @@ bool IsPooling(const std::string& op) {
   return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool";
 }
 
+const Node* PoolReading(const Builder& b, ValueId v) {
+  for (NodeId c : b.graph.value(v).consumers) {
+    const Node& n = b.graph.node(c);
+    if (n.op_type == "GlobalAveragePool" && n.domain.empty() && !b.absorbed[c] && n.inputs[0] == v) return &n;
+  }
+  return nullptr;
+}
+
 }  // namespace onnxfuse::backend

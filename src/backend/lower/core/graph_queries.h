@@ -27,5 +27,9 @@ bool ConvReadsAsData(const Builder& b, const Node& n, ValueId v);
 /// True for the pooling ops EmitPool lowers (MaxPool, AveragePool and their
 /// Global forms): each works per channel, in any layout.
 bool IsPooling(const std::string& op);
+/// A GlobalAveragePool (default domain, not yet absorbed) reading `v` as its
+/// input, for a producer that takes the channel means as it writes `v`; nullptr
+/// when there is none.
+const Node* PoolReading(const Builder& b, ValueId v);
 
 }  // namespace onnxfuse::backend

@@ -65,15 +65,6 @@ void EmitAnchor(Builder& b, const Chain& chain) {
   else if (!EmitInt8Add(b, chain)) EmitBinary(b, chain);
 }
 
-// The GlobalAveragePool reading `v`, not yet lowered; nullptr when there is none.
-const Node* PoolReading(const Builder& b, ValueId v) {
-  for (NodeId c : b.graph.value(v).consumers) {
-    const Node& n = b.graph.node(c);
-    if (n.op_type == "GlobalAveragePool" && n.domain.empty() && !b.absorbed[c] && n.inputs[0] == v) return &n;
-  }
-  return nullptr;
-}
-
 // A chain ending in swish or Gelu runs as its anchor with the other post-ops,
 // then our kernel in place on the anchor's destination (backend/kernels/activation.h:
 // several times faster than oneDNN's post-op here, which more than pays for

@@ -3,10 +3,14 @@
 
 #include <omp.h>
 
+#include <optional>
+#include <string>
+
 #include "backend/kernels/cpu_isa.h"
 #include "backend/kernels/inverted_residual.h"
 #include "backend/lower/core/chain.h"
 #include "backend/lower/core/conv_geometry.h"
+#include "backend/lower/core/graph_queries.h"
 #include "backend/lower/core/operands.h"
 #include "backend/lower/fused/channel_scale.h"
 #include "backend/lower/own_kernels/own_kernels.h"
@@ -25,7 +29,8 @@ using Members = std::vector<const Node*>;
 NodeId IdOf(const Builder& b, const Node* n) { return static_cast<NodeId>(n - b.graph.nodes().data()); }
 
 // Whether m[first, end) is one chain a convolution's lowering takes whole:
-// each member reads the one before it (x * HardSigmoid(x)'s Mul reads both),
+// each member reads the one before it (x * HardSigmoid(x)'s and x *
+// Sigmoid(x)'s Mul read both),
 // every other input is known at build time, and no value but the last leaves
 // it (no graph output, no reader outside). Checked before any member is
 // attached, because attaching consumes their uses (chain.h).
@@ -33,7 +38,7 @@ bool WholeChain(const Builder& b, const Members& m, std::size_t first, std::size
   for (std::size_t i = first + 1; i < end; ++i) {
     const Node& n = *m[i];
     const ValueId prev = m[i - 1]->outputs.at(0);
-    const bool gated_mul = n.op_type == "Mul" && m[i - 1]->op_type == "HardSigmoid";
+    const bool gated_mul = n.op_type == "Mul" && (m[i - 1]->op_type == "HardSigmoid" || m[i - 1]->op_type == "Sigmoid");
     for (std::size_t j = 0; j < n.inputs.size(); ++j) {
       const ValueId v = n.inputs[j];
       const bool chained = j == 0 ? v == prev || (gated_mul && v == m[i - 2]->outputs.at(0))
@@ -55,7 +60,7 @@ bool WholeChain(const Builder& b, const Members& m, std::size_t first, std::size
 }
 
 // The chain anchored at m[first] that takes m[first + 1, end) as its
-// BatchNormalization and post-ops (a HardSigmoid takes its Mul with it).
+// BatchNormalization and post-ops (a HardSigmoid or Sigmoid takes its Mul with it).
 // WholeChain holds, so each member attaches; one that does not is a bug.
 Chain ChainOf(Builder& b, const Members& m, std::size_t first, std::size_t end, const std::vector<NodeId>& group) {
   const NodeId anchor = IdOf(b, m[first]);
@@ -106,12 +111,13 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
   std::vector<std::size_t> convs;
   for (std::size_t i = 0; i < m.size(); ++i)
     if (m[i]->op_type == "Conv") convs.push_back(i);
-  if (convs.size() != 3 || convs[0] != 0) return false;
-  const Node &expand = *m[convs[0]], &depthwise = *m[convs[1]], &project = *m[convs[2]];
+  if (convs.size() < 2 || convs.size() > 3 || convs[0] != 0) return false;
+  const bool projects = convs.size() == 3;  // else PwDwConv*: expand and depthwise only
+  const Node &expand = *m[convs[0]], &depthwise = *m[convs[1]];
   const ValueId input = expand.inputs.at(0);
   if (!b.IsAct(input) || ScaledInput(b, input) != input || b.deferred_concats.count(input)) return false;
-  for (const Node* conv : {&expand, &depthwise, &project})
-    if (!ConstFloatOperands(b, *conv)) return false;
+  for (std::size_t c : convs)
+    if (!ConstFloatOperands(b, *m[c])) return false;
   const Dims x = b.ActOf(input, expand).dims;
   if (x.size() != 4 || x[0] != 1) return false;
 
@@ -123,7 +129,7 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
     return false;
   const ConvGeometry g = ConvGeometryOf(b, depthwise, e, wd);
   if (g.strides.size() != 2 || g.strides[0] != g.strides[1] || !AllZero(g.dil)) return false;
-  const Dims out = PointwiseOut(b, project, g.out);
+  const Dims out = projects ? PointwiseOut(b, *m[convs[2]], g.out) : g.out;
   if (out.empty()) return false;
   if (!UseInvertedResidual(x[2], x[3], e[1], L2CacheBytes())) return false;
   // The residual: the block's input itself, of the output's shape.
@@ -132,48 +138,55 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
     const ValueId projected = m[m.size() - 2]->outputs.at(0);  // the project Conv's BatchNormalization
     const ValueId r = last.inputs.at(0) == projected ? last.inputs.at(1) : last.inputs.at(0);
     const Value& p = b.graph.value(projected);
-    if (r != input || out != x || p.is_graph_output || p.consumers.size() != 1) return false;
+    if (!projects || r != input || out != x || p.is_graph_output || p.consumers.size() != 1) return false;
   }
   // The rest of each chain; the Add reads the input besides its chain.
-  if (!WholeChain(b, m, convs[0], convs[1]) || !WholeChain(b, m, convs[1], convs[2]) ||
-      !WholeChain(b, m, convs[2], last.op_type == "Add" ? m.size() - 1 : m.size()))
+  const std::size_t end2 = projects ? convs[2] : m.size();
+  if (!WholeChain(b, m, convs[0], convs[1]) || !WholeChain(b, m, convs[1], end2) ||
+      (projects && !WholeChain(b, m, convs[2], last.op_type == "Add" ? m.size() - 1 : m.size())))
     return false;
 
-  // The three chains and their epilogues: the pattern's activations are all the kernel's.
+  // The chains and their epilogues: the pattern's activations are all the kernel's.
   std::vector<NodeId> group;
   for (const Node* n : m) group.push_back(IdOf(b, n));
-  const Chain c1 = ChainOf(b, m, convs[0], convs[1], group);
-  const Chain c2 = ChainOf(b, m, convs[1], convs[2], group);
-  const Chain c3 = ChainOf(b, m, convs[2], m.size(), group);
-  const PostOp *sum1 = nullptr, *sum2 = nullptr, *sum3 = nullptr;
-  auto ep1 = EpilogueOf(c1, &sum1), ep2 = EpilogueOf(c2, &sum2), ep3 = EpilogueOf(c3, &sum3);
-  if (!ep1 || !ep2 || !ep3 || sum1 || sum2 || (sum3 && sum3->operand != input))
-    throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(expand) +
-                                          ": an inverted residual block's activations are not the kernel's");
+  std::vector<Chain> chains = {ChainOf(b, m, convs[0], convs[1], group), ChainOf(b, m, convs[1], end2, group)};
+  if (projects) chains.push_back(ChainOf(b, m, convs[2], m.size(), group));
+  std::vector<PointwiseOp> epilogues[3];
+  for (std::size_t i = 0; i < chains.size(); ++i) {
+    const PostOp* sum = nullptr;
+    auto ep = EpilogueOf(chains[i], &sum);
+    if (!ep || (sum && (i < 2 || sum->operand != input)))
+      throw Error(ErrorKind::kInternal, "internal error: " + NodeLabel(expand) +
+                                            ": an inverted residual block's activations are not the kernel's");
+    epilogues[i] = std::move(*ep);
+  }
 
   InvertedResidualShape s;
   s.in_h = x[2], s.in_w = x[3], s.in_channels = x[1], s.expanded = e[1];
   s.kernel = wd[2], s.stride = g.strides[0], s.pad_top = g.pl[0], s.pad_left = g.pl[1];
-  s.out_h = out[2], s.out_w = out[3], s.out_channels = out[1];
-  const InvertedResidualEpilogues epilogues{*ep1, *ep2, *ep3};
+  s.out_h = out[2], s.out_w = out[3], s.out_channels = projects ? out[1] : 0;
+  const InvertedResidualEpilogues epilogue{epilogues[0], epilogues[1], epilogues[2]};
 
   const memory::desc packed_md = PlainDesc({InvertedResidualPackedFloats(s)});
-  memory packed = b.PackedConstant(c1.anchor, "inverted residual", packed_md, [&] {
-    ConvWeights w1(b, c1), w2(b, c2), w3(b, c3);
-    std::vector<float> biases[3];
-    const Chain* chains[3] = {&c1, &c2, &c3};
-    for (int i = 0; i < 3; ++i) {
-      const Node& conv = b.graph.node(chains[i]->anchor);
-      std::vector<double> bias = BiasOf(b, conv, 2, b.DimsOfValue(conv.inputs[1], conv)[0]);
-      eval::FoldIntoBias(bias, chains[i]->affine);
-      biases[i].assign(bias.begin(), bias.end());
+  memory packed = b.PackedConstant(chains[0].anchor, "inverted residual", packed_md, [&] {
+    std::vector<std::vector<float>> weights, biases;
+    for (const Chain& chain : chains) {
+      ConvWeights w(b, chain);
+      weights.push_back(w.data());
+      const Node& conv = b.graph.node(chain.anchor);
+      std::vector<double> bias = BiasOf(b, conv, 2, w.dims()[0]);
+      eval::FoldIntoBias(bias, chain.affine);
+      biases.emplace_back(bias.begin(), bias.end());
     }
     std::vector<float> data(static_cast<std::size_t>(InvertedResidualPackedFloats(s)));
-    PackInvertedResidual(s, w1.data().data(), biases[0].data(), w2.data().data(), biases[1].data(),
-                         w3.data().data(), biases[2].data(), data.data());
+    PackInvertedResidual(s, weights[0].data(), biases[0].data(), weights[1].data(), biases[1].data(),
+                         projects ? weights[2].data() : nullptr, projects ? biases[2].data() : nullptr, data.data());
     return b.HostMemory(packed_md, data.data());
   });
 
+  // Without the projection, squeeze-and-excitation's GlobalAveragePool of the
+  // result is taken as the rows are made.
+  const Node* pool = projects ? nullptr : PoolReading(b, chains.back().out);
   const std::int64_t tile_rows = InvertedResidualTileRows(s, L2CacheBytes());
   const std::int64_t scratch_bytes = InvertedResidualScratchBytes(s, tile_rows) * omp_get_max_threads();
   const Arg src = b.Use(input, ChannelsLastDesc(x), expand);
@@ -181,19 +194,36 @@ bool LowerInvertedResidual(Builder& b, const Members& m) {
   const Act dst = b.NewAct(out, dst_md);
   std::vector<std::pair<int, Arg>> args = {
       {0, src}, {1, Arg{dst.slot, dst_md, {}}}, {2, Arg{-1, packed.get_desc(), packed}}};
+  std::optional<Act> pooled;
+  if (pool) {
+    const Dims pooled_dims = {1, s.expanded, 1, 1};
+    pooled = b.NewAct(pooled_dims, PlainDesc(pooled_dims));
+    args.push_back({3, Arg{pooled->slot, pooled->md, {}}});
+  }
+  std::string label;
+  for (const Chain& chain : chains) label += (label.empty() ? "" : "+") + ChainLabel(b, chain);
+  if (pool) label += "+" + pool->name;
   b.EmitCustom(
-      "conv", ChainLabel(b, c1) + "+" + ChainLabel(b, c2) + "+" + ChainLabel(b, c3), std::move(args),
-      [s, epilogues, tile_rows, scratch_bytes](const std::vector<void*>& data) {
+      "conv", label, std::move(args),
+      [s, epilogue, tile_rows, scratch_bytes, means = pool != nullptr](const std::vector<void*>& data) {
         InvertedResidual(static_cast<const float*>(data[0]), static_cast<const float*>(data[2]),
-                         static_cast<float*>(data[1]), s, epilogues, tile_rows, static_cast<float*>(data.back()),
-                         scratch_bytes);
+                         static_cast<float*>(data[1]), s, epilogue, tile_rows, static_cast<float*>(data.back()),
+                         scratch_bytes, means ? static_cast<float*>(data[3]) : nullptr);
       },
       dst_md, "onnxfuse:inverted_residual", scratch_bytes);
-  b.steps.back().flops = ConvFlops(Product(e), s.expanded, Product(b.DimsOfValue(expand.inputs[1], expand))) +
-                         ConvFlops(Product(g.out), s.expanded, Product(wd)) +
-                         ConvFlops(Product(out), s.out_channels, Product(b.DimsOfValue(project.inputs[1], project)));
+  double flops = ConvFlops(Product(e), s.expanded, Product(b.DimsOfValue(expand.inputs[1], expand))) +
+                 ConvFlops(Product(g.out), s.expanded, Product(wd));
+  if (projects) {
+    const Node& project = *m[convs[2]];
+    flops += ConvFlops(Product(out), s.out_channels, Product(b.DimsOfValue(project.inputs[1], project)));
+  }
+  b.steps.back().flops = flops;
   Absorb(b, m);
-  b.SetAct(c3.out, dst);
+  b.SetAct(chains.back().out, dst);
+  if (pool) {
+    Absorb(b, {pool});
+    b.SetAct(pool->outputs[0], *pooled);
+  }
   return true;
 }
 

@@ -11,9 +11,12 @@ namespace onnxfuse::backend {
 
 /// Lowers the computing members `m` of an inverted residual block, in the
 /// pattern's order: Conv, BatchNormalization, activation (Relu, Clip,
-/// HardSwish, or HardSigmoid and Mul), Conv (depthwise), BatchNormalization,
-/// the same activation, Conv, BatchNormalization, and optionally the residual
-/// Add of the block's input. One step of InvertedResidual when
+/// HardSwish, HardSigmoid and Mul, or Sigmoid and Mul: swish), Conv
+/// (depthwise), BatchNormalization, the same activation, Conv,
+/// BatchNormalization, and optionally the residual Add of the block's input;
+/// or of its first two convolutions alone (patterns/pw_dw_conv.onnxtxt: a
+/// block with squeeze-and-excitation), whose output's GlobalAveragePool, when
+/// one reads it, the same step computes and absorbs. One step of InvertedResidual when
 /// UseInvertedResidual says so and the kernel takes the block: fused mode, a
 /// CPU with AVX2 or AVX-512, batch 1, float weights and biases known at build
 /// time, 1x1 expand and project convs (stride 1, unpadded), a square
@@ -21,7 +24,7 @@ namespace onnxfuse::backend {
 /// has, a residual of the block's input itself. The input is read
 /// channels-last (reordered there if it is not) and the output is written
 /// channels-last. Returns false, emitting nothing, otherwise: the group's
-/// chain lowering then runs the three convolutions.
+/// chain lowering then runs the convolutions.
 bool LowerInvertedResidual(Builder& b, const std::vector<const Node*>& m);
 
 /// The cost model: whether the depth-first kernel beats the three

@@ -91,10 +91,11 @@ bool LowerSoftmaxLog(Builder& b, const Members& m) {
   return true;
 }
 
-// InvertedResidualBn<act>[Add]'s members: Conv, BN, the activation's ops, three times (the last without activation).
-std::vector<std::string> InvertedResidualOps(const std::vector<std::string>& act, bool add) {
+// InvertedResidualBn<act>[Add]'s members: Conv, BN, the activation's ops,
+// three times (the last without activation); PwDwConvBn<act>'s: the first two.
+std::vector<std::string> InvertedResidualOps(const std::vector<std::string>& act, int convs, bool add) {
   std::vector<std::string> ops;
-  for (int conv = 0; conv < 3; ++conv) {
+  for (int conv = 0; conv < convs; ++conv) {
     ops.insert(ops.end(), {"Conv", "BatchNormalization"});
     if (conv < 2) ops.insert(ops.end(), act.begin(), act.end());
   }
@@ -123,8 +124,17 @@ std::map<std::string, PatternLowering> MakeTable() {
       {"Relu", {"Relu"}}, {"Clip", {"Clip"}}, {"HardSwish", {"HardSwish"}}, {"HardSigmoidMul", {"HardSigmoid", "Mul"}}};
   for (const auto& [name, act] : activations)
     for (bool add : {false, true})
-      table[std::string("InvertedResidualBn") + name + (add ? "Add" : "")] = {InvertedResidualOps(act, add), 0,
+      table[std::string("InvertedResidualBn") + name + (add ? "Add" : "")] = {InvertedResidualOps(act, 3, add), 0,
                                                                               LowerInvertedResidual};
+  // The expand and depthwise convolutions of a block with squeeze-and-excitation.
+  const std::pair<const char*, std::vector<std::string>> pw_dw_activations[] = {
+      {"Relu", {"Relu"}},
+      {"Clip", {"Clip"}},
+      {"HardSwish", {"HardSwish"}},
+      {"HardSigmoidMul", {"HardSigmoid", "Mul"}},
+      {"SiLU", {"Sigmoid", "Mul"}}};
+  for (const auto& [name, act] : pw_dw_activations)
+    table[std::string("PwDwConvBn") + name] = {InvertedResidualOps(act, 2, false), 0, LowerInvertedResidual};
   return table;
 }
 

@@ -5,7 +5,9 @@
 // sum of the magnitudes of the terms, carried through all three (a missing or
 // doubled tap or product is far more). Then the same block at other tile
 // heights and thread counts must give the same bits: every output is summed in
-// one order whatever the tiling.
+// one order whatever the tiling. Without the projection (the first phase of
+// a block with squeeze-and-excitation), d itself and its channel means are
+// checked the same way.
 //
 // The kernel has an AVX-512, an AVX2 and a baseline build (ForCpuIsa); the
 // ctest variants kernels.AVX2 and kernels.SSE41 run this file under the cap.
@@ -16,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "backend/kernels/inverted_residual.h"
@@ -46,6 +49,8 @@ class InvertedResidualTester {
     return *this;
   }
   InvertedResidualTester& Residual(bool v) { residual_ = v; return *this; }
+  /// No projection: y is d, and the kernel also gives d's channel means.
+  InvertedResidualTester& WithoutProjection() { project_ = false; return *this; }
   InvertedResidualTester& Activation(PointwiseOp v) { act_ = v; return *this; }
   /// 0: InvertedResidualTileRows for a 1 MB cache.
   InvertedResidualTester& TileRows(std::int64_t v) { tile_rows_ = v; return *this; }
@@ -54,7 +59,8 @@ class InvertedResidualTester {
     Complete();
     INFO("in " << s_.in_h << "x" << s_.in_w << "x" << s_.in_channels << " expanded " << s_.expanded << " out "
                << s_.out_h << "x" << s_.out_w << "x" << s_.out_channels << " kernel " << s_.kernel << " stride "
-               << s_.stride << " residual " << residual_ << " tile rows " << tile_rows_);
+               << s_.stride << " residual " << residual_ << " projection " << project_ << " tile rows "
+               << tile_rows_);
     const std::vector<float> x = test::RandomFloats(Z(s_.in_h * s_.in_w * s_.in_channels), 41);
     const std::vector<float> we = test::RandomFloats(Z(s_.expanded * s_.in_channels), 42, -0.5f, 0.5f);
     const std::vector<float> be = test::RandomFloats(Z(s_.expanded), 43);
@@ -81,6 +87,7 @@ class InvertedResidualTester {
     s_.out_h = (s_.in_h + 2 * s_.pad_top - s_.kernel) / s_.stride + 1;
     s_.out_w = (s_.in_w + 2 * s_.pad_left - s_.kernel) / s_.stride + 1;
     if (residual_) s_.out_channels = s_.in_channels;
+    if (!project_) s_.out_channels = 0;
     ep_.expand = {act_};
     ep_.depthwise = {act_};
     ep_.project = residual_ ? std::vector<PointwiseOp>{kAdd} : std::vector<PointwiseOp>{};
@@ -117,6 +124,17 @@ class InvertedResidualTester {
             }
           d[Z((oh * s_.out_w + ow) * m + n)] = test::ApplyEpilogue(v, ep_.depthwise, 0);
         }
+    if (!project_) {  // d, then its channel means
+      const std::int64_t pixels = s_.out_h * s_.out_w;
+      std::vector<test::Expected> means(Z(m));
+      for (std::int64_t px = 0; px < pixels; ++px)
+        for (std::int64_t n = 0; n < m; ++n) {
+          means[Z(n)].value += d[Z(px * m + n)].value / static_cast<double>(pixels);
+          means[Z(n)].magnitude += d[Z(px * m + n)].magnitude / static_cast<double>(pixels);
+        }
+      d.insert(d.end(), means.begin(), means.end());
+      return d;
+    }
     for (std::int64_t px = 0; px < s_.out_h * s_.out_w; ++px)
       for (std::int64_t o = 0; o < s_.out_channels; ++o) {
         test::Expected v{bp[Z(o)], std::abs(bp[Z(o)])};
@@ -136,19 +154,24 @@ class InvertedResidualTester {
     const std::int64_t per_thread = InvertedResidualScratchBytes(s_, tile_rows);
     std::vector<float> scratch(Z(per_thread * threads / 4 + 16));
     auto* aligned = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) / 64 * 64);
-    test::Guarded y(Z(s_.out_h * s_.out_w * s_.out_channels));
+    const std::int64_t count = s_.out_h * s_.out_w * (project_ ? s_.out_channels : s_.expanded);
+    test::Guarded y(Z(count)), means(Z(project_ ? 0 : s_.expanded));
     const int before = omp_get_max_threads();
     omp_set_num_threads(threads);
-    InvertedResidual(x.data(), packed.data(), y.get(), s_, ep_, tile_rows, aligned, per_thread * threads);
+    InvertedResidual(x.data(), packed.data(), y.get(), s_, ep_, tile_rows, aligned, per_thread * threads,
+                     project_ ? nullptr : means.get());
     omp_set_num_threads(before);
     CHECK(y.GuardIntact());
-    return {y.data.begin(), y.data.begin() + static_cast<std::ptrdiff_t>(s_.out_h * s_.out_w * s_.out_channels)};
+    CHECK(means.GuardIntact());
+    std::vector<float> got(y.data.begin(), y.data.begin() + static_cast<std::ptrdiff_t>(count));
+    got.insert(got.end(), means.get(), means.get() + (project_ ? 0 : s_.expanded));
+    return got;
   }
 
   InvertedResidualShape s_;
   InvertedResidualEpilogues ep_;
   PointwiseOp act_ = kRelu6;
-  bool residual_ = false;
+  bool residual_ = false, project_ = true;
   std::int64_t tile_rows_ = 0;
 };
 
@@ -195,6 +218,33 @@ TEST_CASE("InvertedResidual: tile heights around the halo", "[kernels][inverted_
     for (std::int64_t rows : {1, 2, 3, 4, 7})
       InvertedResidualTester().Input(17, 9, 8).Expanded(32).OutChannels(16).Depthwise(3, stride).TileRows(rows).Test();
   InvertedResidualTester().Input(17, 9, 8).Expanded(32).OutChannels(16).Depthwise(5, 1).TileRows(2).Test();
+}
+
+TEST_CASE("InvertedResidual without the projection: d and its channel means (squeeze-and-excitation's first phase)",
+          "[kernels][inverted_residual]") {
+  // EfficientNet-B0's features.2.0 and features.3.0 (swish, strides 2, kernels 3 and 5), smaller.
+  InvertedResidualTester().Input(20, 18, 16).Expanded(96).Depthwise(3, 2).Activation(kSwish).WithoutProjection().Test();
+  InvertedResidualTester().Input(12, 12, 24).Expanded(144).Depthwise(5, 2).Activation(kSwish).WithoutProjection().Test();
+  // Expanded channels not a multiple of 16 (d through the tile), stride 1, one row per tile.
+  for (std::int64_t expanded : {8, 17, 72})
+    InvertedResidualTester().Input(9, 7, 5).Expanded(expanded).Depthwise(3, 1).WithoutProjection().Test();
+  InvertedResidualTester().Input(9, 7, 5).Expanded(40).Depthwise(3, 1).TileRows(1).WithoutProjection().Test();
+}
+
+TEST_CASE("InvertedResidual: channel means with a projection, or a residual without one, are logic_errors",
+          "[kernels][inverted_residual]") {
+  InvertedResidualShape s;
+  s.in_h = s.in_w = 4, s.in_channels = 8, s.expanded = 16, s.out_h = s.out_w = 4, s.out_channels = 8;
+  std::vector<float> packed(Z(InvertedResidualPackedFloats(s))), x(128), y(128), means(16);
+  std::vector<float> scratch(Z(InvertedResidualScratchBytes(s, 1) / 4 + 16));
+  auto* aligned = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) / 64 * 64);
+  const std::int64_t bytes = InvertedResidualScratchBytes(s, 1);
+  CHECK_THROWS_AS(InvertedResidual(x.data(), packed.data(), y.data(), s, {}, 1, aligned, bytes, means.data()),
+                  std::logic_error);
+  s.out_channels = 0;
+  InvertedResidualEpilogues with_add;
+  with_add.project = {kAdd};
+  CHECK_THROWS_AS(InvertedResidual(x.data(), packed.data(), y.data(), s, with_add, 1, aligned, bytes), std::logic_error);
 }
 
 TEST_CASE("InvertedResidual: the tile height fits half the cache", "[kernels][inverted_residual]") {

@@ -3,7 +3,9 @@
 // L2 cache (UseInvertedResidual), the three convolutions otherwise; outputs
 // equal to the unfused plan's (one primitive per node, plain layouts) at 1 and
 // 2 threads, for each activation, kernel size, stride, with and without the
-// residual. The [lower_ops] tag runs this file again under the AVX2 cap
+// residual. A block with squeeze-and-excitation (EfficientNet's) runs its
+// expand and depthwise convolutions as one such step that also takes the
+// GlobalAveragePool of their result. The [lower_ops] tag runs this file again under the AVX2 cap
 // (tests/CMakeLists.txt): the kernel's AVX2 build inside a plan.
 #include <catch2/catch.hpp>
 
@@ -28,10 +30,12 @@ struct Block {
   int side = 64, in = 16, expanded = 192, out = 16, kernel = 3, stride = 1;
   std::string act = "Clip";
   bool residual = true;
+  int squeeze = 0;  ///< > 0: squeeze-and-excitation to this many channels before the projection
 };
 
 std::string Activation(const std::string& act, const std::string& in, const std::string& out) {
   if (act == "Clip") return out + " = Clip (" + in + ", lo, hi)\n";
+  if (act == "SiLU") return out + "_h = Sigmoid (" + in + ")\n" + out + " = Mul (" + in + ", " + out + "_h)\n";
   if (act == "HardSigmoidMul") return out + "_h = HardSigmoid <alpha = 0.16666667, beta = 0.5> (" + in + ")\n" + out +
                                       " = Mul (" + in + ", " + out + "_h)\n";
   return out + " = " + act + " (" + in + ")\n";
@@ -52,6 +56,19 @@ std::string Model(const Block& b) {
   const std::string e = std::to_string(b.expanded), k = std::to_string(b.kernel), p = std::to_string(b.kernel / 2),
                     s = std::to_string(b.stride);
   const auto n = [](int v) { return static_cast<std::size_t>(v); };
+  const std::string r = std::to_string(b.squeeze);
+  // EfficientNet's squeeze-and-excitation: the mean of each channel, 1x1 to r
+  // channels, swish, 1x1 back, Sigmoid, the channels scaled by it.
+  const std::string se_params =
+      b.squeeze == 0 ? ""
+                     : ", float[" + r + "," + e + ",1,1] s1 = " + test::FloatList(Floats(n(b.squeeze * b.expanded), 0.3f, 14)) +
+                           ", float[" + r + "] t1 = " + test::FloatList(Floats(n(b.squeeze), 0.2f, 15)) + ", float[" + e +
+                           "," + r + ",1,1] s2 = " + test::FloatList(Floats(n(b.expanded * b.squeeze), 0.3f, 16)) +
+                           ", float[" + e + "] t2 = " + test::FloatList(Floats(n(b.expanded), 0.2f, 17));
+  const std::string se = b.squeeze == 0 ? ""
+                                        : "p = GlobalAveragePool (a2)\n      f1 = Conv (p, s1, t1)\n      " +
+                                              Activation("SiLU", "f1", "g1") +
+                                              "      f2 = Conv (g1, s2, t2)\n      g2 = Sigmoid (f2)\n      a3 = Mul (a2, g2)\n";
   return R"(<ir_version: 8, opset_import: ["" : )" + std::string(b.act == "HardSwish" ? "14" : "13") + R"(]>
     g (float[1,)" + std::to_string(b.in) + "," + std::to_string(b.side) + "," + std::to_string(b.side) +
          R"(] x, float[)" + e + "," + std::to_string(b.in) + ",1,1] w1 = " +
@@ -59,7 +76,7 @@ std::string Model(const Block& b) {
          test::FloatList(Floats(n(b.expanded * b.kernel * b.kernel), 0.4f, 12)) + ", float[" + std::to_string(b.out) +
          "," + e + ",1,1] w3 = " + test::FloatList(Floats(n(b.out * b.expanded), 0.2f, 13)) +
          ", float lo = {0.0}, float hi = {6.0}" + BnParams("p", b.expanded, 20) + BnParams("d", b.expanded, 30) +
-         BnParams("q", b.out, 40) + R"() => (float[1,)" + std::to_string(b.out) + "," + std::to_string(out_side) + "," +
+         BnParams("q", b.out, 40) + se_params + R"() => (float[1,)" + std::to_string(b.out) + "," + std::to_string(out_side) + "," +
          std::to_string(out_side) + R"(] y) {
       c1 = Conv (x, w1)
       b1 = BatchNormalization (c1, p_s, p_t, p_m, p_v)
@@ -67,8 +84,8 @@ std::string Model(const Block& b) {
       c2 = Conv <group = )" + e + ", kernel_shape = [" + k + ", " + k + "], pads = [" + p + ", " + p + ", " + p + ", " +
          p + "], strides = [" + s + ", " + s + R"(]> (a1, w2)
       b2 = BatchNormalization (c2, d_s, d_t, d_m, d_v)
-      )" + Activation(b.act, "b2", "a2") + R"(
-      c3 = Conv (a2, w3)
+      )" + Activation(b.act, "b2", "a2") + se + R"(
+      c3 = Conv ()" + std::string(b.squeeze == 0 ? "a2" : "a3") + R"(, w3)
       )" + (b.residual ? "b3 = BatchNormalization (c3, q_s, q_t, q_m, q_v)\n      y = Add (b3, x)"
                        : "y = BatchNormalization (c3, q_s, q_t, q_m, q_v)") + R"(
     })";
@@ -94,6 +111,10 @@ int Check(const Block& b, int threads) {
   for (const ScheduleStep& step : fused.schedule)
     if (step.kind == "conv") flops += step.flops;
   CHECK(flops == Approx(conv_flops));
+  if (b.squeeze > 0) {  // the pool and the swish passes are the step's
+    CHECK(test::StepsStartingWith(fused, "pooling ") == 0);
+    CHECK(test::StepsStartingWith(fused, "swish ") == 0);
+  }
   return test::StepsContaining(fused, "onnxfuse:inverted_residual");
 }
 
@@ -123,6 +144,26 @@ TEST_CASE("an inverted residual block whose expanded tensor outgrows L2 is one s
           backend::UseInvertedResidual(b.side, b.side, b.expanded, backend::L2CacheBytes());
       CHECK(chosen);
       CHECK(Check(b, threads) == (chosen ? 1 : 0));
+    }
+}
+
+TEST_CASE("a block with squeeze-and-excitation whose expanded tensor outgrows L2: expand, depthwise and the pool as one step",
+          "[lower_ops][inverted_residual]") {
+  // EfficientNet-B0's features.2.0 (16 -> 96 -> 24 at stride 2, swish, SE to
+  // 4 channels) and features.2.1 (24 -> 144 -> 24, the residual), smaller maps.
+  Block first;
+  first.side = 80, first.expanded = 96, first.out = 24, first.stride = 2, first.residual = false, first.squeeze = 4;
+  first.act = "SiLU";
+  Block second;
+  second.side = 56, second.in = 24, second.expanded = 144, second.out = 24, second.squeeze = 6, second.act = "SiLU";
+  Block relu;  // another activation, not a multiple of 16 expanded channels (d through the tile)
+  relu.side = 64, relu.expanded = 72, relu.squeeze = 8, relu.act = "Relu";
+  for (const Block& b : {first, second, relu})
+    for (int threads : {1, 2}) {
+      INFO(b.act << " " << b.side << " expanded " << b.expanded << " squeeze " << b.squeeze << ", " << threads
+                 << " threads");
+      REQUIRE(backend::UseInvertedResidual(b.side, b.side, b.expanded, backend::L2CacheBytes()));
+      CHECK(Check(b, threads) == 1);
     }
 }
 
