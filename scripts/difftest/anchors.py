@@ -134,9 +134,11 @@ def inverted_residual(g, st, v, rng):
     + BN + activation, a depthwise "k" x "k" Conv at "stride" + BN + the same
     activation, a 1x1 project Conv + BN, and with "res" (at stride 1) the Add
     of the block's input, so back to its channels; else to "out" channels.
-    Activations: Relu, Clip(0, 6), HardSwish, or HardSigmoid and Mul ("hsig").
-    With "se" (the gate, Sigmoid or HardSigmoid), a squeeze-and-excitation
-    between the depthwise and the project Conv."""
+    Activations: Relu, Clip(0, 6), HardSwish, HardSigmoid and Mul ("hsig"),
+    or Sigmoid and Mul ("swish": EfficientNet's). With "se" (the gate, Sigmoid
+    or HardSigmoid), a squeeze-and-excitation between the depthwise and the
+    project Conv: the backend runs the expand and depthwise Convs depth-first
+    on large maps, with the SE's GlobalAveragePool."""
     if v.rank != 4:
         raise Skip()
     residual = st.get("res") and st["stride"] == 1
@@ -147,15 +149,17 @@ def inverted_residual(g, st, v, rng):
             return ew.clip(g, {"min": 0.0, "max": 6.0}, x, rng)
         if a == "hsig":
             return ew.hswish(g, {}, x, rng)
+        if a == "swish":
+            return ew.swish(g, {}, x, rng)
         if a == "HardSwish":      # an op of opset 14
             g.opset = max(g.opset, 14)
         return V(g.node(a, [x.name]), x.dims, x.mag)
 
     e = act(conv(g, {"k": 1, "out": st["e"], "bn": True, "bias": st.get("bias")}, v, rng))
     d = act(conv(g, {"k": st["k"], "stride": st["stride"], "pad": st["k"] // 2, "group": "dw", "bn": True}, e, rng))
-    if st.get("se"):          # MobileNetV3's and EfficientNet's blocks: not one step of the kernel
+    if st.get("se"):          # MobileNetV3's and EfficientNet's blocks: the kernel runs expand and depthwise
         from .views import squeeze_excite
-        d = squeeze_excite(g, {"act": "Relu", "gate": st["se"]}, d, rng)
+        d = squeeze_excite(g, {"act": "swish" if st["act"] == "swish" else "Relu", "gate": st["se"]}, d, rng)
     p = conv(g, {"k": 1, "out": v.dims[1] if residual else st["out"], "bn": True}, d, rng)
     if not residual:
         return p

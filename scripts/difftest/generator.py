@@ -314,7 +314,7 @@ def inverted_residual_recipe(seed):
         return None
     side = r.choice([24, 33, 40, 48, 56, 64])
     dims = [1, r.choice([8, 16, 17, 24, 32]), side, r.choice([side, side, side - 3])]
-    act = r.choice(["Relu", "clip", "HardSwish", "hsig"])
+    act = r.choice(["Relu", "clip", "HardSwish", "hsig", "swish"])
     steps = []
     for _ in range(W(r, [(1, 3), (2, 2), (3, 1)])):
         stride = W(r, [(1, 3), (2, 1)])
