@@ -112,6 +112,14 @@ void EmitConvRuntimeWeights(Builder& b, const Chain& chain) {
   FinishChain(b, chain, pd, "conv", out, std::move(args), read, count);
 }
 
+// The chain on the first of our own kernels that takes it, from operands
+// EmitConv and EmitConvOnOwnKernel each compute once.
+bool OnOwnKernel(Builder& b, const Chain& chain, ValueId input, ConvWeights& w, const std::vector<double>& bias,
+                 const ConvGeometry& geometry) {
+  return EmitPointwise(b, chain, input, w, bias, geometry) || EmitConvWinograd(b, chain, input, w, bias, geometry) ||
+         EmitConvGemm(b, chain, input, w, bias, geometry);
+}
+
 }  // namespace
 
 bool EmitConvOnOwnKernel(Builder& b, const Chain& chain) {
@@ -123,8 +131,7 @@ bool EmitConvOnOwnKernel(Builder& b, const Chain& chain) {
   const ConvGeometry geometry = ConvGeometryOf(b, node, b.ActOf(input, node).dims, w.dims());
   std::vector<double> bias = BiasOf(b, node, 2, w.dims()[0]);
   eval::FoldIntoBias(bias, chain.affine);
-  return EmitPointwise(b, chain, input, w, bias, geometry) || EmitConvWinograd(b, chain, input, w, bias, geometry) ||
-         EmitConvGemm(b, chain, input, w, bias, geometry);
+  return OnOwnKernel(b, chain, input, w, bias, geometry);
 }
 
 void EmitConv(Builder& b, const Chain& chain) {
@@ -137,7 +144,6 @@ void EmitConv(Builder& b, const Chain& chain) {
     if (EmitConvOverConcatParts(b, chain)) return;
     EmitDeferredConcat(b, node.inputs[0]);
   }
-  if (EmitConvOnOwnKernel(b, chain)) return;
   const ValueId input = ScaledInput(b, node.inputs[0]);  // x of a deferred x * s: the weights take s
   Dims x = b.ActOf(input, node).dims;
   ConvWeights w(b, chain);
@@ -146,6 +152,7 @@ void EmitConv(Builder& b, const Chain& chain) {
   const std::int64_t group = AttrInt(node, "group", 1), out_channels = w.dims()[0];
   std::vector<double> bias = BiasOf(b, node, 2, out_channels);
   eval::FoldIntoBias(bias, chain.affine);
+  if (OnOwnKernel(b, chain, input, w, bias, geometry)) return;
 
   Dims wdims = w.dims();
   if (group > 1) {  // goihw: the same bytes as oihw
